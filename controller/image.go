@@ -1,0 +1,67 @@
+package controller
+
+// The metadata image: an immutable snapshot of cluster metadata, published by the controller
+// after every applied batch of committed records. Readers never lock: they load the current
+// *Image and use it; nothing in an Image is ever modified after publication.
+
+// TopicID is Kafka's 16-byte topic UUID.
+type TopicID [16]byte
+
+// Endpoint is one advertised listener of a broker.
+type Endpoint struct {
+	Listener         string // e.g. "PLAINTEXT"
+	Host             string
+	Port             int32
+	SecurityProtocol int16 // 0 = PLAINTEXT
+}
+
+// BrokerInfo is a registered broker.
+type BrokerInfo struct {
+	ID        int32
+	Epoch     int64
+	Endpoints []Endpoint
+	Rack      *string
+	Fenced    bool
+}
+
+// PartitionInfo is one partition's replica assignment and leadership.
+type PartitionInfo struct {
+	Partition      int32
+	Replicas       []int32
+	ISR            []int32
+	Leader         int32 // -1 when none
+	LeaderEpoch    int32
+	PartitionEpoch int32
+}
+
+// TopicInfo is a topic with its partitions (indexed by partition number) and its config
+// overrides (only keys set explicitly on the topic).
+type TopicInfo struct {
+	Name       string
+	ID         TopicID
+	Internal   bool
+	Partitions []PartitionInfo
+	Configs    map[string]string
+}
+
+// Image is the immutable metadata image.
+type Image struct {
+	// Offset is the raft index of the last record applied; it only grows.
+	Offset       int64
+	ClusterID    string
+	ControllerID int32
+	Brokers      map[int32]*BrokerInfo
+	Topics       map[string]*TopicInfo
+	TopicsByID   map[TopicID]*TopicInfo
+	// BrokerConfigs holds dynamic broker configs: key "" is the cluster-wide default
+	// resource, "1" the broker with node.id 1.
+	BrokerConfigs map[string]map[string]string
+	// NextProducerID is the first producer ID not yet handed out.
+	NextProducerID int64
+
+	// changed is closed when a newer image replaces this one.
+	changed chan struct{}
+}
+
+// Changed returns a channel closed when a newer image has been published.
+func (im *Image) Changed() <-chan struct{} { return im.changed }

@@ -1,0 +1,89 @@
+package logstore
+
+// This file is the contract between logstore and its users (broker, coordinator). Exported names
+// and signatures here are relied on by other packages: add to them freely, change them only
+// together with every caller.
+
+import (
+	"errors"
+	"io"
+	"log/slog"
+	"time"
+)
+
+// Config is one log's configuration, in Kafka's topic-config terms. Zero values are not
+// defaults: callers fill every field (internal/config knows Kafka's defaults).
+type Config struct {
+	SegmentBytes       int64 // segment.bytes
+	SegmentMs          int64 // segment.ms
+	SegmentJitterMs    int64 // segment.jitter.ms
+	SegmentIndexBytes  int64 // segment.index.bytes: max size of .index/.timeindex; a full index rolls the segment
+	IndexIntervalBytes int64 // index.interval.bytes
+	RetentionMs        int64 // retention.ms, -1 = unlimited
+	RetentionBytes     int64 // retention.bytes, -1 = unlimited
+	FlushMessages      int64 // flush.messages; 1 = group-commit fsync before every append returns
+	FlushMs            int64 // flush.ms
+	FileDeleteDelayMs  int64 // file.delete.delay.ms
+	Preallocate        bool  // preallocate
+}
+
+// Options are the non-config dependencies of a Log.
+type Options struct {
+	FS     FS               // nil = the OS file system
+	Now    func() time.Time // nil = time.Now
+	Logger *slog.Logger     // nil = slog.Default()
+}
+
+// AppendResult describes a successful append.
+type AppendResult struct {
+	FirstOffset int64 // base offset of the first batch appended (or of the duplicate)
+	LastOffset  int64
+	// MaxTimestamp and OffsetOfMaxTimestamp over the appended batches (-1 if none).
+	MaxTimestamp         int64
+	OffsetOfMaxTimestamp int64
+	LogStartOffset       int64
+	// Duplicate is true when an idempotent producer re-sent a batch already in the log; the
+	// offsets are those of the original batch and nothing was written.
+	Duplicate bool
+	// ValidBytes appended.
+	Bytes int
+}
+
+// FileSlice is a byte range of a segment file holding whole record batches, for zero-copy reads.
+type FileSlice struct {
+	File     File
+	Position int64
+	Length   int64
+}
+
+// ReadResult is the outcome of Log.Read.
+type ReadResult struct {
+	Slices         []FileSlice
+	Bytes          int64 // sum of Slices' lengths
+	LogStartOffset int64
+	LogEndOffset   int64
+}
+
+// OffsetAndEpoch is a position in the log with the leader epoch of the batch holding it.
+type OffsetAndEpoch struct {
+	Offset      int64
+	Timestamp   int64
+	LeaderEpoch int32
+}
+
+// Typed errors. The broker maps them to Kafka error codes in one place.
+var (
+	ErrCorruptBatch         = errors.New("logstore: corrupt record batch")          // CORRUPT_MESSAGE
+	ErrInvalidRecord        = errors.New("logstore: invalid record batch")          // INVALID_RECORD
+	ErrUnsupportedMagic     = errors.New("logstore: unsupported record batch magic") // UNSUPPORTED_FOR_MESSAGE_FORMAT
+	ErrOffsetOutOfRange     = errors.New("logstore: offset out of range")           // OFFSET_OUT_OF_RANGE
+	ErrOutOfOrderSequence   = errors.New("logstore: out of order sequence number")  // OUT_OF_ORDER_SEQUENCE_NUMBER
+	ErrInvalidProducerEpoch = errors.New("logstore: invalid producer epoch")        // INVALID_PRODUCER_EPOCH
+	ErrClosed               = errors.New("logstore: log closed")                    // a failed or closed log refuses work
+)
+
+// WriteSlice copies a FileSlice's bytes to w (sendfile when w is a TCP connection and the file is
+// an OS file). Declared here so callers need not know File's implementation.
+func WriteSlice(w io.Writer, s FileSlice) (int64, error) {
+	return io.Copy(w, io.NewSectionReader(s.File, s.Position, s.Length))
+}

@@ -1,0 +1,72 @@
+package wire
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Request is one decoded Kafka request as the broker sees it.
+type Request struct {
+	Key           int16
+	Version       int16
+	CorrelationID int32
+	ClientID      *string
+	// Body is the decoded request; Body.GetVersion() == Version.
+	Body kmsg.Request
+	Conn *ConnInfo
+}
+
+// ConnInfo describes the connection a request arrived on.
+type ConnInfo struct {
+	ID           uint64
+	ListenerName string
+	LocalAddr    net.Addr
+	RemoteAddr   net.Addr
+}
+
+// Respond finishes one request. It must be called exactly once per request, from any goroutine,
+// before or after Handle returns. A nil response with a nil error sends nothing (acks=0
+// produce). A non-nil error closes the connection (the Go error channel of CONVENTIONS.md);
+// Kafka-level problems belong in the response's error codes instead.
+type Respond func(kmsg.Response, error)
+
+// Handler processes requests.
+//
+// The wire layer calls Handle for one connection's requests one at a time, in the order the
+// client sent them, so a connection's produce requests append in the order they were sent, as
+// with Kafka. A request that must wait (long-poll fetch, acks=all produce) should not block
+// Handle: it parks and calls respond later, and the connection moves on to its next request.
+// Responses leave the connection in request order whatever order respond is called in. At most
+// Config.MaxInFlightPerConn requests per connection are unanswered at once; past that the
+// connection is not read.
+type Handler interface {
+	Handle(ctx context.Context, req *Request, respond Respond)
+}
+
+// VersionRange is one API's supported request versions.
+type VersionRange struct {
+	Key, Min, Max int16
+}
+
+// Config configures a listener.
+type Config struct {
+	// Addr is the host:port to listen on; port 0 picks a free port.
+	Addr         string
+	ListenerName string
+	// MaxRequestBytes is socket.request.max.bytes (Kafka default 104857600): a frame that
+	// declares more is not read and its connection is closed.
+	MaxRequestBytes int32
+	// MaxInFlightPerConn bounds requests being processed at once on one connection.
+	MaxInFlightPerConn int
+	// IdleTimeout is connections.max.idle.ms: a connection with no request for this long is closed.
+	IdleTimeout time.Duration
+	// Versions lists the APIs and versions the broker implements. A request for an unknown key
+	// or a version outside its range is refused as Kafka refuses it: ApiVersions is answered at
+	// v0 with UNSUPPORTED_VERSION and this list, anything else closes the connection.
+	Versions func() []VersionRange
+	Logger   *slog.Logger
+}
