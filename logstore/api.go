@@ -73,13 +73,13 @@ type OffsetAndEpoch struct {
 
 // Typed errors. The broker maps them to Kafka error codes in one place.
 var (
-	ErrCorruptBatch         = errors.New("logstore: corrupt record batch")          // CORRUPT_MESSAGE
-	ErrInvalidRecord        = errors.New("logstore: invalid record batch")          // INVALID_RECORD
+	ErrCorruptBatch         = errors.New("logstore: corrupt record batch")           // CORRUPT_MESSAGE
+	ErrInvalidRecord        = errors.New("logstore: invalid record batch")           // INVALID_RECORD
 	ErrUnsupportedMagic     = errors.New("logstore: unsupported record batch magic") // UNSUPPORTED_FOR_MESSAGE_FORMAT
-	ErrOffsetOutOfRange     = errors.New("logstore: offset out of range")           // OFFSET_OUT_OF_RANGE
-	ErrOutOfOrderSequence   = errors.New("logstore: out of order sequence number")  // OUT_OF_ORDER_SEQUENCE_NUMBER
-	ErrInvalidProducerEpoch = errors.New("logstore: invalid producer epoch")        // INVALID_PRODUCER_EPOCH
-	ErrClosed               = errors.New("logstore: log closed")                    // a failed or closed log refuses work
+	ErrOffsetOutOfRange     = errors.New("logstore: offset out of range")            // OFFSET_OUT_OF_RANGE
+	ErrOutOfOrderSequence   = errors.New("logstore: out of order sequence number")   // OUT_OF_ORDER_SEQUENCE_NUMBER
+	ErrInvalidProducerEpoch = errors.New("logstore: invalid producer epoch")         // INVALID_PRODUCER_EPOCH
+	ErrClosed               = errors.New("logstore: log closed")                     // a failed or closed log refuses work
 )
 
 // WriteSlice copies a FileSlice's bytes to w (sendfile when w is a TCP connection and the file is
