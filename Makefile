@@ -1,0 +1,31 @@
+# sluice — the two commands a fresh machine needs are `make run` and `make test`.
+GO ?= go
+
+.PHONY: build run test unit deps franz vet fmt-check clean
+
+build:
+	$(GO) build -o bin/sluice ./cmd/sluice
+
+# A single-node cluster on 127.0.0.1:9092 with data under ./data.
+run: build
+	./bin/sluice
+
+# Installs what the tests need, then runs every test: unit, crash, format round-trips with
+# Apache Kafka's own tools, real clients against a real sluice process, franz-go's suite.
+test: deps vet build
+	$(GO) test -count=1 -timeout 20m ./...
+	scripts/franz-suite.sh
+
+deps:
+	scripts/install-test-deps.sh
+
+vet:
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
+	$(GO) vet ./...
+
+# franz-go's live-broker suite, an optional -run pattern in RUN=...
+franz: build
+	scripts/franz-suite.sh $(RUN)
+
+clean:
+	rm -rf bin

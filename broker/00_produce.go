@@ -1,0 +1,125 @@
+package broker
+
+// Produce, key 0: v3–v13.
+//
+// v3 is the first version whose records must be RecordBatch v2 (magic 2), the only format
+// sluice's log stores; Kafka 4.0 also removed v0–v2 (KIP-896). v13 names topics by ID.
+// acks=0 gets no response; acks=1 is answered after the local append; acks=all after the batch
+// is below the high watermark, i.e. on every ISR member, and only while the ISR has at least
+// min.insync.replicas members (NOT_ENOUGH_REPLICAS otherwise). Each batch is checked against
+// the topic's max.message.bytes (MESSAGE_TOO_LARGE); the log validates headers, CRCs and
+// producer sequences and assigns offsets without re-encoding.
+//
+// Not yet: transactional produce (answered INVALID_REQUEST until transactions land) and
+// message.timestamp.type=LogAppendTime rewriting.
+
+import (
+	"context"
+	"encoding/binary"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"sluice/controller"
+	"sluice/wire"
+)
+
+func init() { register(0, 3, 13, (*Broker).handleProduce) }
+
+func (b *Broker) handleProduce(_ context.Context, wreq *wire.Request, respond wire.Respond) {
+	req, ok := wreq.Body.(*kmsg.ProduceRequest)
+	if !ok {
+		respond(nil, errUnexpectedBody)
+		return
+	}
+	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+	im := b.ctrl.Image()
+	byID := req.Version >= 13
+
+	topLevelErr := int16(0)
+	switch {
+	case req.Acks != 0 && req.Acks != 1 && req.Acks != -1:
+		topLevelErr = kerr.InvalidRequiredAcks.Code
+	case req.TransactionID != nil:
+		topLevelErr = kerr.InvalidRequest.Code
+	}
+
+	for _, rt := range req.Topics {
+		t := kmsg.NewProduceResponseTopic()
+		t.Topic, t.TopicID = rt.Topic, rt.TopicID
+		for _, rp := range rt.Partitions {
+			p := kmsg.NewProduceResponseTopicPartition()
+			p.Partition = rp.Partition
+			if topLevelErr != 0 {
+				p.ErrorCode = topLevelErr
+			} else {
+				b.producePartition(im, rt.Topic, controller.TopicID(rt.TopicID), byID, req.Acks, &rp, &p)
+			}
+			t.Partitions = append(t.Partitions, p)
+		}
+		resp.Topics = append(resp.Topics, t)
+	}
+	if req.Acks == 0 {
+		respond(nil, nil)
+		return
+	}
+	respond(resp, nil)
+}
+
+// producePartition appends one partition's records and fills its response.
+func (b *Broker) producePartition(im *controller.Image, topicName string, topicID controller.TopicID, byID bool, acks int16, rp *kmsg.ProduceRequestTopicPartition, out *kmsg.ProduceResponseTopicPartition) {
+	rs := b.resolvePartition(im, topicName, topicID, byID, rp.Partition, true)
+	if rs.errCode != 0 {
+		out.ErrorCode = rs.errCode
+		return
+	}
+	if rs.topic.Internal {
+		// Only the coordinators write the internal topics.
+		out.ErrorCode = kerr.InvalidTopicException.Code
+		return
+	}
+	p := rs.partition
+	limits := b.topicLimits(im, rs.topic)
+	if code := checkBatchSizes(rp.Records, limits.maxMessageBytes); code != 0 {
+		out.ErrorCode = code
+		return
+	}
+	if acks == -1 && p.isrSize() < limits.minInsyncReplicas {
+		out.ErrorCode = kerr.NotEnoughReplicas.Code
+		return
+	}
+	_, leaderEpoch := p.leaderState()
+	res, err := p.log.AppendAsLeader(rp.Records, leaderEpoch)
+	if err != nil {
+		out.ErrorCode = storageErrorCode(err)
+		out.LogStartOffset = p.log.LogStartOffset()
+		return
+	}
+	if !res.Duplicate {
+		p.appended()
+	}
+	out.BaseOffset = res.FirstOffset
+	out.LogStartOffset = res.LogStartOffset
+	out.LogAppendTime = -1
+}
+
+// checkBatchSizes walks the batch boundaries of records and answers MESSAGE_TOO_LARGE when a
+// batch exceeds maxBatchBytes, as Kafka checks each batch against max.message.bytes. Malformed
+// framing is left to the log's validation, which answers CORRUPT_MESSAGE.
+func checkBatchSizes(records []byte, maxBatchBytes int64) int16 {
+	const lengthFieldEnd = 12 // baseOffset int64 + batchLength int32
+	if len(records) == 0 {
+		return kerr.CorruptMessage.Code
+	}
+	for len(records) >= lengthFieldEnd {
+		size := int64(int32(binary.BigEndian.Uint32(records[8:12]))) + lengthFieldEnd
+		if size > maxBatchBytes {
+			return kerr.MessageTooLarge.Code
+		}
+		if size <= lengthFieldEnd || size > int64(len(records)) {
+			return 0
+		}
+		records = records[size:]
+	}
+	return 0
+}

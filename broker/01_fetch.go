@@ -1,0 +1,193 @@
+package broker
+
+// Fetch, key 1: v4–v17.
+//
+// v4 adds isolation level (read_committed reads stop at the last stable offset; with no
+// transactions yet that equals the high watermark), v7 fetch sessions (fetch_sessions.go), v9
+// the client's current leader epoch (FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH), v13 topic IDs.
+// Consumers never see offsets at or past the high watermark. The first batch of the first
+// partition with data is returned whole even when it exceeds MaxBytes or PartitionMaxBytes, as
+// Kafka does, so a consumer can always make progress. When less than MinBytes is ready the fetch
+// parks on its partitions and is woken by appends, answering after MaxWaitMillis at the latest.
+//
+// Not yet: fetches from follower replicas (ReplicaID >= 0), diverging-epoch answers, and
+// sending record bytes with sendfile (they are read into the response for now).
+
+import (
+	"context"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"sluice/controller"
+	"sluice/wire"
+)
+
+func init() { register(1, 4, 17, (*Broker).handleFetch) }
+
+// maxFetchWait bounds MaxWaitMillis so a parked fetch always answers.
+const maxFetchWait = 5 * time.Minute
+
+func (b *Broker) handleFetch(ctx context.Context, wreq *wire.Request, respond wire.Respond) {
+	req, ok := wreq.Body.(*kmsg.FetchRequest)
+	if !ok {
+		respond(nil, errUnexpectedBody)
+		return
+	}
+	im := b.ctrl.Image()
+	targets, session, sessionID, errCode := b.openSession(req, im)
+	if errCode != 0 {
+		resp := req.ResponseKind().(*kmsg.FetchResponse)
+		resp.ErrorCode = errCode
+		respond(resp, nil)
+		return
+	}
+	incremental := req.Version >= 7 && req.SessionEpoch > 0
+
+	results, readBytes, anyError := b.readTargets(req, im, targets)
+	wait := time.Duration(req.MaxWaitMillis) * time.Millisecond
+	if readBytes >= int64(req.MinBytes) || wait <= 0 || anyError || len(targets) == 0 {
+		respond(b.fetchResponse(req, sessionID, session, incremental, targets, results), nil)
+		return
+	}
+
+	// Park: register on every target partition and re-read when woken.
+	w := newWaiter()
+	var parts []*Partition
+	for _, t := range targets {
+		if p := b.partition(t.topic, t.partition); p != nil {
+			p.addWaiter(w)
+			parts = append(parts, p)
+		}
+	}
+	if wait > maxFetchWait {
+		wait = maxFetchWait
+	}
+	go func() {
+		defer func() {
+			for _, p := range parts {
+				p.removeWaiter(w)
+			}
+		}()
+		timer := time.NewTimer(wait)
+		defer timer.Stop()
+		for {
+			select {
+			case <-w.ch:
+				im := b.ctrl.Image()
+				results, readBytes, anyError = b.readTargets(req, im, targets)
+				if readBytes < int64(req.MinBytes) && !anyError {
+					continue
+				}
+			case <-timer.C:
+				results, _, _ = b.readTargets(req, b.ctrl.Image(), targets)
+			case <-ctx.Done():
+			case <-b.closing:
+			}
+			respond(b.fetchResponse(req, sessionID, session, incremental, targets, results), nil)
+			return
+		}
+	}()
+}
+
+// fetchResult is one partition's read.
+type fetchResult struct {
+	errCode                                         int16
+	highWatermark, lastStableOffset, logStartOffset int64
+	records                                         []byte
+}
+
+// readTargets reads every target within the request's byte limits.
+func (b *Broker) readTargets(req *kmsg.FetchRequest, im *controller.Image, targets []*fetchTarget) (results []fetchResult, total int64, anyError bool) {
+	results = make([]fetchResult, len(targets))
+	maxBytes := int64(req.MaxBytes)
+	if req.Version < 3 || maxBytes <= 0 {
+		maxBytes = 1<<31 - 1
+	}
+	for i, t := range targets {
+		r := &results[i]
+		r.highWatermark, r.lastStableOffset, r.logStartOffset = -1, -1, -1
+		rs := b.resolvePartition(im, t.topic, t.topicID, req.Version >= 13, t.partition, true)
+		if rs.errCode != 0 {
+			r.errCode = rs.errCode
+			anyError = true
+			continue
+		}
+		p := rs.partition
+		_, leaderEpoch := p.leaderState()
+		if code := checkLeaderEpoch(t.currentLeaderEpoch, leaderEpoch); code != 0 {
+			r.errCode = code
+			anyError = true
+			continue
+		}
+		hw := p.highWatermark()
+		r.highWatermark, r.lastStableOffset, r.logStartOffset = hw, hw, p.log.LogStartOffset()
+		limit := min(int64(t.maxBytes), maxBytes-total)
+		minOne := total == 0
+		if limit <= 0 && !minOne {
+			continue
+		}
+		read, err := p.log.Read(t.fetchOffset, max(limit, 0), hw, minOne)
+		if err != nil {
+			r.errCode = storageErrorCode(err)
+			anyError = true
+			continue
+		}
+		if read.Bytes == 0 {
+			continue
+		}
+		buf := make([]byte, 0, read.Bytes)
+		for _, s := range read.Slices {
+			n := len(buf)
+			buf = buf[:n+int(s.Length)]
+			if _, err := s.File.ReadAt(buf[n:], s.Position); err != nil {
+				b.logger.Error("reading segment", "partition", p.tp.String(), "err", err)
+				r.errCode = kerr.KafkaStorageError.Code
+				anyError = true
+				buf = nil
+				break
+			}
+		}
+		r.records = buf
+		total += int64(len(buf))
+	}
+	return results, total, anyError
+}
+
+// fetchResponse builds the response; for an incremental session fetch only partitions with
+// news are included, and the session remembers what it sent.
+func (b *Broker) fetchResponse(req *kmsg.FetchRequest, sessionID int32, session *fetchSession, incremental bool, targets []*fetchTarget, results []fetchResult) *kmsg.FetchResponse {
+	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	resp.SessionID = sessionID
+	if session != nil {
+		session.mu.Lock()
+		defer session.mu.Unlock()
+	}
+	var topic *kmsg.FetchResponseTopic
+	for i, t := range targets {
+		r := &results[i]
+		if incremental && len(r.records) == 0 && r.errCode == 0 &&
+			r.highWatermark == t.lastHighWatermark && r.lastStableOffset == t.lastStableOffset && r.logStartOffset == t.lastLogStart {
+			continue
+		}
+		if session != nil {
+			t.lastHighWatermark, t.lastStableOffset, t.lastLogStart = r.highWatermark, r.lastStableOffset, r.logStartOffset
+		}
+		if topic == nil || topic.Topic != t.topic || topic.TopicID != t.topicID {
+			resp.Topics = append(resp.Topics, kmsg.NewFetchResponseTopic())
+			topic = &resp.Topics[len(resp.Topics)-1]
+			topic.Topic, topic.TopicID = t.topic, t.topicID
+		}
+		p := kmsg.NewFetchResponseTopicPartition()
+		p.Partition = t.partition
+		p.ErrorCode = r.errCode
+		p.HighWatermark, p.LastStableOffset, p.LogStartOffset = r.highWatermark, r.lastStableOffset, r.logStartOffset
+		p.RecordBatches = r.records
+		if req.IsolationLevel == 1 {
+			p.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
+		}
+		topic.Partitions = append(topic.Partitions, p)
+	}
+	return resp
+}

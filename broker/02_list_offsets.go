@@ -1,0 +1,102 @@
+package broker
+
+// ListOffsets, key 2: v1–v10.
+//
+// Special timestamps: -2 earliest (log start offset), -1 latest (the high watermark; the last
+// stable offset for read_committed), -3 (v7+) the offset of the largest timestamp, -4 (v8+)
+// earliest local (= earliest: sluice has no tiered storage), -5 (v9+) latest tiered (none:
+// offset -1). Any other timestamp finds the first offset whose timestamp is at least it, or
+// offset -1 when there is none below the high watermark. v4+ checks the client's current leader
+// epoch and answers the leader epoch of the found offset.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"sluice/controller"
+	"sluice/wire"
+)
+
+func init() { registerSync(2, 1, 10, (*Broker).handleListOffsets) }
+
+// The special timestamps of ListOffsets.
+const (
+	listLatest        = -1
+	listEarliest      = -2
+	listMaxTimestamp  = -3
+	listEarliestLocal = -4
+	listLatestTiered  = -5
+)
+
+func (b *Broker) handleListOffsets(_ context.Context, _ *wire.ConnInfo, req *kmsg.ListOffsetsRequest) (kmsg.Response, error) {
+	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
+	im := b.ctrl.Image()
+	for _, rt := range req.Topics {
+		t := kmsg.NewListOffsetsResponseTopic()
+		t.Topic = rt.Topic
+		for _, rp := range rt.Partitions {
+			p := kmsg.NewListOffsetsResponseTopicPartition()
+			p.Partition = rp.Partition
+			b.listOffset(im, req, rt.Topic, &rp, &p)
+			t.Partitions = append(t.Partitions, p)
+		}
+		resp.Topics = append(resp.Topics, t)
+	}
+	return resp, nil
+}
+
+func (b *Broker) listOffset(im *controller.Image, req *kmsg.ListOffsetsRequest, topic string, rp *kmsg.ListOffsetsRequestTopicPartition, out *kmsg.ListOffsetsResponseTopicPartition) {
+	out.Timestamp, out.Offset, out.LeaderEpoch = -1, -1, -1
+	rs := b.resolvePartition(im, topic, controller.TopicID{}, false, rp.Partition, true)
+	if rs.errCode != 0 {
+		out.ErrorCode = rs.errCode
+		return
+	}
+	p := rs.partition
+	_, leaderEpoch := p.leaderState()
+	if code := checkLeaderEpoch(rp.CurrentLeaderEpoch, leaderEpoch); code != 0 {
+		out.ErrorCode = code
+		return
+	}
+	hw := p.highWatermark()
+	switch rp.Timestamp {
+	case listLatest:
+		out.Offset = hw // read_committed: the last stable offset, equal to the HW without transactions
+		out.LeaderEpoch = leaderEpoch
+	case listEarliest, listEarliestLocal:
+		out.Offset = p.log.LogStartOffset()
+		out.LeaderEpoch = epochAt(p, out.Offset, leaderEpoch)
+	case listMaxTimestamp:
+		if found, ok := p.log.MaxTimestamp(); ok && found.Offset < hw {
+			out.Offset, out.Timestamp, out.LeaderEpoch = found.Offset, found.Timestamp, found.LeaderEpoch
+		}
+	case listLatestTiered:
+		// No tiered storage: nothing was ever uploaded.
+	default:
+		if rp.Timestamp < 0 {
+			out.ErrorCode = kerr.InvalidRequest.Code
+			return
+		}
+		if found, ok := p.log.OffsetForTimestamp(rp.Timestamp); ok && found.Offset < hw {
+			out.Offset, out.Timestamp, out.LeaderEpoch = found.Offset, found.Timestamp, found.LeaderEpoch
+		}
+	}
+}
+
+// epochAt is the leader epoch of the batch holding offset, from the log's epoch cache; the
+// current epoch when the log holds none.
+func epochAt(p *Partition, offset int64, current int32) int32 {
+	if p.log.LatestEpoch() < 0 {
+		return current
+	}
+	// The epoch whose range holds offset: the smallest epoch whose end offset is past it.
+	for epoch := int32(0); epoch <= p.log.LatestEpoch(); epoch++ {
+		endEpoch, end := p.log.EndOffsetForEpoch(epoch)
+		if endEpoch == epoch && end > offset {
+			return epoch
+		}
+	}
+	return current
+}

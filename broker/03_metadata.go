@@ -1,0 +1,159 @@
+package broker
+
+// Metadata, key 3: v0–v13.
+//
+// v0: an empty topic list means all topics; v1+: a null list means all, an empty list none.
+// v4+: AllowAutoTopicCreation (before v4 auto-creation is always requested). v10+: topics may be
+// named by ID. v13: top-level ErrorCode. Topics are auto-created, when auto.create.topics.enable
+// is on, with num.partitions and default.replication.factor; unlike Kafka (which answers
+// LEADER_NOT_AVAILABLE until the topic is ready) sluice waits for the creation to be applied and
+// answers with the new topic's metadata, so clients need no retry.
+
+import (
+	"context"
+	"slices"
+	"sort"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"sluice/controller"
+	"sluice/wire"
+)
+
+func init() { registerSync(3, 0, 13, (*Broker).handleMetadata) }
+
+func (b *Broker) handleMetadata(ctx context.Context, conn *wire.ConnInfo, req *kmsg.MetadataRequest) (kmsg.Response, error) {
+	resp := req.ResponseKind().(*kmsg.MetadataResponse)
+	im := b.ctrl.Image()
+
+	allTopics := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)
+	if !allTopics {
+		im = b.autoCreateTopics(ctx, im, req)
+	}
+
+	resp.ClusterID = &im.ClusterID
+	resp.ControllerID = b.nodeID
+	resp.Brokers = brokersFor(im, conn.ListenerName)
+
+	if allTopics {
+		names := make([]string, 0, len(im.Topics))
+		for name := range im.Topics {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			resp.Topics = append(resp.Topics, topicMetadata(im.Topics[name], req.Version))
+		}
+		return resp, nil
+	}
+	for _, rt := range req.Topics {
+		var topic *controller.TopicInfo
+		if rt.Topic != nil {
+			topic = im.Topics[*rt.Topic]
+		} else {
+			topic = im.TopicsByID[controller.TopicID(rt.TopicID)]
+		}
+		if topic == nil {
+			t := kmsg.NewMetadataResponseTopic()
+			t.Topic, t.TopicID = rt.Topic, rt.TopicID
+			t.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			if rt.Topic == nil {
+				t.ErrorCode = kerr.UnknownTopicID.Code
+			} else if err := controller.ValidateTopicName(*rt.Topic); err != nil {
+				t.ErrorCode = kerr.InvalidTopicException.Code
+			}
+			resp.Topics = append(resp.Topics, t)
+			continue
+		}
+		resp.Topics = append(resp.Topics, topicMetadata(topic, req.Version))
+	}
+	return resp, nil
+}
+
+// autoCreateTopics creates the requested topics that do not exist, when the request and the
+// broker allow it, and returns the image to answer from.
+func (b *Broker) autoCreateTopics(ctx context.Context, im *controller.Image, req *kmsg.MetadataRequest) *controller.Image {
+	if !b.cfg.Static.AutoCreateTopicsEnable || (req.Version >= 4 && !req.AllowAutoTopicCreation) {
+		return im
+	}
+	var create []controller.CreateTopic
+	for _, rt := range req.Topics {
+		if rt.Topic == nil || im.Topics[*rt.Topic] != nil || controller.ValidateTopicName(*rt.Topic) != nil {
+			continue
+		}
+		create = append(create, controller.CreateTopic{
+			Name:              *rt.Topic,
+			NumPartitions:     b.cfg.Static.NumPartitions,
+			ReplicationFactor: b.cfg.Static.DefaultReplicationFactor,
+		})
+	}
+	if len(create) == 0 {
+		return im
+	}
+	if _, err := b.ctrl.CreateTopics(ctx, create, false); err != nil {
+		b.logger.Warn("auto-creating topics", "err", err)
+	}
+	latest := b.ctrl.Image()
+	b.waitForImage(ctx, latest.Offset)
+	return latest
+}
+
+// brokersFor lists the unfenced brokers with their endpoint on the named listener.
+func brokersFor(im *controller.Image, listener string) []kmsg.MetadataResponseBroker {
+	ids := make([]int32, 0, len(im.Brokers))
+	for id, br := range im.Brokers {
+		if !br.Fenced {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	out := make([]kmsg.MetadataResponseBroker, 0, len(ids))
+	for _, id := range ids {
+		br := im.Brokers[id]
+		ep, ok := endpointFor(br, listener)
+		if !ok {
+			continue
+		}
+		mb := kmsg.NewMetadataResponseBroker()
+		mb.NodeID, mb.Host, mb.Port, mb.Rack = id, ep.Host, ep.Port, br.Rack
+		out = append(out, mb)
+	}
+	return out
+}
+
+// endpointFor returns the broker's endpoint on the named listener, or its first endpoint when
+// the name is empty or unknown (a single-listener cluster).
+func endpointFor(br *controller.BrokerInfo, listener string) (controller.Endpoint, bool) {
+	for _, ep := range br.Endpoints {
+		if ep.Listener == listener {
+			return ep, true
+		}
+	}
+	if len(br.Endpoints) > 0 {
+		return br.Endpoints[0], true
+	}
+	return controller.Endpoint{}, false
+}
+
+func topicMetadata(topic *controller.TopicInfo, version int16) kmsg.MetadataResponseTopic {
+	t := kmsg.NewMetadataResponseTopic()
+	name := topic.Name
+	t.Topic = &name
+	t.TopicID = topic.ID
+	t.IsInternal = topic.Internal
+	for _, pi := range topic.Partitions {
+		p := kmsg.NewMetadataResponseTopicPartition()
+		p.Partition = pi.Partition
+		p.Leader = pi.Leader
+		p.LeaderEpoch = pi.LeaderEpoch
+		p.Replicas = pi.Replicas
+		p.ISR = pi.ISR
+		p.OfflineReplicas = []int32{}
+		if pi.Leader < 0 {
+			p.ErrorCode = kerr.LeaderNotAvailable.Code
+		}
+		t.Partitions = append(t.Partitions, p)
+	}
+	return t
+}

@@ -1,0 +1,34 @@
+package broker
+
+// ApiVersions, key 18: v0–v4.
+//
+// The list comes from the API table, so the versions advertised are exactly those implemented.
+// An unsupported ApiVersions version never reaches here: the wire layer answers it at v0 with
+// UNSUPPORTED_VERSION, as Kafka does. v3+ carries the client's software name and version, which
+// Kafka validates (INVALID_REQUEST for illegal characters) — so do we.
+
+import (
+	"context"
+	"regexp"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"sluice/wire"
+)
+
+func init() { registerSync(18, 0, 4, (*Broker).handleApiVersions) }
+
+// clientSoftwarePattern is Kafka's rule for ClientSoftwareName and ClientSoftwareVersion.
+var clientSoftwarePattern = regexp.MustCompile(`^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$`)
+
+func (b *Broker) handleApiVersions(_ context.Context, _ *wire.ConnInfo, req *kmsg.ApiVersionsRequest) (kmsg.Response, error) {
+	resp := req.ResponseKind().(*kmsg.ApiVersionsResponse)
+	if req.Version >= 3 && (!clientSoftwarePattern.MatchString(req.ClientSoftwareName) || !clientSoftwarePattern.MatchString(req.ClientSoftwareVersion)) {
+		resp.ErrorCode = kerr.InvalidRequest.Code
+	}
+	for _, v := range Versions() {
+		resp.ApiKeys = append(resp.ApiKeys, kmsg.ApiVersionsResponseApiKey{ApiKey: v.Key, MinVersion: v.Min, MaxVersion: v.Max})
+	}
+	return resp, nil
+}

@@ -1,0 +1,172 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"runtime/debug"
+	"sync"
+
+	"sluice/controller"
+	"sluice/internal/config"
+	"sluice/logstore"
+	"sluice/wire"
+)
+
+// Config is what the broker needs beyond the metadata image.
+type Config struct {
+	// Static is the parsed server.properties (plus --set overrides).
+	Static *config.Broker
+	// LogDir is the directory that holds this node's partition directories.
+	LogDir string
+	// FS is the file system of the partition logs; nil means the OS's.
+	FS     logstore.FS
+	Logger *slog.Logger
+}
+
+// Broker serves Kafka requests over the partitions this node hosts.
+type Broker struct {
+	cfg    Config
+	nodeID int32
+	ctrl   *controller.Controller
+	logger *slog.Logger
+
+	mu struct {
+		sync.RWMutex
+		// partitions holds the replicas hosted here, by topic name and partition.
+		partitions map[topicPartition]*Partition
+		// appliedImage is the newest metadata image reconcile has acted on; appliedChanged is
+		// closed (and replaced) whenever it changes.
+		appliedImage   *controller.Image
+		appliedChanged chan struct{}
+	}
+
+	producerIDs   producerIDBlock
+	fetchSessions *fetchSessionCache
+
+	closing chan struct{}
+	done    sync.WaitGroup
+}
+
+type topicPartition struct {
+	topic     string
+	partition int32
+}
+
+func (tp topicPartition) String() string { return fmt.Sprintf("%s-%d", tp.topic, tp.partition) }
+
+// errUnexpectedBody means the wire layer handed a request body of another type than its key
+// names; it cannot happen with kmsg.RequestForKey and closes the connection if it does.
+var errUnexpectedBody = errors.New("broker: request body does not match its key")
+
+// New opens the partitions this node hosts according to the controller's current image and
+// starts following image changes.
+func New(cfg Config, ctrl *controller.Controller) (*Broker, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	b := &Broker{
+		cfg:           cfg,
+		nodeID:        cfg.Static.NodeID,
+		ctrl:          ctrl,
+		logger:        cfg.Logger,
+		closing:       make(chan struct{}),
+		fetchSessions: newFetchSessionCache(),
+	}
+	b.mu.partitions = make(map[topicPartition]*Partition)
+	b.mu.appliedChanged = make(chan struct{})
+	if err := b.reconcile(ctrl.Image()); err != nil {
+		b.closePartitions()
+		return nil, err
+	}
+	b.done.Add(2)
+	go b.followImages()
+	go b.retentionLoop()
+	return b, nil
+}
+
+// Handle implements wire.Handler.
+func (b *Broker) Handle(ctx context.Context, req *wire.Request, respond wire.Respond) {
+	a, ok := apis[req.Key]
+	if !ok || req.Version < a.minVersion || req.Version > a.maxVersion {
+		// The wire layer filters these; answer defensively by closing.
+		respond(nil, fmt.Errorf("broker: unsupported api %d v%d", req.Key, req.Version))
+		return
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			b.logger.Error("panic serving request", "api", req.Key, "version", req.Version, "panic", r, "stack", string(debug.Stack()))
+			respond(nil, fmt.Errorf("broker: panic serving api %d", req.Key))
+		}
+	}()
+	a.handle(b, ctx, req, respond)
+}
+
+// Close stops following metadata and closes every partition log.
+func (b *Broker) Close() error {
+	close(b.closing)
+	b.done.Wait()
+	return b.closePartitions()
+}
+
+func (b *Broker) closePartitions() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var errs []error
+	for tp, p := range b.mu.partitions {
+		if err := p.log.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close %s: %w", tp, err))
+		}
+		delete(b.mu.partitions, tp)
+	}
+	return errors.Join(errs...)
+}
+
+// partition returns the hosted replica of tp, or nil.
+func (b *Broker) partition(topic string, partition int32) *Partition {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return b.mu.partitions[topicPartition{topic, partition}]
+}
+
+func (b *Broker) partitionDir(tp topicPartition) string {
+	return filepath.Join(b.cfg.LogDir, tp.String())
+}
+
+// followImages reconciles hosted partitions with every newly published metadata image.
+func (b *Broker) followImages() {
+	defer b.done.Done()
+	for {
+		im := b.ctrl.Image()
+		if err := b.reconcile(im); err != nil {
+			b.logger.Error("applying metadata image", "offset", im.Offset, "err", err)
+		}
+		select {
+		case <-im.Changed():
+		case <-b.closing:
+			return
+		}
+	}
+}
+
+// waitForImage blocks until reconcile has applied an image at least as new as offset, so that a
+// client told about a topic can use it at once. It gives up when ctx ends.
+func (b *Broker) waitForImage(ctx context.Context, offset int64) {
+	for {
+		b.mu.RLock()
+		applied, appliedChanged := b.mu.appliedImage, b.mu.appliedChanged
+		b.mu.RUnlock()
+		if applied != nil && applied.Offset >= offset {
+			return
+		}
+		select {
+		case <-appliedChanged:
+		case <-ctx.Done():
+			return
+		case <-b.closing:
+			return
+		}
+	}
+}

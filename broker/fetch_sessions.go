@@ -1,0 +1,225 @@
+package broker
+
+// Fetch sessions (KIP-227): a consumer that fetches the same partitions again and again names
+// only what changed, and the broker answers only partitions with news. Semantics as Kafka's
+// FetchSession:
+//   - SessionID 0, epoch -1: a full fetch without a session.
+//   - epoch 0 (any SessionID): a full fetch that (closing the named session, if any) opens a new
+//     session holding the request's partitions; the response carries the new SessionID, or 0
+//     when the cache has no room.
+//   - SessionID s, epoch -1: closes s, then a full fetch without a session.
+//   - SessionID s, epoch n > 0: incremental; s must exist (FETCH_SESSION_ID_NOT_FOUND) and n
+//     must be its expected epoch (INVALID_FETCH_SESSION_EPOCH). Request partitions are added or
+//     updated, forgotten topics removed, and the response holds only partitions that have
+//     records or an error, or whose high watermark, last stable offset or log start offset
+//     changed since last sent.
+
+import (
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"sluice/controller"
+)
+
+// maxFetchSessions bounds the session cache, as Kafka's max.incremental.fetch.session.cache.slots
+// (default 1000) does. The least recently used session is evicted when it is full.
+const maxFetchSessions = 1000
+
+// fetchTarget is one partition a fetch reads, with the client's position.
+type fetchTarget struct {
+	topic              string
+	topicID            controller.TopicID
+	partition          int32
+	fetchOffset        int64
+	maxBytes           int32
+	currentLeaderEpoch int32
+
+	// last* are what the session last sent for this partition (-1 before the first time).
+	lastHighWatermark, lastStableOffset, lastLogStart int64
+}
+
+type sessionKey struct {
+	topic     string
+	topicID   controller.TopicID
+	partition int32
+}
+
+type fetchSession struct {
+	id int32
+	mu struct {
+		sync.Mutex
+		epoch    int32 // the epoch the next incremental request must carry
+		targets  []*fetchTarget
+		byKey    map[sessionKey]*fetchTarget
+		lastUsed time.Time
+	}
+}
+
+type fetchSessionCache struct {
+	mu       sync.Mutex
+	sessions map[int32]*fetchSession // Guarded by mu.
+	nextID   int32                   // Guarded by mu.
+}
+
+func newFetchSessionCache() *fetchSessionCache {
+	return &fetchSessionCache{sessions: make(map[int32]*fetchSession), nextID: 1}
+}
+
+func (c *fetchSessionCache) get(id int32) *fetchSession {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.sessions[id]
+}
+
+func (c *fetchSessionCache) remove(id int32) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.sessions, id)
+}
+
+// create opens a session over targets, evicting the least recently used session when full.
+func (c *fetchSessionCache) create(targets []*fetchTarget) *fetchSession {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.sessions) >= maxFetchSessions {
+		var oldest *fetchSession
+		var oldestUse time.Time
+		for _, s := range c.sessions {
+			s.mu.Lock()
+			used := s.mu.lastUsed
+			s.mu.Unlock()
+			if oldest == nil || used.Before(oldestUse) {
+				oldest, oldestUse = s, used
+			}
+		}
+		delete(c.sessions, oldest.id)
+	}
+	for c.sessions[c.nextID] != nil || c.nextID <= 0 {
+		c.nextID++
+		if c.nextID <= 0 {
+			c.nextID = 1
+		}
+	}
+	s := &fetchSession{id: c.nextID}
+	c.nextID++
+	s.mu.epoch = 1
+	s.mu.lastUsed = time.Now()
+	s.mu.byKey = make(map[sessionKey]*fetchTarget, len(targets))
+	for _, t := range targets {
+		s.mu.targets = append(s.mu.targets, t)
+		s.mu.byKey[sessionKey{t.topic, t.topicID, t.partition}] = t
+	}
+	c.sessions[s.id] = s
+	return s
+}
+
+// targetsFromRequest lists the request's partitions as fetch targets.
+func targetsFromRequest(req *kmsg.FetchRequest, im *controller.Image) []*fetchTarget {
+	var out []*fetchTarget
+	for _, rt := range req.Topics {
+		name := rt.Topic
+		if req.Version >= 13 {
+			if topic := im.TopicsByID[controller.TopicID(rt.TopicID)]; topic != nil {
+				name = topic.Name
+			}
+		}
+		for _, rp := range rt.Partitions {
+			out = append(out, &fetchTarget{
+				topic: name, topicID: controller.TopicID(rt.TopicID), partition: rp.Partition,
+				fetchOffset: rp.FetchOffset, maxBytes: rp.PartitionMaxBytes, currentLeaderEpoch: rp.CurrentLeaderEpoch,
+				lastHighWatermark: -1, lastStableOffset: -1, lastLogStart: -1,
+			})
+		}
+	}
+	return out
+}
+
+// sessionKeyFor keys a partition by topic ID from v13 on and by name before.
+func sessionKeyFor(req *kmsg.FetchRequest, name string, id [16]byte, partition int32) sessionKey {
+	if req.Version >= 13 {
+		return sessionKey{topicID: controller.TopicID(id), partition: partition}
+	}
+	return sessionKey{topic: name, partition: partition}
+}
+
+// updateIncremental applies an incremental request to the session.
+// REQUIRES: s.mu held.
+func (s *fetchSession) updateIncrementalLocked(req *kmsg.FetchRequest, im *controller.Image) {
+	for _, t := range targetsFromRequest(req, im) {
+		var key sessionKey
+		if req.Version >= 13 {
+			key = sessionKey{topicID: t.topicID, partition: t.partition}
+			t.topic = ""
+		} else {
+			key = sessionKey{topic: t.topic, partition: t.partition}
+			t.topicID = controller.TopicID{}
+		}
+		if existing := s.mu.byKey[key]; existing != nil {
+			existing.fetchOffset, existing.maxBytes, existing.currentLeaderEpoch = t.fetchOffset, t.maxBytes, t.currentLeaderEpoch
+			continue
+		}
+		if req.Version >= 13 {
+			if topic := im.TopicsByID[t.topicID]; topic != nil {
+				t.topic = topic.Name
+			}
+		}
+		s.mu.byKey[key] = t
+		s.mu.targets = append(s.mu.targets, t)
+	}
+	for _, ft := range req.ForgottenTopics {
+		for _, partition := range ft.Partitions {
+			key := sessionKeyFor(req, ft.Topic, ft.TopicID, partition)
+			if t := s.mu.byKey[key]; t != nil {
+				delete(s.mu.byKey, key)
+				for i, x := range s.mu.targets {
+					if x == t {
+						s.mu.targets = append(s.mu.targets[:i], s.mu.targets[i+1:]...)
+						break
+					}
+				}
+			}
+		}
+	}
+}
+
+// openSession resolves the request's session semantics. It returns the targets to read, the
+// session that tracks them (nil when sessionless), the SessionID to answer with, and a
+// top-level error code.
+func (b *Broker) openSession(req *kmsg.FetchRequest, im *controller.Image) (targets []*fetchTarget, s *fetchSession, respSessionID int32, errCode int16) {
+	if req.Version < 7 {
+		return targetsFromRequest(req, im), nil, 0, 0
+	}
+	switch {
+	case req.SessionEpoch == -1:
+		if req.SessionID != 0 {
+			b.fetchSessions.remove(req.SessionID)
+		}
+		return targetsFromRequest(req, im), nil, 0, 0
+	case req.SessionEpoch == 0:
+		if req.SessionID != 0 {
+			b.fetchSessions.remove(req.SessionID)
+		}
+		targets = targetsFromRequest(req, im)
+		s = b.fetchSessions.create(targets)
+		return targets, s, s.id, 0
+	}
+	s = b.fetchSessions.get(req.SessionID)
+	if s == nil {
+		return nil, nil, 0, kerr.FetchSessionIDNotFound.Code
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if req.SessionEpoch != s.mu.epoch {
+		return nil, nil, 0, kerr.InvalidFetchSessionEpoch.Code
+	}
+	s.mu.epoch++
+	if s.mu.epoch <= 0 {
+		s.mu.epoch = 1
+	}
+	s.mu.lastUsed = time.Now()
+	s.updateIncrementalLocked(req, im)
+	return append([]*fetchTarget(nil), s.mu.targets...), s, s.id, 0
+}

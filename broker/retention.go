@@ -1,0 +1,37 @@
+package broker
+
+import (
+	"time"
+)
+
+// retentionLoop applies retention (and time-based segment rolls) to every hosted partition
+// every log.retention.check.interval.ms, as Kafka's LogManager does.
+func (b *Broker) retentionLoop() {
+	defer b.done.Done()
+	interval := time.Duration(b.cfg.Static.LogRetentionCheckIntervalMs) * time.Millisecond
+	if interval <= 0 {
+		interval = 5 * time.Minute
+	}
+	ticker := time.NewTicker(interval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-b.closing:
+			return
+		case <-ticker.C:
+		}
+		b.mu.RLock()
+		parts := make([]*Partition, 0, len(b.mu.partitions))
+		for _, p := range b.mu.partitions {
+			parts = append(parts, p)
+		}
+		b.mu.RUnlock()
+		for _, p := range parts {
+			if err := p.log.EnforceRetention(); err != nil {
+				b.logger.Warn("retention", "partition", p.tp.String(), "err", err)
+				continue
+			}
+			p.truncatedOrMoved()
+		}
+	}
+}

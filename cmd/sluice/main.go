@@ -1,0 +1,205 @@
+// Command sluice runs a sluice node: a Kafka-compatible broker with its own metadata quorum.
+//
+// With no arguments it is a single-node cluster on 127.0.0.1:9092 keeping its data in ./data.
+// --config reads a Kafka server.properties file; --set key=value (repeatable) overrides one key.
+// Unknown or invalid keys stop the start with an error naming the key. SIGTERM or SIGINT shut
+// it down cleanly: stop accepting, finish in-flight requests, flush and close the logs.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"sluice/broker"
+	"sluice/controller"
+	"sluice/internal/config"
+	"sluice/wire"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "sluice:", err)
+		os.Exit(1)
+	}
+}
+
+// setFlags collects repeated --set key=value flags.
+type setFlags map[string]string
+
+func (s setFlags) String() string { return fmt.Sprint(map[string]string(s)) }
+
+func (s setFlags) Set(kv string) error {
+	k, v, ok := strings.Cut(kv, "=")
+	if !ok || strings.TrimSpace(k) == "" {
+		return fmt.Errorf("--set wants key=value, got %q", kv)
+	}
+	s[strings.TrimSpace(k)] = v
+	return nil
+}
+
+// inFlightPerConnection bounds unanswered requests per connection (Kafka processes one at a
+// time; sluice overlaps waiting ones, e.g. acks=all produce, up to this many).
+const inFlightPerConnection = 32
+
+func run(args []string) error {
+	fs := flag.NewFlagSet("sluice", flag.ContinueOnError)
+	configPath := fs.String("config", "", "Kafka-style server.properties file")
+	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	overrides := setFlags{}
+	fs.Var(overrides, "set", "key=value broker config override (repeatable)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q (use --config FILE)", fs.Arg(0))
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		return fmt.Errorf("--log-level: %w", err)
+	}
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	slog.SetDefault(logger)
+
+	props := map[string]string{}
+	if *configPath != "" {
+		var err error
+		if props, err = config.LoadProperties(*configPath); err != nil {
+			return err
+		}
+	}
+	for k, v := range overrides {
+		props[k] = v
+	}
+	cfg, warnings, err := config.ParseBroker(props)
+	if err != nil {
+		return err
+	}
+	for _, w := range warnings {
+		logger.Warn(w)
+	}
+
+	logDir := cfg.LogDirs[0]
+	if err := os.MkdirAll(logDir, 0o755); err != nil {
+		return err
+	}
+	unlock, err := lockDir(logDir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+
+	endpoints, err := advertisedEndpoints(cfg)
+	if err != nil {
+		return err
+	}
+	ctrl, err := controller.Start(controller.Config{
+		NodeID:    cfg.NodeID,
+		Dir:       filepath.Join(logDir, "__cluster_metadata-0"),
+		Endpoints: endpoints,
+		Rack:      cfg.Rack,
+		Logger:    logger.With("component", "controller"),
+	})
+	if err != nil {
+		return fmt.Errorf("starting controller: %w", err)
+	}
+	defer ctrl.Close()
+
+	b, err := broker.New(broker.Config{Static: cfg, LogDir: logDir, Logger: logger.With("component", "broker")}, ctrl)
+	if err != nil {
+		return fmt.Errorf("starting broker: %w", err)
+	}
+	defer b.Close()
+
+	var servers []*wire.Server
+	for _, l := range cfg.Listeners {
+		if cfg.IsControllerListener(l.Name) {
+			continue
+		}
+		srv, err := wire.Listen(wire.Config{
+			Addr:               net.JoinHostPort(l.Host, strconv.Itoa(int(l.Port))),
+			ListenerName:       l.Name,
+			MaxRequestBytes:    cfg.SocketRequestMaxBytes,
+			MaxInFlightPerConn: inFlightPerConnection,
+			IdleTimeout:        time.Duration(cfg.ConnectionsMaxIdleMs) * time.Millisecond,
+			Versions:           broker.Versions,
+			Logger:             logger.With("component", "wire", "listener", l.Name),
+		}, b)
+		if err != nil {
+			shutdown(servers)
+			return fmt.Errorf("listener %s: %w", l.Name, err)
+		}
+		servers = append(servers, srv)
+		logger.Info("listening", "listener", l.Name, "addr", srv.Addr().String())
+	}
+	im := ctrl.Image()
+	logger.Info("sluice started", "node.id", cfg.NodeID, "cluster.id", im.ClusterID, "log.dir", logDir)
+
+	signals := make(chan os.Signal, 1)
+	signal.Notify(signals, syscall.SIGTERM, syscall.SIGINT)
+	sig := <-signals
+	logger.Info("shutting down", "signal", sig.String())
+	shutdown(servers)
+	return nil
+}
+
+// shutdownTimeout bounds how long in-flight requests may take to finish at shutdown.
+const shutdownTimeout = 30 * time.Second
+
+func shutdown(servers []*wire.Server) {
+	ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancel()
+	for _, s := range servers {
+		if err := s.Shutdown(ctx); err != nil && !errors.Is(err, context.Canceled) {
+			slog.Warn("listener shutdown", "err", err)
+		}
+	}
+}
+
+// advertisedEndpoints turns advertised.listeners into the endpoints registered with the
+// controller; a listener bound to all interfaces advertises this host's name, as Kafka does.
+func advertisedEndpoints(cfg *config.Broker) ([]controller.Endpoint, error) {
+	var out []controller.Endpoint
+	for _, l := range cfg.AdvertisedListeners {
+		if cfg.IsControllerListener(l.Name) {
+			continue
+		}
+		host := l.Host
+		if host == "" || host == "0.0.0.0" || host == "::" {
+			h, err := os.Hostname()
+			if err != nil {
+				return nil, err
+			}
+			host = h
+		}
+		out = append(out, controller.Endpoint{Listener: l.Name, Host: host, Port: l.Port})
+	}
+	if len(out) == 0 {
+		return nil, errors.New("advertised.listeners: no broker listener")
+	}
+	return out, nil
+}
+
+// lockDir takes an exclusive lock on the log directory so two processes never share it, as
+// Kafka's .lock file does.
+func lockDir(dir string) (unlock func(), err error) {
+	f, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("log directory %s is in use by another process: %w", dir, err)
+	}
+	return func() { f.Close() }, nil
+}

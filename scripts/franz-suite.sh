@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Runs franz-go's own live-broker tests (github.com/twmb/franz-go/pkg/kgo) against a fresh
+# sluice process on a free port. The first argument is the -run pattern; with none, the tests
+# that need neither consumer groups nor transactions.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PATTERN="${1:-^(TestPing|TestClient_Produce|TestClient_ProduceLargeMessages|TestIssue769|TestIssue831|TestConsumeRegex|TestIssue337|TestDirectPartitionPurge|TestAddRemovePartitions|TestIssueFetchLargerThanBrokerMaxReadBytes|TestConsumeMaxDecompressBatchBytes|TestPauseIssue489|TestPauseIssueOct2023|TestConsumeTopicRetrieval)$}"
+TIMEOUT="${FRANZ_TIMEOUT:-600s}"
+
+go build -o bin/sluice ./cmd/sluice
+DATA=$(mktemp -d)
+PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+./bin/sluice --set log.dirs="$DATA" --set listeners="PLAINTEXT://127.0.0.1:$PORT" >"$DATA/sluice.log" 2>&1 &
+PID=$!
+cleanup() { kill "$PID" 2>/dev/null || true; wait "$PID" 2>/dev/null || true; rm -rf "$DATA"; }
+trap cleanup EXIT
+for _ in $(seq 1 100); do
+  if (exec 3<>/dev/tcp/127.0.0.1/"$PORT") 2>/dev/null; then break; fi
+  if ! kill -0 "$PID" 2>/dev/null; then cat "$DATA/sluice.log"; echo "sluice exited"; exit 1; fi
+  sleep 0.1
+done
+status=0
+KGO_SEEDS="127.0.0.1:$PORT" KGO_TEST_RF=1 go test -count=1 -timeout "$TIMEOUT" -run "$PATTERN" github.com/twmb/franz-go/pkg/kgo -v 2>&1 | tee "$DATA/franz.log" | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)' || status=$?
+if grep -qE '^(FAIL|--- FAIL|panic)' "$DATA/franz.log"; then
+  echo "franz-go suite failed; sluice log tail:"; tail -50 "$DATA/sluice.log"; exit 1
+fi
+grep -qE '^ok' "$DATA/franz.log" || { echo "franz-go suite did not finish"; tail -50 "$DATA/franz.log"; exit 1; }

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Installs everything the test suite needs on a fresh machine: Debian packages (kcat,
+# librdkafka's and kafka-python's Python clients), Go modules, and Apache Kafka's jars (cached
+# outside the repository by fetch-kafka.sh). Idempotent and quiet when all is present.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need_apt=()
+command -v kcat >/dev/null 2>&1 || need_apt+=(kcat)
+python3 -c 'import confluent_kafka' >/dev/null 2>&1 || need_apt+=(python3-confluent-kafka)
+python3 -c 'import kafka' >/dev/null 2>&1 || need_apt+=(python3-kafka)
+if [ ${#need_apt[@]} -gt 0 ]; then
+  echo "installing Debian packages: ${need_apt[*]}"
+  SUDO=""
+  [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
+
+go mod download
+scripts/fetch-kafka.sh >/dev/null
