@@ -66,7 +66,8 @@ type Config struct {
 	IdleTimeout time.Duration
 	// Versions lists the APIs and versions the broker implements. A request for an unknown key
 	// or a version outside its range is refused as Kafka refuses it: ApiVersions is answered at
-	// v0 with UNSUPPORTED_VERSION and this list, anything else closes the connection.
+	// v0 with UNSUPPORTED_VERSION and this list's ApiVersions entry (KIP-511), anything else
+	// closes the connection. It is called once per accepted connection.
 	Versions func() []VersionRange
 	Logger   *slog.Logger
 }

@@ -1,0 +1,375 @@
+package wire
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+const (
+	readBufferSize = 32 << 10
+	// writeFlushBytes: the writer coalesces ready responses into one Write until this many bytes.
+	writeFlushBytes = 64 << 10
+	// writeBufferKeep: a write buffer that grew past this (a large response) is dropped after use
+	// instead of being kept for the life of the connection.
+	writeBufferKeep = 1 << 20
+)
+
+var (
+	errIdle     = errors.New("wire: connection idle timeout")
+	errDraining = errors.New("wire: server shutting down")
+)
+
+// pending is one request from the time it is read until its response is written or dropped.
+type pending struct {
+	key           int16
+	version       int16 // the version the response is encoded at
+	correlationID int32
+
+	// Guarded by conn.mu.
+	answered bool
+	resp     kmsg.Response // nil with answered set: nothing to send (acks=0)
+}
+
+type handoff struct {
+	p   *pending
+	req *Request
+}
+
+// conn is one client connection, served by three goroutines: readLoop, handleLoop, writeLoop.
+type conn struct {
+	srv    *Server
+	nc     net.Conn
+	info   *ConnInfo
+	vt     *versionTable // snapshot of Config.Versions taken at accept
+	log    *slog.Logger
+	ctx    context.Context // passed to Handle; cancelled when the connection closes
+	cancel context.CancelFunc
+	br     *bufio.Reader
+
+	// slots holds one token per request that has been read (or is being read) and whose
+	// response is not yet written or dropped. Capacity MaxInFlightPerConn: the reader takes a
+	// token before reading a frame, so a full slots stops reading the connection.
+	slots chan struct{}
+	// requests carries decoded requests from readLoop to handleLoop in read order. Its capacity
+	// equals slots', and each entry holds a token, so a send never waits on handleLoop for long.
+	// Closed by readLoop when it stops.
+	requests chan handoff
+	// wake (capacity 1) tells writeLoop to look at the queue again.
+	wake chan struct{}
+
+	draining  atomic.Bool // set by drain before drainCh is closed and the read deadline is forced
+	drainCh   chan struct{}
+	drainOnce sync.Once
+	closeOnce sync.Once
+
+	// frameStarted is true while readLoop is inside a frame. Only readLoop touches it.
+	frameStarted bool
+
+	mu struct {
+		sync.Mutex
+		// queue is every request read and not yet written, in read order; the writer sends
+		// queue[0] once it is answered. Invariant: len(queue) <= cap(slots).
+		queue []*pending
+		// readerDone: readLoop has stopped; nothing more will be queued.
+		readerDone bool
+	}
+}
+
+func newConn(s *Server, nc net.Conn, id uint64) *conn {
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &conn{
+		srv: s,
+		nc:  nc,
+		info: &ConnInfo{
+			ID:           id,
+			ListenerName: s.cfg.ListenerName,
+			LocalAddr:    nc.LocalAddr(),
+			RemoteAddr:   nc.RemoteAddr(),
+		},
+		vt:       newVersionTable(s.cfg.Versions()),
+		log:      s.log.With("conn", id, "remote", nc.RemoteAddr().String()),
+		ctx:      ctx,
+		cancel:   cancel,
+		slots:    make(chan struct{}, s.cfg.MaxInFlightPerConn),
+		requests: make(chan handoff, s.cfg.MaxInFlightPerConn),
+		wake:     make(chan struct{}, 1),
+		drainCh:  make(chan struct{}),
+	}
+	c.br = bufio.NewReaderSize(idleReader{c}, readBufferSize)
+	return c
+}
+
+func (c *conn) start() {
+	go c.readLoop()
+	go c.handleLoop()
+	go c.writeLoop()
+}
+
+// close closes the connection once, for reason (nil for an orderly end). Safe from any goroutine.
+func (c *conn) close(reason error) {
+	c.closeOnce.Do(func() {
+		if reason != nil {
+			c.log.Debug("wire: closing connection", "reason", reason)
+		}
+		c.cancel()
+		_ = c.nc.Close()
+		c.srv.forget(c)
+	})
+}
+
+// drain stops reading new requests; writeLoop closes the connection once every request already
+// read has been answered and written.
+func (c *conn) drain() {
+	c.drainOnce.Do(func() {
+		c.draining.Store(true)
+		close(c.drainCh)
+		// Wake a reader blocked in Read. idleReader re-checks draining after it sets its own
+		// deadline, so it cannot push this one back.
+		_ = c.nc.SetReadDeadline(time.Unix(1, 0))
+	})
+}
+
+func (c *conn) signalWriter() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (c *conn) readLoop() {
+	defer func() {
+		c.mu.Lock()
+		c.mu.readerDone = true
+		c.mu.Unlock()
+		close(c.requests)
+		c.signalWriter()
+	}()
+	maxBytes := c.srv.cfg.MaxRequestBytes
+	for {
+		select {
+		case c.slots <- struct{}{}:
+		case <-c.ctx.Done():
+			return
+		case <-c.drainCh:
+			return
+		}
+		c.frameStarted = false
+		frame, err := readFrame(c.br, maxBytes, func() { c.frameStarted = true })
+		if err != nil {
+			switch {
+			case errors.Is(err, errDraining):
+				// Orderly: writeLoop finishes what was read.
+			case errors.Is(err, io.EOF):
+				c.close(nil) // client closed between frames
+			default:
+				c.close(fmt.Errorf("read: %w", err))
+			}
+			return
+		}
+		req, err := decodeRequest(frame, c.vt)
+		if err != nil {
+			var unsupported *UnsupportedError
+			if errors.As(err, &unsupported) && unsupported.Key == keyApiVersions {
+				c.enqueue(&pending{
+					key:           keyApiVersions,
+					correlationID: unsupported.CorrelationID,
+					answered:      true,
+					resp:          unsupportedApiVersionsResponse(c.vt),
+				})
+				c.signalWriter()
+				continue
+			}
+			c.close(err)
+			return
+		}
+		req.Conn = c.info
+		p := &pending{key: req.Key, version: req.Version, correlationID: req.CorrelationID}
+		c.enqueue(p)
+		select {
+		case c.requests <- handoff{p, req}:
+		case <-c.ctx.Done():
+			return
+		}
+	}
+}
+
+func (c *conn) enqueue(p *pending) {
+	c.mu.Lock()
+	c.mu.queue = append(c.mu.queue, p)
+	c.mu.Unlock()
+}
+
+func (c *conn) hasUnanswered() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.mu.queue) > 0
+}
+
+func (c *conn) handleLoop() {
+	for {
+		select {
+		case <-c.ctx.Done():
+			return
+		case h, ok := <-c.requests:
+			if !ok {
+				return
+			}
+			c.handle(h.p, h.req)
+		}
+	}
+}
+
+// handle runs the Handler for one request. A panic closes this connection only.
+func (c *conn) handle(p *pending, req *Request) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.log.Error("wire: handler panic; closing connection",
+				"api_key", req.Key, "api_version", req.Version, "panic", r, "stack", string(debug.Stack()))
+			c.close(fmt.Errorf("handler panic: %v", r))
+		}
+	}()
+	c.srv.handler.Handle(c.ctx, req, func(resp kmsg.Response, err error) { c.answer(p, resp, err) })
+}
+
+// answer is Respond for p.
+func (c *conn) answer(p *pending, resp kmsg.Response, err error) {
+	if err != nil {
+		c.close(fmt.Errorf("handler error for api key %d: %w", p.key, err))
+		return
+	}
+	if resp != nil && resp.Key() != p.key {
+		c.close(fmt.Errorf("handler answered api key %d with a key %d response", p.key, resp.Key()))
+		return
+	}
+	c.mu.Lock()
+	if p.answered {
+		c.mu.Unlock()
+		c.log.Debug("wire: respond called twice", "api_key", p.key)
+		return
+	}
+	p.answered, p.resp = true, resp
+	head := len(c.mu.queue) > 0 && c.mu.queue[0] == p
+	c.mu.Unlock()
+	if head {
+		c.signalWriter()
+	}
+}
+
+// popReady removes and returns the queue head if it is answered. done reports that the reader
+// has stopped and the queue is empty: the connection has nothing left to send.
+func (c *conn) popReady() (p *pending, done bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.mu.queue) == 0 {
+		return nil, c.mu.readerDone
+	}
+	if !c.mu.queue[0].answered {
+		return nil, false
+	}
+	p = c.mu.queue[0]
+	c.mu.queue[0] = nil
+	c.mu.queue = c.mu.queue[1:]
+	if len(c.mu.queue) == 0 {
+		c.mu.queue = c.mu.queue[:0:0] // let the backing array go rather than creep forward
+	}
+	return p, false
+}
+
+// writeLoop writes answered responses in request order, coalescing those that are ready into
+// one Write, and frees their slots once written.
+func (c *conn) writeLoop() {
+	var buf []byte
+	written := 0 // slots to free after the next flush
+	flush := func() bool {
+		if len(buf) > 0 {
+			_ = c.nc.SetWriteDeadline(time.Now().Add(c.srv.cfg.IdleTimeout))
+			if _, err := c.nc.Write(buf); err != nil {
+				c.close(fmt.Errorf("write: %w", err))
+				return false
+			}
+		}
+		for ; written > 0; written-- {
+			<-c.slots
+		}
+		if cap(buf) > writeBufferKeep {
+			buf = nil
+		}
+		buf = buf[:0]
+		return true
+	}
+	for {
+		p, done := c.popReady()
+		if p == nil {
+			if !flush() {
+				return
+			}
+			if done {
+				c.close(nil) // drained after Shutdown
+				return
+			}
+			select {
+			case <-c.wake:
+			case <-c.ctx.Done():
+				return
+			}
+			continue
+		}
+		written++
+		if p.resp == nil {
+			continue // acks=0: nothing to send
+		}
+		p.resp.SetVersion(p.version)
+		var err error
+		if buf, err = appendResponse(buf, p.correlationID, p.resp); err != nil {
+			c.close(err)
+			return
+		}
+		p.resp = nil
+		if len(buf) >= writeFlushBytes && !flush() {
+			return
+		}
+	}
+}
+
+// idleReader reads from the connection with a fresh IdleTimeout read deadline per Read, so a
+// client that sends nothing for that long — between frames or in the middle of one — is cut
+// off. Waiting for our own responses does not count as idle.
+type idleReader struct{ c *conn }
+
+func (r idleReader) Read(p []byte) (int, error) {
+	c := r.c
+	for {
+		_ = c.nc.SetReadDeadline(time.Now().Add(c.srv.cfg.IdleTimeout))
+		if c.draining.Load() {
+			return 0, errDraining
+		}
+		n, err := c.nc.Read(p)
+		if n > 0 || err == nil {
+			return n, err
+		}
+		var ne net.Error
+		if !errors.As(err, &ne) || !ne.Timeout() {
+			return 0, err
+		}
+		if c.draining.Load() {
+			return 0, errDraining
+		}
+		// Kafka counts its own sends as activity; a client waiting for a parked request (long
+		// fetch, acks=all) between frames is not idle.
+		if !c.frameStarted && c.hasUnanswered() {
+			continue
+		}
+		return 0, errIdle
+	}
+}

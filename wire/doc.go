@@ -1,0 +1,46 @@
+// Package wire is sluice's network layer: TCP listeners, Kafka request framing, request and
+// response headers, kmsg decoding and encoding, per-connection ordering and limits. It knows
+// nothing of topics; the broker sees only decoded requests (Handler) and answers them (Respond).
+//
+// # Framing
+//
+// A request is a 4-byte big-endian size followed by that many bytes: request header v1 (api key
+// int16, api version int16, correlation id int32, client id nullable int16-length string) or,
+// when the request is flexible at its version (KIP-482), header v2 (v1 plus a tagged-field
+// section), then the body. ApiVersions is flexible from v3. A response is a 4-byte size, the
+// correlation id, a tagged-field section when the response is flexible (response header v1) —
+// except ApiVersions, whose response header is always v0 — then the body, encoded at the
+// request's version.
+//
+// # Model
+//
+// Each connection has three goroutines and bounded hand-offs between them:
+//
+//   - The reader takes an in-flight slot, reads one frame (with a read deadline of IdleTimeout
+//     per read, so a stalled half frame is cut off too), decodes it and queues it. With
+//     MaxInFlightPerConn requests unanswered the reader holds no slot and reads nothing: TCP
+//     pushes back on the client. A frame declaring more than MaxRequestBytes is not read.
+//   - The handler goroutine calls Handler.Handle for the connection's requests one at a time,
+//     in the order they were sent. Handle may answer at once or park the request and call
+//     respond later from any goroutine.
+//   - The writer sends responses strictly in request order, whatever order respond is called
+//     in, coalescing those that are ready into one Write, and frees their slots once written.
+//     respond(nil, nil) sends nothing but frees the slot (acks=0 produce).
+//
+// # Refusals and failures
+//
+// A request for an api key or version outside Config.Versions closes the connection, except
+// ApiVersions, which is answered as Kafka answers it (v0, UNSUPPORTED_VERSION, our ApiVersions
+// range) so the client retries lower. A bad frame size, a malformed header or body, an idle
+// timeout, respond with an error, or a panic in Handle closes that connection only; each is one
+// debug log line (a panic is logged at error level with its stack). Nothing a client sends can
+// panic the process or make it allocate more than about twice what the client actually sent
+// (bounded by MaxRequestBytes per frame and MaxInFlightPerConn frames per connection).
+//
+// # Zero copy
+//
+// Decoded request bodies alias their frame buffer, which is never reused, so produce records
+// reach the broker uncopied. The writer encodes a response with kmsg AppendTo into a reused
+// buffer; a later optional interface (a response that writes its own tail, e.g. sendfile of
+// segment bytes for fetch) fits in writeLoop where a response is encoded.
+package wire

@@ -1,0 +1,187 @@
+package wire
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Defaults applied by Listen to zero Config fields.
+const (
+	// DefaultMaxRequestBytes is Kafka's socket.request.max.bytes default.
+	DefaultMaxRequestBytes = 104857600
+	// DefaultMaxInFlightPerConn bounds pipelined requests per connection. Kafka itself reads one
+	// request at a time per connection; clients pipeline up to 5 (Java, franz-go idempotent) or
+	// more (librdkafka), so this only caps memory and lets a slow request not stall the reader.
+	DefaultMaxInFlightPerConn = 100
+	// DefaultIdleTimeout is Kafka's connections.max.idle.ms default (10 minutes).
+	DefaultIdleTimeout = 10 * time.Minute
+)
+
+// Accept backoff after a failing Accept (for example EMFILE), as net/http does.
+const (
+	acceptBackoffMin = 5 * time.Millisecond
+	acceptBackoffMax = time.Second
+)
+
+// Server is one listener: it accepts connections and serves each as described in the package
+// documentation.
+type Server struct {
+	cfg        Config // defaults applied; never changes after Listen
+	handler    Handler
+	ln         net.Listener
+	log        *slog.Logger
+	nextConnID atomic.Uint64
+
+	stopAccept chan struct{} // closed by Shutdown
+	acceptDone chan struct{} // closed when the accept loop has returned
+	conns      sync.WaitGroup
+
+	mu struct {
+		sync.Mutex
+		// conns holds every open connection. Invariant: once shuttingDown is set no connection is
+		// added, so conns.Wait in Shutdown cannot race with conns.Add.
+		conns        map[*conn]struct{}
+		shuttingDown bool
+	}
+}
+
+// Listen binds cfg.Addr and starts accepting connections in the background, handing their
+// requests to h. Zero limits in cfg take the Default* values; cfg.Versions is required.
+func Listen(cfg Config, h Handler) (*Server, error) {
+	if h == nil {
+		return nil, errors.New("wire: nil Handler")
+	}
+	if cfg.Versions == nil {
+		return nil, errors.New("wire: Config.Versions is nil")
+	}
+	if cfg.MaxRequestBytes <= 0 {
+		cfg.MaxRequestBytes = DefaultMaxRequestBytes
+	}
+	if cfg.MaxInFlightPerConn <= 0 {
+		cfg.MaxInFlightPerConn = DefaultMaxInFlightPerConn
+	}
+	if cfg.IdleTimeout <= 0 {
+		cfg.IdleTimeout = DefaultIdleTimeout
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("wire: listen %s: %w", cfg.Addr, err)
+	}
+	s := &Server{
+		cfg:        cfg,
+		handler:    h,
+		ln:         ln,
+		log:        cfg.Logger.With("listener", cfg.ListenerName),
+		stopAccept: make(chan struct{}),
+		acceptDone: make(chan struct{}),
+	}
+	s.mu.conns = make(map[*conn]struct{})
+	go s.acceptLoop()
+	return s, nil
+}
+
+// Addr is the bound address (useful when Config.Addr used port 0).
+func (s *Server) Addr() net.Addr { return s.ln.Addr() }
+
+// Shutdown stops accepting, stops reading new requests, lets requests already read finish and
+// their responses be written, then closes the connections. If ctx ends first the remaining
+// connections are closed at once and ctx's error is returned. Handlers still running see their
+// connection's context cancelled.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	first := !s.mu.shuttingDown
+	s.mu.shuttingDown = true
+	conns := make([]*conn, 0, len(s.mu.conns))
+	for c := range s.mu.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	if first {
+		close(s.stopAccept)
+		_ = s.ln.Close()
+	}
+	<-s.acceptDone
+	for _, c := range conns {
+		c.drain()
+	}
+	allClosed := make(chan struct{})
+	go func() {
+		s.conns.Wait()
+		close(allClosed)
+	}()
+	select {
+	case <-allClosed:
+		return nil
+	case <-ctx.Done():
+		for _, c := range conns {
+			c.close(errShutdownTimeout)
+		}
+		<-allClosed // close is synchronous, so this is immediate
+		return ctx.Err()
+	}
+}
+
+var errShutdownTimeout = errors.New("wire: shutdown deadline passed")
+
+func (s *Server) acceptLoop() {
+	defer close(s.acceptDone)
+	backoff := time.Duration(0)
+	for {
+		nc, err := s.ln.Accept()
+		if err != nil {
+			select {
+			case <-s.stopAccept:
+				return
+			default:
+			}
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			backoff = min(max(2*backoff, acceptBackoffMin), acceptBackoffMax)
+			s.log.Warn("wire: accept failed", "err", err, "retry_in", backoff)
+			t := time.NewTimer(backoff)
+			select {
+			case <-t.C:
+			case <-s.stopAccept:
+				t.Stop()
+				return
+			}
+			continue
+		}
+		backoff = 0
+		s.serve(nc)
+	}
+}
+
+// serve registers nc and starts its goroutines, unless the server is shutting down.
+func (s *Server) serve(nc net.Conn) {
+	id := s.nextConnID.Add(1)
+	c := newConn(s, nc, id)
+	s.mu.Lock()
+	if s.mu.shuttingDown {
+		s.mu.Unlock()
+		_ = nc.Close()
+		return
+	}
+	s.mu.conns[c] = struct{}{}
+	s.conns.Add(1)
+	s.mu.Unlock()
+	c.start()
+}
+
+// forget removes a closed connection. Called exactly once per registered connection.
+func (s *Server) forget(c *conn) {
+	s.mu.Lock()
+	delete(s.mu.conns, c)
+	s.mu.Unlock()
+	s.conns.Done()
+}
