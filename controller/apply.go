@@ -1,0 +1,314 @@
+package controller
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+)
+
+// ErrInvalidRecord is returned (and the record skipped) when a committed record does not fit
+// the state it is applied to, e.g. a PartitionRecord for an unknown topic. Skipping is
+// deterministic, so every node still computes the same image.
+var ErrInvalidRecord = errors.New("controller: record does not apply")
+
+// emptyImage is the image before any record.
+func emptyImage() *Image {
+	return &Image{
+		ControllerID:  -1,
+		Brokers:       map[int32]*BrokerInfo{},
+		Topics:        map[string]*TopicInfo{},
+		TopicsByID:    map[TopicID]*TopicInfo{},
+		BrokerConfigs: map[string]map[string]string{},
+		changed:       make(chan struct{}),
+	}
+}
+
+// applyRecords is the metadata state machine: it returns the image that results from
+// applying recs to base, with Offset set to offset. base is not modified; the result shares
+// every unchanged map, topic and broker with base. Records that do not apply are skipped and
+// reported in errs.
+func applyRecords(base *Image, offset int64, recs []Record) (next *Image, errs []error) {
+	b := newImageBuilder(base)
+	for _, r := range recs {
+		if err := b.apply(r); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return b.finish(offset), errs
+}
+
+// imageBuilder applies records to a copy-on-write copy of an image. Invariant: a map or
+// object is mutated only if this builder created it (the ...Owned flags and ownedTopics);
+// everything else is shared with base and read-only.
+type imageBuilder struct {
+	img *Image // shallow copy of the base image
+
+	topicsOwned, topicsByIDOwned, brokersOwned, brokerConfigsOwned bool
+	ownedTopics                                                    map[*TopicInfo]bool
+	ownedTopicConfigs                                              map[*TopicInfo]bool
+	ownedBrokerConfigs                                             map[string]bool
+}
+
+func newImageBuilder(base *Image) *imageBuilder {
+	img := *base
+	img.changed = nil
+	return &imageBuilder{
+		img:                &img,
+		ownedTopics:        map[*TopicInfo]bool{},
+		ownedTopicConfigs:  map[*TopicInfo]bool{},
+		ownedBrokerConfigs: map[string]bool{},
+	}
+}
+
+func (b *imageBuilder) finish(offset int64) *Image {
+	img := b.img
+	if offset > img.Offset {
+		img.Offset = offset
+	}
+	img.changed = make(chan struct{})
+	b.img = nil // the builder must not be used again
+	return img
+}
+
+func (b *imageBuilder) topicsForWrite() {
+	if !b.topicsOwned {
+		b.img.Topics = cloneMap(b.img.Topics)
+		b.topicsOwned = true
+	}
+	if !b.topicsByIDOwned {
+		b.img.TopicsByID = cloneMap(b.img.TopicsByID)
+		b.topicsByIDOwned = true
+	}
+}
+
+// topicForWrite returns a mutable copy of the topic (installed in both maps).
+func (b *imageBuilder) topicForWrite(t *TopicInfo) *TopicInfo {
+	if b.ownedTopics[t] {
+		return t
+	}
+	c := *t
+	c.Partitions = slices.Clone(t.Partitions)
+	b.topicsForWrite()
+	b.img.Topics[c.Name] = &c
+	b.img.TopicsByID[c.ID] = &c
+	b.ownedTopics[&c] = true
+	return &c
+}
+
+func (b *imageBuilder) apply(r Record) error {
+	img := b.img
+	switch r := r.(type) {
+	case *ClusterIDRecord:
+		if img.ClusterID != "" && img.ClusterID != r.ClusterID {
+			return fmt.Errorf("%w: cluster ID %q already set, not %q", ErrInvalidRecord, img.ClusterID, r.ClusterID)
+		}
+		img.ClusterID = r.ClusterID
+
+	case *RegisterBrokerRecord:
+		if old := img.Brokers[r.BrokerID]; old != nil && old.Epoch >= r.BrokerEpoch {
+			return fmt.Errorf("%w: broker %d epoch %d not above %d", ErrInvalidRecord, r.BrokerID, r.BrokerEpoch, old.Epoch)
+		}
+		if !b.brokersOwned {
+			img.Brokers = cloneMap(img.Brokers)
+			b.brokersOwned = true
+		}
+		img.Brokers[r.BrokerID] = &BrokerInfo{
+			ID:        r.BrokerID,
+			Epoch:     r.BrokerEpoch,
+			Endpoints: slices.Clone(r.Endpoints),
+			Rack:      cloneStringPtr(r.Rack),
+			Fenced:    r.Fenced,
+		}
+
+	case *TopicRecord:
+		if img.Topics[r.Name] != nil {
+			return fmt.Errorf("%w: topic %q exists", ErrInvalidRecord, r.Name)
+		}
+		if r.TopicID.IsZero() || img.TopicsByID[r.TopicID] != nil {
+			return fmt.Errorf("%w: topic ID %s is zero or in use", ErrInvalidRecord, r.TopicID)
+		}
+		t := &TopicInfo{Name: r.Name, ID: r.TopicID, Internal: r.Internal}
+		b.topicsForWrite()
+		img.Topics[t.Name] = t
+		img.TopicsByID[t.ID] = t
+		b.ownedTopics[t] = true
+
+	case *PartitionRecord:
+		t := img.TopicsByID[r.TopicID]
+		if t == nil {
+			return fmt.Errorf("%w: partition %d of unknown topic ID %s", ErrInvalidRecord, r.Partition, r.TopicID)
+		}
+		if r.Partition < 0 || int(r.Partition) > len(t.Partitions) {
+			return fmt.Errorf("%w: partition %d of topic %q with %d partitions", ErrInvalidRecord, r.Partition, t.Name, len(t.Partitions))
+		}
+		t = b.topicForWrite(t)
+		p := PartitionInfo{
+			Partition:      r.Partition,
+			Replicas:       slices.Clone(r.Replicas),
+			ISR:            slices.Clone(r.ISR),
+			Leader:         r.Leader,
+			LeaderEpoch:    r.LeaderEpoch,
+			PartitionEpoch: r.PartitionEpoch,
+		}
+		if int(r.Partition) == len(t.Partitions) {
+			t.Partitions = append(t.Partitions, p)
+		} else {
+			t.Partitions[r.Partition] = p
+		}
+
+	case *ConfigRecord:
+		switch r.ResourceType {
+		case ResourceTopic:
+			t := img.Topics[r.ResourceName]
+			if t == nil {
+				return fmt.Errorf("%w: config for unknown topic %q", ErrInvalidRecord, r.ResourceName)
+			}
+			t = b.topicForWrite(t)
+			if !b.ownedTopicConfigs[t] {
+				t.Configs = cloneMap(t.Configs)
+				b.ownedTopicConfigs[t] = true
+			}
+			setOrDelete(t.Configs, r.Key, r.Value)
+		case ResourceBroker:
+			if !b.brokerConfigsOwned {
+				img.BrokerConfigs = cloneMap(img.BrokerConfigs)
+				b.brokerConfigsOwned = true
+			}
+			if !b.ownedBrokerConfigs[r.ResourceName] {
+				img.BrokerConfigs[r.ResourceName] = cloneMap(img.BrokerConfigs[r.ResourceName])
+				b.ownedBrokerConfigs[r.ResourceName] = true
+			}
+			m := img.BrokerConfigs[r.ResourceName]
+			setOrDelete(m, r.Key, r.Value)
+			if len(m) == 0 {
+				delete(img.BrokerConfigs, r.ResourceName)
+				delete(b.ownedBrokerConfigs, r.ResourceName)
+			}
+		default:
+			return fmt.Errorf("%w: config resource type %d", ErrInvalidRecord, r.ResourceType)
+		}
+
+	case *RemoveTopicRecord:
+		t := img.TopicsByID[r.TopicID]
+		if t == nil {
+			return fmt.Errorf("%w: removing unknown topic ID %s", ErrInvalidRecord, r.TopicID)
+		}
+		b.topicsForWrite()
+		delete(img.Topics, t.Name)
+		delete(img.TopicsByID, t.ID)
+
+	case *ProducerIDsRecord:
+		if r.NextProducerID <= img.NextProducerID {
+			return fmt.Errorf("%w: next producer ID %d not above %d", ErrInvalidRecord, r.NextProducerID, img.NextProducerID)
+		}
+		img.NextProducerID = r.NextProducerID
+
+	default:
+		return fmt.Errorf("%w: unknown record %T", ErrInvalidRecord, r)
+	}
+	return nil
+}
+
+func setOrDelete(m map[string]string, key string, value *string) {
+	if value == nil {
+		delete(m, key)
+	} else {
+		m[key] = *value
+	}
+}
+
+// cloneMap copies m; the result is never nil.
+func cloneMap[K comparable, V any](m map[K]V) map[K]V {
+	c := make(map[K]V, len(m)+1)
+	for k, v := range m {
+		c[k] = v
+	}
+	return c
+}
+
+func cloneStringPtr(s *string) *string {
+	if s == nil {
+		return nil
+	}
+	c := *s
+	return &c
+}
+
+// imageSnapshotVersion versions the JSON encoding of a state machine snapshot.
+const imageSnapshotVersion = 1
+
+// imageSnapshot is the serialized form of an Image kept in snapshot files.
+type imageSnapshot struct {
+	Version        int                          `json:"version"`
+	Offset         int64                        `json:"offset"`
+	ClusterID      string                       `json:"cluster_id"`
+	Brokers        []*BrokerInfo                `json:"brokers"`
+	Topics         []*TopicInfo                 `json:"topics"`
+	BrokerConfigs  map[string]map[string]string `json:"broker_configs"`
+	NextProducerID int64                        `json:"next_producer_id"`
+}
+
+// encodeImage serializes the state machine (not ControllerID, which is not replicated state).
+func encodeImage(im *Image) []byte {
+	s := imageSnapshot{
+		Version:        imageSnapshotVersion,
+		Offset:         im.Offset,
+		ClusterID:      im.ClusterID,
+		BrokerConfigs:  im.BrokerConfigs,
+		NextProducerID: im.NextProducerID,
+	}
+	for _, b := range im.Brokers {
+		s.Brokers = append(s.Brokers, b)
+	}
+	slices.SortFunc(s.Brokers, func(a, b *BrokerInfo) int { return int(a.ID) - int(b.ID) })
+	for _, t := range im.Topics {
+		s.Topics = append(s.Topics, t)
+	}
+	slices.SortFunc(s.Topics, func(a, b *TopicInfo) int {
+		switch {
+		case a.Name < b.Name:
+			return -1
+		case a.Name > b.Name:
+			return 1
+		}
+		return 0
+	})
+	out, err := json.Marshal(&s)
+	if err != nil {
+		panic(fmt.Sprintf("controller: encoding image: %v", err))
+	}
+	return out
+}
+
+// decodeImage is the inverse of encodeImage.
+func decodeImage(data []byte) (*Image, error) {
+	var s imageSnapshot
+	if err := json.Unmarshal(data, &s); err != nil {
+		return nil, fmt.Errorf("%w: image snapshot: %v", ErrCorruptRecord, err)
+	}
+	if s.Version != imageSnapshotVersion {
+		return nil, fmt.Errorf("%w: image snapshot version %d", ErrCorruptRecord, s.Version)
+	}
+	im := emptyImage()
+	im.Offset = s.Offset
+	im.ClusterID = s.ClusterID
+	im.NextProducerID = s.NextProducerID
+	for _, b := range s.Brokers {
+		if b == nil {
+			return nil, fmt.Errorf("%w: image snapshot: null broker", ErrCorruptRecord)
+		}
+		im.Brokers[b.ID] = b
+	}
+	for _, t := range s.Topics {
+		if t == nil || im.Topics[t.Name] != nil || im.TopicsByID[t.ID] != nil {
+			return nil, fmt.Errorf("%w: image snapshot: null or duplicate topic", ErrCorruptRecord)
+		}
+		im.Topics[t.Name] = t
+		im.TopicsByID[t.ID] = t
+	}
+	for k, v := range s.BrokerConfigs {
+		im.BrokerConfigs[k] = v
+	}
+	return im, nil
+}

@@ -1,0 +1,562 @@
+package controller
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"go.etcd.io/raft/v3"
+	pb "go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
+)
+
+// ErrClosed is returned by calls on a closed controller.
+var ErrClosed = errors.New("controller: closed")
+
+// Bounds of the driver's queues.
+const (
+	// requestQueue bounds proposals waiting for the driver; callers block (or give up with
+	// their context) beyond it.
+	requestQueue = 256
+	// maxInflight bounds proposals handed to raft but not yet applied.
+	maxInflight = 256
+	// inboundQueue bounds raft messages received from other voters.
+	inboundQueue = 1024
+	// defaultSnapshotEvery is how many applied entries trigger a snapshot by default.
+	defaultSnapshotEvery = 1024
+)
+
+// Config configures a controller.
+type Config struct {
+	NodeID       int32
+	Dir          string     // metadata directory (e.g. <first log.dir>/__cluster_metadata-0)
+	Endpoints    []Endpoint // this broker's advertised listeners, registered at start
+	Rack         *string
+	TickInterval time.Duration // 0 = 100ms
+	Logger       *slog.Logger
+
+	// Voters are the node IDs of the metadata quorum's voters; nil means this node alone.
+	// Used only to bootstrap a new metadata directory; afterwards the membership is the one
+	// in the log and snapshots.
+	Voters []int32
+	// Transport sends raft messages to the other voters; nil is valid only when this node is
+	// the only voter.
+	Transport Transport
+	// SnapshotEvery is the number of applied entries after which the state machine is
+	// snapshotted and the WAL compacted; 0 = 1024.
+	SnapshotEvery int
+
+	// ticks, when non-nil, replaces the TickInterval ticker: tests drive time by hand.
+	ticks <-chan time.Time
+}
+
+// Controller runs this node's member of the metadata quorum. All raft and state machine work
+// happens in one driver goroutine (run); other goroutines talk to it through bounded channels
+// and read the published image.
+type Controller struct {
+	cfg    Config
+	logger *slog.Logger
+
+	// image is the latest published image. Never nil after Start; replaced only by the driver,
+	// which closes the old image's changed channel after the swap.
+	image atomic.Pointer[Image]
+
+	requests chan *request    // proposals for the driver, bounded by requestQueue
+	inbound  chan *pb.Message // raft messages from other voters, bounded by inboundQueue
+	stop     chan struct{}    // closed by Close
+	done     chan struct{}    // closed when the driver has exited
+	stopOnce sync.Once
+
+	mu struct {
+		sync.Mutex
+		err error // why the driver exited, if not because of Close
+	}
+
+	// Fields below are owned by the driver goroutine.
+	node      *raft.RawNode
+	storage   *diskStorage
+	transport Transport
+	confState *pb.ConfState
+	applied   uint64 // raft index of the last applied entry
+	// sinceSnapshot counts entries applied since the last snapshot.
+	sinceSnapshot int
+	leaderID      int32  // Kafka ID of the known raft leader, -1 if none
+	leaderTerm    uint64 // the term in which this node leads; 0 if it does not
+	// leaderReady is true once this node leads and has applied an entry of its own term, so
+	// the image reflects everything committed before: proposals are validated only then.
+	leaderReady bool
+	// working is the published image with every in-flight proposal applied on top: the image
+	// new proposals validate against, so two proposals cannot both claim the same name.
+	// Invariant: working == published image when inflight is empty.
+	working      *Image
+	inflight     map[uint64]*request // proposal ID -> request, bounded by maxInflight
+	waiting      []*request          // requests with waitForLeader parked until leaderReady
+	nextProposal uint64
+}
+
+// request is a proposal handed to the driver.
+type request struct {
+	ctx context.Context
+	// plan runs in the driver against the working image and returns the records to propose;
+	// none means nothing to commit (validation failed or validate-only) and completes the
+	// request at once.
+	plan func(working *Image) []Record
+	// applied, if set, runs in the driver after the records were applied and the image
+	// containing them published.
+	applied func(published *Image)
+	// waitForLeader parks the request until this node leads instead of failing it with
+	// NotController (used by Start).
+	waitForLeader bool
+	done          chan error // buffered(1); receives the outcome exactly once
+}
+
+func (r *request) finish(err error) { r.done <- err }
+
+// Start opens the metadata directory, replays it, joins (for a single voter: elects itself
+// leader of) the quorum, registers this broker with a new epoch and returns once the
+// published image contains that registration. With several voters it blocks until a quorum
+// elects this node; a multi-node start that follows another leader is future work.
+func Start(cfg Config) (*Controller, error) {
+	if cfg.Dir == "" {
+		return nil, errors.New("controller: Config.Dir is empty")
+	}
+	if cfg.NodeID < 0 {
+		return nil, fmt.Errorf("controller: node ID %d is negative", cfg.NodeID)
+	}
+	if cfg.TickInterval <= 0 {
+		cfg.TickInterval = 100 * time.Millisecond
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.SnapshotEvery <= 0 {
+		cfg.SnapshotEvery = defaultSnapshotEvery
+	}
+	if len(cfg.Voters) == 0 {
+		cfg.Voters = []int32{cfg.NodeID}
+	}
+	logger := cfg.Logger.With("component", "controller", "node", cfg.NodeID)
+	voters := make([]uint64, 0, len(cfg.Voters))
+	for _, v := range cfg.Voters {
+		voters = append(voters, raftID(v))
+	}
+	slices.Sort(voters)
+	transport := cfg.Transport
+	if transport == nil {
+		if len(voters) != 1 || voters[0] != raftID(cfg.NodeID) {
+			return nil, errors.New("controller: a Transport is required unless this node is the only voter")
+		}
+		transport = noTransport{logger}
+	}
+
+	storage, img, err := openStorage(cfg.Dir, voters, logger)
+	if err != nil {
+		return nil, err
+	}
+	snapMeta := storage.snapshot.GetMetadata()
+	node, err := raft.NewRawNode(&raft.Config{
+		ID:                        raftID(cfg.NodeID),
+		ElectionTick:              10,
+		HeartbeatTick:             1,
+		Storage:                   storage.mem,
+		Applied:                   snapMeta.GetIndex(),
+		MaxSizePerMsg:             1 << 20,
+		MaxInflightMsgs:           256,
+		MaxUncommittedEntriesSize: 1 << 30,
+		CheckQuorum:               true,
+		PreVote:                   true,
+		Logger:                    raftLogger{logger},
+	})
+	if err != nil {
+		storage.close()
+		return nil, err
+	}
+	var seed [8]byte
+	rand.Read(seed[:])
+	c := &Controller{
+		cfg:          cfg,
+		logger:       logger,
+		requests:     make(chan *request, requestQueue),
+		inbound:      make(chan *pb.Message, inboundQueue),
+		stop:         make(chan struct{}),
+		done:         make(chan struct{}),
+		node:         node,
+		storage:      storage,
+		transport:    transport,
+		confState:    proto.Clone(snapMeta.GetConfState()).(*pb.ConfState),
+		applied:      snapMeta.GetIndex(),
+		leaderID:     -1,
+		working:      img,
+		inflight:     map[uint64]*request{},
+		nextProposal: binary.BigEndian.Uint64(seed[:]) | 1,
+	}
+	c.image.Store(img)
+
+	// A voter that is alone in the configuration need not wait for an election timeout.
+	if cs := c.confState.GetVoters(); len(cs) == 1 && cs[0] == raftID(cfg.NodeID) {
+		if err := node.Campaign(); err != nil {
+			storage.close()
+			return nil, err
+		}
+	}
+	go c.run()
+
+	if err := c.register(); err != nil {
+		c.Close()
+		return nil, err
+	}
+	im := c.Image()
+	logger.Info("controller started", "cluster_id", im.ClusterID, "broker_epoch", im.Brokers[cfg.NodeID].Epoch,
+		"offset", im.Offset, "topics", len(im.Topics))
+	return c, nil
+}
+
+// register proposes the cluster ID (for a new log) and this broker's registration with an
+// epoch above any previous one, and waits until both are applied.
+func (c *Controller) register() error {
+	req := &request{
+		ctx:           context.Background(),
+		waitForLeader: true,
+		plan: func(w *Image) []Record {
+			var recs []Record
+			if w.ClusterID == "" {
+				recs = append(recs, &ClusterIDRecord{ClusterID: newClusterID()})
+			}
+			epoch := int64(1)
+			if b := w.Brokers[c.cfg.NodeID]; b != nil {
+				epoch = b.Epoch + 1
+			}
+			return append(recs, &RegisterBrokerRecord{
+				BrokerID:    c.cfg.NodeID,
+				BrokerEpoch: epoch,
+				Endpoints:   slices.Clone(c.cfg.Endpoints),
+				Rack:        cloneStringPtr(c.cfg.Rack),
+			})
+		},
+	}
+	return c.submit(context.Background(), req)
+}
+
+// Image returns the current metadata image. Callers must not modify it.
+func (c *Controller) Image() *Image { return c.image.Load() }
+
+// Close stops the driver, syncs and closes the metadata files. Pending proposals fail with
+// ErrClosed. It returns the error that stopped the driver, if any.
+func (c *Controller) Close() error {
+	c.stopOnce.Do(func() { close(c.stop) })
+	<-c.done
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if errors.Is(c.mu.err, ErrClosed) {
+		return nil
+	}
+	return c.mu.err
+}
+
+// submit hands req to the driver and waits for its outcome.
+func (c *Controller) submit(ctx context.Context, req *request) error {
+	req.ctx = ctx
+	req.done = make(chan error, 1)
+	select {
+	case c.requests <- req:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-c.done:
+		return c.closedErr()
+	}
+	select {
+	case err := <-req.done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-c.done:
+		// The driver may have completed the request just before exiting.
+		select {
+		case err := <-req.done:
+			return err
+		default:
+			return c.closedErr()
+		}
+	}
+}
+
+func (c *Controller) closedErr() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.mu.err != nil && !errors.Is(c.mu.err, ErrClosed) {
+		return fmt.Errorf("%w: %v", ErrClosed, c.mu.err)
+	}
+	return ErrClosed
+}
+
+// run is the driver: the Ready loop of etcd-raft's documented usage. Every iteration it feeds
+// raft one input (a tick, a message, a proposal) and then drains Ready: persist the hard
+// state and entries (fsync), send messages, apply committed entries and publish the image,
+// Advance.
+func (c *Controller) run() {
+	exitErr := ErrClosed
+	defer func() {
+		c.mu.Lock()
+		c.mu.err = exitErr
+		c.mu.Unlock()
+		err := c.storage.close()
+		if err != nil && exitErr == ErrClosed {
+			c.mu.Lock()
+			c.mu.err = err
+			c.mu.Unlock()
+		}
+		for id, r := range c.inflight {
+			r.finish(ErrClosed)
+			delete(c.inflight, id)
+		}
+		for _, r := range c.waiting {
+			r.finish(ErrClosed)
+		}
+		c.waiting = nil
+		close(c.done)
+	}()
+
+	ticks := c.cfg.ticks
+	if ticks == nil {
+		ticker := time.NewTicker(c.cfg.TickInterval)
+		defer ticker.Stop()
+		ticks = ticker.C
+	}
+	for {
+		if err := c.processReady(); err != nil {
+			c.logger.Error("controller stopped", "err", err)
+			exitErr = err
+			return
+		}
+		requests := c.requests
+		if len(c.inflight) >= maxInflight || (c.leaderTerm != 0 && !c.leaderReady) {
+			// Back-pressure; or leading but not yet caught up: let proposals queue.
+			requests = nil
+		}
+		select {
+		case <-c.stop:
+			return
+		case <-ticks:
+			c.node.Tick()
+		case m := <-c.inbound:
+			if err := c.node.Step(m); err != nil {
+				c.logger.Debug("raft rejected message", "type", m.GetType().String(), "err", err)
+			}
+		case r := <-requests:
+			c.handleRequest(r)
+		}
+	}
+}
+
+// handleRequest validates and proposes one request. REQUIRES: driver goroutine.
+func (c *Controller) handleRequest(r *request) {
+	if err := r.ctx.Err(); err != nil {
+		r.finish(err)
+		return
+	}
+	if !c.leaderReady {
+		if r.waitForLeader {
+			c.waiting = append(c.waiting, r)
+			return
+		}
+		r.finish(kerr.NotController)
+		return
+	}
+	recs := r.plan(c.working)
+	if len(recs) == 0 {
+		r.finish(nil)
+		return
+	}
+	id := c.nextProposal
+	c.nextProposal++
+	if c.nextProposal == 0 {
+		c.nextProposal = 1
+	}
+	if err := c.node.Propose(encodeEntry(id, recs)); err != nil {
+		c.logger.Debug("proposal dropped", "err", err)
+		r.finish(kerr.NotController)
+		return
+	}
+	next, errs := applyRecords(c.working, c.working.Offset, recs)
+	for _, err := range errs {
+		c.logger.Error("proposed record does not apply to the working image", "err", err)
+	}
+	c.working = next
+	c.inflight[id] = r
+}
+
+// processReady drains raft's Ready. REQUIRES: driver goroutine.
+func (c *Controller) processReady() error {
+	for c.node.HasReady() {
+		rd := c.node.Ready()
+		if rd.SoftState != nil {
+			c.leadershipChanged(rd.SoftState)
+		}
+		if !raft.IsEmptySnap(rd.Snapshot) {
+			if err := c.installSnapshot(rd.Snapshot); err != nil {
+				return err
+			}
+		}
+		if err := c.storage.save(rd.HardState, rd.Entries, rd.MustSync); err != nil {
+			return err
+		}
+		if len(rd.Messages) > 0 {
+			c.transport.Send(rd.Messages)
+		}
+		if err := c.apply(rd.CommittedEntries); err != nil {
+			return err
+		}
+		c.node.Advance(rd)
+
+		if c.sinceSnapshot >= c.cfg.SnapshotEvery {
+			img := c.image.Load()
+			if err := c.storage.createSnapshot(c.applied, c.confState, encodeImage(img)); err != nil {
+				return fmt.Errorf("controller: snapshot at %d: %w", c.applied, err)
+			}
+			c.logger.Debug("metadata snapshot", "index", c.applied)
+			c.sinceSnapshot = 0
+		}
+		if c.leaderReady && len(c.waiting) > 0 {
+			waiting := c.waiting
+			c.waiting = nil
+			for _, r := range waiting {
+				c.handleRequest(r)
+			}
+		}
+	}
+	return nil
+}
+
+func (c *Controller) leadershipChanged(ss *raft.SoftState) {
+	leader := kafkaID(ss.Lead)
+	if ss.Lead == raft.None {
+		leader = -1
+	}
+	if ss.RaftState == raft.StateLeader {
+		if c.leaderTerm == 0 {
+			c.leaderTerm = c.node.BasicStatus().HardState.GetTerm()
+			c.logger.Info("became metadata leader", "term", c.leaderTerm)
+		}
+	} else if c.leaderTerm != 0 {
+		c.logger.Info("lost metadata leadership", "state", ss.RaftState.String(), "leader", leader)
+		c.leaderTerm, c.leaderReady = 0, false
+		// In-flight proposals may or may not commit under the new leader; their callers
+		// are told NOT_CONTROLLER and retry, finding the outcome in the image.
+		for id, r := range c.inflight {
+			r.finish(kerr.NotController)
+			delete(c.inflight, id)
+		}
+		c.working = c.image.Load()
+	}
+	if leader != c.leaderID {
+		c.leaderID = leader
+		// Republish so readers see the new controller ID; the replicated state is unchanged.
+		cur := c.image.Load()
+		next := *cur
+		next.ControllerID = leader
+		next.changed = make(chan struct{})
+		c.publish(&next)
+	}
+}
+
+// publish installs next as the current image and then wakes waiters on the previous one.
+func (c *Controller) publish(next *Image) {
+	next.ControllerID = c.leaderID
+	old := c.image.Swap(next)
+	close(old.changed)
+	if len(c.inflight) == 0 {
+		c.working = next
+	}
+}
+
+func (c *Controller) installSnapshot(snap *pb.Snapshot) error {
+	img, err := decodeImage(snap.GetData())
+	if err != nil {
+		return err
+	}
+	if err := c.storage.applySnapshot(snap); err != nil {
+		return err
+	}
+	c.confState = proto.Clone(snap.GetMetadata().GetConfState()).(*pb.ConfState)
+	c.applied = snap.GetMetadata().GetIndex()
+	c.sinceSnapshot = 0
+	img.ControllerID = c.leaderID
+	c.publish(img)
+	return nil
+}
+
+// apply applies committed entries to the state machine, publishes one image for the batch
+// and completes the proposals it contains.
+func (c *Controller) apply(ents []*pb.Entry) error {
+	if len(ents) == 0 {
+		return nil
+	}
+	b := newImageBuilder(c.image.Load())
+	var completed []*request
+	appliedAny := false
+	for _, e := range ents {
+		if e.GetIndex() <= c.applied {
+			continue
+		}
+		appliedAny = true
+		switch e.GetType() {
+		case pb.EntryNormal:
+			if len(e.GetData()) == 0 {
+				break // a new leader's empty entry
+			}
+			proposal, recs, err := decodeEntry(e.GetData())
+			if err != nil {
+				// Every node fails the same way on the same committed bytes, so skipping keeps
+				// the state machines identical; it is still a bug worth an error log.
+				c.logger.Error("skipping undecodable metadata entry", "index", e.GetIndex(), "err", err)
+				break
+			}
+			for _, r := range recs {
+				if err := b.apply(r); err != nil {
+					c.logger.Error("skipping metadata record", "index", e.GetIndex(), "err", err)
+				}
+			}
+			if r := c.inflight[proposal]; r != nil {
+				delete(c.inflight, proposal)
+				completed = append(completed, r)
+			}
+		case pb.EntryConfChange:
+			cc := new(pb.ConfChange)
+			if err := proto.Unmarshal(e.GetData(), cc); err != nil {
+				return fmt.Errorf("controller: conf change at %d: %w", e.GetIndex(), err)
+			}
+			c.confState = c.node.ApplyConfChange(cc)
+		case pb.EntryConfChangeV2:
+			cc := new(pb.ConfChangeV2)
+			if err := proto.Unmarshal(e.GetData(), cc); err != nil {
+				return fmt.Errorf("controller: conf change at %d: %w", e.GetIndex(), err)
+			}
+			c.confState = c.node.ApplyConfChange(cc)
+		}
+		c.applied = e.GetIndex()
+		c.sinceSnapshot++
+		if c.leaderTerm != 0 && e.GetTerm() == c.leaderTerm {
+			c.leaderReady = true
+		}
+	}
+	if !appliedAny {
+		return nil
+	}
+	img := b.finish(int64(c.applied))
+	c.publish(img)
+	for _, r := range completed {
+		if r.applied != nil {
+			r.applied(img)
+		}
+		r.finish(nil)
+	}
+	return nil
+}

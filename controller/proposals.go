@@ -1,0 +1,499 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// The proposal API. Each method validates its items in the driver against the working image
+// (the published image plus every proposal not yet applied), proposes the records of the
+// valid items as one raft entry, and returns once that entry is applied and the image that
+// contains it is published. Per-item problems are Kafka error codes in the results; a Go
+// error means the context ended or the controller is closed.
+
+// Hooks for config validation, replaced in tests.
+var (
+	validateTopicConfig  = func(key, value string) error { return nil }
+	validateBrokerConfig = func(key, value string) error { return nil }
+)
+
+// CreateTopic is one topic of a CreateTopics call.
+type CreateTopic struct {
+	Name string
+	// NumPartitions must be resolved by the caller (num.partitions for -1) unless Assignments
+	// is set, in which case it must be -1 (as Kafka requires).
+	NumPartitions int32
+	// ReplicationFactor: as NumPartitions (default.replication.factor for -1).
+	ReplicationFactor int16
+	Assignments       map[int32][]int32 // explicit replica assignment, optional
+	Configs           map[string]string // topic overrides; validated with internal/config
+	Internal          bool              // e.g. __consumer_offsets
+}
+
+// CreateTopicResult is the outcome for one topic. Topic is set when the topic was created
+// (or, validate-only, would be created: then it is the planned topic, not in any image).
+type CreateTopicResult struct {
+	Name    string
+	ID      TopicID
+	Err     error // *kerr.Error or nil
+	Message string
+	Topic   *TopicInfo
+}
+
+// CreateTopics creates topics.
+func (c *Controller) CreateTopics(ctx context.Context, topics []CreateTopic, validateOnly bool) ([]CreateTopicResult, error) {
+	results := make([]CreateTopicResult, len(topics))
+	counts := make(map[string]int, len(topics))
+	for i, t := range topics {
+		results[i].Name = t.Name
+		counts[t.Name]++
+	}
+	rng := rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+	req := &request{
+		plan: func(w *Image) []Record {
+			var recs []Record
+			for i, t := range topics {
+				if counts[t.Name] > 1 {
+					setErr(&results[i].Err, &results[i].Message, fail(kerr.InvalidRequest, "Duplicate topic name %q in request.", t.Name))
+					continue
+				}
+				trecs, verr := planCreateTopic(w, t, rng)
+				if verr == nil && len(recs)+len(trecs) > maxRecordsPerRequest {
+					verr = fail(kerr.PolicyViolation, "Unable to perform excessively large batch operation.")
+				}
+				if verr != nil {
+					setErr(&results[i].Err, &results[i].Message, verr)
+					continue
+				}
+				// Apply to the working image so later topics of this request see this one.
+				next, _ := applyRecords(w, w.Offset, trecs)
+				id := trecs[0].(*TopicRecord).TopicID
+				results[i].ID = id
+				if validateOnly {
+					results[i].Topic = next.TopicsByID[id]
+					continue
+				}
+				w = next
+				recs = append(recs, trecs...)
+			}
+			return recs
+		},
+		applied: func(im *Image) {
+			for i := range results {
+				if results[i].Err == nil && !validateOnly {
+					results[i].Topic = im.TopicsByID[results[i].ID]
+				}
+			}
+		},
+	}
+	if err := c.submit(ctx, req); err != nil {
+		if !isNotController(err) {
+			return nil, err
+		}
+		for i := range results {
+			if results[i].Err == nil {
+				setErr(&results[i].Err, &results[i].Message, fail(kerr.NotController, "This node is not the active controller."))
+				results[i].Topic = nil
+			}
+		}
+	}
+	return results, nil
+}
+
+func planCreateTopic(w *Image, t CreateTopic, rng *rand.Rand) ([]Record, *validationError) {
+	if err := validateTopicName(t.Name); err != nil {
+		return nil, err
+	}
+	if w.Topics[t.Name] != nil {
+		return nil, fail(kerr.TopicAlreadyExists, "Topic '%s' already exists.", t.Name)
+	}
+	if other := topicCollision(w, t.Name); other != "" {
+		return nil, fail(kerr.InvalidTopicException, "Topic '%s' collides with existing topic: %s", t.Name, other)
+	}
+	var assignments [][]int32
+	if len(t.Assignments) > 0 {
+		if t.NumPartitions != -1 {
+			return nil, fail(kerr.InvalidRequest, "A manual partition assignment was specified, but numPartitions was not set to -1.")
+		}
+		if t.ReplicationFactor != -1 {
+			return nil, fail(kerr.InvalidRequest, "A manual partition assignment was specified, but replicationFactor was not set to -1.")
+		}
+		if len(t.Assignments) > maxRecordsPerRequest {
+			return nil, fail(kerr.PolicyViolation, "Unable to perform excessively large batch operation.")
+		}
+		assignments = make([][]int32, len(t.Assignments))
+		for p := range int32(len(t.Assignments)) {
+			replicas, ok := t.Assignments[p]
+			if !ok {
+				return nil, fail(kerr.InvalidReplicaAssignment, "Partitions should be a consecutive 0-based integer sequence, but partition %d is missing.", p)
+			}
+			want := 0
+			if p > 0 {
+				want = len(assignments[0])
+			}
+			if err := validateAssignment(w, p, replicas, want); err != nil {
+				return nil, err
+			}
+			assignments[p] = replicas
+		}
+	} else {
+		if t.NumPartitions < 1 {
+			return nil, fail(kerr.InvalidPartitions, "Number of partitions was set to an invalid non-positive value.")
+		}
+		if t.NumPartitions > maxRecordsPerRequest {
+			return nil, fail(kerr.PolicyViolation, "Unable to perform excessively large batch operation.")
+		}
+		if t.ReplicationFactor < 1 {
+			return nil, fail(kerr.InvalidReplicationFactor, "Replication factor must be larger than 0.")
+		}
+		brokers := usableBrokers(w)
+		if int(t.ReplicationFactor) > len(brokers) {
+			return nil, fail(kerr.InvalidReplicationFactor, "Unable to replicate the partition %d time(s): The target replication factor of %d cannot be reached because only %d broker(s) are registered.", t.ReplicationFactor, t.ReplicationFactor, len(brokers))
+		}
+		assignments = placeReplicas(brokers, 0, t.NumPartitions, t.ReplicationFactor, rng)
+	}
+	if err := validateTopicConfigs(t.Configs); err != nil {
+		return nil, err
+	}
+	id := newTopicID()
+	for w.TopicsByID[id] != nil {
+		id = newTopicID()
+	}
+	recs := []Record{&TopicRecord{Name: t.Name, TopicID: id, Internal: t.Internal}}
+	keys := make([]string, 0, len(t.Configs))
+	for k := range t.Configs {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		v := t.Configs[k]
+		recs = append(recs, &ConfigRecord{ResourceType: ResourceTopic, ResourceName: t.Name, Key: k, Value: &v})
+	}
+	return append(recs, partitionRecords(id, 0, assignments)...), nil
+}
+
+// DeleteTopicResult is the outcome for one topic.
+type DeleteTopicResult struct {
+	Name    string
+	ID      TopicID
+	Err     error
+	Message string
+}
+
+// DeleteTopics deletes topics by name, and the topics in ids by ID. Results are in the order
+// names then ids.
+func (c *Controller) DeleteTopics(ctx context.Context, names []string, ids []TopicID) ([]DeleteTopicResult, error) {
+	results := make([]DeleteTopicResult, len(names)+len(ids))
+	for i, n := range names {
+		results[i].Name = n
+	}
+	for i, id := range ids {
+		results[len(names)+i].ID = id
+	}
+	req := &request{
+		plan: func(w *Image) []Record {
+			var recs []Record
+			removed := map[TopicID]bool{}
+			for i := range results {
+				r := &results[i]
+				var t *TopicInfo
+				if i < len(names) {
+					t = w.Topics[r.Name]
+					if t == nil {
+						setErr(&r.Err, &r.Message, fail(kerr.UnknownTopicOrPartition, "This server does not host this topic-partition."))
+						continue
+					}
+				} else {
+					t = w.TopicsByID[r.ID]
+					if t == nil {
+						setErr(&r.Err, &r.Message, fail(kerr.UnknownTopicID, "This server does not host this topic ID."))
+						continue
+					}
+				}
+				r.Name, r.ID = t.Name, t.ID
+				if removed[t.ID] {
+					setErr(&r.Err, &r.Message, fail(kerr.InvalidRequest, "Duplicate topic %q in request.", t.Name))
+					continue
+				}
+				removed[t.ID] = true
+				recs = append(recs, &RemoveTopicRecord{TopicID: t.ID})
+			}
+			return recs
+		},
+	}
+	if err := c.submit(ctx, req); err != nil {
+		if !isNotController(err) {
+			return nil, err
+		}
+		for i := range results {
+			if results[i].Err == nil {
+				setErr(&results[i].Err, &results[i].Message, fail(kerr.NotController, "This node is not the active controller."))
+			}
+		}
+	}
+	return results, nil
+}
+
+// CreatePartitions is one topic of a CreatePartitions call: grow Topic to Count partitions,
+// with Assignments (one replica list per new partition) or automatic placement.
+type CreatePartitions struct {
+	Topic       string
+	Count       int32
+	Assignments [][]int32
+}
+
+// CreatePartitionsResult is the outcome for one topic.
+type CreatePartitionsResult struct {
+	Topic   string
+	Err     error
+	Message string
+}
+
+// CreatePartitions adds partitions to existing topics; it never removes any.
+func (c *Controller) CreatePartitions(ctx context.Context, reqs []CreatePartitions, validateOnly bool) ([]CreatePartitionsResult, error) {
+	results := make([]CreatePartitionsResult, len(reqs))
+	counts := make(map[string]int, len(reqs))
+	for i, r := range reqs {
+		results[i].Topic = r.Topic
+		counts[r.Topic]++
+	}
+	rng := rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+	req := &request{
+		plan: func(w *Image) []Record {
+			var recs []Record
+			for i, cp := range reqs {
+				if counts[cp.Topic] > 1 {
+					setErr(&results[i].Err, &results[i].Message, fail(kerr.InvalidRequest, "Duplicate topic name %q in request.", cp.Topic))
+					continue
+				}
+				precs, verr := planCreatePartitions(w, cp, rng)
+				if verr == nil && len(recs)+len(precs) > maxRecordsPerRequest {
+					verr = fail(kerr.PolicyViolation, "Unable to perform excessively large batch operation.")
+				}
+				if verr != nil {
+					setErr(&results[i].Err, &results[i].Message, verr)
+					continue
+				}
+				if !validateOnly {
+					recs = append(recs, precs...)
+				}
+			}
+			return recs
+		},
+	}
+	if err := c.submit(ctx, req); err != nil {
+		if !isNotController(err) {
+			return nil, err
+		}
+		for i := range results {
+			if results[i].Err == nil {
+				setErr(&results[i].Err, &results[i].Message, fail(kerr.NotController, "This node is not the active controller."))
+			}
+		}
+	}
+	return results, nil
+}
+
+func planCreatePartitions(w *Image, cp CreatePartitions, rng *rand.Rand) ([]Record, *validationError) {
+	t := w.Topics[cp.Topic]
+	if t == nil {
+		return nil, fail(kerr.UnknownTopicOrPartition, "This server does not host this topic-partition.")
+	}
+	current := int32(len(t.Partitions))
+	switch {
+	case cp.Count < current:
+		return nil, fail(kerr.InvalidPartitions, "The topic %s currently has %d partition(s); %d would not be an increase.", cp.Topic, current, cp.Count)
+	case cp.Count == current:
+		return nil, fail(kerr.InvalidPartitions, "Topic already has %d partition(s).", current)
+	case cp.Count-current > maxRecordsPerRequest:
+		return nil, fail(kerr.PolicyViolation, "Unable to perform excessively large batch operation.")
+	}
+	add := cp.Count - current
+	replicationFactor := 1
+	if current > 0 {
+		replicationFactor = len(t.Partitions[0].Replicas)
+	}
+	var assignments [][]int32
+	if cp.Assignments != nil {
+		if int32(len(cp.Assignments)) != add {
+			return nil, fail(kerr.InvalidReplicaAssignment, "Attempted to add %d additional partition(s), but only %d assignment(s) were specified.", add, len(cp.Assignments))
+		}
+		for i, replicas := range cp.Assignments {
+			if err := validateAssignment(w, current+int32(i), replicas, replicationFactor); err != nil {
+				return nil, err
+			}
+		}
+		assignments = cp.Assignments
+	} else {
+		brokers := usableBrokers(w)
+		if replicationFactor > len(brokers) || replicationFactor > math.MaxInt16 {
+			return nil, fail(kerr.InvalidReplicationFactor, "Unable to replicate the partition %d time(s): The target replication factor of %d cannot be reached because only %d broker(s) are registered.", replicationFactor, replicationFactor, len(brokers))
+		}
+		assignments = placeReplicas(brokers, current, add, int16(replicationFactor), rng)
+	}
+	return partitionRecords(t.ID, current, assignments), nil
+}
+
+// ConfigOp sets (Value non-nil) or deletes (Value nil: revert to the default) one key.
+type ConfigOp struct {
+	Key   string
+	Value *string
+}
+
+// AlterConfigs is one resource of an AlterConfigs or IncrementalAlterConfigs call.
+// ResourceType is Kafka's: 2 = TOPIC, 4 = BROKER (name "" = cluster default, or a node ID).
+type AlterConfigs struct {
+	ResourceType int8
+	ResourceName string
+	Ops          []ConfigOp
+	ReplaceAll   bool // legacy AlterConfigs: keys not in Ops are removed
+}
+
+// AlterConfigsResult is the outcome for one resource.
+type AlterConfigsResult struct {
+	ResourceType int8
+	ResourceName string
+	Err          error
+	Message      string
+}
+
+// AlterConfigs changes dynamic topic and broker configs.
+func (c *Controller) AlterConfigs(ctx context.Context, reqs []AlterConfigs, validateOnly bool) ([]AlterConfigsResult, error) {
+	results := make([]AlterConfigsResult, len(reqs))
+	for i, r := range reqs {
+		results[i].ResourceType, results[i].ResourceName = r.ResourceType, r.ResourceName
+	}
+	req := &request{
+		plan: func(w *Image) []Record {
+			var recs []Record
+			for i, ac := range reqs {
+				crecs, verr := planAlterConfigs(w, ac)
+				if verr == nil && len(recs)+len(crecs) > maxRecordsPerRequest {
+					verr = fail(kerr.PolicyViolation, "Unable to perform excessively large batch operation.")
+				}
+				if verr != nil {
+					setErr(&results[i].Err, &results[i].Message, verr)
+					continue
+				}
+				if !validateOnly {
+					recs = append(recs, crecs...)
+				}
+			}
+			return recs
+		},
+	}
+	if err := c.submit(ctx, req); err != nil {
+		if !isNotController(err) {
+			return nil, err
+		}
+		for i := range results {
+			if results[i].Err == nil {
+				setErr(&results[i].Err, &results[i].Message, fail(kerr.NotController, "This node is not the active controller."))
+			}
+		}
+	}
+	return results, nil
+}
+
+func planAlterConfigs(w *Image, ac AlterConfigs) ([]Record, *validationError) {
+	var current map[string]string
+	validate := validateTopicConfig
+	switch ac.ResourceType {
+	case ResourceTopic:
+		t := w.Topics[ac.ResourceName]
+		if t == nil {
+			return nil, fail(kerr.UnknownTopicOrPartition, "The topic '%s' does not exist.", ac.ResourceName)
+		}
+		current = t.Configs
+	case ResourceBroker:
+		if ac.ResourceName != "" {
+			id, err := strconv.ParseInt(ac.ResourceName, 10, 32)
+			if err != nil || id < 0 {
+				return nil, fail(kerr.InvalidRequest, "Invalid broker name %q.", ac.ResourceName)
+			}
+		}
+		current = w.BrokerConfigs[ac.ResourceName]
+		validate = validateBrokerConfig
+	default:
+		return nil, fail(kerr.InvalidRequest, "Unexpected resource type %d.", ac.ResourceType)
+	}
+	inOps := make(map[string]bool, len(ac.Ops))
+	var recs []Record
+	for _, op := range ac.Ops {
+		if inOps[op.Key] {
+			return nil, fail(kerr.InvalidRequest, "Duplicate config key %q.", op.Key)
+		}
+		inOps[op.Key] = true
+		if op.Value != nil {
+			if err := validate(op.Key, *op.Value); err != nil {
+				return nil, fail(kerr.InvalidConfig, "%v", err)
+			}
+			if old, ok := current[op.Key]; ok && old == *op.Value {
+				continue
+			}
+			v := *op.Value
+			recs = append(recs, &ConfigRecord{ResourceType: ac.ResourceType, ResourceName: ac.ResourceName, Key: op.Key, Value: &v})
+		} else if _, ok := current[op.Key]; ok {
+			recs = append(recs, &ConfigRecord{ResourceType: ac.ResourceType, ResourceName: ac.ResourceName, Key: op.Key})
+		}
+	}
+	if ac.ReplaceAll {
+		keys := make([]string, 0, len(current))
+		for k := range current {
+			if !inOps[k] {
+				keys = append(keys, k)
+			}
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			recs = append(recs, &ConfigRecord{ResourceType: ac.ResourceType, ResourceName: ac.ResourceName, Key: k})
+		}
+	}
+	return recs, nil
+}
+
+// maxProducerIDBlock bounds one AllocateProducerIDs call (Kafka hands out blocks of 1000).
+const maxProducerIDBlock = 1 << 20
+
+// AllocateProducerIDs reserves count consecutive producer IDs for a broker and returns the
+// first. Per-call problems are returned as *kerr.Error values.
+func (c *Controller) AllocateProducerIDs(ctx context.Context, brokerID int32, count int32) (firstID int64, err error) {
+	var verr *validationError
+	req := &request{
+		plan: func(w *Image) []Record {
+			b := w.Brokers[brokerID]
+			switch {
+			case count < 1 || count > maxProducerIDBlock:
+				verr = fail(kerr.InvalidRequest, "Invalid producer ID block size %d.", count)
+			case b == nil:
+				verr = fail(kerr.BrokerIDNotRegistered, "Broker %d is not registered.", brokerID)
+			case w.NextProducerID > math.MaxInt64-int64(count):
+				verr = fail(kerr.UnknownServerError, "Producer IDs are exhausted.")
+			}
+			if verr != nil {
+				return nil
+			}
+			firstID = w.NextProducerID
+			return []Record{&ProducerIDsRecord{BrokerID: brokerID, BrokerEpoch: b.Epoch, NextProducerID: firstID + int64(count)}}
+		},
+	}
+	if err := c.submit(ctx, req); err != nil {
+		return 0, err
+	}
+	if verr != nil {
+		return 0, verr.code
+	}
+	return firstID, nil
+}
+
+func setErr(err *error, msg *string, v *validationError) {
+	*err, *msg = v.code, v.msg
+}
+
+func isNotController(err error) bool { return errors.Is(err, kerr.NotController) }

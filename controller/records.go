@@ -1,0 +1,215 @@
+package controller
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// RecordType identifies a metadata record. The numeric values are part of the on-disk format
+// and must never change; new record kinds get new numbers.
+type RecordType uint8
+
+const (
+	RecordClusterID      RecordType = 1
+	RecordRegisterBroker RecordType = 2
+	RecordTopic          RecordType = 3
+	RecordPartition      RecordType = 4
+	RecordConfig         RecordType = 5
+	RecordRemoveTopic    RecordType = 6
+	RecordProducerIDs    RecordType = 7
+)
+
+// recordVersion is the version of every record's JSON payload. Decoders accept versions up to
+// this one; a newer version is ErrCorruptRecord (a node must not apply records it does not
+// understand).
+const recordVersion = 1
+
+// entryFormatVersion is the first byte of every raft entry that carries metadata records.
+const entryFormatVersion = 1
+
+// maxRecordsPerEntry bounds how many records one raft entry may declare, so a corrupt count
+// cannot make the decoder allocate without limit.
+const maxRecordsPerEntry = 1 << 20
+
+// ErrCorruptRecord is returned when an entry or record cannot be decoded.
+var ErrCorruptRecord = errors.New("controller: corrupt metadata record")
+
+// Record is one metadata record. The state machine is a pure function of the sequence of
+// records (see apply.go).
+type Record interface {
+	Type() RecordType
+}
+
+// ClusterIDRecord bootstraps the cluster: it is the first record of a new metadata log.
+type ClusterIDRecord struct {
+	ClusterID string `json:"cluster_id"`
+}
+
+// RegisterBrokerRecord registers (or re-registers, with a higher epoch) a broker.
+type RegisterBrokerRecord struct {
+	BrokerID    int32      `json:"broker_id"`
+	BrokerEpoch int64      `json:"broker_epoch"`
+	Endpoints   []Endpoint `json:"endpoints"`
+	Rack        *string    `json:"rack,omitempty"`
+	Fenced      bool       `json:"fenced,omitempty"`
+}
+
+// TopicRecord creates a topic. Its partitions follow as PartitionRecords.
+type TopicRecord struct {
+	Name     string  `json:"name"`
+	TopicID  TopicID `json:"topic_id"`
+	Internal bool    `json:"internal,omitempty"`
+}
+
+// PartitionRecord creates or replaces one partition of an existing topic. Partitions of a
+// topic are dense: partition p may only be recorded once partitions 0..p-1 exist.
+type PartitionRecord struct {
+	TopicID        TopicID `json:"topic_id"`
+	Partition      int32   `json:"partition"`
+	Replicas       []int32 `json:"replicas"`
+	ISR            []int32 `json:"isr"`
+	Leader         int32   `json:"leader"`
+	LeaderEpoch    int32   `json:"leader_epoch"`
+	PartitionEpoch int32   `json:"partition_epoch"`
+}
+
+// Config resource types, as Kafka's ConfigResource.Type.
+const (
+	ResourceTopic  int8 = 2
+	ResourceBroker int8 = 4
+)
+
+// ConfigRecord sets (Value non-nil) or deletes (Value nil) one dynamic config key. For
+// ResourceTopic the name is the topic name; for ResourceBroker it is "" (cluster default) or
+// a node ID in decimal.
+type ConfigRecord struct {
+	ResourceType int8    `json:"resource_type"`
+	ResourceName string  `json:"resource_name"`
+	Key          string  `json:"key"`
+	Value        *string `json:"value,omitempty"`
+}
+
+// RemoveTopicRecord deletes a topic, its partitions and its configs.
+type RemoveTopicRecord struct {
+	TopicID TopicID `json:"topic_id"`
+}
+
+// ProducerIDsRecord hands the block [previous NextProducerID, NextProducerID) to a broker.
+type ProducerIDsRecord struct {
+	BrokerID       int32 `json:"broker_id"`
+	BrokerEpoch    int64 `json:"broker_epoch"`
+	NextProducerID int64 `json:"next_producer_id"`
+}
+
+func (*ClusterIDRecord) Type() RecordType      { return RecordClusterID }
+func (*RegisterBrokerRecord) Type() RecordType { return RecordRegisterBroker }
+func (*TopicRecord) Type() RecordType          { return RecordTopic }
+func (*PartitionRecord) Type() RecordType      { return RecordPartition }
+func (*ConfigRecord) Type() RecordType         { return RecordConfig }
+func (*RemoveTopicRecord) Type() RecordType    { return RecordRemoveTopic }
+func (*ProducerIDsRecord) Type() RecordType    { return RecordProducerIDs }
+
+func newRecord(t RecordType) Record {
+	switch t {
+	case RecordClusterID:
+		return new(ClusterIDRecord)
+	case RecordRegisterBroker:
+		return new(RegisterBrokerRecord)
+	case RecordTopic:
+		return new(TopicRecord)
+	case RecordPartition:
+		return new(PartitionRecord)
+	case RecordConfig:
+		return new(ConfigRecord)
+	case RecordRemoveTopic:
+		return new(RemoveTopicRecord)
+	case RecordProducerIDs:
+		return new(ProducerIDsRecord)
+	}
+	return nil
+}
+
+// EncodeRecord encodes one record: type byte, version byte, JSON payload.
+func EncodeRecord(r Record) []byte {
+	payload, err := json.Marshal(r)
+	if err != nil {
+		// Records are plain structs of strings, ints and slices: Marshal cannot fail.
+		panic(fmt.Sprintf("controller: encoding %T: %v", r, err))
+	}
+	out := make([]byte, 0, 2+len(payload))
+	out = append(out, byte(r.Type()), recordVersion)
+	return append(out, payload...)
+}
+
+// DecodeRecord decodes one record produced by EncodeRecord.
+func DecodeRecord(b []byte) (Record, error) {
+	if len(b) < 2 {
+		return nil, fmt.Errorf("%w: record of %d bytes", ErrCorruptRecord, len(b))
+	}
+	r := newRecord(RecordType(b[0]))
+	if r == nil {
+		return nil, fmt.Errorf("%w: unknown record type %d", ErrCorruptRecord, b[0])
+	}
+	if b[1] == 0 || b[1] > recordVersion {
+		return nil, fmt.Errorf("%w: record type %d has unsupported version %d", ErrCorruptRecord, b[0], b[1])
+	}
+	if err := json.Unmarshal(b[2:], r); err != nil {
+		return nil, fmt.Errorf("%w: record type %d: %v", ErrCorruptRecord, b[0], err)
+	}
+	return r, nil
+}
+
+// encodeEntry builds the data of a raft entry carrying records:
+//
+//	version   uint8  = entryFormatVersion
+//	proposal  uint64 big endian; identifies the proposal to the proposing node (0 = none)
+//	count     uvarint
+//	count × { length uvarint; record [length]byte (EncodeRecord) }
+func encodeEntry(proposal uint64, recs []Record) []byte {
+	out := make([]byte, 9, 64)
+	out[0] = entryFormatVersion
+	binary.BigEndian.PutUint64(out[1:9], proposal)
+	out = binary.AppendUvarint(out, uint64(len(recs)))
+	for _, r := range recs {
+		enc := EncodeRecord(r)
+		out = binary.AppendUvarint(out, uint64(len(enc)))
+		out = append(out, enc...)
+	}
+	return out
+}
+
+// decodeEntry is the inverse of encodeEntry. Every length is checked before use.
+func decodeEntry(b []byte) (proposal uint64, recs []Record, err error) {
+	if len(b) < 9 {
+		return 0, nil, fmt.Errorf("%w: entry of %d bytes", ErrCorruptRecord, len(b))
+	}
+	if b[0] != entryFormatVersion {
+		return 0, nil, fmt.Errorf("%w: entry format version %d", ErrCorruptRecord, b[0])
+	}
+	proposal = binary.BigEndian.Uint64(b[1:9])
+	b = b[9:]
+	count, n := binary.Uvarint(b)
+	if n <= 0 || count > maxRecordsPerEntry || count > uint64(len(b)) {
+		return 0, nil, fmt.Errorf("%w: bad record count", ErrCorruptRecord)
+	}
+	b = b[n:]
+	recs = make([]Record, 0, count)
+	for i := uint64(0); i < count; i++ {
+		l, n := binary.Uvarint(b)
+		if n <= 0 || l > uint64(len(b)-n) {
+			return 0, nil, fmt.Errorf("%w: bad length of record %d", ErrCorruptRecord, i)
+		}
+		r, err := DecodeRecord(b[n : n+int(l)])
+		if err != nil {
+			return 0, nil, err
+		}
+		recs = append(recs, r)
+		b = b[n+int(l):]
+	}
+	if len(b) != 0 {
+		return 0, nil, fmt.Errorf("%w: %d trailing bytes after records", ErrCorruptRecord, len(b))
+	}
+	return proposal, recs, nil
+}
