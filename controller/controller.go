@@ -352,6 +352,16 @@ func (c *Controller) run() {
 			}
 		case r := <-requests:
 			c.handleRequest(r)
+			// Take whatever else is queued before the next Ready so concurrent proposals
+			// share one WAL fsync (group commit).
+			for more := true; more && len(c.inflight) < maxInflight && c.leaderReady; {
+				select {
+				case r := <-requests:
+					c.handleRequest(r)
+				default:
+					more = false
+				}
+			}
 		}
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"sluice/internal/config"
 )
 
 // The proposal API. Each method validates its items in the driver against the working image
@@ -17,10 +19,10 @@ import (
 // contains it is published. Per-item problems are Kafka error codes in the results; a Go
 // error means the context ended or the controller is closed.
 
-// Hooks for config validation, replaced in tests.
+// Config validation, with Kafka's rules and messages (internal/config).
 var (
-	validateTopicConfig  = func(key, value string) error { return nil }
-	validateBrokerConfig = func(key, value string) error { return nil }
+	validateTopicConfig  = config.ValidateTopic
+	validateBrokerConfig = config.ValidateBrokerDynamic
 )
 
 // CreateTopic is one topic of a CreateTopics call.
