@@ -1,3 +1,107 @@
-// Package logstore is sluice's storage engine: one partition's segmented log in Apache Kafka's
-// on-disk format. (Work in progress: the full format specification follows.)
+// Package logstore is sluice's storage engine: one partition's segmented log, kept in Apache
+// Kafka's on-disk format byte for byte so that Kafka's tools (kafka-dump-log) read sluice's
+// partition directories and sluice opens directories Kafka wrote. It knows the RecordBatch v2
+// header (internal/batch) and nothing else of the protocol, and does all I/O through FS.
+//
+// # Directory layout
+//
+// A partition directory (Kafka names it "<topic>-<partition>") holds:
+//
+//	<base>.log                 segment: RecordBatch v2 bytes exactly as appended
+//	<base>.index               sparse offset index of that segment
+//	<base>.timeindex           sparse time index of that segment
+//	<offset>.snapshot          producer-state snapshot (sluice's format, below)
+//	leader-epoch-checkpoint    leader epoch → start offset
+//	recovery-point-offset-checkpoint, log-start-offset-checkpoint
+//
+// <base> is the segment's base offset, 20 zero-padded decimal digits
+// (00000000000000000000.log). Names ending in .tmp (and Kafka's .deleted, .cleaned, .swap)
+// are leftovers and are removed on open.
+//
+// # Segment (.log)
+//
+// A sequence of whole v2 record batches (layout in internal/batch), big-endian, no framing of
+// its own: batch i+1 starts right after batch i (12 + batchLength bytes). Offsets strictly
+// increase; each batch's baseOffset >= the segment's base. The leader assigns baseOffset and
+// partitionLeaderEpoch by patching them in place; both lie outside the CRC, so appended bytes
+// are never re-encoded. A segment never exceeds 2^31-1 bytes, and offset - base fits in int32.
+//
+// # Offset index (.index) — matches Kafka's OffsetIndex
+//
+// Entries of 8 bytes: relative offset (int32, offset - base) then file position (int32) of a
+// batch. As Kafka 4.x's LogSegment.append, the indexed offset is the batch's last offset, and
+// a batch is indexed when more than index.interval.bytes were appended since the previous
+// entry (so the first batch of a segment is not). Offsets and positions strictly increase.
+// The file is not preallocated: its length is the number of entries × 8. At most
+// segment.index.bytes/8 entries; a full index rolls the segment.
+//
+// # Time index (.timeindex) — matches Kafka's TimeIndex
+//
+// Entries of 12 bytes: timestamp (int64), relative offset (int32). Written alongside each
+// offset-index entry when the segment's max timestamp so far grew: (max timestamp so far, last
+// offset of the batch that has it). When a segment stops being active (roll, close) a final
+// entry for its max timestamp is added. Timestamps strictly increase.
+//
+// # Checkpoints
+//
+// leader-epoch-checkpoint is Kafka's text format: "0\n", "<count>\n", then "<epoch>
+// <startOffset>\n" lines, epochs and offsets increasing. recovery-point-offset-checkpoint and
+// log-start-offset-checkpoint use Kafka's offset-checkpoint text format ("0\n1\n<topic>
+// <partition> <offset>\n"). Kafka keeps these two per log directory with one line per
+// partition; sluice keeps one file per partition directory holding that partition's line.
+// Every checkpoint is written to <name>.tmp, fsynced, renamed over <name>, and the directory is
+// fsynced.
+//
+// # Producer snapshot (<offset>.snapshot) — sluice's own format
+//
+// The producer state as of <offset> (all batches below it). Kafka's own .snapshot files have a
+// different layout; sluice does not read them and rebuilds the state by scanning the log.
+// Big-endian:
+//
+//	0   4  magic "SLPS"
+//	4   2  version = 1
+//	6   4  CRC-32C (Castagnoli) of bytes [10, end)
+//	10  8  snapshot offset (equals the file name)
+//	18  4  producer count n
+//	then n producers: 8 producerId, 2 epoch, 4 coordinatorEpoch, 8 currentTxnFirstOffset,
+//	    8 lastTimestamp, 1 batch count m (<= 5), m × (4 firstSeq, 4 lastSeq, 8 firstOffset,
+//	    8 lastOffset, 8 maxTimestamp)
+//
+// Written at every roll and on close; the two newest are kept.
+//
+// All of the above are on-disk formats shared with Kafka or with earlier sluice versions:
+// the constants must never change.
+//
+// # Durability and recovery
+//
+// Appends write to the OS; fsync happens on roll (the old segment and its indexes), on Flush
+// and Close, every flush.messages messages, and after flush.ms (checked by EnforceRetention).
+// With flush.messages=1 an append returns only after an fsync that covers it, and concurrent
+// appenders share fsyncs (group commit). The recovery point is the offset below which every
+// batch is known durable; it is checkpointed on roll, Flush, Close, truncation and after
+// recovery.
+//
+// Open recovers as Kafka's LogLoader does: segments wholly below the recovery point are
+// trusted (indexes sanity-checked, the batch chain after the last index entry followed to the
+// end of the file; a failed check demotes the segment to recovery). Every other segment is
+// scanned batch by batch — header length, magic, CRC-32C, offsets increasing — and cut at the
+// first invalid batch; its indexes are rebuilt and leader epochs from batch headers are
+// added to the epoch cache. If a segment other than the last had a bad tail, all later
+// segments are deleted. The log start is max(checkpoint, first segment base); segments wholly
+// below it are deleted (an interrupted retention). The epoch cache is cut to the log end. The
+// producer state is loaded from the newest valid snapshot at or below the log end and the
+// batches after it are replayed.
+//
+// Ordering rules that make every crash point recoverable: a new segment's directory entry is
+// fsynced before anything depends on it; the log start checkpoint is written before segments
+// are deleted; truncation lowers the recovery point checkpoint before cutting, deletes the
+// newest segments first, and fsyncs the cut before returning.
+//
+// # Concurrency
+//
+// Mutations are serialized by Log.appendMu. Readers hold Log.mu shared and only look at bytes
+// below each segment's published size; appenders write file bytes first and publish under
+// Log.mu exclusively. Files of deleted segments are unlinked at once but closed only after
+// file.delete.delay.ms, so FileSlices handed to readers stay readable. A write error makes the
+// log refuse further mutations (sticky error wrapping ErrClosed).
 package logstore

@@ -1,43 +1,602 @@
 package logstore
 
-// Log is one partition's log.
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"math/rand/v2"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"sluice/internal/batch"
+)
+
+// Log is one partition's log. All methods are safe for concurrent use. Mutations (appends,
+// rolls, truncation, retention, flush, close) are serialized by appendMu; reads take mu shared
+// and see only what an appender has published under mu.
 type Log struct {
-	dir  string
-	cfg  Config
-	opts Options
+	dir    string
+	fs     FS
+	now    func() time.Time
+	logger *slog.Logger
+
+	// appendMu serializes every mutation of the log. The fields below it are guarded by it.
+	appendMu sync.Mutex
+	// producers is the idempotent-producer state as of logEnd.
+	producers *producerState
+	// snapshots are the offsets of producer snapshot files on disk, ascending.
+	snapshots []int64
+	// recoveryPoint: every batch below it is fsynced, and the checkpoint file says so (or less).
+	recoveryPoint int64
+	lastFlush     time.Time
+	// pendingClose are files of deleted segments, closed after file.delete.delay.ms so that
+	// slices handed to readers stay readable (Kafka renames and deletes later; we unlink now).
+	pendingClose []pendingClose
+	hdrBuf       []byte
+
+	// failure is the sticky error: once a write fails, the log refuses further mutations.
+	failure atomic.Pointer[error]
+
+	mu struct {
+		sync.RWMutex
+		cfg Config
+		// segments is sorted by base offset and never empty while open; the last is active.
+		segments []*segment
+		// Invariant: segments[0].baseOffset <= logStart <= logEnd.
+		logStart int64
+		// logEnd (LEO) is the offset after the last published batch.
+		logEnd int64
+		epochs epochCache
+		closed bool
+	}
+
+	flush flushState
 }
 
+type pendingClose struct {
+	seg *segment
+	at  time.Time
+}
+
+// Open opens (creating if missing) the log in dir and recovers it: see the package doc.
 func Open(dir string, cfg Config, opts Options) (*Log, error) {
-	if opts.FS == nil {
-		opts.FS = OSFS{}
+	l := &Log{dir: dir, fs: opts.FS, now: opts.Now, logger: opts.Logger, hdrBuf: make([]byte, batch.HeaderSize)}
+	if l.fs == nil {
+		l.fs = OSFS{}
 	}
-	if err := opts.FS.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
+	if l.now == nil {
+		l.now = time.Now
 	}
-	return &Log{dir: dir, cfg: cfg, opts: opts}, nil
+	if l.logger == nil {
+		l.logger = slog.Default()
+	}
+	l.mu.cfg = normalizeConfig(cfg)
+	l.flush.cond.L = &l.flush.mu
+	l.lastFlush = l.now()
+	if err := l.load(); err != nil {
+		for _, s := range l.mu.segments {
+			s.closeAll()
+		}
+		return nil, fmt.Errorf("logstore: open %s: %w", dir, err)
+	}
+	return l, nil
 }
 
+// fail records a write failure; the log refuses further mutations.
+func (l *Log) fail(err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, ErrClosed) {
+		return err
+	}
+	wrapped := fmt.Errorf("%w: write failed: %w", ErrClosed, err)
+	l.failure.CompareAndSwap(nil, &wrapped)
+	l.logger.Error("logstore: log failed, refusing further writes", "dir", l.dir, "err", err)
+	return wrapped
+}
+
+// usableLocked returns the sticky error or ErrClosed.
+// REQUIRES: appendMu held.
+func (l *Log) usableLocked() error {
+	if p := l.failure.Load(); p != nil {
+		return *p
+	}
+	l.mu.RLock()
+	closed := l.mu.closed
+	l.mu.RUnlock()
+	if closed {
+		return ErrClosed
+	}
+	return nil
+}
+
+func (l *Log) active() *segment { return l.mu.segments[len(l.mu.segments)-1] }
+
+// cfg returns the current config.
+func (l *Log) cfg() Config {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.mu.cfg
+}
+
+// LogStartOffset is the first offset readable.
+func (l *Log) LogStartOffset() int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.mu.logStart
+}
+
+// LogEndOffset is the offset the next appended batch gets.
+func (l *Log) LogEndOffset() int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.mu.logEnd
+}
+
+// LatestEpoch is the leader epoch of the last epoch-cache entry, -1 if none.
+func (l *Log) LatestEpoch() int32 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.mu.epochs.latestEpoch()
+}
+
+// EndOffsetForEpoch answers OffsetForLeaderEpoch as Kafka does: the largest epoch <= epoch and
+// the start offset of the next higher epoch (or the log end offset for the latest epoch);
+// (-1, -1) when epoch is unknown and higher than every epoch in the log.
+func (l *Log) EndOffsetForEpoch(epoch int32) (int32, int64) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.mu.epochs.endOffsetFor(epoch, l.mu.logEnd)
+}
+
+// Size is the total size in bytes of the log's segment files.
+func (l *Log) Size() int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	var n int64
+	for _, s := range l.mu.segments {
+		n += s.size
+	}
+	return n
+}
+
+// NumSegments is the number of segments (for tests and metrics).
+func (l *Log) NumSegments() int {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return len(l.mu.segments)
+}
+
+// Dir is the partition directory.
+func (l *Log) Dir() string { return l.dir }
+
+// SetConfig changes the log's configuration; it applies to later appends and retention.
+func (l *Log) SetConfig(cfg Config) {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	l.mu.Lock()
+	l.mu.cfg = normalizeConfig(cfg)
+	l.mu.Unlock()
+}
+
+// AppendAsLeader validates batches (one or more concatenated v2 batches), deduplicates
+// idempotent-producer retries, assigns offsets from the log end and stamps leaderEpoch by
+// patching both header fields in place (they are outside the CRC; the caller's buffer is
+// modified), and appends the bytes unchanged. It returns once durable per the flush policy.
 func (l *Log) AppendAsLeader(batches []byte, leaderEpoch int32) (AppendResult, error) {
-	return AppendResult{}, ErrClosed
+	return l.append(batches, true, leaderEpoch)
 }
+
+// AppendAsFollower appends batches replicated from the leader, keeping their offsets and
+// epochs. The first batch must start at or after the log end (Kafka allows the gaps compaction
+// leaves); otherwise ErrUnexpectedAppendOffset.
 func (l *Log) AppendAsFollower(batches []byte) (AppendResult, error) {
-	return AppendResult{}, ErrClosed
+	return l.append(batches, false, -1)
 }
-func (l *Log) Read(offset int64, maxBytes int64, maxOffset int64, minOneBatch bool) (ReadResult, error) {
-	return ReadResult{}, nil
+
+func (l *Log) append(data []byte, leader bool, leaderEpoch int32) (AppendResult, error) {
+	headers, err := validateBatches(data, leader)
+	if err != nil {
+		return AppendResult{}, err
+	}
+	l.appendMu.Lock()
+	res, syncTarget, err := l.appendLocked(data, headers, leader, leaderEpoch)
+	l.appendMu.Unlock()
+	if err != nil || syncTarget < 0 {
+		return res, err
+	}
+	if err := l.syncTo(syncTarget); err != nil {
+		return AppendResult{}, err
+	}
+	return res, nil
 }
-func (l *Log) LogStartOffset() int64                              { return 0 }
-func (l *Log) LogEndOffset() int64                                { return 0 }
-func (l *Log) OffsetForTimestamp(ts int64) (OffsetAndEpoch, bool) { return OffsetAndEpoch{}, false }
-func (l *Log) MaxTimestamp() (OffsetAndEpoch, bool)               { return OffsetAndEpoch{}, false }
-func (l *Log) EndOffsetForEpoch(epoch int32) (int32, int64)       { return -1, -1 }
-func (l *Log) LatestEpoch() int32                                 { return -1 }
-func (l *Log) DeleteRecordsBefore(offset int64) (int64, error)    { return 0, nil }
-func (l *Log) TruncateTo(offset int64) error                      { return nil }
-func (l *Log) TruncateFullyAndStartAt(offset int64) error         { return nil }
-func (l *Log) EnforceRetention() error                            { return nil }
-func (l *Log) SetConfig(cfg Config)                               { l.cfg = cfg }
-func (l *Log) Size() int64                                        { return 0 }
-func (l *Log) Flush() error                                       { return nil }
-func (l *Log) Close() error                                       { return nil }
-func (l *Log) Delete() error                                      { return l.opts.FS.RemoveAll(l.dir) }
+
+// appendLocked does the append; syncTarget >= 0 asks the caller to wait for an fsync covering
+// offsets below it (after releasing appendMu so that appenders share fsyncs).
+// REQUIRES: appendMu held.
+func (l *Log) appendLocked(data []byte, headers []batch.Header, leader bool, leaderEpoch int32) (res AppendResult, syncTarget int64, err error) {
+	syncTarget = -1
+	if err := l.usableLocked(); err != nil {
+		return res, -1, err
+	}
+	cfg := l.cfg()
+	if int64(len(data)) > cfg.SegmentBytes {
+		return res, -1, fmt.Errorf("%w: %d bytes, segment.bytes %d", ErrRecordListTooLarge, len(data), cfg.SegmentBytes)
+	}
+	l.mu.RLock()
+	logEnd, logStart := l.mu.logEnd, l.mu.logStart
+	l.mu.RUnlock()
+
+	// Assign offsets (in the headers only, until every check has passed).
+	if leader {
+		next := logEnd
+		for i := range headers {
+			headers[i].BaseOffset = next
+			headers[i].PartitionLeaderEpoch = leaderEpoch
+			next = headers[i].NextOffset()
+		}
+	} else {
+		prevNext := logEnd
+		for i := range headers {
+			if headers[i].BaseOffset < prevNext {
+				return res, -1, fmt.Errorf("%w: batch %d at offset %d, log end %d", ErrUnexpectedAppendOffset, i, headers[i].BaseOffset, prevNext)
+			}
+			prevNext = headers[i].NextOffset()
+		}
+	}
+	last := &headers[len(headers)-1]
+	if last.LastOffset() >= math.MaxInt64-1 {
+		return res, -1, fmt.Errorf("%w: offset overflow", ErrInvalidRecord)
+	}
+
+	// Producer state: leaders validate, followers and recovery only record.
+	updates := map[int64]*producerEntry{}
+	for i := range headers {
+		h := &headers[i]
+		if !h.HasProducerID() {
+			continue
+		}
+		e, seen := updates[h.ProducerID]
+		if !seen {
+			if cur := l.producers.producers[h.ProducerID]; cur != nil {
+				if leader {
+					if dup, ok := cur.findDuplicate(h); ok {
+						// As Kafka: the retry is answered with the original batch's offsets.
+						return AppendResult{
+							FirstOffset: dup.FirstOffset, LastOffset: dup.LastOffset,
+							MaxTimestamp: dup.Timestamp, OffsetOfMaxTimestamp: dup.LastOffset,
+							LogStartOffset: logStart, Duplicate: true,
+						}, -1, nil
+					}
+				}
+				e = cur.clone()
+			}
+		}
+		if leader {
+			if err := checkProducerBatch(e, h); err != nil {
+				return res, -1, fmt.Errorf("%w: producer %d epoch %d sequence %d", err, h.ProducerID, h.ProducerEpoch, h.BaseSequence)
+			}
+		}
+		if e == nil {
+			e = &producerEntry{Epoch: h.ProducerEpoch, CoordinatorEpoch: -1, CurrentTxnFirstOffset: -1}
+		}
+		e.update(h)
+		updates[h.ProducerID] = e
+	}
+
+	// Patch offsets and epochs in place.
+	if leader {
+		pos := int64(0)
+		for i := range headers {
+			batch.SetBaseOffset(data[pos:], headers[i].BaseOffset)
+			batch.SetPartitionLeaderEpoch(data[pos:], leaderEpoch)
+			pos += headers[i].Size()
+		}
+	}
+
+	maxTs, offMaxTs := int64(-1), int64(-1)
+	for i := range headers {
+		if headers[i].MaxTimestamp > maxTs {
+			maxTs, offMaxTs = headers[i].MaxTimestamp, headers[i].LastOffset()
+		}
+	}
+	if err := l.maybeRollLocked(&cfg, int64(len(data)), headers[0].BaseOffset, maxTs, last.LastOffset()); err != nil {
+		return res, -1, l.fail(err)
+	}
+
+	seg := l.active()
+	pos := seg.size
+	if _, err := seg.log.WriteAt(data, pos); err != nil {
+		return res, -1, l.fail(err)
+	}
+	epochChanged := false
+	l.mu.Lock()
+	for i := range headers {
+		h := &headers[i]
+		if err := seg.indexBatchLocked(h, pos, cfg.IndexIntervalBytes); err != nil {
+			l.mu.Unlock()
+			return res, -1, l.fail(err)
+		}
+		pos += h.Size()
+		if l.mu.epochs.assign(h.PartitionLeaderEpoch, h.BaseOffset) {
+			epochChanged = true
+		}
+	}
+	seg.size = pos
+	seg.lastModified = l.now()
+	l.mu.logEnd = last.NextOffset()
+	logEnd = l.mu.logEnd
+	logStart = l.mu.logStart
+	l.mu.Unlock()
+
+	for id, e := range updates {
+		l.producers.producers[id] = e
+	}
+	if epochChanged {
+		if err := l.writeEpochCheckpointLocked(); err != nil {
+			return res, -1, l.fail(err)
+		}
+	}
+	res = AppendResult{
+		FirstOffset: headers[0].BaseOffset, LastOffset: last.LastOffset(),
+		MaxTimestamp: maxTs, OffsetOfMaxTimestamp: offMaxTs,
+		LogStartOffset: logStart, Bytes: len(data),
+	}
+	if logEnd-l.flushedOffset() >= cfg.FlushMessages {
+		syncTarget = logEnd
+	}
+	return res, syncTarget, nil
+}
+
+// maybeRollLocked rolls the active segment if an append of size bytes with these offsets and
+// max timestamp must go to a new one (Kafka's LogSegment.shouldRoll).
+// REQUIRES: appendMu held.
+func (l *Log) maybeRollLocked(cfg *Config, size, firstOffset, maxTs, lastOffset int64) error {
+	seg := l.active()
+	roll := seg.size > cfg.SegmentBytes-size ||
+		(seg.size > 0 && l.timeWaitedForRoll(seg, maxTs) > cfg.SegmentMs-seg.rollJitterMs) ||
+		seg.index.isFull() || seg.timeIndex.isFull() ||
+		lastOffset-seg.baseOffset > math.MaxInt32 ||
+		firstOffset-seg.baseOffset < 0
+	if !roll {
+		return nil
+	}
+	return l.rollLocked(firstOffset)
+}
+
+func (l *Log) timeWaitedForRoll(seg *segment, messageTimestamp int64) int64 {
+	if seg.rollingBasedTimestamp >= 0 {
+		return messageTimestamp - seg.rollingBasedTimestamp
+	}
+	return l.now().Sub(seg.created).Milliseconds()
+}
+
+// rollLocked closes the active segment for appends (final time-index entry, fsync of its
+// files) and starts a new one at newBase (>= log end), then snapshots producer state and
+// checkpoints the recovery point. An empty active segment whose base equals newBase is kept.
+// REQUIRES: appendMu held.
+func (l *Log) rollLocked(newBase int64) error {
+	old := l.active()
+	l.mu.RLock()
+	logEnd := l.mu.logEnd
+	l.mu.RUnlock()
+	if newBase < logEnd {
+		newBase = logEnd
+	}
+	if old.empty() && old.baseOffset == newBase {
+		return nil
+	}
+	l.mu.Lock()
+	err := old.timeIndex.maybeAppendLocked(old.maxTimestamp, old.offsetOfMaxTimestamp, true)
+	l.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if err := old.syncAll(); err != nil {
+		return err
+	}
+	l.markFlushed(logEnd)
+	var seg *segment
+	if old.empty() {
+		// An empty segment below newBase (a follower append with a gap) is replaced.
+		if err := old.removeFiles(l.fs, l.dir); err != nil {
+			return err
+		}
+	}
+	seg, err = openSegmentFiles(l.fs, l.dir, newBase, true, &l.mu.cfg)
+	if err != nil {
+		return err
+	}
+	l.initNewSegment(seg)
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		seg.closeAll()
+		return err
+	}
+	l.mu.Lock()
+	if old.empty() {
+		l.mu.segments[len(l.mu.segments)-1] = seg
+		l.pendingClose = append(l.pendingClose, pendingClose{seg: old, at: l.now()})
+		if l.mu.logStart < newBase && len(l.mu.segments) == 1 {
+			l.mu.logStart = newBase
+		}
+	} else {
+		l.mu.segments = append(l.mu.segments, seg)
+	}
+	l.mu.Unlock()
+	if err := l.writeSnapshotLocked(newBase); err != nil {
+		return err
+	}
+	return l.checkpointRecoveryPointLocked(logEnd)
+}
+
+func (l *Log) initNewSegment(seg *segment) {
+	seg.created = l.now()
+	seg.lastModified = seg.created
+	if j := l.mu.cfg.SegmentJitterMs; j > 0 {
+		seg.rollJitterMs = rand.Int64N(j)
+	}
+}
+
+// checkpointRecoveryPointLocked records that everything below rp is durable.
+// REQUIRES: appendMu held.
+func (l *Log) checkpointRecoveryPointLocked(rp int64) error {
+	if err := writeFileAtomic(l.fs, l.dir, recoveryPointFile, encodeOffsetCheckpoint(l.dir, rp)); err != nil {
+		return err
+	}
+	l.recoveryPoint = rp
+	return nil
+}
+
+// REQUIRES: appendMu held.
+func (l *Log) checkpointLogStartLocked(start int64) error {
+	return writeFileAtomic(l.fs, l.dir, logStartOffsetFile, encodeOffsetCheckpoint(l.dir, start))
+}
+
+// REQUIRES: appendMu held.
+func (l *Log) writeEpochCheckpointLocked() error {
+	l.mu.RLock()
+	data := l.mu.epochs.encode()
+	l.mu.RUnlock()
+	return writeFileAtomic(l.fs, l.dir, leaderEpochFile, data)
+}
+
+// writeSnapshotLocked writes the producer state as of offset (== log end) and keeps only the
+// two newest snapshot files.
+// REQUIRES: appendMu held.
+func (l *Log) writeSnapshotLocked(offset int64) error {
+	name := fileName("", offset, snapshotSuffix)
+	if err := writeFileAtomic(l.fs, l.dir, name, l.producers.encodeSnapshot(offset)); err != nil {
+		return err
+	}
+	l.snapshots = insertSorted(l.snapshots, offset)
+	for len(l.snapshots) > 2 {
+		if err := l.fs.Remove(fileName(l.dir, l.snapshots[0], snapshotSuffix)); err != nil && !isNotExist(err) {
+			return err
+		}
+		l.snapshots = l.snapshots[1:]
+	}
+	return nil
+}
+
+func insertSorted(s []int64, v int64) []int64 {
+	i := sort.Search(len(s), func(i int) bool { return s[i] >= v })
+	if i < len(s) && s[i] == v {
+		return s
+	}
+	s = append(s, 0)
+	copy(s[i+1:], s[i:])
+	s[i] = v
+	return s
+}
+
+// Flush fsyncs the log and checkpoints the recovery point at the log end.
+func (l *Log) Flush() error {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if err := l.usableLocked(); err != nil {
+		return err
+	}
+	return l.fail(l.flushLocked())
+}
+
+// REQUIRES: appendMu held.
+func (l *Log) flushLocked() error {
+	l.mu.RLock()
+	seg, logEnd := l.active(), l.mu.logEnd
+	gen := l.flushGen()
+	l.mu.RUnlock()
+	if err := seg.syncAll(); err != nil {
+		return err
+	}
+	l.markFlushedGen(logEnd, gen)
+	l.lastFlush = l.now()
+	if l.recoveryPoint == logEnd {
+		return nil
+	}
+	return l.checkpointRecoveryPointLocked(logEnd)
+}
+
+// Close flushes the log, snapshots producer state and closes its files. Later calls return
+// ErrClosed from every method except Close itself.
+func (l *Log) Close() error {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	l.mu.RLock()
+	closed := l.mu.closed
+	l.mu.RUnlock()
+	if closed {
+		return nil
+	}
+	var err error
+	if l.failure.Load() == nil {
+		err = l.closeFlushLocked()
+	}
+	l.mu.Lock()
+	l.mu.closed = true
+	segs := l.mu.segments
+	l.mu.Unlock()
+	for _, s := range segs {
+		if cerr := s.closeAll(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}
+	l.closePendingLocked(time.Time{}, true)
+	l.flush.mu.Lock()
+	l.flush.cond.Broadcast()
+	l.flush.mu.Unlock()
+	return err
+}
+
+// REQUIRES: appendMu held.
+func (l *Log) closeFlushLocked() error {
+	l.mu.Lock()
+	seg := l.active()
+	err := seg.timeIndex.maybeAppendLocked(seg.maxTimestamp, seg.offsetOfMaxTimestamp, true)
+	logEnd, logStart := l.mu.logEnd, l.mu.logStart
+	l.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if err := l.flushLocked(); err != nil {
+		return err
+	}
+	if err := l.writeSnapshotLocked(logEnd); err != nil {
+		return err
+	}
+	return l.checkpointLogStartLocked(logStart)
+}
+
+// Delete closes the log and removes its directory.
+func (l *Log) Delete() error {
+	if err := l.Close(); err != nil && !errors.Is(err, ErrClosed) {
+		l.logger.Warn("logstore: close before delete failed", "dir", l.dir, "err", err)
+	}
+	return l.fs.RemoveAll(l.dir)
+}
+
+// closePendingLocked closes deleted segments' files whose delay has passed (all if all).
+// REQUIRES: appendMu held.
+func (l *Log) closePendingLocked(now time.Time, all bool) {
+	kept := l.pendingClose[:0]
+	for _, p := range l.pendingClose {
+		if all || !now.Before(p.at) {
+			p.seg.closeAll()
+			continue
+		}
+		kept = append(kept, p)
+	}
+	l.pendingClose = kept
+}
+
+// scheduleCloseLocked hands deleted segments to closePendingLocked.
+// REQUIRES: appendMu held.
+func (l *Log) scheduleCloseLocked(segs []*segment) {
+	at := l.now().Add(time.Duration(l.cfg().FileDeleteDelayMs) * time.Millisecond)
+	for _, s := range segs {
+		l.pendingClose = append(l.pendingClose, pendingClose{seg: s, at: at})
+	}
+}

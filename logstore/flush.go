@@ -1,0 +1,118 @@
+package logstore
+
+import (
+	"errors"
+	"os"
+	"sync"
+)
+
+// flushState implements group commit: appenders that need durability wait in syncTo; one of
+// them fsyncs the active segment while the others wait, and every append published before
+// that fsync started is covered by it. So N concurrent appenders share roughly N/k fsyncs.
+type flushState struct {
+	mu   sync.Mutex
+	cond sync.Cond // L = &mu; broadcast after every fsync and on close
+	// syncing is true while one goroutine runs an fsync outside mu.
+	syncing bool
+	// flushedOffset: every offset below it is durable. Invariant: <= Log.mu.logEnd except
+	// transiently during truncation, which lowers it and bumps gen.
+	flushedOffset int64
+	// gen changes whenever the log shrinks (truncation), so an fsync that started before the
+	// truncation cannot mark the rewritten offsets durable.
+	gen uint64
+}
+
+func (l *Log) flushedOffset() int64 {
+	l.flush.mu.Lock()
+	defer l.flush.mu.Unlock()
+	return l.flush.flushedOffset
+}
+
+func (l *Log) flushGen() uint64 {
+	l.flush.mu.Lock()
+	defer l.flush.mu.Unlock()
+	return l.flush.gen
+}
+
+// markFlushed records that offsets below upto are durable.
+func (l *Log) markFlushed(upto int64) {
+	l.flush.mu.Lock()
+	if upto > l.flush.flushedOffset {
+		l.flush.flushedOffset = upto
+	}
+	l.flush.cond.Broadcast()
+	l.flush.mu.Unlock()
+}
+
+func (l *Log) markFlushedGen(upto int64, gen uint64) {
+	l.flush.mu.Lock()
+	if gen == l.flush.gen && upto > l.flush.flushedOffset {
+		l.flush.flushedOffset = upto
+	}
+	l.flush.cond.Broadcast()
+	l.flush.mu.Unlock()
+}
+
+// resetFlushed lowers the flushed offset after the log shrank.
+func (l *Log) resetFlushed(upto int64) {
+	l.flush.mu.Lock()
+	l.flush.gen++
+	if l.flush.flushedOffset > upto {
+		l.flush.flushedOffset = upto
+	}
+	l.flush.mu.Unlock()
+}
+
+// syncTo returns once every offset below target is durable, fsyncing if needed. Called without
+// appendMu so that concurrent appenders share one fsync.
+func (l *Log) syncTo(target int64) error {
+	l.flush.mu.Lock()
+	defer l.flush.mu.Unlock()
+	for l.flush.flushedOffset < target {
+		if p := l.failure.Load(); p != nil {
+			return *p
+		}
+		if l.flush.syncing {
+			l.flush.cond.Wait()
+			continue
+		}
+		l.flush.syncing = true
+		gen := l.flush.gen
+		l.flush.mu.Unlock()
+
+		l.mu.RLock()
+		closed := l.mu.closed
+		var f File
+		upto := l.mu.logEnd
+		if !closed {
+			f = l.active().log
+		}
+		l.mu.RUnlock()
+		var err error
+		if closed {
+			err = ErrClosed
+		} else {
+			err = f.Sync()
+		}
+
+		l.flush.mu.Lock()
+		l.flush.syncing = false
+		l.flush.cond.Broadcast()
+		if err != nil {
+			if gen != l.flush.gen || errors.Is(err, os.ErrClosed) {
+				continue // the segment was truncated away or replaced meanwhile; retry
+			}
+			if errors.Is(err, ErrClosed) {
+				return err
+			}
+			l.flush.mu.Unlock()
+			err = l.fail(err)
+			l.flush.mu.Lock()
+			return err
+		}
+		if gen == l.flush.gen && upto > l.flush.flushedOffset {
+			l.flush.flushedOffset = upto
+		}
+	}
+	return nil
+}

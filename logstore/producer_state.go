@@ -1,0 +1,236 @@
+package logstore
+
+import (
+	"encoding/binary"
+	"errors"
+	"hash/crc32"
+	"math"
+
+	"sluice/internal/batch"
+)
+
+// producerBatchesRetained is how many batches per producer are remembered for deduplication
+// (Kafka's ProducerStateEntry.NUM_BATCHES_TO_RETAIN; clients keep at most 5 in flight).
+const producerBatchesRetained = 5
+
+// batchMetadata is one appended batch of an idempotent producer.
+type batchMetadata struct {
+	FirstSeq, LastSeq       int32
+	FirstOffset, LastOffset int64
+	Timestamp               int64 // batch max timestamp
+}
+
+// producerEntry is the state of one producer ID (Kafka's ProducerStateEntry). Transactions will
+// use CoordinatorEpoch and CurrentTxnFirstOffset; they are persisted already.
+type producerEntry struct {
+	Epoch                 int16
+	Batches               []batchMetadata // oldest first; len <= producerBatchesRetained
+	CoordinatorEpoch      int32
+	CurrentTxnFirstOffset int64 // -1 when no transaction is open
+	LastTimestamp         int64
+}
+
+func (e *producerEntry) lastSeq() int32 {
+	if len(e.Batches) == 0 {
+		return -1
+	}
+	return e.Batches[len(e.Batches)-1].LastSeq
+}
+
+func (e *producerEntry) clone() *producerEntry {
+	c := *e
+	c.Batches = append([]batchMetadata(nil), e.Batches...)
+	return &c
+}
+
+// findDuplicate returns the retained batch that h repeats (same epoch, same sequence range).
+func (e *producerEntry) findDuplicate(h *batch.Header) (batchMetadata, bool) {
+	if h.ProducerEpoch != e.Epoch {
+		return batchMetadata{}, false
+	}
+	last := h.LastSequence()
+	for _, m := range e.Batches {
+		if m.FirstSeq == h.BaseSequence && m.LastSeq == last {
+			return m, true
+		}
+	}
+	return batchMetadata{}, false
+}
+
+// update records an appended batch without validation (replication, recovery, or after
+// checkProducerBatch accepted it).
+func (e *producerEntry) update(h *batch.Header) {
+	if h.ProducerEpoch != e.Epoch {
+		e.Epoch = h.ProducerEpoch
+		e.Batches = e.Batches[:0]
+	}
+	e.LastTimestamp = h.MaxTimestamp
+	if h.IsControl() {
+		// A transaction marker ends the producer's transaction and carries no sequence.
+		e.CurrentTxnFirstOffset = -1
+		return
+	}
+	if h.IsTransactional() && e.CurrentTxnFirstOffset < 0 {
+		e.CurrentTxnFirstOffset = h.BaseOffset
+	}
+	if len(e.Batches) == producerBatchesRetained {
+		copy(e.Batches, e.Batches[1:])
+		e.Batches = e.Batches[:producerBatchesRetained-1]
+	}
+	e.Batches = append(e.Batches, batchMetadata{
+		FirstSeq: h.BaseSequence, LastSeq: h.LastSequence(),
+		FirstOffset: h.BaseOffset, LastOffset: h.LastOffset(), Timestamp: h.MaxTimestamp,
+	})
+}
+
+// inSequence is Kafka's ProducerAppendInfo.inSequence: next follows last, wrapping at MaxInt32.
+func inSequence(last, next int32) bool {
+	return int64(next) == int64(last)+1 || (next == 0 && last == math.MaxInt32)
+}
+
+// checkProducerBatch validates a leader append of h against the producer's current entry e
+// (nil when the producer is unknown), following Kafka's ProducerAppendInfo.checkProducerEpoch
+// and checkSequence (with KIP-360: an unknown producer may start at any sequence).
+func checkProducerBatch(e *producerEntry, h *batch.Header) error {
+	if h.IsControl() {
+		if e != nil && h.ProducerEpoch < e.Epoch {
+			return ErrInvalidProducerEpoch
+		}
+		return nil
+	}
+	if e == nil {
+		return nil
+	}
+	if h.ProducerEpoch < e.Epoch {
+		return ErrInvalidProducerEpoch
+	}
+	if h.ProducerEpoch != e.Epoch {
+		// A bumped epoch must restart the sequence at 0 (the producer is known: e != nil).
+		if h.BaseSequence != 0 {
+			return ErrOutOfOrderSequence
+		}
+		return nil
+	}
+	if !inSequence(e.lastSeq(), h.BaseSequence) {
+		return ErrOutOfOrderSequence
+	}
+	return nil
+}
+
+// producerState is the producer-ID map of a log. Guarded by Log.appendMu.
+type producerState struct {
+	producers map[int64]*producerEntry
+}
+
+func newProducerState() *producerState {
+	return &producerState{producers: make(map[int64]*producerEntry)}
+}
+
+func (p *producerState) replay(h *batch.Header) {
+	if !h.HasProducerID() {
+		return
+	}
+	e := p.producers[h.ProducerID]
+	if e == nil {
+		e = &producerEntry{Epoch: h.ProducerEpoch, CoordinatorEpoch: -1, CurrentTxnFirstOffset: -1}
+		p.producers[h.ProducerID] = e
+	}
+	e.update(h)
+}
+
+// Snapshot file format (sluice's own; Kafka's <offset>.snapshot files are not read and are
+// replaced by a rebuild from the log). All integers big-endian:
+//
+//	0   4  magic "SLPS"
+//	4   2  version (1)
+//	6   4  CRC-32C of bytes [10, end)
+//	10  8  snapshot offset: state after every batch below this offset (equals the file name)
+//	18  4  producer count n
+//	then n producers, each:
+//	    8 producerId, 2 epoch, 4 coordinatorEpoch, 8 currentTxnFirstOffset, 8 lastTimestamp,
+//	    1 batch count m (<= 5), then m × (4 firstSeq, 4 lastSeq, 8 firstOffset, 8 lastOffset,
+//	    8 timestamp)
+const (
+	snapshotMagic      = "SLPS"
+	snapshotVersion    = 1
+	snapshotHeaderSize = 22
+	snapshotEntryFixed = 8 + 2 + 4 + 8 + 8 + 1
+	snapshotBatchSize  = 4 + 4 + 8 + 8 + 8
+)
+
+var errBadSnapshot = errors.New("logstore: bad producer snapshot")
+
+func (p *producerState) encodeSnapshot(offset int64) []byte {
+	b := make([]byte, snapshotHeaderSize, snapshotHeaderSize+len(p.producers)*(snapshotEntryFixed+snapshotBatchSize))
+	copy(b, snapshotMagic)
+	binary.BigEndian.PutUint16(b[4:], snapshotVersion)
+	binary.BigEndian.PutUint64(b[10:], uint64(offset))
+	binary.BigEndian.PutUint32(b[18:], uint32(len(p.producers)))
+	for id, e := range p.producers {
+		b = binary.BigEndian.AppendUint64(b, uint64(id))
+		b = binary.BigEndian.AppendUint16(b, uint16(e.Epoch))
+		b = binary.BigEndian.AppendUint32(b, uint32(e.CoordinatorEpoch))
+		b = binary.BigEndian.AppendUint64(b, uint64(e.CurrentTxnFirstOffset))
+		b = binary.BigEndian.AppendUint64(b, uint64(e.LastTimestamp))
+		b = append(b, byte(len(e.Batches)))
+		for _, m := range e.Batches {
+			b = binary.BigEndian.AppendUint32(b, uint32(m.FirstSeq))
+			b = binary.BigEndian.AppendUint32(b, uint32(m.LastSeq))
+			b = binary.BigEndian.AppendUint64(b, uint64(m.FirstOffset))
+			b = binary.BigEndian.AppendUint64(b, uint64(m.LastOffset))
+			b = binary.BigEndian.AppendUint64(b, uint64(m.Timestamp))
+		}
+	}
+	binary.BigEndian.PutUint32(b[6:], crc32.Checksum(b[10:], crc32.MakeTable(crc32.Castagnoli)))
+	return b
+}
+
+func decodeSnapshot(b []byte) (offset int64, p *producerState, err error) {
+	if len(b) < snapshotHeaderSize || string(b[:4]) != snapshotMagic ||
+		binary.BigEndian.Uint16(b[4:]) != snapshotVersion ||
+		binary.BigEndian.Uint32(b[6:]) != crc32.Checksum(b[10:], crc32.MakeTable(crc32.Castagnoli)) {
+		return 0, nil, errBadSnapshot
+	}
+	offset = int64(binary.BigEndian.Uint64(b[10:]))
+	n := int(binary.BigEndian.Uint32(b[18:]))
+	rest := b[snapshotHeaderSize:]
+	if offset < 0 || n < 0 || n > len(rest)/snapshotEntryFixed {
+		return 0, nil, errBadSnapshot
+	}
+	p = newProducerState()
+	for i := 0; i < n; i++ {
+		if len(rest) < snapshotEntryFixed {
+			return 0, nil, errBadSnapshot
+		}
+		id := int64(binary.BigEndian.Uint64(rest))
+		e := &producerEntry{
+			Epoch:                 int16(binary.BigEndian.Uint16(rest[8:])),
+			CoordinatorEpoch:      int32(binary.BigEndian.Uint32(rest[10:])),
+			CurrentTxnFirstOffset: int64(binary.BigEndian.Uint64(rest[14:])),
+			LastTimestamp:         int64(binary.BigEndian.Uint64(rest[22:])),
+		}
+		m := int(rest[30])
+		rest = rest[snapshotEntryFixed:]
+		if m > producerBatchesRetained || len(rest) < m*snapshotBatchSize {
+			return 0, nil, errBadSnapshot
+		}
+		for j := 0; j < m; j++ {
+			e.Batches = append(e.Batches, batchMetadata{
+				FirstSeq:    int32(binary.BigEndian.Uint32(rest)),
+				LastSeq:     int32(binary.BigEndian.Uint32(rest[4:])),
+				FirstOffset: int64(binary.BigEndian.Uint64(rest[8:])),
+				LastOffset:  int64(binary.BigEndian.Uint64(rest[16:])),
+				Timestamp:   int64(binary.BigEndian.Uint64(rest[24:])),
+			})
+			rest = rest[snapshotBatchSize:]
+		}
+		if id < 0 || p.producers[id] != nil {
+			return 0, nil, errBadSnapshot
+		}
+		p.producers[id] = e
+	}
+	if len(rest) != 0 {
+		return 0, nil, errBadSnapshot
+	}
+	return offset, p, nil
+}

@@ -1,0 +1,164 @@
+package logstore
+
+import (
+	"fmt"
+	"sort"
+
+	"sluice/internal/batch"
+)
+
+// segmentIndexFor returns the index of the segment that holds offset: the last one whose base
+// offset <= offset (0 if offset is below every base).
+// REQUIRES: mu held (shared suffices).
+func (l *Log) segmentIndexFor(offset int64) int {
+	segs := l.mu.segments
+	i := sort.Search(len(segs), func(i int) bool { return segs[i].baseOffset > offset })
+	if i == 0 {
+		return 0
+	}
+	return i - 1
+}
+
+// Read returns whole batches starting with the one that contains offset, from one segment, none
+// starting at or after maxOffset (the high watermark), at most maxBytes in total except that
+// minOneBatch returns the first batch whole even if it is larger. offset < log start or > log
+// end is ErrOffsetOutOfRange; offset == log end gives an empty result. The slices stay readable
+// for file.delete.delay.ms even if retention deletes their segment meanwhile.
+func (l *Log) Read(offset int64, maxBytes int64, maxOffset int64, minOneBatch bool) (ReadResult, error) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.mu.closed {
+		return ReadResult{}, ErrClosed
+	}
+	res := ReadResult{LogStartOffset: l.mu.logStart, LogEndOffset: l.mu.logEnd}
+	if offset < l.mu.logStart || offset > l.mu.logEnd {
+		return res, fmt.Errorf("%w: offset %d, log [%d, %d)", ErrOffsetOutOfRange, offset, l.mu.logStart, l.mu.logEnd)
+	}
+	if offset == l.mu.logEnd || offset >= maxOffset {
+		return res, nil
+	}
+	buf := make([]byte, batch.HeaderSize)
+	for i := l.segmentIndexFor(offset); i < len(l.mu.segments); i++ {
+		seg := l.mu.segments[i]
+		start, h, found, err := seg.findBatch(offset, buf)
+		if err != nil {
+			return res, fmt.Errorf("%w: segment %d: %v", ErrCorruptBatch, seg.baseOffset, err)
+		}
+		if !found {
+			continue
+		}
+		if h.BaseOffset >= maxOffset || (h.Size() > maxBytes && !minOneBatch) {
+			return res, nil
+		}
+		end := start + h.Size()
+		limit := start + max(maxBytes, h.Size())
+		if maxOffset >= seg.nextOffset {
+			if seg.size <= limit {
+				end = seg.size
+			} else if _, p := seg.index.lookupPosition(limit); p > end {
+				// Every batch before an indexed batch start <= limit fits: jump there.
+				end = p
+			}
+		}
+		for end < seg.size {
+			h, err := readHeaderAt(seg.log, end, seg.size, buf)
+			if err != nil {
+				return res, fmt.Errorf("%w: segment %d: %v", ErrCorruptBatch, seg.baseOffset, err)
+			}
+			if h.BaseOffset >= maxOffset || end+h.Size() > limit {
+				break
+			}
+			end += h.Size()
+		}
+		res.Slices = []FileSlice{{File: seg.log, Position: start, Length: end - start}}
+		res.Bytes = end - start
+		return res, nil
+	}
+	return res, nil
+}
+
+// OffsetForTimestamp finds the first offset (>= log start) whose record timestamp is >= ts,
+// as Kafka's ListOffsets does. For uncompressed batches the record is exact; for compressed
+// ones it is the batch's first offset with the batch's max timestamp (the consumer skips the
+// earlier records itself). ok is false if no batch has such a timestamp.
+func (l *Log) OffsetForTimestamp(ts int64) (OffsetAndEpoch, bool) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.mu.closed {
+		return OffsetAndEpoch{}, false
+	}
+	buf := make([]byte, batch.HeaderSize)
+	for i := l.segmentIndexFor(l.mu.logStart); i < len(l.mu.segments); i++ {
+		seg := l.mu.segments[i]
+		if seg.maxTimestamp < ts {
+			continue
+		}
+		_, fromOffset := seg.timeIndex.lookup(ts)
+		_, pos := seg.index.lookup(fromOffset)
+		for pos < seg.size {
+			h, err := readHeaderAt(seg.log, pos, seg.size, buf)
+			if err != nil {
+				return OffsetAndEpoch{}, false
+			}
+			if h.MaxTimestamp >= ts && h.LastOffset() >= l.mu.logStart {
+				return l.recordAtTimestamp(seg, pos, &h, func(offset, recordTs int64) bool {
+					return recordTs >= ts && offset >= l.mu.logStart
+				})
+			}
+			pos += h.Size()
+		}
+	}
+	return OffsetAndEpoch{}, false
+}
+
+// MaxTimestamp returns the offset and timestamp of the record with the largest timestamp (the
+// first such record), as ListOffsets MAX_TIMESTAMP; ok is false for an empty log.
+func (l *Log) MaxTimestamp() (OffsetAndEpoch, bool) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.mu.closed || l.mu.logStart == l.mu.logEnd {
+		return OffsetAndEpoch{}, false
+	}
+	var best *segment
+	for i := l.segmentIndexFor(l.mu.logStart); i < len(l.mu.segments); i++ {
+		if s := l.mu.segments[i]; s.maxTimestamp >= 0 && (best == nil || s.maxTimestamp > best.maxTimestamp) {
+			best = s
+		}
+	}
+	if best == nil {
+		return OffsetAndEpoch{}, false
+	}
+	buf := make([]byte, batch.HeaderSize)
+	pos, h, found, err := best.findBatch(best.offsetOfMaxTimestamp, buf)
+	if err != nil || !found || h.LastOffset() < l.mu.logStart {
+		return OffsetAndEpoch{}, false
+	}
+	maxTs := best.maxTimestamp
+	return l.recordAtTimestamp(best, pos, &h, func(offset, recordTs int64) bool {
+		return recordTs == maxTs && offset >= l.mu.logStart
+	})
+}
+
+// recordAtTimestamp returns the first record of the batch at pos that match accepts, or the
+// batch's first offset (clamped to log start) with its max timestamp when the batch is
+// compressed, its timestamps are LogAppendTime, or no record matches.
+// REQUIRES: mu held (shared suffices).
+func (l *Log) recordAtTimestamp(seg *segment, pos int64, h *batch.Header, match func(offset, ts int64) bool) (OffsetAndEpoch, bool) {
+	res := OffsetAndEpoch{Offset: max(h.BaseOffset, l.mu.logStart), Timestamp: h.MaxTimestamp, LeaderEpoch: h.PartitionLeaderEpoch}
+	if h.Compression() != 0 || h.Attributes&batch.AttrTimestampType != 0 || h.Size() > 64<<20 {
+		return res, true
+	}
+	b := make([]byte, h.Size())
+	if _, err := seg.log.ReadAt(b, pos); err != nil {
+		return res, true
+	}
+	batch.ForEachRecord(b, func(r batch.RecordInfo) bool {
+		off, ts := h.BaseOffset+int64(r.OffsetDelta), h.BaseTimestamp+r.TimestampDelta
+		if match(off, ts) {
+			res.Offset, res.Timestamp = off, ts
+			return false
+		}
+		return true
+	})
+	return res, true
+}

@@ -1,0 +1,423 @@
+package logstore
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"sluice/internal/batch"
+)
+
+// load opens the directory's segments and recovers the log (see the package doc).
+// REQUIRES: called from Open only (no concurrency).
+func (l *Log) load() error {
+	if err := l.fs.MkdirAll(l.dir, 0o755); err != nil {
+		return err
+	}
+	names, err := l.fs.ReadDir(l.dir)
+	if err != nil {
+		return err
+	}
+	var bases, snapshots []int64
+	hasLog := map[int64]bool{}
+	for _, name := range names {
+		if b, ok := parseOffsetName(name, logSuffix); ok {
+			bases = append(bases, b)
+			hasLog[b] = true
+		}
+	}
+	for _, name := range names {
+		path := filepath.Join(l.dir, name)
+		switch {
+		case strings.HasSuffix(name, tmpSuffix), strings.HasSuffix(name, ".deleted"),
+			strings.HasSuffix(name, ".cleaned"), strings.HasSuffix(name, ".swap"):
+			// Leftovers of an interrupted checkpoint write or (Kafka) delete/compaction.
+			if err := l.fs.Remove(path); err != nil && !isNotExist(err) {
+				return err
+			}
+		case strings.HasSuffix(name, snapshotSuffix):
+			if b, ok := parseOffsetName(name, snapshotSuffix); ok {
+				snapshots = append(snapshots, b)
+			}
+		case strings.HasSuffix(name, indexSuffix), strings.HasSuffix(name, timeIndexSuffix):
+			b, ok := parseOffsetName(name, filepath.Ext(name))
+			if ok && !hasLog[b] {
+				if err := l.fs.Remove(path); err != nil && !isNotExist(err) {
+					return err
+				}
+			}
+		}
+	}
+	sort.Slice(bases, func(i, j int) bool { return bases[i] < bases[j] })
+	sort.Slice(snapshots, func(i, j int) bool { return snapshots[i] < snapshots[j] })
+
+	recoveryPoint, _ := readOffsetCheckpoint(l.fs, l.dir, recoveryPointFile)
+	logStart, _ := readOffsetCheckpoint(l.fs, l.dir, logStartOffsetFile)
+	if data, err := readFile(l.fs, filepath.Join(l.dir, leaderEpochFile)); err != nil {
+		return err
+	} else if data != nil {
+		c, err := decodeEpochCache(data)
+		if err != nil {
+			l.logger.Warn("logstore: ignoring bad leader-epoch-checkpoint; rebuilding from batches", "dir", l.dir, "err", err)
+			recoveryPoint = 0 // the scan restores epochs from batch headers
+		}
+		l.mu.epochs = c
+	}
+
+	if len(bases) == 0 {
+		seg, err := openSegmentFiles(l.fs, l.dir, logStart, true, &l.mu.cfg)
+		if err != nil {
+			return err
+		}
+		l.initNewSegment(seg)
+		l.mu.segments = []*segment{seg}
+		if err := l.fs.SyncDir(l.dir); err != nil {
+			return err
+		}
+	}
+	for i, base := range bases {
+		seg, err := openSegmentFiles(l.fs, l.dir, base, false, &l.mu.cfg)
+		if err != nil {
+			return err
+		}
+		l.initNewSegment(seg)
+		l.mu.segments = append(l.mu.segments, seg)
+		nextBase := int64(-1)
+		if i+1 < len(bases) {
+			nextBase = bases[i+1]
+		}
+		truncated, err := l.loadSegment(seg, nextBase, recoveryPoint)
+		if err != nil {
+			return fmt.Errorf("segment %d: %w", base, err)
+		}
+		if truncated && i+1 < len(bases) {
+			// Kafka deletes every segment after one with a corrupt tail.
+			l.logger.Warn("logstore: corrupt segment tail; deleting later segments", "dir", l.dir, "segment", base)
+			for _, b := range bases[i+1:] {
+				dead := &segment{baseOffset: b}
+				if err := dead.removeFiles(l.fs, l.dir); err != nil {
+					return err
+				}
+			}
+			if err := l.fs.SyncDir(l.dir); err != nil {
+				return err
+			}
+			break
+		}
+	}
+
+	segs := l.mu.segments
+	logEnd := segs[len(segs)-1].nextOffset
+	logStart = max(logStart, segs[0].baseOffset)
+	if logStart > logEnd {
+		l.logger.Warn("logstore: log start checkpoint beyond log end; clamping", "dir", l.dir, "logStart", logStart, "logEnd", logEnd)
+		logStart = logEnd
+	}
+	// Segments wholly below the log start (a retention or DeleteRecords interrupted by a crash).
+	for len(segs) > 1 && segs[1].baseOffset <= logStart {
+		segs[0].closeAll()
+		if err := segs[0].removeFiles(l.fs, l.dir); err != nil {
+			return err
+		}
+		segs = segs[1:]
+	}
+	l.mu.segments = segs
+	l.mu.logStart, l.mu.logEnd = logStart, logEnd
+	l.mu.epochs.truncateFromEnd(logEnd)
+	l.mu.epochs.truncateFromStart(logStart)
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		return err
+	}
+	// Everything that remains has been fsynced (trusted segments were, recovered ones just were).
+	l.flush.flushedOffset = logEnd
+	if err := l.writeEpochCheckpointLocked(); err != nil {
+		return err
+	}
+	if err := l.checkpointLogStartLocked(logStart); err != nil {
+		return err
+	}
+	if err := l.checkpointRecoveryPointLocked(logEnd); err != nil {
+		return err
+	}
+	return l.rebuildProducerStateLocked(snapshots)
+}
+
+// loadSegment loads a segment's indexes and finds its end. A segment wholly below the recovery
+// point is trusted (its indexes are sanity-checked only); any other is recovered: every batch
+// is checked (length, magic, CRC, increasing offsets), the file is truncated after the last
+// valid one, and its indexes are rebuilt. nextBase is the following segment's base, -1 for
+// the last segment. truncated reports a torn or corrupt tail that was cut off.
+func (l *Log) loadSegment(seg *segment, nextBase, recoveryPoint int64) (truncated bool, err error) {
+	st, err := seg.log.Stat()
+	if err != nil {
+		return false, err
+	}
+	size := st.Size()
+	seg.lastModified = st.ModTime()
+	if seg.index.entries, err = readAll(seg.index.file); err != nil {
+		return false, err
+	}
+	if seg.timeIndex.entries, err = readAll(seg.timeIndex.file); err != nil {
+		return false, err
+	}
+	if nextBase >= 0 && nextBase <= recoveryPoint || nextBase < 0 && recoveryPoint > seg.baseOffset {
+		if next, ok := l.trustSegment(seg, size); ok && (nextBase >= 0 || next == recoveryPoint) {
+			return false, nil
+		}
+	}
+	return l.recoverSegment(seg, size)
+}
+
+// trustSegment accepts a segment without reading all of it: its indexes must be sane, and the
+// batch headers from the last index entry on must chain exactly to the end of the file.
+func (l *Log) trustSegment(seg *segment, size int64) (nextOffset int64, ok bool) {
+	if !seg.index.sane(size) {
+		return 0, false
+	}
+	_, pos := seg.index.lookup(1<<63 - 1)
+	next := seg.baseOffset
+	if n := seg.index.len(); n > 0 {
+		next, _ = seg.index.entry(n - 1)
+		next++
+	}
+	var first batch.Header
+	haveFirst := false
+	if size > 0 {
+		h, err := readHeaderAt(seg.log, 0, size, l.hdrBuf)
+		if err != nil {
+			return 0, false
+		}
+		first, haveFirst = h, true
+	}
+	for pos < size {
+		h, err := readHeaderAt(seg.log, pos, size, l.hdrBuf)
+		if err != nil || h.BaseOffset < seg.baseOffset {
+			return 0, false
+		}
+		next = h.NextOffset()
+		pos += h.Size()
+	}
+	if !seg.timeIndex.sane(next) {
+		return 0, false
+	}
+	seg.size = size
+	seg.nextOffset = next
+	if ts, off := seg.timeIndex.last(); ts >= 0 {
+		seg.maxTimestamp, seg.offsetOfMaxTimestamp = ts, off
+	}
+	if haveFirst {
+		seg.rollingBasedTimestamp = first.MaxTimestamp
+		if seg.maxTimestamp < first.MaxTimestamp {
+			seg.maxTimestamp, seg.offsetOfMaxTimestamp = first.MaxTimestamp, first.LastOffset()
+		}
+	}
+	return next, true
+}
+
+func readAll(f File) ([]byte, error) {
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	b := make([]byte, st.Size())
+	if _, err := f.ReadAt(b, 0); err != nil && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	return b, nil
+}
+
+// recoverSegment scans every batch of a segment, truncates it after the last valid batch and
+// rebuilds both indexes, as Kafka's LogSegment.recover.
+func (l *Log) recoverSegment(seg *segment, size int64) (truncated bool, err error) {
+	end, err := l.reindexSegment(seg, size, true)
+	if err != nil {
+		return false, err
+	}
+	if end < size {
+		l.logger.Warn("logstore: truncating invalid bytes at segment tail", "dir", l.dir, "segment", seg.baseOffset, "validBytes", end, "fileBytes", size)
+		if err := seg.log.Truncate(end); err != nil {
+			return false, err
+		}
+	}
+	if err := seg.syncAll(); err != nil {
+		return false, err
+	}
+	return end < size, nil
+}
+
+// reindexSegment rebuilds the indexes and statistics of a segment from its first size bytes and
+// returns the end of the valid batches. With verify, each batch's CRC and offsets are checked
+// and leader epochs are added to the epoch cache; otherwise only the headers are read.
+// REQUIRES: appendMu held or called from load.
+func (l *Log) reindexSegment(seg *segment, size int64, verify bool) (int64, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := seg.index.truncateLocked(0); err != nil {
+		return 0, err
+	}
+	if err := seg.timeIndex.truncateLocked(0); err != nil {
+		return 0, err
+	}
+	seg.size, seg.nextOffset = 0, seg.baseOffset
+	seg.maxTimestamp, seg.offsetOfMaxTimestamp = -1, -1
+	seg.bytesSinceLastIndexEntry, seg.rollingBasedTimestamp = 0, -1
+	interval := l.mu.cfg.IndexIntervalBytes
+	sc := scanner{f: seg.log, size: size}
+	pos := int64(0)
+	for pos < size {
+		b, h, err := sc.next(pos, verify)
+		if err != nil {
+			if errors.Is(err, errScanIO) {
+				return 0, err
+			}
+			break
+		}
+		_ = b
+		if h.BaseOffset < seg.nextOffset || h.LastOffset()-seg.baseOffset > 1<<31-1 {
+			break
+		}
+		if err := seg.indexBatchLocked(&h, pos, interval); err != nil {
+			return 0, err
+		}
+		if verify {
+			l.mu.epochs.assign(h.PartitionLeaderEpoch, h.BaseOffset)
+		}
+		pos += h.Size()
+		seg.size = pos
+	}
+	return pos, nil
+}
+
+var errScanIO = errors.New("logstore: read error while scanning")
+
+// scanner reads batches from a file through a window buffer.
+type scanner struct {
+	f        File
+	size     int64
+	buf      []byte
+	bufStart int64
+}
+
+const scanWindow = 1 << 20
+
+// next returns the batch at pos (whole, if verify; else just the header), checking it.
+func (s *scanner) next(pos int64, verify bool) ([]byte, batch.Header, error) {
+	hdr, err := s.window(pos, batch.HeaderSize)
+	if err != nil {
+		return nil, batch.Header{}, err
+	}
+	h, err := batch.ParseHeader(hdr)
+	if err != nil {
+		return nil, h, err
+	}
+	if h.Size() > s.size-pos {
+		return nil, h, batch.ErrTruncated
+	}
+	if !verify {
+		return hdr, h, nil
+	}
+	b, err := s.window(pos, h.Size())
+	if err != nil {
+		return nil, h, err
+	}
+	h, err = batch.Check(b)
+	return b, h, err
+}
+
+// window returns bytes [pos, pos+n) of the file, or batch.ErrTruncated past the end.
+func (s *scanner) window(pos, n int64) ([]byte, error) {
+	if pos+n > s.size {
+		return nil, batch.ErrTruncated
+	}
+	if pos >= s.bufStart && pos+n <= s.bufStart+int64(len(s.buf)) {
+		return s.buf[pos-s.bufStart : pos-s.bufStart+n], nil
+	}
+	want := max(n, scanWindow)
+	if pos+want > s.size {
+		want = s.size - pos
+	}
+	if int64(cap(s.buf)) < want {
+		s.buf = make([]byte, want)
+	}
+	s.buf = s.buf[:want]
+	k, err := s.f.ReadAt(s.buf, pos)
+	if int64(k) < want {
+		if err == nil || errors.Is(err, io.EOF) {
+			s.buf = s.buf[:k]
+			s.bufStart = pos
+			if int64(k) < n {
+				return nil, batch.ErrTruncated
+			}
+			return s.buf[:n], nil
+		}
+		return nil, fmt.Errorf("%w: %v", errScanIO, err)
+	}
+	s.bufStart = pos
+	return s.buf[:n], nil
+}
+
+// rebuildProducerStateLocked loads the newest valid snapshot at or below the log end and
+// replays the batches after it (Kafka's ProducerStateManager.truncateAndReload).
+// REQUIRES: appendMu held or called from load.
+func (l *Log) rebuildProducerStateLocked(snapshots []int64) error {
+	l.mu.RLock()
+	logEnd, segs := l.mu.logEnd, l.mu.segments
+	l.mu.RUnlock()
+	l.producers = newProducerState()
+	from := segs[0].baseOffset
+	var kept []int64
+	for i := len(snapshots) - 1; i >= 0; i-- {
+		off := snapshots[i]
+		path := fileName(l.dir, off, snapshotSuffix)
+		if off > logEnd || len(kept) > 0 && len(kept) >= 2 {
+			if err := l.fs.Remove(path); err != nil && !isNotExist(err) {
+				return err
+			}
+			continue
+		}
+		if len(kept) == 0 {
+			data, err := readFile(l.fs, path)
+			if err != nil {
+				return err
+			}
+			snapOff, p, err := decodeSnapshot(data)
+			if err != nil || snapOff != off {
+				l.logger.Warn("logstore: removing unreadable producer snapshot", "dir", l.dir, "file", path)
+				if err := l.fs.Remove(path); err != nil && !isNotExist(err) {
+					return err
+				}
+				continue
+			}
+			l.producers = p
+			from = max(off, from)
+		}
+		kept = append([]int64{off}, kept...)
+	}
+	l.snapshots = kept
+	if from >= logEnd {
+		return nil
+	}
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	for i := l.segmentIndexFor(from); i < len(segs); i++ {
+		seg := segs[i]
+		_, pos := seg.index.lookup(from)
+		for pos < seg.size {
+			h, err := readHeaderAt(seg.log, pos, seg.size, l.hdrBuf)
+			if err != nil {
+				return err
+			}
+			if h.BaseOffset >= from {
+				l.producers.replay(&h)
+			}
+			pos += h.Size()
+		}
+	}
+	return nil
+}
+
+var _ = os.ErrNotExist
