@@ -10,7 +10,7 @@ import (
 
 // More typed errors (api.go holds the ones the broker already maps).
 var (
-	ErrInvalidTimestamp       = errors.New("logstore: invalid timestamp")                   // INVALID_TIMESTAMP
+	ErrInvalidTimestamp       = errors.New("logstore: invalid timestamp")                    // INVALID_TIMESTAMP
 	ErrRecordListTooLarge     = errors.New("logstore: record batches larger than a segment") // RECORD_LIST_TOO_LARGE
 	ErrUnexpectedAppendOffset = errors.New("logstore: follower batch offset below log end")  // replica fetcher must truncate
 )
