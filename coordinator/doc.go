@@ -1,0 +1,85 @@
+// Package coordinator is sluice's group coordinator: consumer groups and
+// committed offsets exactly as Kafka 4.x serves them, with all state kept in
+// the internal compacted topic __consumer_offsets.
+//
+// # Shape
+//
+// __consumer_offsets has offsets.topic.num.partitions partitions (Config.
+// NumPartitions, default 50). Group G belongs to partition
+// PartitionFor(G) = Utils.abs(G.hashCode()) % NumPartitions, computed with
+// Java's String.hashCode so that every broker and FindCoordinator agree with
+// Kafka. For each such partition this broker leads, the coordinator runs one
+// shard: a single-threaded state machine holding the partition's groups and
+// offsets. Every event — a request, a timer (session expiry, rebalance
+// delays, offset retention), an append completion — runs serially on the
+// shard; a handler decides, returns records to append, and its response is
+// sent only once those records are committed in the partition (below the
+// high watermark). Loading a shard replays its partition from the start.
+// Time comes only from Config.Clock, so tests drive timers explicitly.
+//
+// Records use Kafka's own formats (kmsg.OffsetCommitKey/Value with key
+// version 1, kmsg.GroupMetadataKey/Value with key version 2, value versions 3),
+// so a log written by Kafka can be loaded and vice versa. A nil value is a
+// tombstone (offset deleted / group deleted); the topic must be compacted
+// (cleanup.policy=compact), which is the broker's and logstore's business.
+// Record types this package does not know (key version ≥ 3, e.g. KIP-848
+// records) are skipped on load.
+//
+// # What the broker provides
+//
+// PartitionLog, one per __consumer_offsets partition led here:
+//
+//   - Append(batch, done): batch is one uncompressed v2 record batch (base
+//     offset 0, producer ID -1, CRC set) built by this package; append it as
+//     a produce with acks=all would be, and call done(lastOffset, nil) when it
+//     is committed (HW past it) or done(-1, err) when it failed (for example
+//     leadership lost). done must be called exactly once per Append, in
+//     append order, on any goroutine (it may even be called inside Append).
+//   - Replay(fn): call fn(offset, key, value) for every record from the log
+//     start to the current end, in order; value nil for a tombstone.
+//     Decompress batches first; skip control batches.
+//
+// TopicMetadata (optional, Config.Topics): topic name ↔ ID and partition
+// counts, from the metadata image. With it, OffsetCommit answers
+// UNKNOWN_TOPIC_OR_PARTITION for unknown topics/partitions (as Kafka's
+// KafkaApis does) and v10 requests (topic IDs) work.
+//
+// # Wiring (the broker's API files call these)
+//
+//	became leader of __consumer_offsets-p   → go c.Load(p, log)   (blocks for the replay)
+//	lost leadership / partition deleted      → c.Unload(p)
+//	shutdown                                 → c.Close()
+//	FindCoordinator (10), key type 0         → node leading __consumer_offsets-c.PartitionFor(key)
+//	OffsetCommit (8)       → c.OffsetCommit(ctx, req)
+//	OffsetFetch (9)        → c.OffsetFetch(ctx, req)
+//	JoinGroup (11)         → c.JoinGroup(ctx, JoinClient{ClientID, ClientHost}, req)   (blocks)
+//	Heartbeat (12)         → c.Heartbeat(ctx, req)
+//	LeaveGroup (13)        → c.LeaveGroup(ctx, req)
+//	SyncGroup (14)         → c.SyncGroup(ctx, req)                                      (blocks)
+//	DescribeGroups (15)    → c.DescribeGroups(ctx, req)
+//	ListGroups (16)        → c.ListGroups(ctx, req)
+//	DeleteGroups (42)      → c.DeleteGroups(ctx, req)
+//	OffsetDelete (47)      → c.OffsetDelete(ctx, req)
+//
+// Every method returns a response whose Version is the request's and whose
+// error codes are filled as Kafka fills them (NOT_COORDINATOR when the
+// group's partition is not loaded here, COORDINATOR_LOAD_IN_PROGRESS while it
+// loads, per partition / per group / top level as each API has it). A
+// non-nil Go error only means ctx ended before the answer (the connection or
+// the broker is going away); no response should be sent then. The broker
+// checks authorization (and fills DescribeGroups' AuthorizedOperations)
+// before or after calling; it should run every call on its own goroutine,
+// since JoinGroup and SyncGroup wait for other members, and any call waits
+// for a log commit.
+//
+// The request's ClientID and the peer address (formatted "/host" as Kafka
+// does) go into JoinClient: DescribeGroups reports them.
+//
+// # Concurrency
+//
+// A shard's events run through a serial executor: the goroutine that submits
+// an event to an idle shard runs it (and any events queued meanwhile), so no
+// goroutine is dedicated to a shard and a test's manual clock fires timers
+// synchronously. Waiting callers block on a one-slot channel, never on the
+// shard.
+package coordinator
