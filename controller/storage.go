@@ -203,6 +203,12 @@ func (s *diskStorage) replayWAL() error {
 		good = next
 	}
 	if hard != nil {
+		// A hard state is written after the entries it commits, so a torn tail cannot leave
+		// it ahead of the log; if it is, committed entries are missing (e.g. the newest
+		// snapshot is unreadable and the WAL was compacted past the fallback).
+		if last, _ := s.mem.LastIndex(); hard.GetCommit() > last {
+			return fmt.Errorf("%w: %s commits index %d but the log ends at %d", ErrCorruptStorage, path, hard.GetCommit(), last)
+		}
 		hard = s.clampHardState(hard)
 		if err := s.mem.SetHardState(hard); err != nil {
 			return err
@@ -237,20 +243,15 @@ func (s *diskStorage) replayWAL() error {
 }
 
 // clampHardState keeps a recovered hard state consistent with the recovered log: a lost,
-// unsynced hard state may lag the snapshot (commit below the snapshot index), and commit can
-// never exceed the last entry.
+// unsynced hard state may lag the snapshot (term or commit below the snapshot's).
 func (s *diskStorage) clampHardState(h *pb.HardState) *pb.HardState {
 	h = proto.Clone(h).(*pb.HardState)
 	snapIndex, snapTerm := s.snapshot.GetMetadata().GetIndex(), s.snapshot.GetMetadata().GetTerm()
-	last, _ := s.mem.LastIndex()
 	if h.GetTerm() < snapTerm {
 		h.Term, h.Vote = new(snapTerm), new(uint64(0))
 	}
 	if h.GetCommit() < snapIndex {
 		h.Commit = new(snapIndex)
-	}
-	if h.GetCommit() > last {
-		h.Commit = new(last)
 	}
 	return h
 }
@@ -366,13 +367,15 @@ func (s *diskStorage) createSnapshot(index uint64, cs *pb.ConfState, data []byte
 	}
 	prev := s.snapshot.GetMetadata().GetIndex()
 	s.snapshot = snap
-	if err := s.mem.Compact(index); err != nil && !errors.Is(err, raft.ErrCompacted) {
-		return err
-	}
+	// The rewritten WAL keeps the entries after the previous snapshot (mem is still
+	// compacted only up to it), so that previous snapshot plus the WAL remain a complete
+	// fallback should the new snapshot turn out unreadable.
 	if err := s.rewriteWAL(); err != nil {
 		return err
 	}
-	// Keep the previous snapshot as a fallback should the newest one turn out unreadable.
+	if err := s.mem.Compact(index); err != nil && !errors.Is(err, raft.ErrCompacted) {
+		return err
+	}
 	s.removeSnapshotsBefore(prev)
 	return nil
 }
