@@ -1,0 +1,176 @@
+package broker
+
+// CreateTopics, key 19: v0–v7.
+//
+// v1+: ValidateOnly and per-topic error messages. v4+ (KIP-464): NumPartitions and
+// ReplicationFactor may be -1 for the broker's num.partitions / default.replication.factor
+// (accepted at every version). v5+ (KIP-525): a created (or validated) topic is answered with
+// its partition count, replication factor and resolved configs (value, read-only, source,
+// sensitivity); a failed topic with -1/-1 and no configs. v7: the topic ID.
+//
+// The request shape is checked here as Kafka's ControllerApis and ReplicationControlManager
+// check it (duplicate names, manual assignments with explicit counts, non-positive counts); the
+// controller checks names, existence, placement and configs. A created topic is answered only
+// after this broker has applied it, so a client can produce to it at once.
+//
+// Not done: CreateTopicPolicy (create.topic.policy.class.name), controller mutation quotas.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"sluice/controller"
+	"sluice/wire"
+)
+
+func init() { registerSync(19, 0, 7, (*Broker).handleCreateTopics) }
+
+func (b *Broker) handleCreateTopics(ctx context.Context, _ *wire.ConnInfo, req *kmsg.CreateTopicsRequest) (kmsg.Response, error) {
+	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
+	ctx, cancel := adminTimeout(ctx, req.TimeoutMillis)
+	defer cancel()
+
+	// Kafka answers every occurrence of a duplicated name with INVALID_REQUEST.
+	counts := map[string]int{}
+	for _, rt := range req.Topics {
+		counts[rt.Topic]++
+	}
+
+	results := make([]kmsg.CreateTopicsResponseTopic, len(req.Topics))
+	var create []controller.CreateTopic
+	var createIdx []int
+	for i, rt := range req.Topics {
+		t := kmsg.NewCreateTopicsResponseTopic()
+		t.Topic = rt.Topic
+		results[i] = t
+		if counts[rt.Topic] > 1 {
+			results[i].ErrorCode, results[i].ErrorMessage = kerr.InvalidRequest.Code, strPtr("Duplicate topic name.")
+			continue
+		}
+		ct, code, msg := b.createTopicFromRequest(&rt)
+		if code != 0 {
+			results[i].ErrorCode, results[i].ErrorMessage = code, msg
+			continue
+		}
+		create = append(create, ct)
+		createIdx = append(createIdx, i)
+	}
+
+	if len(create) > 0 {
+		created, err := b.ctrl.CreateTopics(ctx, create, req.ValidateOnly)
+		if err != nil {
+			code, msg := controllerCallError(err)
+			for _, i := range createIdx {
+				results[i].ErrorCode, results[i].ErrorMessage = code, msg
+			}
+		} else {
+			if !req.ValidateOnly {
+				// The controller publishes the image holding the new topics before it returns.
+				b.waitForImage(ctx, b.ctrl.Image().Offset)
+			}
+			im := b.ctrl.Image()
+			byName := make(map[string]int, len(create))
+			for j := range create {
+				byName[create[j].Name] = j
+			}
+			answered := make([]bool, len(create))
+			for _, r := range created {
+				j, ok := byName[r.Name]
+				if !ok || answered[j] {
+					continue
+				}
+				answered[j] = true
+				b.fillCreateTopicResult(im, &results[createIdx[j]], &create[j], &r, req.Version)
+			}
+			for j, done := range answered {
+				if !done {
+					results[createIdx[j]].ErrorCode = kerr.UnknownServerError.Code
+				}
+			}
+		}
+	}
+	resp.Topics = results
+	return resp, nil
+}
+
+// createTopicFromRequest checks one requested topic's shape and resolves defaults; a non-zero
+// code rejects it with Kafka's message.
+func (b *Broker) createTopicFromRequest(rt *kmsg.CreateTopicsRequestTopic) (controller.CreateTopic, int16, *string) {
+	ct := controller.CreateTopic{
+		Name:              rt.Topic,
+		NumPartitions:     rt.NumPartitions,
+		ReplicationFactor: rt.ReplicationFactor,
+	}
+	if len(rt.ReplicaAssignment) > 0 {
+		// As Kafka's ReplicationControlManager words it.
+		if rt.NumPartitions != -1 {
+			return ct, kerr.InvalidRequest.Code, strPtr("A manual partition assignment was specified, but numPartitions was not set to -1.")
+		}
+		if rt.ReplicationFactor != -1 {
+			return ct, kerr.InvalidRequest.Code, strPtr("A manual partition assignment was specified, but replicationFactor was not set to -1.")
+		}
+		ct.Assignments = make(map[int32][]int32, len(rt.ReplicaAssignment))
+		for _, a := range rt.ReplicaAssignment {
+			ct.Assignments[a.Partition] = a.Replicas
+		}
+	} else {
+		switch {
+		case rt.NumPartitions == -1:
+			ct.NumPartitions = b.cfg.Static.NumPartitions
+		case rt.NumPartitions <= 0:
+			return ct, kerr.InvalidPartitions.Code, strPtr("Number of partitions was set to an invalid non-positive value.")
+		}
+		switch {
+		case rt.ReplicationFactor == -1:
+			ct.ReplicationFactor = b.cfg.Static.DefaultReplicationFactor
+		case rt.ReplicationFactor <= 0:
+			return ct, kerr.InvalidReplicationFactor.Code, strPtr("Replication factor must be larger than 0, or -1 to use the default value.")
+		}
+	}
+	for _, c := range rt.Configs {
+		if c.Value == nil {
+			continue // a null value sets nothing, as Kafka's controller skips it
+		}
+		if ct.Configs == nil {
+			ct.Configs = make(map[string]string, len(rt.Configs))
+		}
+		ct.Configs[c.Name] = *c.Value
+	}
+	return ct, 0, nil
+}
+
+// fillCreateTopicResult writes the controller's answer for one topic into the response.
+func (b *Broker) fillCreateTopicResult(im *controller.Image, out *kmsg.CreateTopicsResponseTopic, ct *controller.CreateTopic, r *controller.CreateTopicResult, version int16) {
+	out.ErrorCode, out.ErrorMessage = itemError(r.Err, r.Message)
+	if out.ErrorCode != 0 {
+		return
+	}
+	out.TopicID = r.ID
+	out.NumPartitions, out.ReplicationFactor = ct.NumPartitions, ct.ReplicationFactor
+	if len(ct.Assignments) > 0 {
+		out.NumPartitions = int32(len(ct.Assignments))
+		for _, replicas := range ct.Assignments {
+			out.ReplicationFactor = int16(len(replicas))
+			break
+		}
+	}
+	overrides := ct.Configs
+	if r.Topic != nil {
+		out.TopicID = r.Topic.ID
+		out.NumPartitions = int32(len(r.Topic.Partitions))
+		if len(r.Topic.Partitions) > 0 {
+			out.ReplicationFactor = int16(len(r.Topic.Partitions[0].Replicas))
+		}
+		overrides = r.Topic.Configs
+	}
+	if version < 5 {
+		return
+	}
+	for _, e := range b.topicConfigEntries(im, overrides, nil) {
+		c := kmsg.NewCreateTopicsResponseTopicConfig()
+		c.Name, c.Value, c.ReadOnly, c.Source, c.IsSensitive = e.name, e.value, e.readOnly, int8(e.source), e.sensitive
+		out.Configs = append(out.Configs, c)
+	}
+}

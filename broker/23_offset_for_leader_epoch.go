@@ -1,0 +1,61 @@
+package broker
+
+// OffsetForLeaderEpoch, key 23: v0–v4.
+//
+// Per partition: the largest leader epoch <= the requested one that the log holds and the end
+// offset of that epoch (the start of the next epoch, or the log end offset for the latest), as
+// Kafka's LeaderEpochFileCache.endOffsetFor answers. An epoch the log cannot place answers
+// UNDEFINED: epoch -1, offset -1, no error. v1+ returns the epoch; v2+ checks the client's
+// current leader epoch (FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH); v3+ carries the replica
+// id (-1 consumers, -2 debug, >= 0 followers). Like Kafka, every caller must ask the leader.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"sluice/controller"
+	"sluice/wire"
+)
+
+func init() { registerSync(23, 0, 4, (*Broker).handleOffsetForLeaderEpoch) }
+
+func (b *Broker) handleOffsetForLeaderEpoch(_ context.Context, _ *wire.ConnInfo, req *kmsg.OffsetForLeaderEpochRequest) (kmsg.Response, error) {
+	resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
+	im := b.ctrl.Image()
+	for _, rt := range req.Topics {
+		t := kmsg.NewOffsetForLeaderEpochResponseTopic()
+		t.Topic = rt.Topic
+		for _, rp := range rt.Partitions {
+			p := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
+			p.Partition = rp.Partition
+			currentEpoch := rp.CurrentLeaderEpoch
+			if req.Version < 2 {
+				currentEpoch = -1 // the field does not exist before v2
+			}
+			p.ErrorCode, p.LeaderEpoch, p.EndOffset = b.endOffsetForEpoch(im, rt.Topic, rp.Partition, currentEpoch, rp.LeaderEpoch)
+			t.Partitions = append(t.Partitions, p)
+		}
+		resp.Topics = append(resp.Topics, t)
+	}
+	return resp, nil
+}
+
+func (b *Broker) endOffsetForEpoch(im *controller.Image, topic string, partition, currentEpoch, epoch int32) (code int16, endEpoch int32, endOffset int64) {
+	rs := b.resolvePartition(im, topic, controller.TopicID{}, false, partition, true)
+	if rs.errCode != 0 {
+		return rs.errCode, -1, -1
+	}
+	_, leaderEpoch := rs.partition.leaderState()
+	if code := checkLeaderEpoch(currentEpoch, leaderEpoch); code != 0 {
+		return code, -1, -1
+	}
+	if epoch < 0 {
+		return 0, -1, -1
+	}
+	endEpoch, endOffset = rs.partition.log.EndOffsetForEpoch(epoch)
+	if endOffset < 0 {
+		return 0, -1, -1
+	}
+	return 0, endEpoch, endOffset
+}
