@@ -15,8 +15,9 @@ import (
 // advances it, so no test sleeps.
 type Clock interface {
 	Now() time.Time
-	// AfterFunc calls f (on any goroutine) once d has elapsed. f must not be
-	// called if Stop returned true.
+	// AfterFunc calls f once d has elapsed, on a goroutine that is not
+	// running coordinator code (f may block until the shard has run the
+	// timer's event). f must not be called if Stop returned true.
 	AfterFunc(d time.Duration, f func()) Timer
 }
 

@@ -165,7 +165,13 @@ func (s *shard) schedule(d time.Duration, f func()) *shardTimer {
 	}
 	s.timers[st] = struct{}{}
 	st.t = s.cfg.Clock.AfterFunc(d, func() {
+		// Wait for the event: the timer's goroutine has nothing else to do,
+		// and a manual clock in tests then knows the event ran (perhaps on
+		// another goroutine that was running the shard) before it fires
+		// the next timer.
+		done := make(chan struct{})
 		s.submit(func() {
+			defer close(done)
 			if st.stopped || s.unloaded {
 				return
 			}
@@ -173,6 +179,7 @@ func (s *shard) schedule(d time.Duration, f func()) *shardTimer {
 			delete(s.timers, st)
 			f()
 		})
+		<-done
 	})
 	return st
 }
