@@ -23,7 +23,7 @@ var ErrCrashed = errors.New("memfs: crashed")
 // of its last SyncDir. Directories themselves are durable at once. Crash (or reaching the
 // CrashAfter op count) freezes the durable state; every later operation fails with ErrCrashed.
 // Restart discards everything not durable — optionally keeping a random prefix of each file's
-// unsynced appended bytes, possibly with a flipped bit, to simulate partial write-back — and
+// unsynced appended bytes, sometimes ending in garbage, to simulate partial write-back — and
 // makes the FS usable again; files opened before are dead.
 type MemFS struct {
 	mu      sync.Mutex
@@ -53,8 +53,8 @@ func NewMemFS() *MemFS {
 	return &MemFS{dirs: map[string]*memDir{}, rng: rand.New(rand.NewPCG(1, 2))}
 }
 
-// SetTornWrites makes Restart keep a random prefix of unsynced appended bytes (and sometimes
-// corrupt one byte of it), seeded by seed.
+// SetTornWrites makes Restart keep a random prefix of unsynced appended bytes (sometimes with
+// its last 16 bytes replaced by garbage), seeded by seed.
 func (m *MemFS) SetTornWrites(on bool, seed uint64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -120,7 +120,10 @@ func (m *MemFS) Restart() {
 				k := m.rng.IntN(len(extra) + 1)
 				kept = append(kept, extra[:k]...)
 				if k > 0 && m.rng.IntN(4) == 0 {
-					kept[len(n.synced)+m.rng.IntN(k)] ^= 0x20
+					// The last written-back block holds garbage.
+					for i := len(kept) - min(k, 16); i < len(kept); i++ {
+						kept[i] = byte(m.rng.IntN(256))
+					}
 				}
 			}
 			n.data = kept
