@@ -2,10 +2,10 @@ package logstore
 
 import (
 	"bytes"
-	"log/slog"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"testing"
 	"time"
 
