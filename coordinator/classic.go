@@ -10,8 +10,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// newMemberID is Kafka's member ID form: clientID + "-" + a random UUID.
-func (c *Coordinator) newMemberID(clientID string) string {
+// newMemberID is Kafka's member ID form: clientID (group.instance.id for a
+// static member) + "-" + a random UUID.
+func (c *Coordinator) newMemberID(clientID string, instanceID *string) string {
+	if instanceID != nil {
+		clientID = *instanceID
+	}
 	if c.memberIDs != nil {
 		return c.memberIDs(clientID)
 	}
@@ -161,7 +165,7 @@ func (g *group) join(client JoinClient, req *kmsg.JoinGroupRequest, reply func(*
 }
 
 func (g *group) joinUnknown(client JoinClient, req *kmsg.JoinGroupRequest, ps []protocol, reply func(*kmsg.JoinGroupResponse)) int16 {
-	newID := g.s.c.newMemberID(client.ClientID)
+	newID := g.s.c.newMemberID(client.ClientID, req.InstanceID)
 	if req.InstanceID != nil {
 		if old, ok := g.static[*req.InstanceID]; ok {
 			g.replaceStaticMember(g.members[old], newID, client, req, ps, reply)
@@ -243,6 +247,7 @@ func (g *group) updateMemberAndRebalance(m *member, req *kmsg.JoinGroupRequest, 
 // ID and the member gets the current generation.
 func (g *group) replaceStaticMember(old *member, newID string, client JoinClient, req *kmsg.JoinGroupRequest, ps []protocol, reply func(*kmsg.JoinGroupResponse)) {
 	oldID := old.id
+	oldLeader := g.leader
 	oldProtocols := old.protocols
 	oldSession, oldRebalance := old.sessionTimeout, old.rebalanceTimeout
 	// Fence whatever the old member was waiting for.
@@ -291,10 +296,18 @@ func (g *group) replaceStaticMember(old *member, newID string, client JoinClient
 				g.updateMemberAndRebalance(m, req, ps, reply)
 				return
 			}
-			// KIP-814: a returning static leader keeps the current
-			// assignment instead of computing a new one.
-			isLeader := m.id == g.leader
-			reply(g.joinResponse(m, isLeader, isLeader))
+			if req.Version >= 9 {
+				// KIP-814: a returning static leader gets the members but
+				// keeps the current assignment instead of computing one.
+				isLeader := m.id == g.leader
+				reply(g.joinResponse(m, isLeader, isLeader))
+				return
+			}
+			// Older clients are not told they lead, so that they do not
+			// reassign; they SyncGroup and get their assignment back.
+			r := g.joinResponse(m, false, false)
+			r.LeaderID = oldLeader
+			reply(r)
 		})
 	case groupCompletingRebalance:
 		// The new instance needs the assignment being computed; rebalance.
@@ -636,6 +649,10 @@ func (s *shard) syncGroup(req *kmsg.SyncGroupRequest, reply func(code int16, ass
 				return // a newer rebalance already answered the waiters
 			}
 			if code != 0 {
+				if code == kerr.InvalidCommitOffsetSize.Code {
+					// Kafka answers a too-large group record this way.
+					code = kerr.UnknownServerError.Code
+				}
 				for _, id := range g.order {
 					gm := g.members[id]
 					gm.assignment = nil
