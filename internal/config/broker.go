@@ -396,6 +396,10 @@ func (b *Broker) parseListeners(isBroker, isController bool) error {
 		}
 	}
 	for _, l := range b.AdvertisedListeners {
+		if !slices.ContainsFunc(b.Listeners, func(m Listener) bool { return m.Name == l.Name }) {
+			// As Kafka: advertised names must be a subset of the listeners' names.
+			return b.errorf("advertised.listeners", "listener %s is not in listeners", l.Name)
+		}
 		if l.Host == "0.0.0.0" || l.Host == "::" {
 			// As Kafka: clients cannot connect to the unspecified address.
 			return b.errorf("advertised.listeners", "cannot use the nonroutable meta-address %s; use a routable address", l.Host)
