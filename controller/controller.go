@@ -125,6 +125,23 @@ func (r *request) finish(err error) { r.done <- err }
 // published image contains that registration. With several voters it blocks until a quorum
 // elects this node; a multi-node start that follows another leader is future work.
 func Start(cfg Config) (*Controller, error) {
+	c, err := open(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.register(); err != nil {
+		c.Close()
+		return nil, err
+	}
+	im := c.Image()
+	c.logger.Info("controller started", "cluster_id", im.ClusterID, "broker_epoch", im.Brokers[c.cfg.NodeID].Epoch,
+		"offset", im.Offset, "topics", len(im.Topics))
+	return c, nil
+}
+
+// open opens the storage, creates the raft node and starts the driver; the node campaigns
+// if it is the only voter.
+func open(cfg Config) (*Controller, error) {
 	if cfg.Dir == "" {
 		return nil, errors.New("controller: Config.Dir is empty")
 	}
@@ -208,14 +225,6 @@ func Start(cfg Config) (*Controller, error) {
 		}
 	}
 	go c.run()
-
-	if err := c.register(); err != nil {
-		c.Close()
-		return nil, err
-	}
-	im := c.Image()
-	logger.Info("controller started", "cluster_id", im.ClusterID, "broker_epoch", im.Brokers[cfg.NodeID].Epoch,
-		"offset", im.Offset, "topics", len(im.Topics))
 	return c, nil
 }
 

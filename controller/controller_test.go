@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	raftpb "go.etcd.io/raft/v3/raftpb"
 )
 
 // testConfig is a single-voter config whose clock never ticks: nothing in a single-node
@@ -662,5 +663,65 @@ func TestAllSnapshotsCorruptIsAnError(t *testing.T) {
 			c.Close()
 		}
 		t.Fatalf("Start = %v, want ErrCorruptStorage", err)
+	}
+}
+
+type recordingTransport struct {
+	mu   sync.Mutex
+	sent int
+}
+
+func (r *recordingTransport) Send(msgs []*raftpb.Message) {
+	r.mu.Lock()
+	r.sent += len(msgs)
+	r.mu.Unlock()
+}
+
+// TestNotController: a voter of a two-voter quorum that has not been elected answers every
+// proposal with NOT_CONTROLLER instead of waiting.
+func TestNotController(t *testing.T) {
+	cfg := testConfig(t.TempDir())
+	cfg.Voters = []int32{1, 2}
+	cfg.Transport = &recordingTransport{}
+	c, err := open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := testCtx(t)
+	res, err := c.CreateTopics(ctx, []CreateTopic{{Name: "t", NumPartitions: 1, ReplicationFactor: 1}}, false)
+	if err != nil || res[0].Err != kerr.NotController {
+		t.Fatalf("CreateTopics: %v %+v", err, res)
+	}
+	dres, err := c.DeleteTopics(ctx, []string{"t"}, nil)
+	if err != nil || dres[0].Err != kerr.NotController {
+		t.Fatalf("DeleteTopics: %v %+v", err, dres)
+	}
+	pres, err := c.CreatePartitions(ctx, []CreatePartitions{{Topic: "t", Count: 2}}, false)
+	if err != nil || pres[0].Err != kerr.NotController {
+		t.Fatalf("CreatePartitions: %v %+v", err, pres)
+	}
+	ares, err := c.AlterConfigs(ctx, []AlterConfigs{{ResourceType: ResourceTopic, ResourceName: "t"}}, false)
+	if err != nil || ares[0].Err != kerr.NotController {
+		t.Fatalf("AlterConfigs: %v %+v", err, ares)
+	}
+	if _, err := c.AllocateProducerIDs(ctx, 1, 10); err != kerr.NotController {
+		t.Fatalf("AllocateProducerIDs: %v", err)
+	}
+	if im := c.Image(); im.ControllerID != -1 {
+		t.Fatalf("controller ID %d without a leader", im.ControllerID)
+	}
+}
+
+func TestStartRejectsBadConfig(t *testing.T) {
+	for _, cfg := range []Config{
+		{NodeID: 1},
+		{NodeID: -1, Dir: t.TempDir()},
+		{NodeID: 1, Dir: t.TempDir(), Voters: []int32{1, 2}}, // no transport
+	} {
+		if c, err := Start(cfg); err == nil {
+			c.Close()
+			t.Errorf("Start(%+v) succeeded", cfg)
+		}
 	}
 }
