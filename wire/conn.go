@@ -368,6 +368,7 @@ func (r idleReader) Read(p []byte) (int, error) {
 		// Kafka counts its own sends as activity; a client waiting for a parked request (long
 		// fetch, acks=all) between frames is not idle.
 		if !c.frameStarted && c.hasUnanswered() {
+			c.srv.idleWhileWaiting.Add(1)
 			continue
 		}
 		return 0, errIdle

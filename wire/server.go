@@ -38,6 +38,9 @@ type Server struct {
 	log        *slog.Logger
 	nextConnID atomic.Uint64
 
+	// idleWhileWaiting counts read timeouts forgiven because the client was waiting on us.
+	idleWhileWaiting atomic.Uint64
+
 	stopAccept chan struct{} // closed by Shutdown
 	acceptDone chan struct{} // closed when the accept loop has returned
 	conns      sync.WaitGroup

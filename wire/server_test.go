@@ -1,11 +1,15 @@
 package wire
 
 import (
+	"bufio"
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
+	"io"
 	"log/slog"
 	"net"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -198,6 +202,22 @@ func TestHalfFrameStallIsClosedAfterIdleTimeout(t *testing.T) {
 	dial(t, srv).expectClosed()
 	// ...while others are served.
 	dial(t, srv).roundTrip(metadataRequest(4))
+}
+
+func TestClientWaitingOnParkedRequestIsNotIdle(t *testing.T) {
+	h := newParkingHandler(4)
+	srv := startServer(t, Config{IdleTimeout: 20 * time.Millisecond}, h)
+	c := dial(t, srv)
+	corr := c.send(metadataRequest(3))
+	p := h.next(t)
+	// Let the idle deadline pass twice while the request is parked.
+	waitFor(t, "idle deadlines passing", func() bool { return srv.idleWhileWaiting.Load() >= 2 })
+	p.answer()
+	if got, _ := c.recv(metadataRequest(3)); got != corr {
+		t.Fatalf("correlation id %d", got)
+	}
+	// With nothing outstanding the same silence closes the connection.
+	c.expectClosed()
 }
 
 func TestHandlerPanicClosesOnlyThatConnection(t *testing.T) {
@@ -425,4 +445,81 @@ func TestShutdownDeadlineClosesStuckConnections(t *testing.T) {
 	}
 	c.expectClosed()
 	p.answer() // a late answer on a closed connection is harmless
+}
+
+// TestConcurrentConnectionsOutOfOrderAnswers runs several pipelining connections whose requests
+// are answered from other goroutines in arbitrary order, checking order and ConnInfo.
+func TestConcurrentConnectionsOutOfOrderAnswers(t *testing.T) {
+	var mu sync.Mutex
+	connIDs := map[uint64]bool{}
+	srv := startServer(t, Config{ListenerName: "PLAINTEXT", MaxInFlightPerConn: 7}, handlerFunc(func(_ context.Context, req *Request, respond Respond) {
+		mu.Lock()
+		connIDs[req.Conn.ID] = true
+		mu.Unlock()
+		if req.Conn.ListenerName != "PLAINTEXT" || req.Conn.RemoteAddr == nil || req.Conn.LocalAddr == nil {
+			respond(nil, errors.New("bad ConnInfo"))
+			return
+		}
+		resp := req.Body.ResponseKind().(*kmsg.MetadataResponse)
+		resp.ControllerID = req.CorrelationID
+		go func() {
+			runtime.Gosched()
+			respond(resp, nil)
+		}()
+	}))
+	const conns, perConn = 6, 200
+	errs := make(chan error, conns)
+	for i := 0; i < conns; i++ {
+		go func() {
+			errs <- func() error {
+				nc, err := net.Dial("tcp", srv.Addr().String())
+				if err != nil {
+					return err
+				}
+				defer nc.Close()
+				go func() {
+					for corr := int32(1); corr <= perConn; corr++ {
+						if _, err := nc.Write(encodeRequest(metadataRequest(int16(corr%12+1)), corr)); err != nil {
+							return
+						}
+					}
+				}()
+				br := bufio.NewReader(nc)
+				_ = nc.SetReadDeadline(time.Now().Add(waitLimit))
+				for corr := int32(1); corr <= perConn; corr++ {
+					var size [4]byte
+					if _, err := io.ReadFull(br, size[:]); err != nil {
+						return err
+					}
+					frame := make([]byte, binary.BigEndian.Uint32(size[:]))
+					if _, err := io.ReadFull(br, frame); err != nil {
+						return err
+					}
+					if got := int32(binary.BigEndian.Uint32(frame)); got != corr {
+						return fmt.Errorf("response correlation id %d, want %d", got, corr)
+					}
+					resp := kmsg.NewPtrMetadataResponse()
+					resp.SetVersion(int16(corr%12 + 1))
+					body := frame[4:]
+					if resp.IsFlexible() {
+						body = body[1:]
+					}
+					if err := resp.ReadFrom(body); err != nil || resp.ControllerID != corr {
+						return fmt.Errorf("response %d: controller id %d, err %v", corr, resp.ControllerID, err)
+					}
+				}
+				return nil
+			}()
+		}()
+	}
+	for i := 0; i < conns; i++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(connIDs) != conns {
+		t.Fatalf("%d distinct connection ids, want %d", len(connIDs), conns)
+	}
 }
