@@ -12,6 +12,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"sluice/controller"
 	"sluice/internal/config"
@@ -142,5 +143,30 @@ func (tb *testBroker) produce(t testing.TB, topic string, partition int32, n int
 		if err := tb.Client.ProduceSync(ctx, r).FirstErr(); err != nil {
 			t.Fatalf("produce to %s/%d: %v", topic, partition, err)
 		}
+	}
+}
+
+// direct serves req on the broker without a network or a client, at req's own version: for
+// versions kgo would not pick and for requests kgo would route elsewhere (a broker resource
+// naming another node).
+func (tb *testBroker) direct(t testing.TB, req kmsg.Request) kmsg.Response {
+	t.Helper()
+	done := make(chan kmsg.Response, 1)
+	conn := &wire.ConnInfo{ListenerName: "PLAINTEXT"}
+	tb.Broker.Handle(testContext(t), &wire.Request{Key: req.Key(), Version: req.GetVersion(), Body: req, Conn: conn}, func(resp kmsg.Response, err error) {
+		if err != nil {
+			t.Errorf("handler error: %v", err)
+		}
+		done <- resp
+	})
+	select {
+	case resp := <-done:
+		if resp == nil {
+			t.Fatalf("no response to %s", kmsg.NameForKey(req.Key()))
+		}
+		return resp
+	case <-time.After(testWait):
+		t.Fatalf("no response to %s within %v", kmsg.NameForKey(req.Key()), testWait)
+		return nil
 	}
 }
