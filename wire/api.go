@@ -31,7 +31,10 @@ type ConnInfo struct {
 // Respond finishes one request. It must be called exactly once per request, from any goroutine,
 // before or after Handle returns. A nil response with a nil error sends nothing (acks=0
 // produce). A non-nil error closes the connection (the Go error channel of CONVENTIONS.md);
-// Kafka-level problems belong in the response's error codes instead.
+// Kafka-level problems belong in the response's error codes instead. A response passed to
+// Respond belongs to the wire layer from then on: it sets the response's version to the
+// request's and encodes it later on the connection's writer goroutine, so it must not be
+// modified afterwards or shared with another connection.
 type Respond func(kmsg.Response, error)
 
 // Handler processes requests.

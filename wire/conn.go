@@ -168,10 +168,10 @@ func (c *conn) readLoop() {
 		frame, err := readFrame(c.br, maxBytes, func() { c.frameStarted = true })
 		if err != nil {
 			switch {
-			case errors.Is(err, errDraining):
-				// Orderly: writeLoop finishes what was read.
-			case errors.Is(err, io.EOF):
-				c.close(nil) // client closed between frames
+			case errors.Is(err, errDraining), errors.Is(err, io.EOF):
+				// Orderly: shutdown, or the client closed (perhaps only its sending side)
+				// between frames. writeLoop sends what is owed, then closes; if the client is
+				// gone entirely that write fails and closes sooner.
 			default:
 				c.close(fmt.Errorf("read: %w", err))
 			}
@@ -315,7 +315,7 @@ func (c *conn) writeLoop() {
 				return
 			}
 			if done {
-				c.close(nil) // drained after Shutdown
+				c.close(nil) // the reader stopped in order and everything owed is sent
 				return
 			}
 			select {

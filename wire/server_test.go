@@ -186,6 +186,24 @@ func TestTruncatedFrameThenHangUp(t *testing.T) {
 	dial(t, srv).roundTrip(metadataRequest(4))
 }
 
+func TestClientHalfCloseStillGetsResponses(t *testing.T) {
+	h := newParkingHandler(4)
+	srv := startServer(t, Config{}, h)
+	c := dial(t, srv)
+	first := c.send(metadataRequest(4))
+	second := c.send(metadataRequest(4))
+	_ = c.nc.(*net.TCPConn).CloseWrite() // as `printf ... | nc` does
+	p1, p2 := h.next(t), h.next(t)
+	p2.answer()
+	p1.answer()
+	for _, want := range []int32{first, second} {
+		if got, _ := c.recv(metadataRequest(4)); got != want {
+			t.Fatalf("correlation id %d, want %d", got, want)
+		}
+	}
+	c.expectClosed()
+}
+
 func TestHalfFrameStallIsClosedAfterIdleTimeout(t *testing.T) {
 	srv := startServer(t, Config{IdleTimeout: 100 * time.Millisecond}, nil)
 	for _, cut := range []int{1, 3, 4, 10} { // inside the size, after it, inside the header
