@@ -151,3 +151,22 @@ func TestJavaDouble(t *testing.T) {
 		}
 	}
 }
+
+func TestResolveTopic(t *testing.T) {
+	def := ResolveTopic(nil, nil, nil, nil)
+	want := TopicSettings{
+		CleanupDelete: true, CompressionType: "producer", CompressionGzipLevel: -1, CompressionLz4Level: 9, CompressionZstdLevel: 3,
+		DeleteRetentionMs: 86400000, FileDeleteDelayMs: 60000, FlushMessages: 1<<63 - 1, FlushMs: 1<<63 - 1,
+		IndexIntervalBytes: 4096, MaxCompactionLagMs: 1<<63 - 1, MinCleanableDirtyRatio: 0.5,
+		MaxMessageBytes: 1048588, MessageTimestampType: "CreateTime", MessageTimestampAfterMaxMs: 3600000, MessageTimestampBeforeMaxMs: 1<<63 - 1,
+		MinInsyncReplicas: 1, RetentionBytes: -1, RetentionMs: 604800000, SegmentBytes: 1 << 30, SegmentIndexBytes: 10 << 20, SegmentMs: 604800000,
+	}
+	if def != want {
+		t.Fatalf("defaults\n got %+v\nwant %+v", def, want)
+	}
+	s := ResolveTopic(map[string]string{"cleanup.policy": "compact,delete", "internal.segment.bytes": "4096", "flush.messages": "1"},
+		nil, map[string]string{"log.retention.ms": "-1"}, mustBroker(t, map[string]string{"log.roll.hours": "2"}))
+	if !s.CleanupCompact || !s.CleanupDelete || s.SegmentBytes != 4096 || s.FlushMessages != 1 || s.RetentionMs != -1 || s.SegmentMs != 7200000 {
+		t.Fatalf("%+v", s)
+	}
+}

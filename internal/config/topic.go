@@ -1,5 +1,10 @@
 package config
 
+import (
+	"fmt"
+	"sort"
+)
+
 // Topic configuration keys, as Kafka 4.1's LogConfig defines them. Names, types, defaults and
 // validation rules match Kafka; docs are sluice's own. message.downconversion.enable is absent
 // because Kafka 4.0 removed it.
@@ -169,6 +174,35 @@ func ValidateTopic(key, value string) error {
 	if err := d.Check(value); err != nil {
 		err.(*Error).Topic = true
 		return err
+	}
+	return nil
+}
+
+// ValidateTopicConfigs checks a topic's whole set of overrides, as CreateTopics and
+// AlterConfigs must (Kafka's LogConfig.validate): each key and value, in sorted key order so
+// the first problem reported is deterministic, then the checks that involve several keys.
+func ValidateTopicConfigs(configs map[string]string) error {
+	keys := make([]string, 0, len(configs))
+	for k := range configs {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if err := ValidateTopic(k, configs[k]); err != nil {
+			return err
+		}
+	}
+	value := func(key string) int64 {
+		v, ok := configs[key]
+		if !ok {
+			v = *topicByName[key].Default
+		}
+		n, _ := ParseInt64(v)
+		return n
+	}
+	if minLag, maxLag := value("min.compaction.lag.ms"), value("max.compaction.lag.ms"); minLag > maxLag {
+		return &Error{Key: "min.compaction.lag.ms", Value: configs["min.compaction.lag.ms"], Topic: true,
+			Message: fmt.Sprintf("conflict topic config setting min.compaction.lag.ms (%d) > max.compaction.lag.ms (%d)", minLag, maxLag)}
 	}
 	return nil
 }

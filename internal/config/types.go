@@ -166,9 +166,14 @@ type Error struct {
 	Reason string
 	// Topic is set for topic keys so the message reads as Kafka's does.
 	Topic bool
+	// Message, when set, is the whole message (problems that involve several keys).
+	Message string
 }
 
 func (e *Error) Error() string {
+	if e.Message != "" {
+		return e.Message
+	}
 	if e.Unknown {
 		if e.Topic {
 			// As Kafka's controller (ConfigurationControlManager) words it.

@@ -129,3 +129,25 @@ func TestValidateBrokerDynamic(t *testing.T) {
 		t.Fatalf("unknown key: %v", err)
 	}
 }
+
+func TestValidateTopicConfigs(t *testing.T) {
+	for _, tc := range []struct {
+		configs map[string]string
+		want    string
+	}{
+		{nil, ""},
+		{map[string]string{"cleanup.policy": "compact", "min.compaction.lag.ms": "10", "max.compaction.lag.ms": "10"}, ""},
+		{map[string]string{"min.compaction.lag.ms": "10", "max.compaction.lag.ms": "5"}, "conflict topic config setting min.compaction.lag.ms (10) > max.compaction.lag.ms (5)"},
+		{map[string]string{"zzz": "1", "segment.bytes": "1"}, "Invalid value 1 for configuration segment.bytes: Value must be at least 1048576"},
+		{map[string]string{"foo.bar": "1"}, "Unknown topic config name: foo.bar"},
+	} {
+		err := ValidateTopicConfigs(tc.configs)
+		got := ""
+		if err != nil {
+			got = err.Error()
+		}
+		if got != tc.want {
+			t.Errorf("ValidateTopicConfigs(%v) = %q, want %q", tc.configs, got, tc.want)
+		}
+	}
+}
