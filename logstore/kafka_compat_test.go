@@ -1,0 +1,418 @@
+package logstore
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"sluice/internal/batch"
+)
+
+// kafkaLib fetches (or finds cached) Apache Kafka's jars with scripts/fetch-kafka.sh and
+// returns the directory holding them.
+func kafkaLib(t *testing.T) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", "../scripts/fetch-kafka.sh")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("fetch-kafka.sh: %v\n%s", err, stderr.String())
+	}
+	lib := strings.TrimSpace(string(out))
+	if _, err := os.Stat(filepath.Join(lib, "kafka_2.13-4.1.1.jar")); err != nil {
+		entries, _ := filepath.Glob(filepath.Join(lib, "kafka_2.13-*.jar"))
+		if len(entries) == 0 {
+			t.Fatalf("no kafka_2.13 jar in %s", lib)
+		}
+	}
+	return lib
+}
+
+// runJava runs a Java main class with Kafka's jars and returns its combined output.
+func runJava(t *testing.T, ctx context.Context, lib string, args ...string) string {
+	t.Helper()
+	full := append([]string{"-Xshare:auto", "-XX:TieredStopAtLevel=1", "-Xmx256m", "-cp", filepath.Join(lib, "*")}, args...)
+	cmd := exec.CommandContext(ctx, "java", full...)
+	cmd.WaitDelay = 5 * time.Second
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("java %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// dumpedBatch is one batch line of kafka-dump-log output.
+type dumpedBatch struct {
+	base, last, position, size, count int64
+	epoch                             int32
+	crcValid                          bool
+}
+
+var dumpBatchRe = regexp.MustCompile(`baseOffset: (\d+) lastOffset: (\d+) count: (\d+) .*partitionLeaderEpoch: (-?\d+) .*position: (\d+) .* size: (\d+) magic: 2 compresscodec: \w+ crc: \d+ isvalid: (\w+)`)
+
+// parseDump extracts the batch lines of DumpLogSegments per file and fails on any line that
+// reports a problem.
+func parseDump(t *testing.T, out string) map[string][]dumpedBatch {
+	t.Helper()
+	res := map[string][]dumpedBatch{}
+	var file string
+	sc := bufio.NewScanner(strings.NewReader(out))
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		line := sc.Text()
+		low := strings.ToLower(line)
+		for _, bad := range []string{"mismatch", "exception", "error", "not found", "out of order", "corrupt", "isvalid: false", "invalid", "non-consecutive"} {
+			if strings.Contains(low, bad) {
+				t.Fatalf("kafka-dump-log reported a problem: %q\nfull output:\n%s", line, tail(out, 4000))
+			}
+		}
+		if strings.HasPrefix(line, "Dumping ") {
+			file = filepath.Base(strings.TrimPrefix(line, "Dumping "))
+			continue
+		}
+		if m := dumpBatchRe.FindStringSubmatch(line); m != nil {
+			n := func(i int) int64 { v, _ := strconv.ParseInt(m[i], 10, 64); return v }
+			res[file] = append(res[file], dumpedBatch{base: n(1), last: n(2), count: n(3), epoch: int32(n(4)), position: n(5), size: n(6), crcValid: m[7] == "true"})
+		}
+	}
+	return res
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
+
+// gzipBatch builds a gzip-compressed batch of n records.
+func gzipBatch(t *testing.T, n int, ts int64) []byte {
+	plain := mkBatch(n, ts, -1, 0, 0)
+	var z bytes.Buffer
+	w := gzip.NewWriter(&z)
+	w.Write(plain[batch.HeaderSize:])
+	w.Close()
+	b := append(append([]byte(nil), plain[:batch.HeaderSize]...), z.Bytes()...)
+	binary.BigEndian.PutUint32(b[8:], uint32(len(b)-batch.LogOverhead))
+	binary.BigEndian.PutUint16(b[21:], 1) // gzip
+	binary.BigEndian.PutUint32(b[17:], batch.CRC(b))
+	return b
+}
+
+// readAllBatches reads every batch of a log through Read and returns their headers.
+func readAllBatches(t *testing.T, l *Log) []batch.Header {
+	t.Helper()
+	var out []batch.Header
+	for off := l.LogStartOffset(); off < l.LogEndOffset(); {
+		rr, err := l.Read(off, 64<<10, 1<<62, true)
+		if err != nil || rr.Bytes == 0 {
+			t.Fatalf("read %d: %+v %v", off, rr, err)
+		}
+		data := make([]byte, rr.Bytes)
+		if _, err := rr.Slices[0].File.ReadAt(data, rr.Slices[0].Position); err != nil {
+			t.Fatal(err)
+		}
+		for len(data) > 0 {
+			h, err := batch.Check(data)
+			if err != nil {
+				t.Fatalf("batch at %d: %v", off, err)
+			}
+			out = append(out, h)
+			off = h.NextOffset()
+			data = data[h.Size():]
+		}
+	}
+	return out
+}
+
+// TestKafkaDumpLogReadsSluiceSegments writes a log with sluice (several segments, dense
+// indexes, idempotent and compressed batches, several leader epochs, a truncation) and runs
+// Apache Kafka's kafka-dump-log over every segment, offset index and time index: it must
+// report no error or index mismatch and print the batches sluice wrote.
+func TestKafkaDumpLogReadsSluiceSegments(t *testing.T) {
+	lib := kafkaLib(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	dir := filepath.Join(t.TempDir(), "sluice-0")
+	cfg := DefaultConfig()
+	cfg.SegmentBytes = 4000
+	cfg.IndexIntervalBytes = 300
+	l, err := Open(dir, cfg, Options{Logger: quietLogger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := int64(1_700_000_000_000)
+	seq, pid := int32(0), int64(42)
+	for i := 0; i < 120; i++ {
+		var b []byte
+		switch {
+		case i%5 == 0:
+			b = gzipBatch(t, 1+i%7, ts+int64(i)*10)
+		case i%3 == 0:
+			b = mkBatch(1+i%4, ts+int64(i)*10, pid, 1, seq)
+			seq += int32(1 + i%4)
+		default:
+			b = mkBatch(1+i%9, ts+int64(i)*10-int64(i%4)*100, -1, 0, 0)
+		}
+		if _, err := l.AppendAsLeader(b, int32(i/40)); err != nil {
+			t.Fatalf("append %d: %v", i, err)
+		}
+		if i == 100 {
+			if err := l.TruncateTo(l.LogEndOffset() - 5); err != nil {
+				t.Fatal(err)
+			}
+			seq, pid = 0, 43 // a fresh producer id keeps sequences simple
+		}
+	}
+	want := readAllBatches(t, l)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	names, _ := filepath.Glob(filepath.Join(dir, "*.log"))
+	if len(names) < 3 {
+		t.Fatalf("want several segments, got %d", len(names))
+	}
+	var files []string
+	for _, n := range names {
+		base := strings.TrimSuffix(n, ".log")
+		files = append(files, n, base+".index", base+".timeindex")
+	}
+	out := runJava(t, ctx, lib, "kafka.tools.DumpLogSegments", "--deep-iteration", "--files", strings.Join(files, ","))
+	dumped := parseDump(t, out)
+	var got []dumpedBatch
+	sort.Strings(names)
+	for _, n := range names {
+		got = append(got, dumped[filepath.Base(n)]...)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("kafka-dump-log printed %d batches, sluice wrote %d\n%s", len(got), len(want), tail(out, 3000))
+	}
+	for i := range want {
+		g, w := got[i], want[i]
+		if g.base != w.BaseOffset || g.last != w.LastOffset() || g.size != w.Size() || g.epoch != w.PartitionLeaderEpoch || !g.crcValid || g.count != int64(w.RecordCount) {
+			t.Fatalf("batch %d: kafka-dump-log %+v, sluice [%d..%d] size %d epoch %d", i, g, w.BaseOffset, w.LastOffset(), w.Size(), w.PartitionLeaderEpoch)
+		}
+	}
+	// The index dumps list entries; they must have been verified without complaint above.
+	if !strings.Contains(out, ".index") || !strings.Contains(out, ".timeindex") || !strings.Contains(out, "offset: ") {
+		t.Fatalf("index files were not dumped:\n%s", tail(out, 3000))
+	}
+	// Kafka's own sanity check, the one that decides whether Kafka rebuilds an index on startup.
+	var indexes []string
+	for _, f := range files {
+		if !strings.HasSuffix(f, ".log") {
+			indexes = append(indexes, f)
+		}
+	}
+	out = runJava(t, ctx, lib, "kafka.tools.DumpLogSegments", "--index-sanity-check", "--files", strings.Join(indexes, ","))
+	if n := strings.Count(out, "passed sanity check"); n+strings.Count(out, "is empty") < len(indexes) {
+		t.Fatalf("only %d of %d indexes passed Kafka's sanity check:\n%s", n, len(indexes), out)
+	}
+	t.Logf("kafka-dump-log checked %d segments, %d batches", len(names), len(got))
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// TestSluiceOpensKafkaWrittenLog formats and starts a real Apache Kafka 4.1 broker (KRaft,
+// combined mode) on free local ports, produces to it with Kafka's Java producer (compressed
+// and uncompressed, idempotent), stops it, and opens the partition directory with logstore:
+// it must read back exactly the batches kafka-dump-log sees in Kafka's own files, rebuild the
+// producer state from them, and leave the directory readable by Kafka's tools.
+func TestSluiceOpensKafkaWrittenLog(t *testing.T) {
+	lib := kafkaLib(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	work := t.TempDir()
+	logDir := filepath.Join(work, "kafka-logs")
+	brokerPort, controllerPort := freePort(t), freePort(t)
+	props := fmt.Sprintf(`process.roles=broker,controller
+node.id=1
+controller.quorum.voters=1@127.0.0.1:%[2]d
+listeners=PLAINTEXT://127.0.0.1:%[1]d,CONTROLLER://127.0.0.1:%[2]d
+advertised.listeners=PLAINTEXT://127.0.0.1:%[1]d
+controller.listener.names=CONTROLLER
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+inter.broker.listener.name=PLAINTEXT
+log.dirs=%[3]s
+num.partitions=1
+auto.create.topics.enable=true
+offsets.topic.replication.factor=1
+offsets.topic.num.partitions=1
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+group.initial.rebalance.delay.ms=0
+log.segment.bytes=1048576
+log.index.interval.bytes=4096
+`, brokerPort, controllerPort, logDir)
+	propsFile := filepath.Join(work, "server.properties")
+	if err := os.WriteFile(propsFile, []byte(props), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	runJava(t, ctx, lib, "kafka.tools.StorageTool", "format", "-t", "MkU3OEVBNTcwNTJENDM2Qg", "-c", propsFile)
+
+	// Start the broker; it must be stopped however the test ends.
+	brokerOut, err := os.Create(filepath.Join(work, "broker.out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer brokerOut.Close()
+	broker := exec.CommandContext(ctx, "java", "-Xmx512m", "-XX:TieredStopAtLevel=1", "-cp", filepath.Join(lib, "*"), "kafka.Kafka", propsFile)
+	broker.Stdout, broker.Stderr = brokerOut, brokerOut
+	broker.WaitDelay = 5 * time.Second
+	if err := broker.Start(); err != nil {
+		t.Fatal(err)
+	}
+	brokerDone := make(chan error, 1)
+	go func() { brokerDone <- broker.Wait() }()
+	stopped := false
+	stopBroker := func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		broker.Process.Signal(syscall.SIGTERM) // controlled shutdown: indexes trimmed, clean
+		select {
+		case <-brokerDone:
+		case <-time.After(30 * time.Second):
+			broker.Process.Kill()
+			<-brokerDone
+		}
+	}
+	defer stopBroker()
+	brokerLog := func() string { b, _ := os.ReadFile(brokerOut.Name()); return tail(string(b), 3000) }
+
+	// Wait until the broker accepts connections (condition with a deadline).
+	for {
+		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", brokerPort), time.Second)
+		if err == nil {
+			c.Close()
+			break
+		}
+		select {
+		case err := <-brokerDone:
+			stopped = true
+			t.Fatalf("broker exited: %v\n%s", err, brokerLog())
+		case <-ctx.Done():
+			t.Fatalf("broker did not start:\n%s", brokerLog())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	const topic = "sluice-compat"
+	produce := func(records int, extra ...string) {
+		args := []string{"org.apache.kafka.tools.ProducerPerformance", "--topic", topic,
+			"--num-records", strconv.Itoa(records), "--record-size", "300", "--throughput", "-1",
+			"--producer-props", fmt.Sprintf("bootstrap.servers=127.0.0.1:%d", brokerPort), "acks=all",
+			"linger.ms=5", "batch.size=32768", "max.block.ms=60000"}
+		runJava(t, ctx, lib, append(args, extra...)...)
+	}
+	produce(5000, "compression.type=lz4")
+	produce(3000, "compression.type=none")
+	produce(2000, "compression.type=gzip")
+	stopBroker()
+
+	partDir := filepath.Join(logDir, topic+"-0")
+	kafkaFiles := func() []string {
+		names, _ := filepath.Glob(filepath.Join(partDir, "*.log"))
+		sort.Strings(names)
+		return names
+	}
+	logs := kafkaFiles()
+	if len(logs) < 2 {
+		t.Fatalf("want Kafka to have written several segments, got %v", logs)
+	}
+	dumpAll := func() []dumpedBatch {
+		out := runJava(t, ctx, lib, "kafka.tools.DumpLogSegments", "--files", strings.Join(kafkaFiles(), ","))
+		dumped := parseDump(t, out)
+		var all []dumpedBatch
+		for _, n := range kafkaFiles() {
+			all = append(all, dumped[filepath.Base(n)]...)
+		}
+		return all
+	}
+	want := dumpAll()
+
+	l, err := Open(partDir, DefaultConfig(), Options{Logger: quietLogger})
+	if err != nil {
+		t.Fatalf("open Kafka's partition directory: %v", err)
+	}
+	got := readAllBatches(t, l)
+	if len(got) != len(want) || len(got) == 0 {
+		t.Fatalf("sluice read %d batches, Kafka's files hold %d", len(got), len(want))
+	}
+	var records int64
+	for i := range want {
+		g, w := got[i], want[i]
+		if g.BaseOffset != w.base || g.LastOffset() != w.last || g.Size() != w.size || g.PartitionLeaderEpoch != w.epoch {
+			t.Fatalf("batch %d: sluice [%d..%d] size %d epoch %d, Kafka %+v", i, g.BaseOffset, g.LastOffset(), g.Size(), g.PartitionLeaderEpoch, w)
+		}
+		records += int64(g.RecordCount)
+	}
+	if records != 10000 || l.LogEndOffset() != 10000 || l.LogStartOffset() != 0 {
+		t.Fatalf("records %d, log [%d, %d), want 10000 records", records, l.LogStartOffset(), l.LogEndOffset())
+	}
+	if ep := l.LatestEpoch(); ep != want[len(want)-1].epoch {
+		t.Fatalf("latest epoch %d, Kafka's last batch has %d", ep, want[len(want)-1].epoch)
+	}
+	// Lookups by timestamp agree with the batches.
+	for _, h := range []batch.Header{got[0], got[len(got)/2], got[len(got)-1]} {
+		r, ok := l.OffsetForTimestamp(h.MaxTimestamp)
+		if !ok || r.Offset > h.LastOffset() {
+			t.Fatalf("offset for timestamp %d: %+v %v, batch [%d..%d]", h.MaxTimestamp, r, ok, h.BaseOffset, h.LastOffset())
+		}
+	}
+	// The idempotent producer's state was rebuilt from Kafka's batches: a retry of the last
+	// batch is recognised as a duplicate.
+	last := got[len(got)-1]
+	if !last.HasProducerID() {
+		t.Fatalf("Kafka's producer was not idempotent: %+v", last)
+	}
+	rr, err := l.Read(last.BaseOffset, 1<<20, 1<<62, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	retry := make([]byte, last.Size())
+	if _, err := rr.Slices[0].File.ReadAt(retry, rr.Slices[0].Position); err != nil {
+		t.Fatal(err)
+	}
+	res, err := l.AppendAsLeader(retry, last.PartitionLeaderEpoch)
+	if err != nil || !res.Duplicate || res.FirstOffset != last.BaseOffset {
+		t.Fatalf("retry of Kafka's last batch: %+v %v", res, err)
+	}
+	// sluice appends to Kafka's log, then Kafka's tools still read all of it.
+	if _, err := l.AppendAsLeader(mkBatch(3, time.Now().UnixMilli(), -1, 0, 0), last.PartitionLeaderEpoch); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	after := dumpAll()
+	if len(after) != len(want)+1 || after[len(after)-1].base != 10000 || after[len(after)-1].last != 10002 {
+		t.Fatalf("after sluice appended, kafka-dump-log sees %d batches (last %+v)", len(after), after[len(after)-1])
+	}
+	t.Logf("sluice read %d Kafka batches (%d records) from %d segments", len(got), records, len(logs))
+}
