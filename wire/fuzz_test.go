@@ -2,7 +2,16 @@ package wire
 
 import (
 	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -49,4 +58,75 @@ func FuzzDecodeRequest(f *testing.F) {
 			}
 		}
 	})
+}
+
+// echoKindHandler answers every request with an empty response of its kind (nothing for an
+// acks=0 produce).
+type echoKindHandler struct{}
+
+func (echoKindHandler) Handle(_ context.Context, req *Request, respond Respond) {
+	if p, ok := req.Body.(*kmsg.ProduceRequest); ok && p.Acks == 0 {
+		respond(nil, nil)
+		return
+	}
+	respond(req.Body.ResponseKind(), nil)
+}
+
+// FuzzConnection sends arbitrary bytes to a live Server on one connection, then half-closes it:
+// whatever the bytes, the server must answer what it can and then close the connection (no
+// panic, no wedge), and keep serving others. It shares the seeds of FuzzDecodeRequest.
+func FuzzConnection(f *testing.F) {
+	addSeedsFrom(f, "testdata/fuzz/FuzzDecodeRequest")
+	srv, err := Listen(Config{
+		Addr:               "127.0.0.1:0",
+		Versions:           allKmsgVersions,
+		MaxRequestBytes:    1 << 20,
+		MaxInFlightPerConn: 4,
+		IdleTimeout:        waitLimit,
+		Logger:             discardLogger(),
+	}, echoKindHandler{})
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer srv.Shutdown(context.Background())
+	f.Fuzz(func(t *testing.T, data []byte) {
+		nc, err := net.Dial("tcp", srv.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer nc.Close()
+		go func() {
+			_, _ = nc.Write(data)
+			_ = nc.(*net.TCPConn).CloseWrite()
+		}()
+		_ = nc.SetReadDeadline(time.Now().Add(waitLimit))
+		_, err = io.Copy(io.Discard, nc)
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			t.Fatalf("connection not closed %v after the client finished sending", waitLimit)
+		}
+	})
+}
+
+// addSeedsFrom adds another fuzz target's corpus files as seeds.
+func addSeedsFrom(f *testing.F, dir string) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, e := range entries {
+		raw, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			f.Fatal(err)
+		}
+		lines := strings.SplitN(string(raw), "\n", 3)
+		if len(lines) < 2 || !strings.HasPrefix(lines[1], "[]byte(") || !strings.HasSuffix(lines[1], ")") {
+			f.Fatalf("%s: not a []byte corpus file", e.Name())
+		}
+		s, err := strconv.Unquote(strings.TrimSuffix(strings.TrimPrefix(lines[1], "[]byte("), ")"))
+		if err != nil {
+			f.Fatalf("%s: %v", e.Name(), err)
+		}
+		f.Add([]byte(s))
+	}
 }

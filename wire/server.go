@@ -83,7 +83,7 @@ func Listen(cfg Config, h Handler) (*Server, error) {
 		cfg:        cfg,
 		handler:    h,
 		ln:         ln,
-		log:        cfg.Logger.With("listener", cfg.ListenerName),
+		log:        cfg.Logger,
 		stopAccept: make(chan struct{}),
 		acceptDone: make(chan struct{}),
 	}
