@@ -13,6 +13,8 @@ package broker
 // controller checks names, existence, placement and configs. A created topic is answered only
 // after this broker has applied it, so a client can produce to it at once.
 //
+// __cluster_metadata cannot be created (TOPIC_AUTHORIZATION_FAILED, as Kafka answers).
+//
 // Not done: CreateTopicPolicy (create.topic.policy.class.name), controller mutation quotas.
 
 import (
@@ -26,6 +28,9 @@ import (
 )
 
 func init() { registerSync(19, 0, 7, (*Broker).handleCreateTopics) }
+
+// clusterMetadataTopic is the name of KRaft's metadata log, never a user topic.
+const clusterMetadataTopic = "__cluster_metadata"
 
 func (b *Broker) handleCreateTopics(ctx context.Context, _ *wire.ConnInfo, req *kmsg.CreateTopicsRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
@@ -47,6 +52,13 @@ func (b *Broker) handleCreateTopics(ctx context.Context, _ *wire.ConnInfo, req *
 		results[i] = t
 		if counts[rt.Topic] > 1 {
 			results[i].ErrorCode, results[i].ErrorMessage = kerr.InvalidRequest.Code, strPtr("Duplicate topic name.")
+			continue
+		}
+		if rt.Topic == clusterMetadataTopic {
+			// Kafka's ControllerApis never lets a client create the metadata topic and answers
+			// as for an unauthorized topic. Here it would also collide with the metadata
+			// directory, <log dir>/__cluster_metadata-0.
+			results[i].ErrorCode, results[i].ErrorMessage = kerr.TopicAuthorizationFailed.Code, strPtr("Authorization failed.")
 			continue
 		}
 		ct, code, msg := b.createTopicFromRequest(&rt)

@@ -11,6 +11,9 @@ package broker
 // Responses keep request order (Kafka shuffles them only to hide unauthorized topics; sluice has
 // no authorizer yet).
 //
+// Internal topics (__consumer_offsets, __transaction_state) can be deleted, as with Kafka 4's
+// controller, which has no such check (only the old ZooKeeper-era tooling refused).
+//
 // Not done: authorization, controller mutation quotas.
 
 import (

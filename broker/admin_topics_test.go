@@ -71,6 +71,7 @@ func TestAdminCreateTopicsErrors(t *testing.T) {
 		partitions int32
 	}{
 		{name: "defaults", topic: createTopicReq("defaults", -1, -1), partitions: 4},
+		{name: "metadata topic", topic: createTopicReq("__cluster_metadata", 1, 1), wantCode: kerr.TopicAuthorizationFailed.Code},
 		{name: "illegal name", topic: createTopicReq("bad/name", 1, 1), wantCode: kerr.InvalidTopicException.Code},
 		{name: "zero partitions", topic: createTopicReq("zero", 0, 1), wantCode: kerr.InvalidPartitions.Code},
 		{name: "zero replication", topic: createTopicReq("zerorf", 1, 0), wantCode: kerr.InvalidReplicationFactor.Code},
