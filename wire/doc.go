@@ -19,13 +19,21 @@
 //   - The reader takes an in-flight slot, reads one frame (with a read deadline of IdleTimeout
 //     per read, so a stalled half frame is cut off too), decodes it and queues it. With
 //     MaxInFlightPerConn requests unanswered the reader holds no slot and reads nothing: TCP
-//     pushes back on the client. A frame declaring more than MaxRequestBytes is not read.
+//     pushes back on the client. A frame declaring more than MaxRequestBytes is not read. A
+//     client silent between frames while it waits for its own unanswered requests is not idle.
+//     When the client closes (or half-closes) between frames, the responses it is owed are
+//     still sent before the connection closes.
 //   - The handler goroutine calls Handler.Handle for the connection's requests one at a time,
 //     in the order they were sent. Handle may answer at once or park the request and call
 //     respond later from any goroutine.
 //   - The writer sends responses strictly in request order, whatever order respond is called
-//     in, coalescing those that are ready into one Write, and frees their slots once written.
-//     respond(nil, nil) sends nothing but frees the slot (acks=0 produce).
+//     in, coalescing those that are ready into one Write (a reused buffer, so one syscall per
+//     batch), and frees their slots once written. A write that makes no progress for
+//     IdleTimeout closes the connection. respond(nil, nil) sends nothing but frees the slot
+//     (acks=0 produce).
+//
+// Server.Shutdown stops accepting and reading, lets every request already read be answered and
+// written, then closes each connection.
 //
 // # Refusals and failures
 //
