@@ -20,6 +20,9 @@ const (
 	readBufferSize = 32 << 10
 	// writeFlushBytes: the writer coalesces ready responses into one Write until this many bytes.
 	writeFlushBytes = 64 << 10
+	// writeChunkBytes bounds one Write call, so the write deadline measures progress, not the
+	// time to send a whole large response.
+	writeChunkBytes = 1 << 20
 	// writeBufferKeep: a write buffer that grew past this (a large response) is dropped after use
 	// instead of being kept for the life of the connection.
 	writeBufferKeep = 1 << 20
@@ -292,12 +295,9 @@ func (c *conn) writeLoop() {
 	var buf []byte
 	written := 0 // slots to free after the next flush
 	flush := func() bool {
-		if len(buf) > 0 {
-			_ = c.nc.SetWriteDeadline(time.Now().Add(c.srv.cfg.IdleTimeout))
-			if _, err := c.nc.Write(buf); err != nil {
-				c.close(fmt.Errorf("write: %w", err))
-				return false
-			}
+		if err := c.writeAll(buf); err != nil {
+			c.close(fmt.Errorf("write: %w", err))
+			return false
 		}
 		for ; written > 0; written-- {
 			<-c.slots
@@ -340,6 +340,21 @@ func (c *conn) writeLoop() {
 			return
 		}
 	}
+}
+
+// writeAll writes b in chunks of at most writeChunkBytes, each with a fresh IdleTimeout write
+// deadline: a slow client that keeps reading is served, one that stops reading is cut off.
+func (c *conn) writeAll(b []byte) error {
+	for len(b) > 0 {
+		chunk := b[:min(len(b), writeChunkBytes)]
+		_ = c.nc.SetWriteDeadline(time.Now().Add(c.srv.cfg.IdleTimeout))
+		n, err := c.nc.Write(chunk)
+		b = b[n:]
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // idleReader reads from the connection with a fresh IdleTimeout read deadline per Read, so a
