@@ -346,12 +346,12 @@ func (b *Broker) checkAlterResourceName(r *alterResource) {
 func brokerConfigProblem(ops []controller.ConfigOp) (int16, string) {
 	var readOnly []string
 	for _, op := range ops {
+		if op.Value == nil {
+			continue // reverting a key to its default is always allowed, as in Kafka
+		}
 		d, ok := config.BrokerDef(op.Key)
 		if !ok {
 			return kerr.InvalidConfig.Code, (&config.Error{Key: op.Key, Unknown: true}).Error()
-		}
-		if op.Value == nil {
-			continue
 		}
 		if d.ReadOnly {
 			readOnly = append(readOnly, op.Key)

@@ -124,6 +124,7 @@ func TestBrokerConfigProblem(t *testing.T) {
 	}{
 		{"dynamic key", []controller.ConfigOp{{Key: "log.retention.ms", Value: v("1000")}}, 0, ""},
 		{"delete read-only", []controller.ConfigOp{{Key: "node.id"}}, 0, ""},
+		{"delete unknown", []controller.ConfigOp{{Key: "no.such"}}, 0, ""},
 		{"read-only", []controller.ConfigOp{{Key: "node.id", Value: v("2")}, {Key: "log.dirs", Value: v("/x")}}, kerr.InvalidRequest.Code, "Cannot update these configs dynamically: Set(node.id, log.dirs)"},
 		{"bad value", []controller.ConfigOp{{Key: "log.retention.ms", Value: v("soon")}}, kerr.InvalidRequest.Code, "Invalid value soon for configuration log.retention.ms: Not a number of type LONG"},
 		{"unknown", []controller.ConfigOp{{Key: "no.such", Value: v("1")}}, kerr.InvalidConfig.Code, "Unknown broker config name: no.such"},
