@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 )
 
@@ -220,11 +221,11 @@ func setOrDelete(m map[string]string, key string, value *string) {
 
 // cloneMap copies m; the result is never nil.
 func cloneMap[K comparable, V any](m map[K]V) map[K]V {
-	c := make(map[K]V, len(m)+1)
-	for k, v := range m {
-		c[k] = v
+	if m == nil {
+		return map[K]V{}
 	}
-	return c
+	// maps.Clone copies the table wholesale, several times faster than re-inserting.
+	return maps.Clone(m)
 }
 
 func cloneStringPtr(s *string) *string {
