@@ -470,10 +470,21 @@ func TestShutdownDeadlineClosesStuckConnections(t *testing.T) {
 func TestConcurrentConnectionsOutOfOrderAnswers(t *testing.T) {
 	var mu sync.Mutex
 	connIDs := map[uint64]bool{}
+	active := map[uint64]int{} // Handle calls running per connection: never more than one
 	srv := startServer(t, Config{ListenerName: "PLAINTEXT", MaxInFlightPerConn: 7}, handlerFunc(func(_ context.Context, req *Request, respond Respond) {
 		mu.Lock()
 		connIDs[req.Conn.ID] = true
+		active[req.Conn.ID]++
+		overlap := active[req.Conn.ID] > 1
 		mu.Unlock()
+		runtime.Gosched()
+		mu.Lock()
+		active[req.Conn.ID]--
+		mu.Unlock()
+		if overlap {
+			respond(nil, errors.New("concurrent Handle calls on one connection"))
+			return
+		}
 		if req.Conn.ListenerName != "PLAINTEXT" || req.Conn.RemoteAddr == nil || req.Conn.LocalAddr == nil {
 			respond(nil, errors.New("bad ConnInfo"))
 			return
