@@ -245,3 +245,37 @@ func TestAdminDescribeConfigsTopicErrors(t *testing.T) {
 		t.Fatalf("errors %v", got)
 	}
 }
+
+func TestAdminConfigsOldVersions(t *testing.T) {
+	tb := startTestBroker(t, nil)
+	tb.createTopic(t, "old", 1, map[string]*string{"retention.ms": kmsg.StringPtr("1000")})
+
+	req := kmsg.NewPtrDescribeConfigsRequest()
+	req.Version = 0
+	req.IncludeSynonyms = true // not in v0: must be ignored
+	r := kmsg.NewDescribeConfigsRequestResource()
+	r.ResourceType, r.ResourceName = kmsg.ConfigResourceTypeTopic, "old"
+	r.ConfigNames = []string{"retention.ms", "segment.ms", "no.such.key"}
+	req.Resources = []kmsg.DescribeConfigsRequestResource{r}
+	resp := tb.direct(t, req).(*kmsg.DescribeConfigsResponse)
+	configs := resp.Resources[0].Configs
+	if len(configs) != 2 {
+		t.Fatalf("named keys answered %+v", configs)
+	}
+	for _, c := range configs {
+		if len(c.ConfigSynonyms) != 0 || c.Documentation != nil {
+			t.Fatalf("v0 %s carries synonyms or docs", c.Name)
+		}
+		if wantDefault := c.Name == "segment.ms"; c.IsDefault != wantDefault {
+			t.Fatalf("%s IsDefault=%v", c.Name, c.IsDefault)
+		}
+	}
+
+	create := kmsg.NewPtrCreateTopicsRequest()
+	create.Version = 4
+	create.Topics = []kmsg.CreateTopicsRequestTopic{createTopicReq("v4", -1, -1)}
+	got := tb.direct(t, create).(*kmsg.CreateTopicsResponse).Topics[0]
+	if got.ErrorCode != 0 || len(got.Configs) != 0 {
+		t.Fatalf("v4 create: %v, %d configs", kerr.ErrorForCode(got.ErrorCode), len(got.Configs))
+	}
+}
