@@ -497,6 +497,7 @@ func (c *Controller) publish(next *Image) {
 }
 
 func (c *Controller) installSnapshot(snap *pb.Snapshot) error {
+	c.logger.Info("installing metadata snapshot from the leader", "index", snap.GetMetadata().GetIndex())
 	img, err := decodeImage(snap.GetData())
 	if err != nil {
 		return err
