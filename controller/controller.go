@@ -32,7 +32,13 @@ const (
 	inboundQueue = 1024
 	// defaultSnapshotEvery is how many applied entries trigger a snapshot by default.
 	defaultSnapshotEvery = 1024
+	// maxEntryBytes bounds one proposal's raft entry, far below maxWALFrame so that every
+	// entry written can be read back.
+	maxEntryBytes = 8 << 20
 )
+
+// errNotController answers proposals on a node that does not lead (or no longer leads).
+var errNotController = fail(kerr.NotController, "This node is not the active controller.")
 
 // Config configures a controller.
 type Config struct {
@@ -386,7 +392,7 @@ func (c *Controller) handleRequest(r *request) {
 			c.waiting = append(c.waiting, r)
 			return
 		}
-		r.finish(kerr.NotController)
+		r.finish(errNotController)
 		return
 	}
 	recs := r.plan(c.working)
@@ -399,9 +405,14 @@ func (c *Controller) handleRequest(r *request) {
 	if c.nextProposal == 0 {
 		c.nextProposal = 1
 	}
-	if err := c.node.Propose(encodeEntry(id, recs)); err != nil {
+	data := encodeEntry(id, recs)
+	if len(data) > maxEntryBytes {
+		r.finish(fail(kerr.PolicyViolation, "Unable to perform excessively large batch operation: its metadata records take %d bytes, more than %d.", len(data), maxEntryBytes))
+		return
+	}
+	if err := c.node.Propose(data); err != nil {
 		c.logger.Debug("proposal dropped", "err", err)
-		r.finish(kerr.NotController)
+		r.finish(errNotController)
 		return
 	}
 	next, errs := applyRecords(c.working, c.working.Offset, recs)
@@ -470,7 +481,7 @@ func (c *Controller) leadershipChanged(ss *raft.SoftState) {
 		// In-flight proposals may or may not commit under the new leader; their callers
 		// are told NOT_CONTROLLER and retry, finding the outcome in the image.
 		for id, r := range c.inflight {
-			r.finish(kerr.NotController)
+			r.finish(errNotController)
 			delete(c.inflight, id)
 		}
 		c.working = c.image.Load()

@@ -725,3 +725,16 @@ func TestStartRejectsBadConfig(t *testing.T) {
 		}
 	}
 }
+
+func TestOversizedProposalRefused(t *testing.T) {
+	c := startTest(t, testConfig(t.TempDir()))
+	huge := strings.Repeat("x", maxEntryBytes)
+	err := c.submit(testCtx(t), &request{plan: func(*Image) []Record {
+		return []Record{&ConfigRecord{ResourceType: ResourceBroker, Key: "k", Value: &huge}}
+	}})
+	if !errors.Is(err, kerr.PolicyViolation) {
+		t.Fatalf("got %v, want POLICY_VIOLATION", err)
+	}
+	// The controller is unaffected.
+	mustCreate(t, c, CreateTopic{Name: "after", NumPartitions: 1, ReplicationFactor: 1})
+}

@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"errors"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -95,13 +94,14 @@ func (c *Controller) CreateTopics(ctx context.Context, topics []CreateTopic, val
 		},
 	}
 	if err := c.submit(ctx, req); err != nil {
-		if !isNotController(err) {
+		verr, ok := err.(*validationError)
+		if !ok {
 			return nil, err
 		}
 		for i := range results {
 			if results[i].Err == nil {
-				setErr(&results[i].Err, &results[i].Message, fail(kerr.NotController, "This node is not the active controller."))
-				results[i].Topic = nil
+				setErr(&results[i].Err, &results[i].Message, verr)
+				results[i].Topic, results[i].ID = nil, TopicID{}
 			}
 		}
 	}
@@ -230,12 +230,13 @@ func (c *Controller) DeleteTopics(ctx context.Context, names []string, ids []Top
 		},
 	}
 	if err := c.submit(ctx, req); err != nil {
-		if !isNotController(err) {
+		verr, ok := err.(*validationError)
+		if !ok {
 			return nil, err
 		}
 		for i := range results {
 			if results[i].Err == nil {
-				setErr(&results[i].Err, &results[i].Message, fail(kerr.NotController, "This node is not the active controller."))
+				setErr(&results[i].Err, &results[i].Message, verr)
 			}
 		}
 	}
@@ -290,12 +291,13 @@ func (c *Controller) CreatePartitions(ctx context.Context, reqs []CreatePartitio
 		},
 	}
 	if err := c.submit(ctx, req); err != nil {
-		if !isNotController(err) {
+		verr, ok := err.(*validationError)
+		if !ok {
 			return nil, err
 		}
 		for i := range results {
 			if results[i].Err == nil {
-				setErr(&results[i].Err, &results[i].Message, fail(kerr.NotController, "This node is not the active controller."))
+				setErr(&results[i].Err, &results[i].Message, verr)
 			}
 		}
 	}
@@ -391,12 +393,13 @@ func (c *Controller) AlterConfigs(ctx context.Context, reqs []AlterConfigs, vali
 		},
 	}
 	if err := c.submit(ctx, req); err != nil {
-		if !isNotController(err) {
+		verr, ok := err.(*validationError)
+		if !ok {
 			return nil, err
 		}
 		for i := range results {
 			if results[i].Err == nil {
-				setErr(&results[i].Err, &results[i].Message, fail(kerr.NotController, "This node is not the active controller."))
+				setErr(&results[i].Err, &results[i].Message, verr)
 			}
 		}
 	}
@@ -486,6 +489,9 @@ func (c *Controller) AllocateProducerIDs(ctx context.Context, brokerID int32, co
 		},
 	}
 	if err := c.submit(ctx, req); err != nil {
+		if rerr, ok := err.(*validationError); ok {
+			return 0, rerr.code
+		}
 		return 0, err
 	}
 	if verr != nil {
@@ -497,5 +503,3 @@ func (c *Controller) AllocateProducerIDs(ctx context.Context, brokerID int32, co
 func setErr(err *error, msg *string, v *validationError) {
 	*err, *msg = v.code, v.msg
 }
-
-func isNotController(err error) bool { return errors.Is(err, kerr.NotController) }

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -147,7 +148,7 @@ func (q *testQuorum) propose(fn func(c *Controller) error) {
 		if err == nil {
 			return
 		}
-		if err != kerr.NotController {
+		if !errors.Is(err, kerr.NotController) {
 			q.t.Fatal(err)
 		}
 		q.tick()

@@ -295,7 +295,13 @@ func (s *diskStorage) save(hard *pb.HardState, ents []*pb.Entry, sync bool) erro
 	}
 	buf := s.buf[:0]
 	for _, e := range ents {
+		start := len(buf)
 		buf = appendFrame(buf, walTypeEntry, e)
+		if len(buf)-start-walFrameHeader > maxWALFrame {
+			// Never write what replay would reject as corrupt.
+			s.err = fmt.Errorf("controller: raft entry %d of %d bytes exceeds the WAL frame limit", e.GetIndex(), len(buf)-start)
+			return s.err
+		}
 	}
 	if hard != nil && !raft.IsEmptyHardState(hard) {
 		buf = appendFrame(buf, walTypeHard, hard)

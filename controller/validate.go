@@ -25,6 +25,9 @@ type validationError struct {
 
 func (e *validationError) Error() string { return e.code.Message + ": " + e.msg }
 
+// Unwrap makes errors.Is(err, kerr.X) work on validation errors.
+func (e *validationError) Unwrap() error { return e.code }
+
 func fail(code *kerr.Error, format string, args ...any) *validationError {
 	return &validationError{code: code, msg: fmt.Sprintf(format, args...)}
 }
