@@ -41,7 +41,8 @@ func LoadProperties(path string) (map[string]string, error) {
 // ParseProperties parses the text of a .properties file as java.util.Properties.load does:
 //
 //   - Lines end with \n, \r or \r\n. A line whose first non-blank character is '#' or '!'
-//     is a comment; blank lines are skipped. Comments never continue onto the next line.
+//     is a comment, unless it continues a logical line that already has content; blank
+//     lines are skipped. Comments never continue onto the next line.
 //   - A line ending in an odd number of backslashes continues on the next line, whose
 //     leading blanks (space, tab, form feed) are dropped.
 //   - The key runs to the first unescaped '=', ':' or blank; blanks and one '=' or ':'
@@ -64,58 +65,106 @@ func ParseProperties(data []byte) (map[string]string, error) {
 		text = string(runes)
 	}
 	props := map[string]string{}
-	lineNo := 0
-	for len(text) > 0 {
-		var line string
-		line, text, _ = nextLine(text)
-		lineNo++
-		line = strings.TrimLeft(line, " \t\f")
-		if line == "" || line[0] == '#' || line[0] == '!' {
-			continue
+	r := lineReader{text: text}
+	for {
+		line, startLine, ok := r.next()
+		if !ok {
+			return props, nil
 		}
-		startLine := lineNo
-		var logical strings.Builder
-		for trailingBackslashes(line)%2 == 1 {
-			// Continuation: drop the backslash and join the next natural line without its
-			// leading blanks. That line is never a comment.
-			logical.WriteString(line[:len(line)-1])
-			if len(text) == 0 {
-				line = ""
-				break
-			}
-			line, text, _ = nextLine(text)
-			lineNo++
-			line = strings.TrimLeft(line, " \t\f")
-		}
-		logical.WriteString(line)
-		key, value, err := splitKeyValue(logical.String())
+		key, value, err := splitKeyValue(line)
 		if err != nil {
 			return nil, fmt.Errorf("line %d: %w", startLine, err)
 		}
 		props[key] = value
 	}
-	return props, nil
 }
 
-// nextLine returns the text up to the next line terminator, the text after it, and whether a
-// terminator was found.
-func nextLine(text string) (line, rest string, ended bool) {
-	i := strings.IndexAny(text, "\r\n")
-	if i < 0 {
-		return text, "", false
-	}
-	if text[i] == '\r' && i+1 < len(text) && text[i+1] == '\n' {
-		return text[:i], text[i+2:], true
-	}
-	return text[:i], text[i+1:], true
+// lineReader yields logical lines the way java.util.Properties' LineReader does, quirks
+// included (checked against the JDK on random inputs):
+//   - blanks at the start of a logical line, and blank lines, are skipped;
+//   - '#' or '!' while the logical line is still empty starts a comment running to the end
+//     of the natural line, even right after a continuation;
+//   - an odd number of backslashes before a line terminator joins the next natural line,
+//     dropping that backslash and the next line's leading blanks; a logical line left empty
+//     by this is skipped, except at the very end of the input, where it is an empty line
+//     (which yields the key "").
+type lineReader struct {
+	text string
+	pos  int
+	line int // natural lines fully consumed
 }
 
-func trailingBackslashes(s string) int {
-	n := 0
-	for i := len(s) - 1; i >= 0 && s[i] == '\\'; i-- {
-		n++
+// atCRLF reports whether the '\r' just consumed is followed by '\n'.
+func (r *lineReader) atCRLF() bool { return r.pos < len(r.text) && r.text[r.pos] == '\n' }
+
+func (r *lineReader) next() (string, int, bool) {
+	var buf []byte
+	skipBlank := true
+	continued := false // just joined a continuation line
+	backslash := false // buf ends in an unescaped backslash
+	startLine := 0
+	for r.pos < len(r.text) {
+		c := r.text[r.pos]
+		r.pos++
+		if c == '\n' || (c == '\r' && !r.atCRLF()) {
+			r.line++
+		}
+		if skipBlank {
+			if c == ' ' || c == '\t' || c == '\f' {
+				continue
+			}
+			if !continued && (c == '\r' || c == '\n') {
+				continue
+			}
+			skipBlank, continued = false, false
+		}
+		if len(buf) == 0 && (c == '#' || c == '!') {
+			for r.pos < len(r.text) {
+				c = r.text[r.pos]
+				r.pos++
+				if c == '\n' || (c == '\r' && !r.atCRLF()) {
+					r.line++
+				}
+				if c == '\n' || c == '\r' {
+					break
+				}
+			}
+			skipBlank = true
+			continue
+		}
+		if c != '\n' && c != '\r' {
+			if len(buf) == 0 {
+				startLine = r.line + 1
+			}
+			buf = append(buf, c)
+			backslash = c == '\\' && !backslash
+			continue
+		}
+		// End of a natural line.
+		if len(buf) == 0 {
+			skipBlank = true
+			continue
+		}
+		if r.pos >= len(r.text) {
+			break // end of input right after the terminator
+		}
+		if !backslash {
+			return string(buf), startLine, true
+		}
+		buf = buf[:len(buf)-1]
+		skipBlank, continued, backslash = true, true, false
+		if c == '\r' && r.atCRLF() {
+			r.pos++
+			r.line++
+		}
 	}
-	return n
+	if len(buf) == 0 {
+		return "", 0, false
+	}
+	if backslash {
+		buf = buf[:len(buf)-1]
+	}
+	return string(buf), startLine, true
 }
 
 // splitKeyValue splits one logical line (leading blanks removed, continuations joined) into

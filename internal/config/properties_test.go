@@ -40,6 +40,11 @@ func TestParseProperties(t *testing.T) {
 		{name: "even backslashes do not continue", in: "a=x\\\\\nb=y", want: map[string]string{"a": `x\`, "b": "y"}},
 		{name: "continuation at end of input", in: "a=x\\", want: map[string]string{"a": "x"}},
 		{name: "continuation into blank line", in: "a=x\\\n\nb=y", want: map[string]string{"a": "x", "b": "y"}},
+		{name: "comment after empty continuation", in: "\\\n  # c\na=b", want: map[string]string{"a": "b"}},
+		{name: "empty continued line skipped", in: "\\\n\n\\\r\n\na=b", want: map[string]string{"a": "b"}},
+		{name: "backslash newline at end is key empty", in: "a=b\n\\\n", want: map[string]string{"a": "b", "": ""}},
+		{name: "lone backslash is key empty", in: "\\", want: map[string]string{"": ""}},
+		{name: "comment with cr", in: "#c\ra=b\r\n#d\r\nc=d", want: map[string]string{"a": "b", "c": "d"}},
 		{name: "escapes", in: `a=\t\n\r\f\\\=\:\#\!\ \q`, want: map[string]string{"a": "\t\n\r\f\\=:#! q"}},
 		{name: "escaped separator in key", in: `a\=b\:c\ d=e`, want: map[string]string{"a=b:c d": "e"}},
 		{name: "leading escaped blank kept", in: `a=\  x`, want: map[string]string{"a": "  x"}},
@@ -52,6 +57,7 @@ func TestParseProperties(t *testing.T) {
 		{name: "malformed unicode", in: "x=1\na=\\u12", err: "line 2: malformed \\uxxxx encoding"},
 		{name: "malformed unicode digits", in: `a=\uzzzz`, err: "malformed"},
 		{name: "malformed unicode after continuation", in: "a=\\\n\\u", err: "line 1:"},
+		{name: "line numbers count every terminator", in: "#\r\n\n\ra=\\\r\n b\r\n\\uZZZZ", err: "line 6:"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := ParseProperties([]byte(tc.in))
