@@ -166,7 +166,7 @@ func open(cfg Config) (*Controller, error) {
 	if len(cfg.Voters) == 0 {
 		cfg.Voters = []int32{cfg.NodeID}
 	}
-	logger := cfg.Logger.With("component", "controller", "node", cfg.NodeID)
+	logger := cfg.Logger.With("node", cfg.NodeID)
 	voters := make([]uint64, 0, len(cfg.Voters))
 	for _, v := range cfg.Voters {
 		voters = append(voters, raftID(v))
