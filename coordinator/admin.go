@@ -43,6 +43,16 @@ func (c *Coordinator) DescribeGroups(ctx context.Context, req *kmsg.DescribeGrou
 
 func (s *shard) describeGroup(version int16, dg kmsg.DescribeGroupsResponseGroup) kmsg.DescribeGroupsResponseGroup {
 	g := s.groups[dg.Group]
+	if g != nil && g.cg != nil {
+		// A KIP-848 group is described by ConsumerGroupDescribe.
+		dg.State = groupDead.String()
+		if version >= 6 {
+			dg.ErrorCode = kerr.GroupIDNotFound.Code
+			msg := "Group " + dg.Group + " is not a classic group."
+			dg.ErrorMessage = &msg
+		}
+		return dg
+	}
 	if g == nil || g.state == groupDead {
 		dg.State = groupDead.String()
 		if version >= 6 {
@@ -81,7 +91,12 @@ func (s *shard) describeGroup(version int16, dg kmsg.DescribeGroupsResponseGroup
 }
 
 // groupType is the ListGroups v5 type of a group.
-func (g *group) groupType() string { return "classic" }
+func (g *group) groupType() string {
+	if g.cg != nil {
+		return "consumer"
+	}
+	return "classic"
+}
 
 // ListGroups handles ListGroups (key 16) v0–v5 over every shard loaded here,
 // with v4's state filter and v5's type filter (both case-insensitive, as
@@ -108,7 +123,7 @@ func (c *Coordinator) ListGroups(ctx context.Context, req *kmsg.ListGroupsReques
 				if g.state == groupDead {
 					continue
 				}
-				if len(states) > 0 && !slices.Contains(states, strings.ToLower(g.state.String())) {
+				if len(states) > 0 && !slices.Contains(states, strings.ToLower(g.stateName())) {
 					continue
 				}
 				if len(types) > 0 && !slices.Contains(types, g.groupType()) {
@@ -117,7 +132,7 @@ func (c *Coordinator) ListGroups(ctx context.Context, req *kmsg.ListGroupsReques
 				lg := kmsg.NewListGroupsResponseGroup()
 				lg.Group = g.id
 				lg.ProtocolType = g.protocolType
-				lg.GroupState = g.state.String()
+				lg.GroupState = g.stateName()
 				lg.GroupType = g.groupType()
 				gs = append(gs, lg)
 			}
@@ -182,7 +197,7 @@ func (s *shard) deleteGroup(id string, reply func(int16)) {
 		reply(kerr.GroupIDNotFound.Code)
 		return
 	}
-	if g.state != groupEmpty {
+	if !g.isEmpty() {
 		reply(kerr.NonEmptyGroup.Code)
 		return
 	}
@@ -199,7 +214,7 @@ func (s *shard) deleteGroup(id string, reply func(int16)) {
 			recs = append(recs, offsetTombstone(id, tp.topic, tp.partition))
 		}
 	}
-	recs = append(recs, groupTombstone(id))
+	recs = append(recs, g.deletionRecords()...)
 	g.transition(groupDead)
 	s.write(recs, func(code int16) {
 		if code != 0 {

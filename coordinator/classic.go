@@ -93,6 +93,19 @@ func (s *shard) joinGroup(client JoinClient, req *kmsg.JoinGroupRequest, reply f
 		g = s.newGroup(req.Group)
 		created = true
 	}
+	if g.cg != nil {
+		if len(g.cg.members) > 0 {
+			// Kafka lets classic members join a consumer group (online
+			// migration); sluice does not.
+			reply(joinErrorResp(req.MemberID, kerr.InconsistentGroupProtocol.Code))
+			return
+		}
+		// An empty consumer group becomes a classic group.
+		recs := g.deletionRecords()
+		g.cg = nil
+		g.resetToSimple()
+		s.write(recs, func(int16) {})
+	}
 	code := g.join(client, req, reply)
 	if code != 0 {
 		reply(joinErrorResp(req.MemberID, code))

@@ -36,13 +36,15 @@ func (systemClock) AfterFunc(d time.Duration, f func()) Timer {
 
 // TopicMetadata is how the coordinator learns about data topics. The broker
 // implements it over its metadata image. It is optional: when nil, commits to
-// any topic/partition are accepted (and OffsetCommit/OffsetFetch v10, which
-// name topics by ID, answer UNKNOWN_TOPIC_ID).
+// any topic/partition are accepted, OffsetCommit/OffsetFetch v10 (which name
+// topics by ID) answer UNKNOWN_TOPIC_ID, and KIP-848 groups assign nothing.
 type TopicMetadata interface {
 	// TopicByName returns the topic's ID and partition count.
 	TopicByName(name string) (id [16]byte, numPartitions int32, ok bool)
 	// TopicByID returns the topic's name and partition count.
 	TopicByID(id [16]byte) (name string, numPartitions int32, ok bool)
+	// TopicNames lists every topic (for KIP-848 regex subscriptions).
+	TopicNames() []string
 }
 
 // Config holds the coordinator's settings, named after Kafka's broker keys.

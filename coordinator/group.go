@@ -132,6 +132,10 @@ type group struct {
 	pendingSync map[string]struct{}
 	syncTimer   *shardTimer
 
+	// cg is non-nil for a KIP-848 consumer group; then the classic fields
+	// above stay empty (state Empty, no members).
+	cg *consumerGroup
+
 	offsets map[string]map[int32]*offsetEntry
 	// pendingCommits counts offset writes in flight per partition; such
 	// partitions are not expired.
@@ -441,4 +445,35 @@ func (g *group) joinError(memberID string, code int16) *kmsg.JoinGroupResponse {
 	r.Generation = -1
 	r.MemberID = memberID
 	return r
+}
+
+// isEmpty reports whether the group has no members of either protocol.
+func (g *group) isEmpty() bool {
+	if g.cg != nil {
+		return len(g.cg.members) == 0
+	}
+	return g.state == groupEmpty
+}
+
+// deletionRecords are the tombstones that delete the group's membership
+// state (not its offsets). REQUIRES: g.isEmpty().
+func (g *group) deletionRecords() []record {
+	if g.cg != nil {
+		return []record{
+			{key: cgKey(keyConsumerGroupTargetMetadata, g.id, nil)},
+			{key: cgKey(keyConsumerGroupMetadata, g.id, nil)},
+		}
+	}
+	return []record{groupTombstone(g.id)}
+}
+
+// stateName is the state ListGroups shows.
+func (g *group) stateName() string {
+	if g.cg != nil {
+		if g.state == groupDead {
+			return "Dead"
+		}
+		return g.cg.stateName()
+	}
+	return g.state.String()
 }

@@ -191,6 +191,23 @@ func (g *group) validateOffsetCommit(req *kmsg.OffsetCommitRequest) int16 {
 	if g.state == groupDead {
 		return errCoordNotAvailable
 	}
+	if g.cg != nil {
+		// KIP-848: the member epoch stands in for the generation.
+		if req.Generation < 0 && len(g.cg.members) == 0 {
+			return 0
+		}
+		m := g.cg.members[req.MemberID]
+		if m == nil {
+			return errUnknownMember
+		}
+		if req.Generation != m.epoch {
+			if req.Version >= 9 {
+				return kerr.StaleMemberEpoch.Code
+			}
+			return errIllegalGeneration
+		}
+		return 0
+	}
 	if req.Generation < 0 && g.state == groupEmpty {
 		return 0 // a commit outside group management
 	}
@@ -253,7 +270,7 @@ func (c *Coordinator) OffsetFetch(ctx context.Context, req *kmsg.OffsetFetchRequ
 					topics = append(topics, fetchTopic{t.Topic, t.TopicID, t.Partitions})
 				}
 			}
-			out, code, err := c.fetchGroup(ctx, req.Version, rg.Group, topics, req.RequireStable)
+			out, code, err := c.fetchGroup(ctx, req.Version, rg.Group, topics, rg.MemberID, rg.MemberEpoch)
 			if err != nil {
 				return nil, err
 			}
@@ -272,7 +289,7 @@ func (c *Coordinator) OffsetFetch(ctx context.Context, req *kmsg.OffsetFetchRequ
 			topics = append(topics, fetchTopic{name: t.Topic, partitions: t.Partitions})
 		}
 	}
-	out, code, err := c.fetchGroup(ctx, req.Version, req.Group, topics, req.RequireStable)
+	out, code, err := c.fetchGroup(ctx, req.Version, req.Group, topics, nil, -1)
 	if err != nil {
 		return nil, err
 	}
@@ -308,7 +325,11 @@ func (c *Coordinator) OffsetFetch(ctx context.Context, req *kmsg.OffsetFetchRequ
 
 // fetchGroup returns one group's offsets (all of them when topics is nil)
 // or a group-level error code.
-func (c *Coordinator) fetchGroup(ctx context.Context, version int16, groupID string, topics []fetchTopic, requireStable bool) ([]kmsg.OffsetFetchResponseGroupTopic, int16, error) {
+//
+// RequireStable (v7+) needs no handling until transactional offset commits
+// exist: only they can be pending in Kafka's sense (UNSTABLE_OFFSET_COMMIT).
+// memberID/memberEpoch (v9+) are checked against KIP-848 groups.
+func (c *Coordinator) fetchGroup(ctx context.Context, version int16, groupID string, topics []fetchTopic, memberID *string, memberEpoch int32) ([]kmsg.OffsetFetchResponseGroupTopic, int16, error) {
 	if groupID == "" && version >= 8 {
 		return nil, kerr.InvalidGroupID.Code, nil
 	}
@@ -321,6 +342,17 @@ func (c *Coordinator) fetchGroup(ctx context.Context, version int16, groupID str
 		code   int16
 	}
 	r, err := await(ctx, s, func(reply func(result)) {
+		if g := s.groups[groupID]; g != nil && g.cg != nil && memberID != nil {
+			m := g.cg.members[*memberID]
+			if m == nil {
+				reply(result{code: errUnknownMember})
+				return
+			}
+			if m.epoch != memberEpoch {
+				reply(result{code: kerr.StaleMemberEpoch.Code})
+				return
+			}
+		}
 		t, code := s.offsetFetch(version, groupID, topics)
 		reply(result{t, code})
 	}, func() result { return result{code: errNotCoordinator} })
@@ -435,7 +467,17 @@ func (s *shard) offsetDelete(req *kmsg.OffsetDeleteRequest, reply func(*kmsg.Off
 		return
 	}
 	var subscribed map[string]bool // nil: not known, treat every topic as subscribed
-	if g.state != groupEmpty {
+	if g.cg != nil && len(g.cg.members) > 0 {
+		subscribed = make(map[string]bool)
+		for _, t := range s.subscribedTopics(g.cg) {
+			subscribed[t.name] = true
+		}
+		for _, m := range g.cg.members {
+			for _, t := range m.meta.subscribedTopics {
+				subscribed[t] = true
+			}
+		}
+	} else if g.state != groupEmpty {
 		if g.protocolType != "consumer" {
 			resp.ErrorCode = kerr.NonEmptyGroup.Code
 			reply(resp)
@@ -451,7 +493,7 @@ func (s *shard) offsetDelete(req *kmsg.OffsetDeleteRequest, reply func(*kmsg.Off
 		for _, p := range t.Partitions {
 			rp := kmsg.NewOffsetDeleteResponseTopicPartition()
 			rp.Partition = p.Partition
-			if g.state != groupEmpty && (subscribed == nil || subscribed[t.Topic]) {
+			if !g.isEmpty() && (subscribed == nil || subscribed[t.Topic]) {
 				rp.ErrorCode = kerr.GroupSubscribedToTopic.Code
 			} else if _, ok := g.offsets[t.Topic][p.Partition]; ok {
 				recs = append(recs, offsetTombstone(g.id, t.Topic, p.Partition))
@@ -505,7 +547,7 @@ func (s *shard) expireOffsets() {
 	now := s.now().UnixMilli()
 	retention := s.cfg.OffsetsRetention.Milliseconds()
 	for _, g := range s.groups {
-		if g.state != groupEmpty {
+		if g.state != groupEmpty || !g.isEmpty() {
 			continue
 		}
 		var recs []record
@@ -533,7 +575,7 @@ func (s *shard) expireOffsets() {
 		}
 		dropGroup := len(expired) == g.numOffsets() && len(g.pendingCommits) == 0
 		if dropGroup {
-			recs = append(recs, groupTombstone(g.id))
+			recs = append(recs, g.deletionRecords()...)
 			g.transition(groupDead)
 		}
 		if len(recs) == 0 {

@@ -327,6 +327,14 @@ func (f fakeTopics) TopicByName(n string) ([16]byte, int32, bool) {
 	return t.id, t.parts, ok
 }
 
+func (f fakeTopics) TopicNames() []string {
+	var out []string
+	for n := range f {
+		out = append(out, n)
+	}
+	return out
+}
+
 func (f fakeTopics) TopicByID(id [16]byte) (string, int32, bool) {
 	for n, t := range f {
 		if t.id == id {

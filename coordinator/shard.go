@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"encoding/binary"
 	"errors"
 	"sync"
 	"sync/atomic"
@@ -248,6 +249,11 @@ func appendErrorCode(err error) int16 {
 // events run concurrently).
 func (s *shard) replay() error {
 	return s.log.Replay(func(_ int64, key, value []byte) error {
+		if len(key) >= 2 {
+			if kind := int16(binary.BigEndian.Uint16(key)); kind >= keyConsumerGroupLo {
+				return s.applyConsumerRecord(key, value)
+			}
+		}
 		d, err := decodeRecord(key, value)
 		if err != nil {
 			return err
@@ -309,7 +315,7 @@ func (s *shard) applyRecord(d *decodedRecord) {
 // maybeDropLoadedGroup forgets a replayed group left with neither metadata
 // nor offsets.
 func (s *shard) maybeDropLoadedGroup(g *group) {
-	if g.protocolType == "" && g.generation == 0 && len(g.members) == 0 && g.numOffsets() == 0 {
+	if g.cg == nil && g.protocolType == "" && g.generation == 0 && len(g.members) == 0 && g.numOffsets() == 0 {
 		delete(s.groups, g.id)
 	}
 }
@@ -326,6 +332,11 @@ func (s *shard) activate() {
 	for _, g := range s.groups {
 		for _, m := range g.members {
 			g.scheduleHeartbeatExpiry(m)
+		}
+		if g.cg != nil {
+			for _, m := range g.cg.members {
+				g.scheduleConsumerSession(m)
+			}
 		}
 	}
 	s.scheduleRetentionCheck()
