@@ -414,6 +414,17 @@ func (b *Broker) parseListeners(isBroker, isController bool) error {
 		return b.errorf("controller.quorum.bootstrap.servers", "cannot be set together with controller.quorum.voters")
 	}
 
+	// As Kafka: a controller must be one of the static voters, a broker-only node must not.
+	if len(b.QuorumVoters) > 0 {
+		isVoter := slices.ContainsFunc(b.QuorumVoters, func(v QuorumVoter) bool { return v.ID == b.NodeID })
+		if isController && !isVoter {
+			return b.errorf("controller.quorum.voters", "must include this node (node.id %d) when process.roles contains controller", b.NodeID)
+		}
+		if !isController && isVoter {
+			return b.errorf("controller.quorum.voters", "must not include this node (node.id %d) when process.roles is broker only", b.NodeID)
+		}
+	}
+
 	listenerNames := map[string]bool{}
 	for _, l := range b.Listeners {
 		listenerNames[l.Name] = true
@@ -483,16 +494,15 @@ func (b *Broker) parseListeners(isBroker, isController bool) error {
 // GroupCoordinatorConfig do.
 func (b *Broker) checkRelations() error {
 	type pair struct{ lowKey, highKey string }
+	// Only the pairs Kafka itself checks, so every file Kafka accepts is accepted here.
 	for _, p := range []pair{
-		{"group.min.session.timeout.ms", "group.max.session.timeout.ms"},
 		{"group.consumer.min.session.timeout.ms", "group.consumer.session.timeout.ms"},
 		{"group.consumer.session.timeout.ms", "group.consumer.max.session.timeout.ms"},
 		{"group.consumer.min.heartbeat.interval.ms", "group.consumer.heartbeat.interval.ms"},
 		{"group.consumer.heartbeat.interval.ms", "group.consumer.max.heartbeat.interval.ms"},
 		{"group.consumer.heartbeat.interval.ms", "group.consumer.session.timeout.ms"},
+		{"replica.fetch.wait.max.ms", "replica.socket.timeout.ms"},
 		{"replica.fetch.wait.max.ms", "replica.lag.time.max.ms"},
-		{"broker.heartbeat.interval.ms", "broker.session.timeout.ms"},
-		{"log.cleaner.min.compaction.lag.ms", "log.cleaner.max.compaction.lag.ms"},
 	} {
 		if b.Int64(p.lowKey) > b.Int64(p.highKey) {
 			key := p.lowKey

@@ -66,7 +66,7 @@ func TestParseBrokerDefaults(t *testing.T) {
 
 func TestParseBrokerValues(t *testing.T) {
 	b, err := ParseBroker(map[string]string{
-		"node.id":                        "3",
+		"node.id":                        "4",
 		"process.roles":                  "broker",
 		"listeners":                      "plaintext://0.0.0.0:19092,INTERNAL://10.0.0.1:19093",
 		"advertised.listeners":           "PLAINTEXT://kafka-3.example:19092,INTERNAL://10.0.0.1:19093",
@@ -85,7 +85,7 @@ func TestParseBrokerValues(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b.NodeID != 3 || !b.HasRole("broker") || b.HasRole("controller") {
+	if b.NodeID != 4 || !b.HasRole("broker") || b.HasRole("controller") {
 		t.Errorf("identity: %+v", b)
 	}
 	wantListeners := []Listener{{"PLAINTEXT", "0.0.0.0", 19092, "PLAINTEXT"}, {"INTERNAL", "10.0.0.1", 19093, "SASL_PLAINTEXT"}}
@@ -147,15 +147,17 @@ func TestParseBrokerErrors(t *testing.T) {
 		{map[string]string{"controller.quorum.voters": "1@h:9093", "controller.quorum.bootstrap.servers": "h:9093", "controller.listener.names": "PLAINTEXT"}, "controller.quorum.bootstrap.servers", "cannot be set together"},
 		{map[string]string{"controller.listener.names": "CONTROLLER"}, "controller.listener.names", "must appear in listeners"},
 		{map[string]string{"process.roles": "broker"}, "controller.quorum.voters", "needs controller.quorum.voters"},
-		{map[string]string{"process.roles": "broker", "controller.quorum.voters": "1@h:9093"}, "controller.listener.names", "must be set so a broker"},
-		{map[string]string{"process.roles": "broker", "controller.quorum.voters": "1@h:9093", "controller.listener.names": "PLAINTEXT"}, "controller.listener.names", "must not name a listener"},
+		{map[string]string{"process.roles": "broker", "controller.quorum.voters": "2@h:9093"}, "controller.listener.names", "must be set so a broker"},
+		{map[string]string{"process.roles": "broker", "controller.quorum.voters": "2@h:9093", "controller.listener.names": "PLAINTEXT"}, "controller.listener.names", "must not name a listener"},
 		{map[string]string{"process.roles": "controller", "controller.listener.names": "CONTROLLER", "listeners": "CONTROLLER://:9093,PLAINTEXT://:9092"}, "listeners", "must only contain controller listeners"},
 		{map[string]string{"log.dirs": ""}, "log.dirs", "must list one or more directories"},
 		{map[string]string{"log.dirs": "/a,,/b"}, "log.dirs", "without empty entries"},
 		{map[string]string{"log.dir": " "}, "log.dir", "must not be empty"},
-		{map[string]string{"group.min.session.timeout.ms": "10000", "group.max.session.timeout.ms": "5000"}, "group.min.session.timeout.ms", "must not be greater than group.max.session.timeout.ms"},
+		{map[string]string{"replica.fetch.wait.max.ms": "31000", "replica.lag.time.max.ms": "60000"}, "replica.fetch.wait.max.ms", "must not be greater than replica.socket.timeout.ms"},
+		{map[string]string{"controller.quorum.voters": "2@h:9093", "controller.listener.names": "C", "listeners": "PLAINTEXT://:9092,C://:9093", "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,C:PLAINTEXT"}, "controller.quorum.voters", "must include this node (node.id 1)"},
+		{map[string]string{"process.roles": "broker", "controller.quorum.voters": "1@h:9093", "controller.listener.names": "C"}, "controller.quorum.voters", "must not include this node"},
 		{map[string]string{"group.consumer.session.timeout.ms": "1000"}, "group.consumer.session.timeout.ms", "group.consumer.min.session.timeout.ms (45000) must not be greater than group.consumer.session.timeout.ms (1000)"},
-		{map[string]string{"replica.fetch.wait.max.ms": "40000"}, "replica.fetch.wait.max.ms", "must not be greater than replica.lag.time.max.ms"},
+		{map[string]string{"replica.fetch.wait.max.ms": "40000", "replica.socket.timeout.ms": "60000"}, "replica.fetch.wait.max.ms", "must not be greater than replica.lag.time.max.ms"},
 		{map[string]string{"group.consumer.assignors": "org.example.MyAssignor"}, "group.consumer.assignors", "uniform and range"},
 		{map[string]string{"group.coordinator.rebalance.protocols": "consumer"}, "group.coordinator.rebalance.protocols", "must include classic"},
 		{map[string]string{"remote.log.storage.system.enable": "true"}, "remote.log.storage.system.enable", "not supported"},
