@@ -18,12 +18,21 @@
 // Time comes only from Config.Clock, so tests drive timers explicitly.
 //
 // Records use Kafka's own formats (kmsg.OffsetCommitKey/Value with key
-// version 1, kmsg.GroupMetadataKey/Value with key version 2, value versions 3),
-// so a log written by Kafka can be loaded and vice versa. A nil value is a
-// tombstone (offset deleted / group deleted); the topic must be compacted
-// (cleanup.policy=compact), which is the broker's and logstore's business.
-// Record types this package does not know (key version ≥ 3, e.g. KIP-848
-// records) are skipped on load.
+// version 1, kmsg.GroupMetadataKey/Value with key version 2, value versions
+// 3; the KIP-848 records 3, 5, 6, 7 and 8 — ConsumerGroupMetadata,
+// MemberMetadata, TargetAssignmentMetadata, TargetAssignmentMember,
+// CurrentMemberAssignment — encoded here in Kafka's layout since kmsg lacks
+// them), so a log written by Kafka can be loaded and vice versa. A nil value
+// is a tombstone (offset deleted / member or group deleted); the topic must
+// be compacted (cleanup.policy=compact), which is the broker's and
+// logstore's business. Record types this package does not serve (share and
+// streams groups, key version > 8) are skipped on load.
+//
+// Groups are either classic (JoinGroup/SyncGroup/Heartbeat/LeaveGroup) or
+// KIP-848 consumer groups (ConsumerGroupHeartbeat); an empty group of one
+// kind turns into the other on a join of the other protocol, a non-empty one
+// refuses (INCONSISTENT_GROUP_PROTOCOL / GROUP_ID_NOT_FOUND). Offsets belong
+// to the group ID whatever its kind.
 //
 // # What the broker provides
 //
@@ -39,10 +48,11 @@
 //     start to the current end, in order; value nil for a tombstone.
 //     Decompress batches first; skip control batches.
 //
-// TopicMetadata (optional, Config.Topics): topic name ↔ ID and partition
-// counts, from the metadata image. With it, OffsetCommit answers
-// UNKNOWN_TOPIC_OR_PARTITION for unknown topics/partitions (as Kafka's
-// KafkaApis does) and v10 requests (topic IDs) work.
+// TopicMetadata (optional, Config.Topics): topic name ↔ ID, partition
+// counts and the topic list, from the metadata image. With it, OffsetCommit
+// answers UNKNOWN_TOPIC_OR_PARTITION for unknown topics/partitions (as
+// Kafka's KafkaApis does), v10 OffsetCommit/OffsetFetch (topic IDs) work, and
+// KIP-848 groups can assign partitions (without it they assign nothing).
 //
 // # Wiring (the broker's API files call these)
 //
@@ -60,6 +70,13 @@
 //	ListGroups (16)        → c.ListGroups(ctx, req)
 //	DeleteGroups (42)      → c.DeleteGroups(ctx, req)
 //	OffsetDelete (47)      → c.OffsetDelete(ctx, req)
+//	ConsumerGroupHeartbeat (68) → c.ConsumerGroupHeartbeat(ctx, JoinClient{...}, req)
+//	ConsumerGroupDescribe (69)  → c.ConsumerGroupDescribe(ctx, req)
+//
+// Versions served: OffsetCommit 0–10, OffsetFetch 0–10, JoinGroup 0–9,
+// Heartbeat 0–4, LeaveGroup 0–5, SyncGroup 0–5, DescribeGroups 0–6,
+// ListGroups 0–5, DeleteGroups 0–2, OffsetDelete 0, ConsumerGroupHeartbeat
+// 0–1, ConsumerGroupDescribe 0–1 (the kmsg v1.15.1 maxima).
 //
 // Every method returns a response whose Version is the request's and whose
 // error codes are filled as Kafka fills them (NOT_COORDINATOR when the
@@ -81,5 +98,16 @@
 // an event to an idle shard runs it (and any events queued meanwhile), so no
 // goroutine is dedicated to a shard and a test's manual clock fires timers
 // synchronously. Waiting callers block on a one-slot channel, never on the
-// shard.
+// shard. A timer's callback waits for its event to run. The executor's queue
+// is bounded by the callers waiting on the shard (one event each), its
+// timers, and its appends in flight.
+//
+// # Not done
+//
+// Transactional offset commits (TxnOffsetCommit, RequireStable's
+// UNSTABLE_OFFSET_COMMIT) wait for the transaction coordinator. Classic
+// members joining a KIP-848 group (online migration) are refused. Offsets of
+// topics a Stable consumer group no longer subscribes to do not expire until
+// the group is empty. The KIP-848 assignor name is not persisted (after a
+// reload it shows the default until the next assignment).
 package coordinator

@@ -202,6 +202,11 @@ func (s *shard) stopTimer(st *shardTimer) {
 // is committed (code 0) or failed (the coordinator error code to answer
 // with). REQUIRES: running as a shard event.
 func (s *shard) write(recs []record, onDone func(code int16)) {
+	if s.unloaded {
+		// The partition is no longer ours: never append to it.
+		onDone(errNotCoordinator)
+		return
+	}
 	if len(recs) == 0 {
 		onDone(0)
 		return
