@@ -1,0 +1,271 @@
+package compattests
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Bounds of TestDurabilityKill9: record counts and time.
+const (
+	durProducers       = 3     // each owns two of the six partitions
+	durPartitions      = 6     //
+	durMaxPerProducer  = 30000 // hard cap on records each producer attempts
+	durAcksBeforeKill  = 3000  // acknowledged records (all producers) before SIGKILL
+	durAcksAfterResume = 3000  // acknowledged records after the restart before stopping
+	durTestTimeout     = 120 * time.Second
+)
+
+// ackedRecord is what a produce promise reported for one acknowledged record.
+type ackedRecord struct {
+	partition int32
+	offset    int64
+}
+
+// durProducer is one idempotent franz-go producer and what its promises reported.
+type durProducer struct {
+	id     int
+	client *kgo.Client
+	mu     struct {
+		sync.Mutex
+		acked  map[int]ackedRecord // seq -> where the ack said it landed
+		failed map[int]error       // seq -> promise error
+	}
+}
+
+// partitionFor spreads producer id's records over its own two partitions, so each partition
+// has exactly one producer and "order of production" per partition is that producer's seq order.
+func partitionFor(id, seq int) int32 { return int32(id*2 + seq%2) }
+
+func durKey(id, seq int) string { return fmt.Sprintf("p%d-%06d", id, seq) }
+
+func parseDurKey(key string) (id, seq int, err error) {
+	a, b, ok := strings.Cut(strings.TrimPrefix(key, "p"), "-")
+	if !ok {
+		return 0, 0, fmt.Errorf("bad key %q", key)
+	}
+	if id, err = strconv.Atoi(a); err != nil {
+		return 0, 0, err
+	}
+	seq, err = strconv.Atoi(b)
+	return id, seq, err
+}
+
+// TestDurabilityKill9: idempotent acks=all producers write numbered records to six partitions;
+// the broker is SIGKILLed mid-stream and restarted on the same data dir while the producers keep
+// retrying. Afterwards every acknowledged record is read back exactly once, at the offset its
+// ack reported, and each partition holds its producer's records in production order.
+func TestDurabilityKill9(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), durTestTimeout)
+	defer cancel()
+	b := StartBroker(t)
+	const topic = "durability"
+
+	admClient, err := kgo.NewClient(kgo.SeedBrokers(b.Addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admClient.Close()
+	adm := kadm.NewClient(admClient)
+	if _, err := adm.CreateTopic(ctx, durPartitions, 1, nil, topic); err != nil {
+		t.Fatalf("creating topic: %v", err)
+	}
+
+	var totalAcked atomic.Int64
+	var stop atomic.Bool
+	producers := make([]*durProducer, durProducers)
+	var wg sync.WaitGroup
+	for i := range producers {
+		cl, err := kgo.NewClient(
+			kgo.SeedBrokers(b.Addr),
+			kgo.DefaultProduceTopic(topic),
+			kgo.RecordPartitioner(kgo.ManualPartitioner()),
+			kgo.RequiredAcks(kgo.AllISRAcks()), // idempotence is on by default
+			kgo.RecordDeliveryTimeout(90*time.Second),
+			kgo.MaxBufferedRecords(2000),
+			kgo.ProducerLinger(2*time.Millisecond),
+			kgo.RetryTimeout(60*time.Second),
+		)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := &durProducer{id: i, client: cl}
+		p.mu.acked = map[int]ackedRecord{}
+		p.mu.failed = map[int]error{}
+		producers[i] = p
+		defer cl.Close()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for seq := 0; seq < durMaxPerProducer && !stop.Load() && ctx.Err() == nil; seq++ {
+				rec := &kgo.Record{
+					Key:       []byte(durKey(p.id, seq)),
+					Value:     []byte(fmt.Sprintf("producer %d record %d %s", p.id, seq, strings.Repeat("x", 64))),
+					Partition: partitionFor(p.id, seq),
+				}
+				p.client.Produce(ctx, rec, func(r *kgo.Record, err error) {
+					p.mu.Lock()
+					defer p.mu.Unlock()
+					if err != nil {
+						p.mu.failed[seq] = err
+						return
+					}
+					p.mu.acked[seq] = ackedRecord{partition: r.Partition, offset: r.Offset}
+					totalAcked.Add(1)
+				})
+			}
+		}()
+	}
+
+	waitFor(t, 60*time.Second, fmt.Sprintf("%d acks before the kill", durAcksBeforeKill), func() error {
+		if n := totalAcked.Load(); n < durAcksBeforeKill {
+			return fmt.Errorf("%d acked", n)
+		}
+		return nil
+	})
+	b.Kill()
+	ackedAtKill := totalAcked.Load()
+	b.Restart()
+	resumeTarget := ackedAtKill + durAcksAfterResume
+	waitFor(t, 60*time.Second, fmt.Sprintf("%d more acks after the restart", durAcksAfterResume), func() error {
+		if n := totalAcked.Load(); n < resumeTarget {
+			return fmt.Errorf("%d acked, %d at the kill", n, ackedAtKill)
+		}
+		return nil
+	})
+	stop.Store(true)
+	wg.Wait()
+	for _, p := range producers {
+		if err := p.client.Flush(ctx); err != nil {
+			t.Fatalf("flushing producer %d: %v", p.id, err)
+		}
+	}
+
+	// Read everything back up to each partition's end offset.
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		t.Fatalf("listing end offsets: %v", err)
+	}
+	endOf := map[int32]int64{}
+	ends.Each(func(o kadm.ListedOffset) {
+		if o.Err != nil {
+			t.Errorf("end offset of partition %d: %v", o.Partition, o.Err)
+		}
+		endOf[o.Partition] = o.Offset
+	})
+	if len(endOf) != durPartitions {
+		t.Fatalf("end offsets for %d partitions, want %d", len(endOf), durPartitions)
+	}
+	starts := map[int32]kgo.Offset{}
+	for p := range int32(durPartitions) {
+		starts[p] = kgo.NewOffset().AtStart()
+	}
+	consumer, err := kgo.NewClient(kgo.SeedBrokers(b.Addr),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: starts}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer consumer.Close()
+
+	type seen struct {
+		partition int32
+		offset    int64
+	}
+	found := map[string]seen{}
+	duplicates := 0
+	nextOffset := map[int32]int64{}
+	lastSeq := map[int32]int{}
+	done := func() bool {
+		for p, end := range endOf {
+			if nextOffset[p] < end {
+				return false
+			}
+		}
+		return true
+	}
+	for !done() {
+		fetches := consumer.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("reading back: %v; positions %v, ends %v", ctx.Err(), nextOffset, endOf)
+		}
+		fetches.EachError(func(topic string, p int32, err error) {
+			t.Errorf("fetch %s/%d: %v", topic, p, err)
+		})
+		if t.Failed() {
+			t.FailNow()
+		}
+		fetches.EachRecord(func(r *kgo.Record) {
+			key := string(r.Key)
+			if r.Offset < nextOffset[r.Partition] {
+				t.Errorf("partition %d: offset %d after %d", r.Partition, r.Offset, nextOffset[r.Partition]-1)
+			}
+			nextOffset[r.Partition] = r.Offset + 1
+			id, seq, err := parseDurKey(key)
+			if err != nil {
+				t.Errorf("partition %d offset %d: %v", r.Partition, r.Offset, err)
+				return
+			}
+			if want := partitionFor(id, seq); want != r.Partition {
+				t.Errorf("%s found in partition %d, produced to %d", key, r.Partition, want)
+			}
+			if prev, ok := lastSeq[r.Partition]; ok && seq <= prev {
+				t.Errorf("partition %d offset %d: %s follows seq %d (out of production order)", r.Partition, r.Offset, key, prev)
+			}
+			lastSeq[r.Partition] = seq
+			if prev, ok := found[key]; ok {
+				duplicates++
+				if duplicates <= 10 {
+					t.Errorf("%s read twice: partition %d offsets %d and %d", key, r.Partition, prev.offset, r.Offset)
+				}
+				return
+			}
+			found[key] = seen{r.Partition, r.Offset}
+		})
+	}
+
+	var acked, failed, unackedPresent, missing, moved int
+	var failReasons []string
+	for _, p := range producers {
+		p.mu.Lock()
+		for seq, a := range p.mu.acked {
+			acked++
+			got, ok := found[durKey(p.id, seq)]
+			switch {
+			case !ok:
+				missing++
+				if missing <= 10 {
+					t.Errorf("acked record %s (partition %d offset %d) is missing", durKey(p.id, seq), a.partition, a.offset)
+				}
+			case got.partition != a.partition || got.offset != a.offset:
+				moved++
+				if moved <= 10 {
+					t.Errorf("acked record %s: ack said %d/%d, read at %d/%d", durKey(p.id, seq), a.partition, a.offset, got.partition, got.offset)
+				}
+			}
+		}
+		for seq, err := range p.mu.failed {
+			failed++
+			if _, ok := found[durKey(p.id, seq)]; ok {
+				unackedPresent++
+			}
+			if len(failReasons) < 5 && !errors.Is(err, context.Canceled) {
+				failReasons = append(failReasons, fmt.Sprintf("%s: %v", durKey(p.id, seq), err))
+			}
+		}
+		p.mu.Unlock()
+	}
+	t.Logf("acked %d (%d before the kill), failed %d (%d of those present in the log), read %d, missing %d, moved %d, duplicates %d",
+		acked, ackedAtKill, failed, unackedPresent, len(found), missing, moved, duplicates)
+	if len(failReasons) > 0 {
+		t.Logf("some failed produces: %s", strings.Join(failReasons, "; "))
+	}
+}
