@@ -515,20 +515,33 @@ func TestTornWALTail(t *testing.T) {
 		damage func(data []byte, frames []int) []byte
 		// lastSurvives says whether topic "c" (the last proposal) must survive.
 		lastSurvives bool
+		// corrupt: the damage is not a torn tail; Start must refuse with ErrCorruptStorage.
+		corrupt bool
 	}{
 		{"garbage appended", func(data []byte, _ []int) []byte {
 			return append(data, 0, 0, 0, 50, 1, 2, 3, 4, 1, 9, 9)
-		}, true},
-		{"partial header", func(data []byte, _ []int) []byte { return append(data, 0, 0) }, true},
-		{"zero length frame", func(data []byte, _ []int) []byte { return append(data, make([]byte, 12)...) }, true},
+		}, true, false},
+		{"partial header", func(data []byte, _ []int) []byte { return append(data, 0, 0) }, true, false},
+		{"zero-filled tail", func(data []byte, _ []int) []byte { return append(data, make([]byte, 12)...) }, true, false},
 		{"last frame cut", func(data []byte, frames []int) []byte {
 			last := frames[len(frames)-1]
 			return data[:last+(len(data)-last)/2]
-		}, false},
+		}, false, false},
 		{"last frame crc", func(data []byte, frames []int) []byte {
 			data[frames[len(frames)-1]+5] ^= 0xff
 			return data
-		}, false},
+		}, false, false},
+		{"middle frame crc", func(data []byte, frames []int) []byte {
+			data[frames[len(frames)/2]+walFrameHeader+2] ^= 0xff
+			return data
+		}, false, true},
+		{"zero length then data", func(data []byte, _ []int) []byte {
+			return append(data, 0, 0, 0, 0, 0, 0, 0, 0, 1)
+		}, false, true},
+		{"frame above limit", func(data []byte, _ []int) []byte {
+			hdr := []byte{0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0}
+			return append(append(data, hdr...), make([]byte, 1<<10)...)
+		}, true, false}, // length past the end: indistinguishable from a torn write
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -550,6 +563,15 @@ func TestTornWALTail(t *testing.T) {
 				t.Fatal(err)
 			}
 
+			if tc.corrupt {
+				if c, err := Start(cfg); !errors.Is(err, ErrCorruptStorage) {
+					if err == nil {
+						c.Close()
+					}
+					t.Fatalf("Start = %v, want ErrCorruptStorage", err)
+				}
+				return
+			}
 			c = startTest(t, cfg)
 			im := c.Image()
 			if im.Topics["a"] == nil || im.Topics["b"] == nil {

@@ -54,8 +54,12 @@
 // the CRC (Castagnoli) cover type and payload; type 1 is a raftpb.Entry, type 2 a
 // raftpb.HardState, both protobuf-encoded. Frames are appended in Ready order; a later entry
 // with an index already present replaces it and everything after it, as raft's log does. On
-// open the WAL is read up to the first frame that is short, oversized or fails its CRC, and
-// truncated there (a torn tail of a write that was never acknowledged).
+// open the WAL is read frame by frame. A torn tail — a frame that runs past the end of the
+// file, a zero-filled remainder, or a CRC mismatch on the very last frame — is the trace of
+// a write that was never acknowledged: the file is truncated before it. Any other bad frame
+// (a CRC mismatch with valid data after it, a frame that does not decode, a gap in the
+// indexes, a hard state committing past the log) means durable data was lost, and Start
+// fails with ErrCorruptStorage rather than serve a wrong image or mint a new cluster ID.
 //
 // Every Config.SnapshotEvery applied entries the driver fsyncs the WAL, writes a snapshot
 // (whose Data is the JSON-encoded state machine, encodeImage) to a temporary file, fsyncs and

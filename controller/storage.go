@@ -165,20 +165,24 @@ func (s *diskStorage) replayWAL() error {
 	for pos := good; pos < len(data); {
 		typ, payload, next, err := readFrame(data, pos)
 		if err != nil {
-			reason = err.Error()
-			break
+			if fe := (*frameError)(nil); errors.As(err, &fe) && fe.torn {
+				reason = err.Error()
+				break
+			}
+			return fmt.Errorf("%w: %s: %v", ErrCorruptStorage, path, err)
 		}
+		// From here the frame's CRC is good: it was written whole by this code, so anything
+		// that does not decode is corruption (or a newer format), never a torn write.
 		switch typ {
 		case walTypeEntry:
 			e := new(pb.Entry)
 			if err := proto.Unmarshal(payload, e); err != nil {
-				reason = "entry: " + err.Error()
-				break
+				return fmt.Errorf("%w: %s: entry at %d: %v", ErrCorruptStorage, path, pos, err)
 			}
 			last, _ := s.mem.LastIndex()
 			first, _ := s.mem.FirstIndex()
 			if e.GetIndex() > last+1 {
-				return fmt.Errorf("%w: WAL entry %d after last index %d", ErrCorruptStorage, e.GetIndex(), last)
+				return fmt.Errorf("%w: %s: entry %d after last index %d", ErrCorruptStorage, path, e.GetIndex(), last)
 			}
 			if e.GetIndex() >= first {
 				if err := s.mem.Append([]*pb.Entry{e}); err != nil {
@@ -188,15 +192,11 @@ func (s *diskStorage) replayWAL() error {
 		case walTypeHard:
 			h := new(pb.HardState)
 			if err := proto.Unmarshal(payload, h); err != nil {
-				reason = "hard state: " + err.Error()
-				break
+				return fmt.Errorf("%w: %s: hard state at %d: %v", ErrCorruptStorage, path, pos, err)
 			}
 			hard = h
 		default:
-			reason = fmt.Sprintf("unknown frame type %d", typ)
-		}
-		if reason != "" {
-			break
+			return fmt.Errorf("%w: %s: unknown frame type %d at %d", ErrCorruptStorage, path, typ, pos)
 		}
 		frames++
 		pos = next
@@ -256,22 +256,43 @@ func (s *diskStorage) clampHardState(h *pb.HardState) *pb.HardState {
 	return h
 }
 
+// frameError describes a WAL frame that cannot be read. Torn means it looks like the tail of
+// a write that never completed (short, zero-filled, or a bad CRC on the very last frame),
+// which replay repairs by truncation; anything else is corruption of data that was once
+// durable, which replay refuses (as etcd's WAL does for a CRC mismatch before the tail).
+type frameError struct {
+	torn bool
+	msg  string
+}
+
+func (e *frameError) Error() string { return e.msg }
+
 // readFrame parses the frame at data[pos:]: length uint32 | crc32c uint32 | type | payload,
 // where length and the CRC cover type and payload.
 func readFrame(data []byte, pos int) (typ byte, payload []byte, next int, err error) {
-	if len(data)-pos < walFrameHeader {
-		return 0, nil, 0, fmt.Errorf("short frame header at %d", pos)
+	rest := data[pos:]
+	if len(rest) < walFrameHeader {
+		return 0, nil, 0, &frameError{torn: true, msg: fmt.Sprintf("short frame header at %d", pos)}
 	}
-	length := binary.BigEndian.Uint32(data[pos:])
-	sum := binary.BigEndian.Uint32(data[pos+4:])
-	if length == 0 || length > maxWALFrame || uint64(length) > uint64(len(data)-pos-walFrameHeader) {
-		return 0, nil, 0, fmt.Errorf("bad frame length %d at %d", length, pos)
+	length := binary.BigEndian.Uint32(rest)
+	sum := binary.BigEndian.Uint32(rest[4:])
+	switch {
+	case length == 0:
+		if bytes.Count(rest, []byte{0}) == len(rest) {
+			return 0, nil, 0, &frameError{torn: true, msg: fmt.Sprintf("zero-filled tail at %d", pos)}
+		}
+		return 0, nil, 0, &frameError{msg: fmt.Sprintf("zero frame length at %d", pos)}
+	case uint64(length) > uint64(len(rest)-walFrameHeader):
+		return 0, nil, 0, &frameError{torn: true, msg: fmt.Sprintf("frame at %d of %d bytes extends past the end", pos, length)}
+	case length > maxWALFrame:
+		return 0, nil, 0, &frameError{msg: fmt.Sprintf("frame length %d at %d above the limit", length, pos)}
 	}
-	body := data[pos+walFrameHeader : pos+walFrameHeader+int(length)]
+	body := rest[walFrameHeader : walFrameHeader+int(length)]
+	next = pos + walFrameHeader + int(length)
 	if crc32.Checksum(body, castagnoli) != sum {
-		return 0, nil, 0, fmt.Errorf("frame CRC mismatch at %d", pos)
+		return 0, nil, 0, &frameError{torn: next == len(data), msg: fmt.Sprintf("frame CRC mismatch at %d", pos)}
 	}
-	return body[0], body[1:], pos + walFrameHeader + int(length), nil
+	return body[0], body[1:], next, nil
 }
 
 func appendFrame(buf []byte, typ byte, m proto.Message) []byte {
