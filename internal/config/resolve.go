@@ -61,24 +61,38 @@ func TopicValue(key string, topicOverrides, dynamicBroker, dynamicDefault map[st
 	if !ok {
 		return nil, SourceUnknown, nil
 	}
+	value, src := topicValue(d, topicOverrides, dynamicBroker, dynamicDefault, static)
 	syns := brokerSynonymList(d.synonyms, dynamicBroker, dynamicDefault, static)
 	if v, ok := topicOverrides[key]; ok {
-		raw := v
-		syns = append([]Synonym{{Name: key, Value: &raw, Source: SourceDynamicTopicConfig}}, syns...)
-		return canonicalPtr(d.Type, &v), SourceDynamicTopicConfig, syns
+		syns = append([]Synonym{{Name: key, Value: &v, Source: SourceDynamicTopicConfig}}, syns...)
 	}
-	value := d.Default
-	src := SourceDefaultConfig
+	return value, src, syns
+}
+
+// EffectiveTopicValue is TopicValue without the synonyms, for hot paths (produce, fetch)
+// that only need the value. Unknown keys return nil.
+func EffectiveTopicValue(key string, topicOverrides, dynamicBroker, dynamicDefault map[string]string, static *Broker) *string {
+	d, ok := TopicDef(key)
+	if !ok {
+		return nil
+	}
+	v, _ := topicValue(d, topicOverrides, dynamicBroker, dynamicDefault, static)
+	return v
+}
+
+func topicValue(d *Def, topicOverrides, dynamicBroker, dynamicDefault map[string]string, static *Broker) (*string, Source) {
+	if v, ok := topicOverrides[d.Name]; ok {
+		return canonicalPtr(d.Type, &v), SourceDynamicTopicConfig
+	}
 	for _, s := range d.synonyms {
-		bd, _ := BrokerDef(s.name)
-		v, vsrc := lookup(s.name, bd, dynamicBroker, dynamicDefault, static)
+		bd := brokerByName[s.name] // topic synonyms are always plain broker keys
+		v, src := lookup(s.name, bd, dynamicBroker, dynamicDefault, static)
 		if v == nil {
 			continue
 		}
-		value, src = convert(key, *v, s.factor), vsrc
-		break
+		return canonicalPtr(d.Type, convert(d.Name, *v, s.factor)), src
 	}
-	return canonicalPtr(d.Type, value), src, syns
+	return d.Default, SourceDefaultConfig
 }
 
 // TopicValues returns the effective value of every topic key (nil for null defaults), for
@@ -86,8 +100,7 @@ func TopicValue(key string, topicOverrides, dynamicBroker, dynamicDefault map[st
 func TopicValues(topicOverrides, dynamicBroker, dynamicDefault map[string]string, static *Broker) map[string]*string {
 	out := make(map[string]*string, len(topicTable))
 	for _, d := range topicTable {
-		v, _, _ := TopicValue(d.Name, topicOverrides, dynamicBroker, dynamicDefault, static)
-		out[d.Name] = v
+		out[d.Name], _ = topicValue(d, topicOverrides, dynamicBroker, dynamicDefault, static)
 	}
 	return out
 }
@@ -163,6 +176,9 @@ func canonicalPtr(t Type, v *string) *string {
 		return nil
 	}
 	c := Canonical(t, *v)
+	if c == *v {
+		return v
+	}
 	return &c
 }
 
