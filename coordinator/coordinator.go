@@ -229,7 +229,21 @@ func (c *Coordinator) Load(partition int32, log PartitionLog) error {
 	c.mu.Unlock()
 
 	start := c.cfg.Clock.Now()
-	err := s.replay()
+	// The replay runs as the shard's first event, so an Unload meanwhile
+	// waits for it instead of racing with it.
+	var err error
+	done := make(chan struct{})
+	s.submit(func() {
+		defer close(done)
+		if s.unloaded {
+			err = ErrClosed
+			return
+		}
+		if err = s.replay(); err == nil {
+			s.activate()
+		}
+	})
+	<-done
 	if err != nil {
 		c.mu.Lock()
 		if c.mu.shards[partition] == s {
@@ -239,12 +253,6 @@ func (c *Coordinator) Load(partition int32, log PartitionLog) error {
 		c.log.Error("loading coordinator shard failed", "partition", partition, "err", err)
 		return fmt.Errorf("coordinator: loading partition %d: %w", partition, err)
 	}
-	done := make(chan struct{})
-	s.submit(func() {
-		s.activate()
-		close(done)
-	})
-	<-done
 	c.log.Info("loaded coordinator shard", "partition", partition,
 		"groups", s.numGroups(), "elapsed", c.cfg.Clock.Now().Sub(start))
 	return nil

@@ -171,7 +171,7 @@ func (l *fakeLog) Replay(fn func(int64, []byte, []byte) error) error {
 }
 
 type harness struct {
-	t     *testing.T
+	t     testing.TB
 	clock *manualClock
 	cfg   Config
 	c     *Coordinator
@@ -179,7 +179,7 @@ type harness struct {
 	ids   int
 }
 
-func newHarness(t *testing.T, mutate func(*Config)) *harness {
+func newHarness(t testing.TB, mutate func(*Config)) *harness {
 	h := &harness{t: t, clock: newManualClock(), logs: make(map[int32]*fakeLog)}
 	cfg := DefaultConfig()
 	cfg.Clock = h.clock
@@ -244,7 +244,7 @@ func goAsync[T any](f func() T) *async[T] {
 
 // wait returns the result, failing the test if it does not arrive. The
 // deadline only guards against a hung test; it never decides an outcome.
-func (a *async[T]) wait(t *testing.T) T {
+func (a *async[T]) wait(t testing.TB) T {
 	t.Helper()
 	if a.got != nil {
 		return *a.got

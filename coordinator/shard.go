@@ -132,21 +132,6 @@ func (s *shard) submit(ev func()) {
 	s.exec.Unlock()
 }
 
-// call runs fn as an event and waits for it; fn returns the error code to
-// answer with if the shard was unloaded before fn ran.
-func (s *shard) call(fn func()) (unloaded bool) {
-	done := make(chan bool, 1)
-	s.submit(func() {
-		if s.unloaded {
-			done <- true
-			return
-		}
-		fn()
-		done <- false
-	})
-	return <-done
-}
-
 func (s *shard) now() time.Time { return s.cfg.Clock.Now() }
 
 // shardTimer is a timer whose callback runs as a shard event, and never after
@@ -250,8 +235,8 @@ func appendErrorCode(err error) int16 {
 	return kerr.UnknownServerError.Code
 }
 
-// replay loads the partition's records. REQUIRES: shard not yet active (no
-// events run concurrently).
+// replay loads the partition's records. REQUIRES: shard event, shard not
+// yet active.
 func (s *shard) replay() error {
 	return s.log.Replay(func(_ int64, key, value []byte) error {
 		if len(key) >= 2 {
@@ -345,7 +330,8 @@ func (s *shard) activate() {
 		}
 	}
 	s.scheduleRetentionCheck()
-	s.status.Store(shardActive)
+	// An Unload during the replay wins.
+	s.status.CompareAndSwap(shardLoading, shardActive)
 }
 
 func (s *shard) numGroups() int {
