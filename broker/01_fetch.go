@@ -183,7 +183,11 @@ func (b *Broker) fetchResponse(req *kmsg.FetchRequest, sessionID int32, session 
 		p.Partition = t.partition
 		p.ErrorCode = r.errCode
 		p.HighWatermark, p.LastStableOffset, p.LogStartOffset = r.highWatermark, r.lastStableOffset, r.logStartOffset
+		// Never null: librdkafka rejects a null record set (MessageSetSize -1).
 		p.RecordBatches = r.records
+		if p.RecordBatches == nil {
+			p.RecordBatches = []byte{}
+		}
 		if req.IsolationLevel == 1 {
 			p.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
 		}

@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -81,11 +82,11 @@ func run(args []string) error {
 	for k, v := range overrides {
 		props[k] = v
 	}
-	cfg, warnings, err := config.ParseBroker(props)
+	cfg, err := config.ParseBroker(props)
 	if err != nil {
 		return err
 	}
-	for _, w := range warnings {
+	for _, w := range cfg.Warnings {
 		logger.Warn(w)
 	}
 
@@ -107,7 +108,7 @@ func run(args []string) error {
 		NodeID:    cfg.NodeID,
 		Dir:       filepath.Join(logDir, "__cluster_metadata-0"),
 		Endpoints: endpoints,
-		Rack:      cfg.Rack,
+		Rack:      rack(cfg),
 		Logger:    logger.With("component", "controller"),
 	})
 	if err != nil {
@@ -123,7 +124,7 @@ func run(args []string) error {
 
 	var servers []*wire.Server
 	for _, l := range cfg.Listeners {
-		if cfg.IsControllerListener(l.Name) {
+		if slices.Contains(cfg.ControllerListeners, l.Name) {
 			continue
 		}
 		srv, err := wire.Listen(wire.Config{
@@ -171,7 +172,7 @@ func shutdown(servers []*wire.Server) {
 func advertisedEndpoints(cfg *config.Broker) ([]controller.Endpoint, error) {
 	var out []controller.Endpoint
 	for _, l := range cfg.AdvertisedListeners {
-		if cfg.IsControllerListener(l.Name) {
+		if slices.Contains(cfg.ControllerListeners, l.Name) {
 			continue
 		}
 		host := l.Host
@@ -202,4 +203,12 @@ func lockDir(dir string) (unlock func(), err error) {
 		return nil, fmt.Errorf("log directory %s is in use by another process: %w", dir, err)
 	}
 	return func() { f.Close() }, nil
+}
+
+// rack is broker.rack, nil when unset.
+func rack(cfg *config.Broker) *string {
+	if cfg.BrokerRack == "" {
+		return nil
+	}
+	return &cfg.BrokerRack
 }
