@@ -29,6 +29,7 @@ func init() {
 		if d.synonyms == nil {
 			d.synonyms = syn(d.Name)
 		}
+		d.PerBroker = !d.ReadOnly && isPerBrokerName(d.Name)
 	}
 	brokerSorted = append([]*Def(nil), brokerTable...)
 	sortDefs(brokerSorted)
@@ -75,6 +76,7 @@ func BrokerDef(name string) (*Def, bool) {
 	d.Name = name
 	d.Default = nil
 	d.Internal = false
+	d.PerBroker = !d.ReadOnly && (strings.HasPrefix(key, "ssl.") || strings.HasPrefix(key, "sasl."))
 	d.synonyms = syn(name, key)
 	return &d, true
 }
@@ -90,8 +92,27 @@ func ValidateBroker(key, value string) error {
 	return d.Check(value)
 }
 
-// ValidateBrokerDynamic is ValidateBroker for AlterConfigs/IncrementalAlterConfigs on a
-// running cluster: it also refuses keys that cannot change dynamically, with Kafka's message.
+// isPerBrokerName: listener and security settings, which Kafka only lets change per broker.
+func isPerBrokerName(name string) bool {
+	switch name {
+	case "listeners", "listener.security.protocol.map", "principal.builder.class":
+		return true
+	}
+	return strings.HasPrefix(name, "ssl.") || strings.HasPrefix(name, "sasl.")
+}
+
+// dynamicSecurityKeys are the keystore/truststore settings Kafka lets change dynamically only
+// with a listener prefix (DynamicBrokerConfig.DynamicSecurityConfigs).
+var dynamicSecurityKeys = map[string]bool{
+	"ssl.key.password": true, "ssl.keystore.type": true, "ssl.keystore.certificate.chain": true,
+	"ssl.keystore.password": true, "ssl.truststore.password": true, "ssl.truststore.certificates": true,
+	"ssl.truststore.location": true, "ssl.keystore.location": true, "ssl.truststore.type": true,
+	"ssl.keystore.key": true,
+}
+
+// ValidateBrokerDynamic is ValidateBroker for AlterConfigs/IncrementalAlterConfigs of one
+// broker id on a running cluster: it also refuses keys that cannot change dynamically, with
+// Kafka's messages.
 func ValidateBrokerDynamic(key, value string) error {
 	d, ok := BrokerDef(key)
 	if !ok {
@@ -100,7 +121,22 @@ func ValidateBrokerDynamic(key, value string) error {
 	if d.ReadOnly {
 		return &Error{Key: key, Value: value, Reason: "Cannot update this configuration dynamically"}
 	}
+	if dynamicSecurityKeys[key] {
+		return &Error{Key: key, Value: value, Message: "Dynamic security configs can only be updated using listener prefix, base configs may be updated only using static broker configs: " + key}
+	}
 	return d.Check(value)
+}
+
+// ValidateBrokerDynamicDefault is ValidateBrokerDynamic for the cluster-wide default broker
+// resource "": it also refuses per-broker keys (Def.PerBroker), as Kafka does.
+func ValidateBrokerDynamicDefault(key, value string) error {
+	if err := ValidateBrokerDynamic(key, value); err != nil {
+		return err
+	}
+	if d, _ := BrokerDef(key); d.PerBroker {
+		return &Error{Key: key, Value: value, Message: "Cannot update these configs at default cluster level, broker id must be specified: " + key}
+	}
+	return nil
 }
 
 func notSupportedTrue(what string) func(string) error {

@@ -11,13 +11,16 @@
 //     string, sensitivity, whether a broker key can be changed dynamically, and validation.
 //     Names, types, defaults and validation rules match Kafka 4.1 (LogConfig for topics,
 //     KafkaConfig/AbstractKafkaConfig for brokers); see TopicDefs and BrokerDefs.
-//   - Validation (ValidateTopic, ValidateBroker) with Kafka-style messages
-//     ("Invalid value X for configuration K: reason"), returned as *Error so callers can map
-//     them to INVALID_CONFIG.
+//   - Validation with Kafka's messages ("Invalid value X for configuration K: reason"),
+//     returned as *Error so callers can map them to INVALID_CONFIG: ValidateTopic (one key),
+//     ValidateTopicConfigs (a topic's whole set, with Kafka's cross-key checks),
+//     ValidateBroker (server.properties), ValidateBrokerDynamic and
+//     ValidateBrokerDynamicDefault (AlterConfigs on one broker id / on the default resource).
 //   - Java .properties parsing (LoadProperties, ParseProperties) and typed broker
 //     configuration (ParseBroker, Broker).
 //   - Value resolution for DescribeConfigs and for the storage engine (BrokerValue,
-//     TopicValue): the effective value, its Source and the synonyms Kafka reports.
+//     BrokerSynonyms, TopicValue): the effective value, its Source and the synonyms Kafka
+//     reports; EffectiveTopicValue for hot paths; ResolveTopic for a typed TopicSettings.
 //
 // Invariants:
 //
@@ -26,6 +29,9 @@
 //     Broker.Warnings when they are set explicitly.
 //   - Every default value of a Def passes that Def's own validation (tested).
 //   - The tables are immutable after package initialisation; callers must not modify a *Def.
+//
+// testdata/kafka-4.1.1-configdefs.tsv is a dump of Kafka 4.1.1's ConfigDefs (made with
+// testdata/DumpConfigDefs.java); TestDefsMatchKafka keeps the tables equal to it.
 //
 // Where sluice's defaults deliberately differ from Kafka's, the Def's doc says so. They differ
 // only so that `sluice` with no arguments is a working single-node cluster on 127.0.0.1:9092

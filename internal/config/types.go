@@ -99,6 +99,10 @@ type Def struct {
 	// ReadOnly broker keys cannot be changed with AlterConfigs on a running cluster (Kafka's
 	// DynamicBrokerConfig decides which can). Always false for topic keys.
 	ReadOnly bool
+	// PerBroker broker keys may be changed dynamically only for one broker id, not for the
+	// cluster-wide default resource "" (Kafka's DynamicBrokerConfig.perBrokerConfigs: listener
+	// and security settings).
+	PerBroker bool
 	// BrokerKey, for a topic key, is the broker key that supplies the default when the topic
 	// does not override it (retention.ms <- log.retention.ms). Empty when there is none.
 	// BrokerSynonyms lists all of them in precedence order.

@@ -151,3 +151,33 @@ func TestValidateTopicConfigs(t *testing.T) {
 		}
 	}
 }
+
+func TestValidateBrokerDynamicDefault(t *testing.T) {
+	for _, tc := range []struct {
+		key, value      string
+		perBroker, dflt string // expected errors, "" = accepted
+	}{
+		{"log.retention.ms", "1000", "", ""},
+		{"message.max.bytes", "2000000", "", ""},
+		{"listeners", "PLAINTEXT://:9092", "", "Cannot update these configs at default cluster level, broker id must be specified: listeners"},
+		{"ssl.client.auth", "required", "", "Cannot update these configs at default cluster level, broker id must be specified: ssl.client.auth"},
+		{"listener.name.ssl.ssl.keystore.location", "/k.jks", "", "Cannot update these configs at default cluster level, broker id must be specified: listener.name.ssl.ssl.keystore.location"},
+		{"listener.name.sasl_ssl.plain.sasl.jaas.config", "x;", "", "Cannot update these configs at default cluster level, broker id must be specified: listener.name.sasl_ssl.plain.sasl.jaas.config"},
+		{"ssl.keystore.location", "/k.jks", "Dynamic security configs can only be updated using listener prefix, base configs may be updated only using static broker configs: ssl.keystore.location", "Dynamic security configs can only be updated using listener prefix, base configs may be updated only using static broker configs: ssl.keystore.location"},
+		{"num.partitions", "2", "Invalid value 2 for configuration num.partitions: Cannot update this configuration dynamically", "Invalid value 2 for configuration num.partitions: Cannot update this configuration dynamically"},
+	} {
+		for _, c := range []struct {
+			f    func(string, string) error
+			want string
+		}{{ValidateBrokerDynamic, tc.perBroker}, {ValidateBrokerDynamicDefault, tc.dflt}} {
+			err := c.f(tc.key, tc.value)
+			got := ""
+			if err != nil {
+				got = err.Error()
+			}
+			if got != c.want {
+				t.Errorf("%s=%s: got %q, want %q", tc.key, tc.value, got, c.want)
+			}
+		}
+	}
+}
