@@ -760,3 +760,33 @@ func TestOversizedProposalRefused(t *testing.T) {
 	// The controller is unaffected.
 	mustCreate(t, c, CreateTopic{Name: "after", NumPartitions: 1, ReplicationFactor: 1})
 }
+
+func TestStepAfterClose(t *testing.T) {
+	c, err := Start(testConfig(t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Step(testCtx(t), nil); err == nil {
+		t.Error("Step(nil) accepted")
+	}
+	// A message for another term is handed to raft, which ignores what it cannot use.
+	if err := c.Step(testCtx(t), &raftpb.Message{Type: raftpb.MsgHeartbeat.Enum(), From: new(uint64(3)), To: new(uint64(2)), Term: new(uint64(0))}); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	if err := c.Step(testCtx(t), &raftpb.Message{}); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Step after Close: %v", err)
+	}
+}
+
+func TestAlterConfigsDuplicateKey(t *testing.T) {
+	c := startTest(t, testConfig(t.TempDir()))
+	res, err := c.AlterConfigs(testCtx(t), []AlterConfigs{{ResourceType: ResourceBroker, ResourceName: "1",
+		Ops: []ConfigOp{{Key: "log.retention.ms", Value: str("1")}, {Key: "log.retention.ms"}}}}, false)
+	if err != nil || res[0].Err != kerr.InvalidRequest {
+		t.Fatalf("%v %+v", err, res)
+	}
+	if len(c.Image().BrokerConfigs) != 0 {
+		t.Fatal("configs changed")
+	}
+}

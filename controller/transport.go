@@ -42,6 +42,11 @@ func (c *Controller) Step(ctx context.Context, m *pb.Message) error {
 		return fmt.Errorf("controller: nil raft message")
 	}
 	select {
+	case <-c.done:
+		return ErrClosed
+	default:
+	}
+	select {
 	case c.inbound <- m:
 		return nil
 	case <-ctx.Done():
