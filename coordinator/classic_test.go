@@ -516,3 +516,52 @@ func TestSyncAppendFailureRebalances(t *testing.T) {
 		t.Fatalf("state %s", st)
 	}
 }
+
+func TestNewMemberDuringCompletingRebalance(t *testing.T) {
+	h := newHarness(t, nil)
+	h.load("g")
+	a := h.joinNew(joinSpec{group: "g"})
+	ja := h.joinAsync(joinSpec{group: "g", memberID: a})
+	h.waitFor("g", awaitingJoin("g", 1))
+	h.clock.Advance(3 * time.Second)
+	ra := ja.wait(t)
+	// The follower-less leader has not synced yet when b arrives: the
+	// pending assignment is abandoned and a new rebalance starts.
+	b := h.joinNew(joinSpec{group: "g"})
+	jb := h.joinAsync(joinSpec{group: "g", memberID: b})
+	h.waitFor("g", awaitingJoin("g", 1))
+	if st := h.groupState("g"); st != "PreparingRebalance" {
+		t.Fatalf("state %s", st)
+	}
+	if r := h.syncAsync("g", a, ra.Generation, map[string][]byte{a: []byte("x")}).wait(t); r.ErrorCode != errRebalanceInProgress {
+		t.Fatalf("stale sync %d", r.ErrorCode)
+	}
+	ra = h.joinAsync(joinSpec{group: "g", memberID: a}).wait(t)
+	rb := jb.wait(t)
+	if ra.Generation != 2 || rb.Generation != 2 || ra.LeaderID != a || len(ra.Members) != 2 {
+		t.Fatalf("gen 2: %+v %+v", ra, rb)
+	}
+	// A sync with the old generation is refused.
+	if r := h.syncAsync("g", b, 1, nil).wait(t); r.ErrorCode != errIllegalGeneration {
+		t.Fatalf("old generation sync %d", r.ErrorCode)
+	}
+}
+
+func TestStaticLeaderRejoinOldVersion(t *testing.T) {
+	h := newHarness(t, nil)
+	h.load("g")
+	j := h.joinAsync(joinSpec{group: "g", instance: str("i1"), version: 5})
+	h.waitFor("g", awaitingJoin("g", 1))
+	h.clock.Advance(3 * time.Second)
+	r := j.wait(t)
+	h.syncAsync("g", r.MemberID, r.Generation, map[string][]byte{r.MemberID: []byte("A")}).wait(t)
+	// Before KIP-814 (v9) the returning leader is not told it leads, so it
+	// does not compute a new assignment.
+	r2 := h.joinAsync(joinSpec{group: "g", instance: str("i1"), version: 5}).wait(t)
+	if r2.ErrorCode != 0 || r2.LeaderID != r.MemberID || r2.MemberID == r.MemberID || len(r2.Members) != 0 || r2.Generation != r.Generation {
+		t.Fatalf("v5 static rejoin %+v", r2)
+	}
+	if s := h.syncAsync("g", r2.MemberID, r2.Generation, nil).wait(t); s.ErrorCode != 0 || string(s.MemberAssignment) != "A" {
+		t.Fatalf("sync %+v", s)
+	}
+}

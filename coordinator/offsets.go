@@ -573,7 +573,7 @@ func (s *shard) expireOffsets() {
 				}
 			}
 		}
-		dropGroup := len(expired) == g.numOffsets() && len(g.pendingCommits) == 0
+		dropGroup := len(expired) == g.numOffsets() && len(g.pendingCommits) == 0 && len(g.pending) == 0
 		if dropGroup {
 			recs = append(recs, g.deletionRecords()...)
 			g.transition(groupDead)
