@@ -102,10 +102,14 @@ type Controller struct {
 	// working is the published image with every in-flight proposal applied on top: the image
 	// new proposals validate against, so two proposals cannot both claim the same name.
 	// Invariant: working == published image when inflight is empty.
-	working      *Image
-	inflight     map[uint64]*request // proposal ID -> request, bounded by maxInflight
-	waiting      []*request          // requests with waitForLeader parked until leaderReady
-	nextProposal uint64
+	working *Image
+	// workingBuilder, while a batch of proposals is being planned, owns working and applies
+	// each proposal's records to it in place, so a batch copies the image's maps once, not
+	// once per proposal. Dropped (freezing working) before each Ready.
+	workingBuilder *imageBuilder
+	inflight       map[uint64]*request // proposal ID -> request, bounded by maxInflight
+	waiting        []*request          // requests with waitForLeader parked until leaderReady
+	nextProposal   uint64
 }
 
 // request is a proposal handed to the driver.
@@ -415,16 +419,21 @@ func (c *Controller) handleRequest(r *request) {
 		r.finish(errNotController)
 		return
 	}
-	next, errs := applyRecords(c.working, c.working.Offset, recs)
-	for _, err := range errs {
-		c.logger.Error("proposed record does not apply to the working image", "err", err)
+	if c.workingBuilder == nil {
+		c.workingBuilder = newImageBuilder(c.working)
+		c.working = c.workingBuilder.img
 	}
-	c.working = next
+	for _, rec := range recs {
+		if err := c.workingBuilder.apply(rec); err != nil {
+			c.logger.Error("proposed record does not apply to the working image", "err", err)
+		}
+	}
 	c.inflight[id] = r
 }
 
 // processReady drains raft's Ready. REQUIRES: driver goroutine.
 func (c *Controller) processReady() error {
+	c.workingBuilder = nil // freeze the working image of the batch just proposed
 	for c.node.HasReady() {
 		rd := c.node.Ready()
 		if rd.SoftState != nil {
@@ -484,7 +493,7 @@ func (c *Controller) leadershipChanged(ss *raft.SoftState) {
 			r.finish(errNotController)
 			delete(c.inflight, id)
 		}
-		c.working = c.image.Load()
+		c.working, c.workingBuilder = c.image.Load(), nil
 	}
 	if leader != c.leaderID {
 		c.leaderID = leader
@@ -503,7 +512,7 @@ func (c *Controller) publish(next *Image) {
 	old := c.image.Swap(next)
 	close(old.changed)
 	if len(c.inflight) == 0 {
-		c.working = next
+		c.working, c.workingBuilder = next, nil
 	}
 }
 

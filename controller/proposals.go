@@ -59,12 +59,20 @@ func (c *Controller) CreateTopics(ctx context.Context, topics []CreateTopic, val
 	req := &request{
 		plan: func(w *Image) []Record {
 			var recs []Record
+			// Topics planned earlier in this request, by unified name, so later ones cannot
+			// collide with them (exact duplicates are refused outright).
+			planned := map[string]string{}
 			for i, t := range topics {
 				if counts[t.Name] > 1 {
 					setErr(&results[i].Err, &results[i].Message, fail(kerr.InvalidRequest, "Duplicate topic name %q in request.", t.Name))
 					continue
 				}
 				trecs, verr := planCreateTopic(w, t, rng)
+				if verr == nil {
+					if other, ok := planned[unifyCollisionChars(t.Name)]; ok {
+						verr = fail(kerr.InvalidTopicException, "Topic '%s' collides with existing topic: %s", t.Name, other)
+					}
+				}
 				if verr == nil && len(recs)+len(trecs) > maxRecordsPerRequest {
 					verr = fail(kerr.PolicyViolation, "Unable to perform excessively large batch operation.")
 				}
@@ -72,15 +80,15 @@ func (c *Controller) CreateTopics(ctx context.Context, topics []CreateTopic, val
 					setErr(&results[i].Err, &results[i].Message, verr)
 					continue
 				}
-				// Apply to the working image so later topics of this request see this one.
-				next, _ := applyRecords(w, w.Offset, trecs)
 				id := trecs[0].(*TopicRecord).TopicID
 				results[i].ID = id
 				if validateOnly {
-					results[i].Topic = next.TopicsByID[id]
+					// The topic as it would be created (it is in no image).
+					alone, _ := applyRecords(emptyImage(), 0, trecs)
+					results[i].Topic = alone.TopicsByID[id]
 					continue
 				}
-				w = next
+				planned[unifyCollisionChars(t.Name)] = t.Name
 				recs = append(recs, trecs...)
 			}
 			return recs
