@@ -73,6 +73,9 @@ func TestConsumerGroupSimulation(t *testing.T) {
 						heartbeat(clients[rng.IntN(len(clients))])
 					}
 				}
+				if step == 100 && seed%2 == 1 {
+					h.restart() // failover: the state reloads from the log
+				}
 				h.clock.Advance(100 * time.Millisecond)
 			}
 			if len(clients) == 0 {
