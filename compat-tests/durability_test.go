@@ -80,7 +80,7 @@ func TestDurabilityKill9(t *testing.T) {
 		t.Fatalf("creating topic: %v", err)
 	}
 
-	var totalAcked atomic.Int64
+	var totalAcked, totalHanded atomic.Int64 // records acked; records handed to Produce
 	var stop atomic.Bool
 	producers := make([]*durProducer, durProducers)
 	var wg sync.WaitGroup
@@ -112,6 +112,7 @@ func TestDurabilityKill9(t *testing.T) {
 					Value:     []byte(fmt.Sprintf("producer %d record %d %s", p.id, seq, strings.Repeat("x", 64))),
 					Partition: partitionFor(p.id, seq),
 				}
+				totalHanded.Add(1)
 				p.client.Produce(ctx, rec, func(r *kgo.Record, err error) {
 					p.mu.Lock()
 					defer p.mu.Unlock()
@@ -134,6 +135,9 @@ func TestDurabilityKill9(t *testing.T) {
 	})
 	b.Kill()
 	ackedAtKill := totalAcked.Load()
+	// Records handed over but unacknowledged when the broker died: these are retried into the
+	// restarted broker, and idempotence must keep them from landing twice.
+	unackedAtKill := totalHanded.Load() - ackedAtKill
 	b.Restart()
 	resumeTarget := ackedAtKill + durAcksAfterResume
 	waitFor(t, 60*time.Second, fmt.Sprintf("%d more acks after the restart", durAcksAfterResume), func() error {
@@ -263,6 +267,7 @@ func TestDurabilityKill9(t *testing.T) {
 		}
 		p.mu.Unlock()
 	}
+	t.Logf("in flight or buffered at the kill: %d records", unackedAtKill)
 	t.Logf("acked %d (%d before the kill), failed %d (%d of those present in the log), read %d, missing %d, moved %d, duplicates %d",
 		acked, ackedAtKill, failed, unackedPresent, len(found), missing, moved, duplicates)
 	if len(failReasons) > 0 {

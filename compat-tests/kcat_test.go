@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // kcatTimeout bounds one kcat invocation.
@@ -69,7 +71,10 @@ func TestKcat(t *testing.T) {
 		}
 	})
 
-	for _, codec := range []string{"gzip", "snappy", "lz4", "zstd"} {
+	for codecID, codec := range []string{1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"} {
+		if codec == "" {
+			continue
+		}
 		t.Run("Compression_"+codec, func(t *testing.T) {
 			topic := "kcat-z-" + codec
 			const n = 200
@@ -86,6 +91,72 @@ func TestKcat(t *testing.T) {
 				t.Fatalf("%s: read back %d lines, differing from the %d produced; first lines:\n%s",
 					codec, len(got)-1, n, strings.Join(got[:min(len(got), 5)], "\n"))
 			}
+			// The broker keeps the producer's batches as they came: compressed with the codec.
+			if attrs := firstBatchAttributes(t, b.Addr, topic); int(attrs&0x07) != codecID {
+				// Older librdkafka (Debian's kcat has 2.0.2) compresses gzip/snappy/lz4 only if
+				// ApiVersions lists Produce v2,
+				// which is why Kafka 4.x advertises Produce from v0 and rejects v0-v2 on use
+				// (KAFKA-18659).
+				minV, maxV := advertisedVersions(t, b.Addr, 0)
+				t.Errorf("first stored batch has attributes %#x, want codec %d (%s); ApiVersions advertises Produce v%d-v%d (Kafka 4.x: v0-v%d)",
+					attrs, codecID, codec, minV, maxV, maxV)
+			}
 		})
 	}
+}
+
+// firstBatchAttributes fetches topic's partition 0 from offset 0 with a raw Fetch v11 and
+// returns the attributes of the first record batch in the response.
+func firstBatchAttributes(t *testing.T, addr, topic string) int16 {
+	t.Helper()
+	conn := dialRaw(t, addr)
+	req := kmsg.NewPtrFetchRequest()
+	req.Version = 11
+	req.ReplicaID = -1
+	req.MaxWaitMillis = 500
+	req.MaxBytes = 1 << 20
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewFetchRequestTopicPartition()
+	rp.Partition = 0
+	rp.FetchOffset = 0
+	rp.PartitionMaxBytes = 1 << 20
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp := kmsg.NewPtrFetchResponse()
+	if err := roundTrip(conn, req, resp, 3); err != nil {
+		t.Fatalf("raw fetch: %v", err)
+	}
+	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+		t.Fatalf("raw fetch: %d topics in response", len(resp.Topics))
+	}
+	p := resp.Topics[0].Partitions[0]
+	// RecordBatch v2: attributes are the int16 at byte 21, after baseOffset(8) length(4)
+	// partitionLeaderEpoch(4) magic(1) crc(4).
+	if p.ErrorCode != 0 || len(p.RecordBatches) < 23 {
+		t.Fatalf("raw fetch: error %d, %d bytes of records", p.ErrorCode, len(p.RecordBatches))
+	}
+	if magic := p.RecordBatches[16]; magic != 2 {
+		t.Fatalf("raw fetch: first batch has magic %d", magic)
+	}
+	return int16(p.RecordBatches[21])<<8 | int16(p.RecordBatches[22])
+}
+
+// advertisedVersions returns the version range the broker's ApiVersions lists for apiKey.
+func advertisedVersions(t *testing.T, addr string, apiKey int16) (minVersion, maxVersion int16) {
+	t.Helper()
+	conn := dialRaw(t, addr)
+	req := kmsg.NewPtrApiVersionsRequest()
+	req.Version = 3
+	req.ClientSoftwareName, req.ClientSoftwareVersion = "compat", "1"
+	resp := kmsg.NewPtrApiVersionsResponse()
+	if err := roundTrip(conn, req, resp, 5); err != nil {
+		t.Fatalf("ApiVersions: %v", err)
+	}
+	for _, k := range resp.ApiKeys {
+		if k.ApiKey == apiKey {
+			return k.MinVersion, k.MaxVersion
+		}
+	}
+	return -1, -1
 }
