@@ -22,9 +22,25 @@ type offsetIndex struct {
 	file       File
 	baseOffset int64
 	maxEntries int
-	// entries holds the file's bytes. Invariant: len(entries) % offsetIndexEntrySize == 0 and the
-	// file holds at least these bytes (durable only after sync).
+	// entries holds the index. Invariant: len(entries) % offsetIndexEntrySize == 0; the file
+	// holds entries[:written]; the rest is written by persist (before every fsync of the
+	// segment). An active segment's index is rebuilt by recovery anyway, so deferring the file
+	// writes loses nothing and saves two syscalls per indexed batch.
 	entries []byte
+	written int
+}
+
+// persist writes entries not yet in the file.
+// REQUIRES: Log.appendMu held.
+func (ix *offsetIndex) persist() error {
+	if ix.written == len(ix.entries) {
+		return nil
+	}
+	if _, err := ix.file.WriteAt(ix.entries[ix.written:], int64(ix.written)); err != nil {
+		return err
+	}
+	ix.written = len(ix.entries)
+	return nil
 }
 
 func (ix *offsetIndex) len() int { return len(ix.entries) / offsetIndexEntrySize }
@@ -64,7 +80,7 @@ func (ix *offsetIndex) encode(offset, position int64) []byte {
 	return e[:]
 }
 
-// append writes an entry to the file and to memory.
+// appendLocked adds an entry (to the file at the next persist).
 // REQUIRES: Log.appendMu and Log.mu (exclusive) held.
 func (ix *offsetIndex) appendLocked(offset, position int64) error {
 	if n := ix.len(); n > 0 {
@@ -72,11 +88,7 @@ func (ix *offsetIndex) appendLocked(offset, position int64) error {
 			return fmt.Errorf("logstore: offset index entry %d not after %d", offset, last)
 		}
 	}
-	e := ix.encode(offset, position)
-	if _, err := ix.file.WriteAt(e, int64(len(ix.entries))); err != nil {
-		return err
-	}
-	ix.entries = append(ix.entries, e...)
+	ix.entries = append(ix.entries, ix.encode(offset, position)...)
 	return nil
 }
 
@@ -87,6 +99,7 @@ func (ix *offsetIndex) truncateLocked(n int) error {
 		return err
 	}
 	ix.entries = ix.entries[:n*offsetIndexEntrySize]
+	ix.written = min(ix.written, len(ix.entries))
 	return nil
 }
 
@@ -116,6 +129,20 @@ type timeIndex struct {
 	baseOffset int64
 	maxEntries int
 	entries    []byte
+	written    int // as offsetIndex.written
+}
+
+// persist writes entries not yet in the file.
+// REQUIRES: Log.appendMu held.
+func (ix *timeIndex) persist() error {
+	if ix.written == len(ix.entries) {
+		return nil
+	}
+	if _, err := ix.file.WriteAt(ix.entries[ix.written:], int64(ix.written)); err != nil {
+		return err
+	}
+	ix.written = len(ix.entries)
+	return nil
 }
 
 func (ix *timeIndex) len() int { return len(ix.entries) / timeIndexEntrySize }
@@ -164,9 +191,6 @@ func (ix *timeIndex) maybeAppendLocked(timestamp, offset int64, skipFull bool) e
 	var e [timeIndexEntrySize]byte
 	binary.BigEndian.PutUint64(e[:], uint64(timestamp))
 	binary.BigEndian.PutUint32(e[8:], uint32(offset-ix.baseOffset))
-	if _, err := ix.file.WriteAt(e[:], int64(len(ix.entries))); err != nil {
-		return err
-	}
 	ix.entries = append(ix.entries, e[:]...)
 	return nil
 }
@@ -177,6 +201,7 @@ func (ix *timeIndex) truncateLocked(n int) error {
 		return err
 	}
 	ix.entries = ix.entries[:n*timeIndexEntrySize]
+	ix.written = min(ix.written, len(ix.entries))
 	return nil
 }
 

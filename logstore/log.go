@@ -39,6 +39,8 @@ type Log struct {
 
 	// failure is the sticky error: once a write fails, the log refuses further mutations.
 	failure atomic.Pointer[error]
+	// groupCommit mirrors mu.cfg.FlushMessages == 1.
+	groupCommit atomic.Bool
 
 	mu struct {
 		sync.RWMutex
@@ -74,6 +76,7 @@ func Open(dir string, cfg Config, opts Options) (*Log, error) {
 		l.logger = slog.Default()
 	}
 	l.mu.cfg = normalizeConfig(cfg)
+	l.groupCommit.Store(l.mu.cfg.FlushMessages == 1)
 	l.flush.cond.L = &l.flush.mu
 	l.lastFlush = l.now()
 	if err := l.load(); err != nil {
@@ -180,6 +183,7 @@ func (l *Log) SetConfig(cfg Config) {
 	defer l.appendMu.Unlock()
 	l.mu.Lock()
 	l.mu.cfg = normalizeConfig(cfg)
+	l.groupCommit.Store(l.mu.cfg.FlushMessages == 1)
 	l.mu.Unlock()
 }
 
@@ -203,9 +207,16 @@ func (l *Log) append(data []byte, leader bool, leaderEpoch int32) (AppendResult,
 	if err != nil {
 		return AppendResult{}, err
 	}
+	groupCommit := l.groupCommit.Load()
+	if groupCommit {
+		l.groupCommitEnter()
+	}
 	l.appendMu.Lock()
 	res, syncTarget, err := l.appendLocked(data, headers, leader, leaderEpoch)
 	l.appendMu.Unlock()
+	if groupCommit {
+		l.groupCommitExit()
+	}
 	if err != nil || syncTarget < 0 {
 		return res, err
 	}
@@ -254,11 +265,14 @@ func (l *Log) appendLocked(data []byte, headers []batch.Header, leader bool, lea
 	}
 
 	// Producer state: leaders validate, followers and recovery only record.
-	updates := map[int64]*producerEntry{}
+	var updates map[int64]*producerEntry
 	for i := range headers {
 		h := &headers[i]
 		if !h.HasProducerID() {
 			continue
+		}
+		if updates == nil {
+			updates = make(map[int64]*producerEntry, 1)
 		}
 		e, seen := updates[h.ProducerID]
 		if !seen {

@@ -164,6 +164,7 @@ func (l *Log) loadSegment(seg *segment, nextBase, recoveryPoint int64) (truncate
 	if seg.timeIndex.entries, err = readAll(seg.timeIndex.file); err != nil {
 		return false, err
 	}
+	seg.index.written, seg.timeIndex.written = len(seg.index.entries), len(seg.timeIndex.entries)
 	if nextBase >= 0 && nextBase <= recoveryPoint || nextBase < 0 && recoveryPoint > seg.baseOffset {
 		if next, ok := l.trustSegment(seg, size); ok && (nextBase >= 0 || next == recoveryPoint) {
 			return false, nil

@@ -159,7 +159,15 @@ func (s *segment) indexBatchLocked(h *batch.Header, pos int64, indexInterval int
 // files returns the segment's open files.
 func (s *segment) files() []File { return []File{s.log, s.index.file, s.timeIndex.file} }
 
+// syncAll writes pending index entries and fsyncs the segment's three files.
+// REQUIRES: Log.appendMu held.
 func (s *segment) syncAll() error {
+	if err := s.index.persist(); err != nil {
+		return err
+	}
+	if err := s.timeIndex.persist(); err != nil {
+		return err
+	}
 	for _, f := range s.files() {
 		if err := f.Sync(); err != nil {
 			return err
