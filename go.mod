@@ -3,14 +3,16 @@ module sluice
 go 1.26.8
 
 require (
-	github.com/cockroachdb/datadriven v1.0.3 // indirect
-	github.com/golang/snappy v1.0.0 // indirect
+	github.com/cockroachdb/datadriven v1.0.3
+	github.com/twmb/franz-go v1.22.3
+	github.com/twmb/franz-go/pkg/kadm v1.20.0
+	github.com/twmb/franz-go/pkg/kmsg v1.15.1
+	go.etcd.io/raft/v3 v3.7.0
+	google.golang.org/protobuf v1.36.11
+)
+
+require (
 	github.com/klauspost/compress v1.20.4 // indirect
 	github.com/pierrec/lz4/v4 v4.1.33 // indirect
 	github.com/pmezard/go-difflib v1.0.0 // indirect
-	github.com/twmb/franz-go v1.22.3 // indirect
-	github.com/twmb/franz-go/pkg/kadm v1.20.0 // indirect
-	github.com/twmb/franz-go/pkg/kmsg v1.15.1 // indirect
-	go.etcd.io/raft/v3 v3.7.0 // indirect
-	google.golang.org/protobuf v1.36.11 // indirect
 )
