@@ -21,7 +21,8 @@ const (
 	durPartitions      = 6     //
 	durMaxPerProducer  = 30000 // hard cap on records each producer attempts
 	durAcksBeforeKill  = 3000  // acknowledged records (all producers) before SIGKILL
-	durAcksAfterResume = 3000  // acknowledged records after the restart before stopping
+	durAcksAfterResume = 3000  // acknowledged records after each restart before going on
+	durKills           = 3     // SIGKILL + restart cycles
 	durTestTimeout     = 120 * time.Second
 )
 
@@ -61,7 +62,7 @@ func parseDurKey(key string) (id, seq int, err error) {
 }
 
 // TestDurabilityKill9: idempotent acks=all producers write numbered records to six partitions;
-// the broker is SIGKILLed mid-stream and restarted on the same data dir while the producers keep
+// the broker is SIGKILLed mid-stream (durKills times) and restarted on the same data dir while the producers keep
 // retrying. Afterwards every acknowledged record is read back exactly once, at the offset its
 // ack reported, and each partition holds its producer's records in production order.
 func TestDurabilityKill9(t *testing.T) {
@@ -127,25 +128,28 @@ func TestDurabilityKill9(t *testing.T) {
 		}()
 	}
 
-	waitFor(t, 60*time.Second, fmt.Sprintf("%d acks before the kill", durAcksBeforeKill), func() error {
+	waitFor(t, 60*time.Second, fmt.Sprintf("%d acks before the first kill", durAcksBeforeKill), func() error {
 		if n := totalAcked.Load(); n < durAcksBeforeKill {
 			return fmt.Errorf("%d acked", n)
 		}
 		return nil
 	})
-	b.Kill()
-	ackedAtKill := totalAcked.Load()
-	// Records handed over but unacknowledged when the broker died: these are retried into the
-	// restarted broker, and idempotence must keep them from landing twice.
-	unackedAtKill := totalHanded.Load() - ackedAtKill
-	b.Restart()
-	resumeTarget := ackedAtKill + durAcksAfterResume
-	waitFor(t, 60*time.Second, fmt.Sprintf("%d more acks after the restart", durAcksAfterResume), func() error {
-		if n := totalAcked.Load(); n < resumeTarget {
-			return fmt.Errorf("%d acked, %d at the kill", n, ackedAtKill)
-		}
-		return nil
-	})
+	var killNotes []string
+	for kill := 1; kill <= durKills; kill++ {
+		b.Kill()
+		ackedAtKill := totalAcked.Load()
+		// Records handed over but unacknowledged when the broker died: these are retried into
+		// the restarted broker, and idempotence must keep them from landing twice.
+		killNotes = append(killNotes, fmt.Sprintf("kill %d: %d acked, %d in flight or buffered",
+			kill, ackedAtKill, totalHanded.Load()-ackedAtKill))
+		b.Restart()
+		waitFor(t, 60*time.Second, fmt.Sprintf("%d more acks after restart %d", durAcksAfterResume, kill), func() error {
+			if n := totalAcked.Load(); n < ackedAtKill+durAcksAfterResume {
+				return fmt.Errorf("%d acked, %d at the kill", n, ackedAtKill)
+			}
+			return nil
+		})
+	}
 	stop.Store(true)
 	wg.Wait()
 	for _, p := range producers {
@@ -267,9 +271,9 @@ func TestDurabilityKill9(t *testing.T) {
 		}
 		p.mu.Unlock()
 	}
-	t.Logf("in flight or buffered at the kill: %d records", unackedAtKill)
-	t.Logf("acked %d (%d before the kill), failed %d (%d of those present in the log), read %d, missing %d, moved %d, duplicates %d",
-		acked, ackedAtKill, failed, unackedPresent, len(found), missing, moved, duplicates)
+	t.Logf("%s", strings.Join(killNotes, "; "))
+	t.Logf("acked %d, failed %d (%d of those present in the log), read %d, missing %d, moved %d, duplicates %d",
+		acked, failed, unackedPresent, len(found), missing, moved, duplicates)
 	if len(failReasons) > 0 {
 		t.Logf("some failed produces: %s", strings.Join(failReasons, "; "))
 	}

@@ -94,9 +94,8 @@ func TestKcat(t *testing.T) {
 			// The broker keeps the producer's batches as they came: compressed with the codec.
 			if attrs := firstBatchAttributes(t, b.Addr, topic); int(attrs&0x07) != codecID {
 				// Older librdkafka (Debian's kcat has 2.0.2) compresses gzip/snappy/lz4 only if
-				// ApiVersions lists Produce v2,
-				// which is why Kafka 4.x advertises Produce from v0 and rejects v0-v2 on use
-				// (KAFKA-18659).
+				// ApiVersions lists Produce v2, which is why Kafka 4.x advertises Produce from v0
+				// and rejects v0-v2 on use (KAFKA-18659).
 				minV, maxV := advertisedVersions(t, b.Addr, 0)
 				t.Errorf("first stored batch has attributes %#x, want codec %d (%s); ApiVersions advertises Produce v%d-v%d (Kafka 4.x: v0-v%d)",
 					attrs, codecID, codec, minV, maxV, maxV)
