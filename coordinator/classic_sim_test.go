@@ -169,7 +169,7 @@ func TestClassicGroupSimulation(t *testing.T) {
 					// its last committed metadata.
 					h.restart()
 				}
-				h.clock.Advance(500 * time.Millisecond)
+				h.advance(500 * time.Millisecond)
 				checkClassicExclusive(t, clients)
 			}
 			if len(clients) == 0 {
@@ -180,7 +180,7 @@ func TestClassicGroupSimulation(t *testing.T) {
 				for _, c := range clients {
 					c.step(t, h)
 				}
-				h.clock.Advance(time.Second)
+				h.advance(time.Second)
 				checkClassicExclusive(t, clients)
 			}
 			var gen int32 = -1

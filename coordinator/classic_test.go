@@ -33,7 +33,7 @@ func (h *harness) formGroup(group string, n int) ([]string, int32) {
 		joins = append(joins, h.joinAsync(joinSpec{group: group, memberID: id}))
 		h.waitFor(group, awaitingJoin(group, i+1))
 	}
-	h.clock.Advance(2 * h.cfg.GroupInitialRebalanceDelay)
+	h.advance(2 * h.cfg.GroupInitialRebalanceDelay)
 	var leader string
 	var gen int32
 	for i, j := range joins {
@@ -88,13 +88,13 @@ func TestJoinSyncHeartbeatLeave(t *testing.T) {
 
 	// The initial delay (3s) expires with a member added meanwhile: Kafka
 	// waits one more delay.
-	h.clock.Advance(3 * time.Second)
+	h.advance(3 * time.Second)
 	select {
 	case <-ja.ch:
 		t.Fatal("join completed before the extended initial delay")
 	default:
 	}
-	h.clock.Advance(3 * time.Second)
+	h.advance(3 * time.Second)
 	ra, rb := ja.wait(t), jb.wait(t)
 	if ra.ErrorCode != 0 || rb.ErrorCode != 0 || ra.Generation != 1 || rb.Generation != 1 {
 		t.Fatalf("joins %+v %+v", ra, rb)
@@ -252,7 +252,7 @@ func TestProtocolSelectionByVote(t *testing.T) {
 		joins = append(joins, h.joinAsync(joinSpec{group: "g", version: 3, protocols: ps}))
 		h.waitFor("g", awaitingJoin("g", i+1))
 	}
-	h.clock.Advance(6 * time.Second)
+	h.advance(6 * time.Second)
 	for _, j := range joins {
 		if r := j.wait(t); r.ErrorCode != 0 || *r.Protocol != "roundrobin" {
 			t.Fatalf("join %d protocol %q", r.ErrorCode, *r.Protocol)
@@ -271,7 +271,7 @@ func TestSessionExpiryRebalances(t *testing.T) {
 	a, b := ids[0], ids[1]
 	// Only a heartbeats; b's 10s session runs out.
 	for i := 0; i < 4; i++ {
-		h.clock.Advance(3 * time.Second)
+		h.advance(3 * time.Second)
 		if code := h.heartbeat("g", a, gen, nil); i < 3 && code != 0 {
 			t.Fatalf("heartbeat %d at step %d", code, i)
 		} else if i == 3 && code != errRebalanceInProgress {
@@ -287,7 +287,7 @@ func TestSessionExpiryRebalances(t *testing.T) {
 	}
 	// a never syncs: after the rebalance timeout it is removed, and the
 	// group ends Empty (its session would also have ended).
-	h.clock.Advance(31 * time.Second)
+	h.advance(31 * time.Second)
 	if st := h.groupState("g"); st != "Empty" {
 		t.Fatalf("state %s", st)
 	}
@@ -309,10 +309,10 @@ func TestRebalanceTimeoutDropsMembersThatDoNotRejoin(t *testing.T) {
 	j1 := h.joinAsync(joinSpec{group: "g", memberID: ids[1]})
 	h.waitFor("g", awaitingJoin("g", 2))
 	for i := 0; i < 10; i++ {
-		h.clock.Advance(3 * time.Second)
+		h.advance(3 * time.Second)
 		h.heartbeat("g", ids[2], gen, nil)
 	}
-	h.clock.Advance(3 * time.Second) // rebalance timeout (30s) passed
+	h.advance(3 * time.Second) // rebalance timeout (30s) passed
 	r := j.wait(t)
 	if r.ErrorCode != 0 || r.Generation != gen+1 || len(r.Members) != 2 {
 		t.Fatalf("join %+v", r)
@@ -357,13 +357,13 @@ func TestPendingMemberIDExpires(t *testing.T) {
 	pending := h.joinNew(joinSpec{group: "g"})
 	j := h.joinAsync(joinSpec{group: "g", memberID: ids[0], meta: consumerMeta("x")})
 	h.waitFor("g", awaitingJoin("g", 1))
-	h.clock.Advance(9 * time.Second)
+	h.advance(9 * time.Second)
 	select {
 	case <-j.ch:
 		t.Fatal("completed while a member ID was pending")
 	default:
 	}
-	h.clock.Advance(2 * time.Second)
+	h.advance(2 * time.Second)
 	if r := j.wait(t); r.ErrorCode != 0 || len(r.Members) != 1 {
 		t.Fatalf("join %+v", r)
 	}
@@ -380,7 +380,7 @@ func TestStaticMembership(t *testing.T) {
 	h.waitFor("g", awaitingJoin("g", 1))
 	j2 := h.joinAsync(joinSpec{group: "g", instance: str("i2")})
 	h.waitFor("g", awaitingJoin("g", 2))
-	h.clock.Advance(6 * time.Second)
+	h.advance(6 * time.Second)
 	r1, r2 := j1.wait(t), j2.wait(t)
 	if r1.ErrorCode != 0 || r2.ErrorCode != 0 {
 		t.Fatalf("joins %d %d", r1.ErrorCode, r2.ErrorCode)
@@ -445,7 +445,7 @@ func TestStaticMemberTakesOverWaitingJoin(t *testing.T) {
 	if r := j1.wait(t); r.ErrorCode != errFencedInstance {
 		t.Fatalf("old join %d", r.ErrorCode)
 	}
-	h.clock.Advance(3 * time.Second)
+	h.advance(3 * time.Second)
 	if r := j1b.wait(t); r.ErrorCode != 0 || r.Generation != 1 || len(r.Members) != 1 {
 		t.Fatalf("new join %+v", r)
 	}
@@ -477,8 +477,8 @@ func TestGroupSurvivesRestart(t *testing.T) {
 	}
 	// Nobody heartbeats any more: sessions expire and the group empties
 	// through a rebalance.
-	h.clock.Advance(11 * time.Second)
-	h.clock.Advance(31 * time.Second)
+	h.advance(11 * time.Second)
+	h.advance(31 * time.Second)
 	if st := h.groupState("g"); st != "Empty" {
 		t.Fatalf("state %s", st)
 	}
@@ -506,7 +506,7 @@ func TestSyncAppendFailureRebalances(t *testing.T) {
 	id := h.joinNew(joinSpec{group: "g"})
 	j := h.joinAsync(joinSpec{group: "g", memberID: id})
 	h.waitFor("g", awaitingJoin("g", 1))
-	h.clock.Advance(3 * time.Second)
+	h.advance(3 * time.Second)
 	r := j.wait(t)
 	l.failErr = kerr.NotEnoughReplicas
 	if sr := h.syncAsync("g", id, r.Generation, map[string][]byte{id: []byte("x")}).wait(t); sr.ErrorCode != errCoordNotAvailable {
@@ -523,7 +523,7 @@ func TestNewMemberDuringCompletingRebalance(t *testing.T) {
 	a := h.joinNew(joinSpec{group: "g"})
 	ja := h.joinAsync(joinSpec{group: "g", memberID: a})
 	h.waitFor("g", awaitingJoin("g", 1))
-	h.clock.Advance(3 * time.Second)
+	h.advance(3 * time.Second)
 	ra := ja.wait(t)
 	// The follower-less leader has not synced yet when b arrives: the
 	// pending assignment is abandoned and a new rebalance starts.
@@ -552,7 +552,7 @@ func TestStaticLeaderRejoinOldVersion(t *testing.T) {
 	h.load("g")
 	j := h.joinAsync(joinSpec{group: "g", instance: str("i1"), version: 5})
 	h.waitFor("g", awaitingJoin("g", 1))
-	h.clock.Advance(3 * time.Second)
+	h.advance(3 * time.Second)
 	r := j.wait(t)
 	h.syncAsync("g", r.MemberID, r.Generation, map[string][]byte{r.MemberID: []byte("A")}).wait(t)
 	// Before KIP-814 (v9) the returning leader is not told it leads, so it

@@ -76,7 +76,7 @@ func TestConsumerGroupSimulation(t *testing.T) {
 				if step == 100 && seed%2 == 1 {
 					h.restart() // failover: the state reloads from the log
 				}
-				h.clock.Advance(100 * time.Millisecond)
+				h.advance(100 * time.Millisecond)
 			}
 			if len(clients) == 0 {
 				return

@@ -230,7 +230,7 @@ func TestConsumerGroupSessionExpiryAndRestart(t *testing.T) {
 	}
 	// Only m1 heartbeats from now on; m2's 45s session ends.
 	for i := 0; i < 10; i++ {
-		h.clock.Advance(5 * time.Second)
+		h.advance(5 * time.Second)
 		h.cgHeartbeat(cgReq{member: "m1", epoch: 2})
 	}
 	if d := h.cgDescribe(); len(d.Members) != 1 || d.Epoch != 3 {
@@ -241,7 +241,7 @@ func TestConsumerGroupSessionExpiryAndRestart(t *testing.T) {
 		t.Fatalf("m1 %+v", r)
 	}
 	// m1 stops too: the group empties, and it can then be deleted.
-	h.clock.Advance(46 * time.Second)
+	h.advance(46 * time.Second)
 	if d := h.cgDescribe(); d.State != "Empty" {
 		t.Fatalf("state %s", d.State)
 	}
@@ -269,7 +269,7 @@ func TestConsumerGroupRevocationTimeoutFences(t *testing.T) {
 	epoch := int32(2)
 	var got []string
 	for i := 0; i < 7; i++ {
-		h.clock.Advance(5 * time.Second)
+		h.advance(5 * time.Second)
 		r = h.cgHeartbeat(cgReq{member: "m2", epoch: epoch})
 		if r.ErrorCode != 0 {
 			t.Fatalf("m2 heartbeat %d", r.ErrorCode)

@@ -225,6 +225,7 @@ func (c *Coordinator) Load(partition int32, log PartitionLog) error {
 		return ErrShardLoaded
 	}
 	s := newShard(c, partition, log)
+	s.start()
 	c.mu.shards[partition] = s
 	c.mu.Unlock()
 
@@ -250,6 +251,7 @@ func (c *Coordinator) Load(partition int32, log PartitionLog) error {
 			delete(c.mu.shards, partition)
 		}
 		c.mu.Unlock()
+		s.unload()
 		c.log.Error("loading coordinator shard failed", "partition", partition, "err", err)
 		return fmt.Errorf("coordinator: loading partition %d: %w", partition, err)
 	}

@@ -44,6 +44,8 @@
 //     is committed (HW past it) or done(-1, err) when it failed (for example
 //     leadership lost). done must be called exactly once per Append, in
 //     append order, on any goroutine (it may even be called inside Append).
+//     Append runs on the shard's goroutine: it must return once the batch is
+//     in the local log, not wait for the commit (that is what done is for).
 //   - Replay(fn): call fn(offset, key, value) for every record from the log
 //     start to the current end, in order; value nil for a tombstone.
 //     Decompress batches first; skip control batches.
@@ -94,13 +96,13 @@
 //
 // # Concurrency
 //
-// A shard's events run through a serial executor: the goroutine that submits
-// an event to an idle shard runs it (and any events queued meanwhile), so no
-// goroutine is dedicated to a shard and a test's manual clock fires timers
-// synchronously. Waiting callers block on a one-slot channel, never on the
-// shard. A timer's callback waits for its event to run. The executor's queue
-// is bounded by the callers waiting on the shard (one event each), its
-// timers, and its appends in flight.
+// Each loaded shard has one goroutine that owns its state and runs its
+// events in order; everything else (request goroutines, timer callbacks,
+// PartitionLog completions) only queues events, which never blocks, so the
+// broker may call done while holding its partition locks. Waiting callers
+// block on a one-slot channel. A timer's callback waits for its event to
+// run. The queue is bounded by the callers waiting on the shard (one event
+// each), its timers, and its appends in flight. Unload ends the goroutine.
 //
 // # Not done
 //

@@ -294,6 +294,37 @@ func (h *harness) inShard(group string, f func(s *shard)) {
 	done := make(chan struct{})
 	s.submit(func() { f(s); close(done) })
 	<-done
+	quiesce(s)
+}
+
+// quiesce waits until the shard has run every event queued so far and
+// every event those queued (append completions, for example).
+func quiesce(s *shard) {
+	for {
+		idle := make(chan bool, 1)
+		s.submit(func() {
+			s.exec.Lock()
+			idle <- len(s.exec.queue) == 0
+			s.exec.Unlock()
+		})
+		if <-idle {
+			return
+		}
+	}
+}
+
+// advance moves the manual clock and waits for the shards to go idle.
+func (h *harness) advance(d time.Duration) {
+	h.clock.Advance(d)
+	h.c.mu.Lock()
+	var shards []*shard
+	for _, s := range h.c.mu.shards {
+		shards = append(shards, s)
+	}
+	h.c.mu.Unlock()
+	for _, s := range shards {
+		quiesce(s)
+	}
 }
 
 func (h *harness) groupState(group string) string {

@@ -297,14 +297,14 @@ func TestOffsetExpiry(t *testing.T) {
 	})
 	h.load("g")
 	h.commit("g", -1, "", 8, "t", map[int32]int64{0: 5})
-	h.clock.Advance(30 * time.Minute)
+	h.advance(30 * time.Minute)
 	h.commit("g", -1, "", 8, "t", map[int32]int64{1: 6})
-	h.clock.Advance(31 * time.Minute)
+	h.advance(31 * time.Minute)
 	// Partition 0 expired (committed 61m ago), partition 1 not.
 	if got := h.fetch("g", "t", 0, 1); !slices.Equal(got, []int64{-1, 6}) {
 		t.Fatalf("fetch %v", got)
 	}
-	h.clock.Advance(30 * time.Minute)
+	h.advance(30 * time.Minute)
 	if got := h.fetch("g", "t", 0, 1); !slices.Equal(got, []int64{-1, -1}) {
 		t.Fatalf("fetch %v", got)
 	}

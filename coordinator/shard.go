@@ -17,9 +17,9 @@ type PartitionLog interface {
 	// coordinator (base offset 0; the log assigns offsets, as for a
 	// produce), and calls done once the batch is committed (every record
 	// below the high watermark, i.e. acks=all) with the last offset of the
-	// batch, or once it failed. done must be called exactly once, may be
-	// called on any goroutine (even before Append returns), and must be
-	// called in append order for successive Appends. A *kerr.Error (may be
+	// batch, or once it failed. done must be called exactly once, in
+	// append order for successive Appends; it may be called on any
+	// goroutine, even inside Append, and never blocks. A *kerr.Error (may be
 	// wrapped) chooses the error code the coordinator derives, as Kafka
 	// does: NOT_LEADER_OR_FOLLOWER/KAFKA_STORAGE_ERROR → NOT_COORDINATOR;
 	// NOT_ENOUGH_REPLICAS(_AFTER_APPEND)/REQUEST_TIMED_OUT/
@@ -53,12 +53,11 @@ var (
 
 // shard is the coordinator for one __consumer_offsets partition: a
 // single-threaded state machine. Every event (a request, a timer, an append
-// completion) runs as a function submitted to the shard's serial executor,
-// so the state below is only ever touched by one event at a time, in
-// submission order. The executor runs events on the submitting goroutine when
-// the shard is idle (and otherwise queues them for the goroutine already
-// running), so a test that advances its manual clock sees every fired timer
-// processed before Advance returns.
+// completion) is a function submitted to the shard's queue and run by the
+// shard's own goroutine, so the state below is only ever touched by one
+// event at a time, in submission order. submit never blocks and never runs
+// an event on the caller's goroutine, so a PartitionLog may call done from
+// any goroutine, holding any lock, even inside Append.
 type shard struct {
 	c         *Coordinator
 	cfg       *Config
@@ -71,9 +70,17 @@ type shard struct {
 		// queue holds events not yet run. Its length is bounded by the
 		// callers waiting on the shard (each request waits for its own
 		// event), the shard's timers, and its in-flight appends.
-		queue   []func()
-		running bool
+		queue []func()
+		// stopped is set when the loop has exited (after unload); later
+		// events run on the submitter's goroutine, one at a time under
+		// lateMu. They can only answer NOT_COORDINATOR or do nothing.
+		stopped bool
 	}
+	lateMu   sync.Mutex
+	wake     chan struct{} // capacity 1: the queue is not empty
+	quit     chan struct{} // closed by unload once its event ran
+	quitOnce sync.Once
+	loopDone chan struct{} // closed when the loop exits
 
 	// The fields below belong to the event loop (and to replay, before the
 	// shard is active).
@@ -100,36 +107,68 @@ func newShard(c *Coordinator, partition int32, log PartitionLog) *shard {
 		groups:        make(map[string]*group),
 		pendingWrites: make(map[uint64]func(int16)),
 		timers:        make(map[*shardTimer]struct{}),
+		wake:          make(chan struct{}, 1),
+		quit:          make(chan struct{}),
+		loopDone:      make(chan struct{}),
 	}
 	s.status.Store(shardLoading)
 	return s
 }
 
+// start runs the shard's event loop until unload.
+func (s *shard) start() { go s.loop() }
+
+func (s *shard) loop() {
+	defer close(s.loopDone)
+	for {
+		select {
+		case <-s.wake:
+		case <-s.quit:
+		}
+		for {
+			s.exec.Lock()
+			if len(s.exec.queue) == 0 {
+				select {
+				case <-s.quit:
+					s.exec.stopped = true
+					s.exec.Unlock()
+					return
+				default:
+				}
+				s.exec.Unlock()
+				break
+			}
+			next := s.exec.queue[0]
+			s.exec.queue[0] = nil
+			s.exec.queue = s.exec.queue[1:]
+			s.exec.Unlock()
+			next()
+			if hook := s.c.eventHook.Load(); hook != nil {
+				(*hook)(s)
+			}
+		}
+	}
+}
+
 func (s *shard) isActive() bool { return s.status.Load() == shardActive }
 
-// submit runs ev serially with every other event of the shard.
+// submit queues ev to run after every event submitted before it. It never
+// blocks on the shard.
 func (s *shard) submit(ev func()) {
 	s.exec.Lock()
-	s.exec.queue = append(s.exec.queue, ev)
-	if s.exec.running {
+	if s.exec.stopped {
 		s.exec.Unlock()
+		s.lateMu.Lock()
+		defer s.lateMu.Unlock()
+		ev()
 		return
 	}
-	s.exec.running = true
-	for len(s.exec.queue) > 0 {
-		next := s.exec.queue[0]
-		s.exec.queue[0] = nil
-		s.exec.queue = s.exec.queue[1:]
-		s.exec.Unlock()
-		next()
-		if hook := s.c.eventHook.Load(); hook != nil {
-			(*hook)(s)
-		}
-		s.exec.Lock()
-	}
-	s.exec.queue = nil
-	s.exec.running = false
+	s.exec.queue = append(s.exec.queue, ev)
 	s.exec.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
 }
 
 func (s *shard) now() time.Time { return s.cfg.Clock.Now() }
@@ -340,9 +379,14 @@ func (s *shard) numGroups() int {
 	return <-n
 }
 
-// unload answers everything pending with NOT_COORDINATOR and stops timers.
+// unload answers everything pending with NOT_COORDINATOR, stops timers and
+// ends the event loop.
 func (s *shard) unload() {
 	s.status.Store(shardUnloaded)
+	defer func() {
+		s.quitOnce.Do(func() { close(s.quit) })
+		<-s.loopDone
+	}()
 	done := make(chan struct{})
 	s.submit(func() {
 		defer close(done)
