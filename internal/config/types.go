@@ -146,11 +146,25 @@ func (d *Def) Check(value string) error {
 	}
 	if d.Validate != nil {
 		if err := d.Validate(value); err != nil {
-			return &Error{Key: d.Name, Value: value, Reason: err.Error()}
+			// Kafka's validators see the parsed value, so the message shows it that way.
+			shown := Canonical(d.Type, value)
+			if be, ok := err.(badValue); ok {
+				shown = be.shown
+			}
+			return &Error{Key: d.Name, Value: shown, Reason: err.Error()}
 		}
 	}
 	return nil
 }
+
+// badValue is a validation error that names what Kafka's message shows as the value: for
+// lists, the offending element (ValidList) or the whole parsed list.
+type badValue struct {
+	shown string
+	err   error
+}
+
+func (b badValue) Error() string { return b.err.Error() }
 
 // Synonym is one entry of DescribeConfigs' synonyms list.
 type Synonym struct {

@@ -191,7 +191,7 @@ func listOf(allowed ...string) func(string) error {
 	return func(v string) error {
 		for _, e := range ParseList(v) {
 			if err := check(e); err != nil {
-				return err
+				return badValue{shown: e, err: err}
 			}
 		}
 		return nil
@@ -211,12 +211,12 @@ var replicaEntry = regexp.MustCompile(`^([0-9]+:[0-9]+)?$`)
 func throttledReplicas(key string) func(string) error {
 	return func(v string) error {
 		list := ParseList(v)
-		if len(list) > 0 && list[0] == "*" {
+		if strings.Join(list, "") == "*" {
 			return nil
 		}
 		for _, e := range list {
 			if !replicaEntry.MatchString(e) {
-				return fmt.Errorf("%s must be the literal '*' or a list of replicas in the following format: [partitionId]:[brokerId],[partitionId]:[brokerId],...", key)
+				return badValue{shown: "[" + strings.Join(list, ", ") + "]", err: fmt.Errorf("%s must be the literal '*' or a list of replicas in the following format: [partitionId]:[brokerId],[partitionId]:[brokerId],...", key)}
 			}
 		}
 		return nil
