@@ -23,9 +23,11 @@ import (
 
 // Kafka error codes the bad-input tests expect.
 const (
-	errCorruptMessage     = 2
-	errUnsupportedVersion = 35
-	errInvalidRecord      = 87
+	errCorruptMessage          = 2
+	errUnknownTopicOrPartition = 3
+	errMessageTooLarge         = 10
+	errUnsupportedVersion      = 35
+	errInvalidRecord           = 87
 )
 
 // badInputIdleMs is connections.max.idle.ms for the bad-input broker, so a stalled client is
@@ -236,8 +238,10 @@ func (w *wellBehaved) unconsumed() []string {
 // or a closed connection, while a well-behaved franz-go client keeps producing and consuming on
 // its own connections, and the broker process survives.
 func TestBadInput(t *testing.T) {
-	b := StartBroker(t, "connections.max.idle.ms="+strconv.Itoa(badInputIdleMs))
-	const topic, goodTopic = "bad-input", "bad-input-good"
+	// Kafka's default connections.max.idle.ms (10 minutes): every close seen here is the
+	// broker's answer to the input, not an idle timeout.
+	b := StartBroker(t)
+	const topic, goodTopic, smallTopic = "bad-input", "bad-input-good", "bad-input-small"
 	{
 		cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr))
 		if err != nil {
@@ -249,6 +253,10 @@ func TestBadInput(t *testing.T) {
 				t.Fatalf("creating %s: %v", tp, err)
 			}
 		}
+		maxMessageBytes := "1024"
+		if _, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 1, map[string]*string{"max.message.bytes": &maxMessageBytes}, smallTopic); err != nil {
+			t.Fatalf("creating %s: %v", smallTopic, err)
+		}
 		cancel()
 		cl.Close()
 	}
@@ -259,14 +267,6 @@ func TestBadInput(t *testing.T) {
 		}
 		return nil
 	})
-
-	// The stalled client goes first so the idle timeout runs while the other cases do.
-	stalled := dialRaw(t, b.Addr)
-	stalledAt := time.Now()
-	frame := rawFrame(3, 12, 1, make([]byte, 100))
-	if _, err := stalled.Write(frame[:len(frame)/2]); err != nil {
-		t.Fatal(err)
-	}
 
 	t.Run("ValidBatchControl", func(t *testing.T) {
 		// Our hand-built batch must be accepted, or the corruption cases below prove nothing.
@@ -327,8 +327,45 @@ func TestBadInput(t *testing.T) {
 		}
 	})
 
+	t.Run("MessageTooLarge", func(t *testing.T) {
+		// A batch larger than the topic's max.message.bytes: MESSAGE_TOO_LARGE, as Kafka's
+		// LogValidator answers.
+		code, _, closed := produceRaw(t, b.Addr, produceRequest(smallTopic, recordBatch(strings.Repeat("z", 4096))))
+		if closed || code != errMessageTooLarge {
+			t.Errorf("4 KiB batch to a topic with max.message.bytes=1024: error %d, closed %v; want MESSAGE_TOO_LARGE (%d)",
+				code, closed, errMessageTooLarge)
+		}
+	})
+
+	t.Run("UnknownTopic", func(t *testing.T) {
+		code, _, closed := produceRaw(t, b.Addr, produceRequest("no-such-topic-raw", recordBatch("a")))
+		// A raw Produce never auto-creates (only Metadata does).
+		if closed || code != errUnknownTopicOrPartition {
+			t.Errorf("produce to a missing topic: error %d, closed %v; want UNKNOWN_TOPIC_OR_PARTITION (%d)",
+				code, closed, errUnknownTopicOrPartition)
+		}
+	})
+
+	t.Run("AcksZeroBadCRC", func(t *testing.T) {
+		// With acks=0 there is no response to carry the error, so Kafka closes the connection
+		// to tell the producer something went wrong (KafkaApis.handleProduceRequest).
+		batch := recordBatch("x")
+		batch[len(batch)-1] ^= 0xff
+		req := produceRequest(topic, batch)
+		req.Acks = 0
+		conn := dialRaw(t, b.Addr)
+		if err := writeRequest(conn, req, 9); err != nil {
+			t.Fatal(err)
+		}
+		// Requests are answered in order: an answer to this one means the broker kept the
+		// connection open after the failed acks=0 produce.
+		follow := kmsg.NewPtrApiVersionsRequest()
+		writeRequest(conn, follow, 10)
+		expectClosed(t, conn, "acks=0 produce with a bad CRC, then ApiVersions")
+	})
+
 	t.Run("NothingBadWasAppended", func(t *testing.T) {
-		// Only the control batch's three records may be in the log.
+		// Only the control batch's three records may be in the logs.
 		cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr))
 		if err != nil {
 			t.Fatal(err)
@@ -342,6 +379,42 @@ func TestBadInput(t *testing.T) {
 		}
 		if o, ok := ends.Lookup(topic, 0); !ok || o.Err != nil || o.Offset != 3 {
 			t.Errorf("end offset of %s/0: %+v (found %v); want 3", topic, o, ok)
+		}
+		ends, err = kadm.NewClient(cl).ListEndOffsets(ctx, smallTopic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o, ok := ends.Lookup(smallTopic, 0); !ok || o.Err != nil || o.Offset != 0 {
+			t.Errorf("end offset of %s/0: %+v (found %v); want 0", smallTopic, o, ok)
+		}
+	})
+
+	t.Run("PipelinedWithoutReading", func(t *testing.T) {
+		// Many requests written back to back before any response is read: the broker must
+		// apply backpressure (bounded in-flight requests), not drop or reorder, and answer
+		// every one in order once the client reads.
+		const n = 2000
+		conn := dialRaw(t, b.Addr)
+		conn.SetDeadline(time.Now().Add(60 * time.Second))
+		writeErr := make(chan error, 1)
+		go func() {
+			req := kmsg.NewPtrMetadataRequest()
+			req.Version = 12
+			var err error
+			for i := int32(0); i < n && err == nil; i++ {
+				err = writeRequest(conn, req, 1000+i)
+			}
+			writeErr <- err
+		}()
+		for i := int32(0); i < n; i++ {
+			resp := kmsg.NewPtrMetadataResponse()
+			resp.Version = 12
+			if err := readResponse(conn, resp, 1000+i); err != nil {
+				t.Fatalf("response %d of %d: %v", i, n, err)
+			}
+		}
+		if err := <-writeErr; err != nil {
+			t.Fatalf("writing pipelined requests: %v", err)
 		}
 	})
 
@@ -418,13 +491,6 @@ func TestBadInput(t *testing.T) {
 		expectClosed(t, conn, "Metadata v200")
 	})
 
-	t.Run("StalledHalfFrame", func(t *testing.T) {
-		// The broker must close the stalled connection once connections.max.idle.ms passes.
-		stalled.SetDeadline(stalledAt.Add(badInputIdleMs*time.Millisecond + 20*time.Second))
-		expectClosed(t, stalled, "half a frame, then silence")
-		t.Logf("stalled connection closed after %v (connections.max.idle.ms=%d)", time.Since(stalledAt).Round(time.Millisecond), badInputIdleMs)
-	})
-
 	// The well-behaved client kept working throughout and still does.
 	p0, c0 := good.progress()
 	waitFor(t, 30*time.Second, "well-behaved client still produces and consumes", func() error {
@@ -459,6 +525,30 @@ func TestBadInput(t *testing.T) {
 	}
 	if err := probeApiVersions(b.Addr); err != nil {
 		t.Fatalf("sluice no longer answers ApiVersions: %v", err)
+	}
+}
+
+// TestStalledClient: a client that sends half a frame and then nothing is disconnected by the
+// broker once connections.max.idle.ms passes, and does not hold up other clients meanwhile.
+func TestStalledClient(t *testing.T) {
+	b := StartBroker(t, "connections.max.idle.ms="+strconv.Itoa(badInputIdleMs))
+	stalled := dialRaw(t, b.Addr)
+	stalledAt := time.Now()
+	frame := rawFrame(3, 12, 1, make([]byte, 100))
+	if _, err := stalled.Write(frame[:len(frame)/2]); err != nil {
+		t.Fatal(err)
+	}
+	// Others are served while it stalls.
+	for i := range 20 {
+		if err := probeApiVersions(b.Addr); err != nil {
+			t.Fatalf("ApiVersions %d while a client stalls: %v", i, err)
+		}
+	}
+	stalled.SetDeadline(stalledAt.Add(badInputIdleMs*time.Millisecond + 20*time.Second))
+	expectClosed(t, stalled, "half a frame, then silence")
+	t.Logf("stalled connection closed after %v (connections.max.idle.ms=%d)", time.Since(stalledAt).Round(time.Millisecond), badInputIdleMs)
+	if !b.Alive() {
+		t.Fatal("sluice died")
 	}
 }
 
