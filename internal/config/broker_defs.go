@@ -119,7 +119,8 @@ func ValidateBrokerDynamic(key, value string) error {
 		return &Error{Key: key, Value: value, Unknown: true}
 	}
 	if d.ReadOnly {
-		return &Error{Key: key, Value: value, Reason: "Cannot update this configuration dynamically"}
+		// Kafka's DynamicBrokerConfig.validateConfigs words it so (with a Scala Set).
+		return &Error{Key: key, Value: value, Message: "Cannot update these configs dynamically: Set(" + key + ")"}
 	}
 	if dynamicSecurityKeys[key] {
 		return &Error{Key: key, Value: value, Message: "Dynamic security configs can only be updated using listener prefix, base configs may be updated only using static broker configs: " + key}

@@ -127,7 +127,7 @@ func TestValidateBrokerDynamic(t *testing.T) {
 	if err := ValidateBrokerDynamic("log.retention.ms", "1000"); err != nil {
 		t.Fatal(err)
 	}
-	if err := ValidateBrokerDynamic("num.partitions", "3"); err == nil || err.Error() != "Invalid value 3 for configuration num.partitions: Cannot update this configuration dynamically" {
+	if err := ValidateBrokerDynamic("num.partitions", "3"); err == nil || err.Error() != "Cannot update these configs dynamically: Set(num.partitions)" {
 		t.Fatalf("read-only key: %v", err)
 	}
 	if err := ValidateBrokerDynamic("nope", "3"); err == nil || !err.(*Error).Unknown {
@@ -169,7 +169,7 @@ func TestValidateBrokerDynamicDefault(t *testing.T) {
 		{"listener.name.ssl.ssl.keystore.location", "/k.jks", "", "Cannot update these configs at default cluster level, broker id must be specified: listener.name.ssl.ssl.keystore.location"},
 		{"listener.name.sasl_ssl.plain.sasl.jaas.config", "x;", "", "Cannot update these configs at default cluster level, broker id must be specified: listener.name.sasl_ssl.plain.sasl.jaas.config"},
 		{"ssl.keystore.location", "/k.jks", "Dynamic security configs can only be updated using listener prefix, base configs may be updated only using static broker configs: ssl.keystore.location", "Dynamic security configs can only be updated using listener prefix, base configs may be updated only using static broker configs: ssl.keystore.location"},
-		{"num.partitions", "2", "Invalid value 2 for configuration num.partitions: Cannot update this configuration dynamically", "Invalid value 2 for configuration num.partitions: Cannot update this configuration dynamically"},
+		{"num.partitions", "2", "Cannot update these configs dynamically: Set(num.partitions)", "Cannot update these configs dynamically: Set(num.partitions)"},
 	} {
 		for _, c := range []struct {
 			f    func(string, string) error
