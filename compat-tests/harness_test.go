@@ -74,10 +74,15 @@ func moduleRoot() (string, error) {
 	return root, nil
 }
 
-// sluiceBinary builds cmd/sluice once per test binary run and returns its path.
+// sluiceBinary builds cmd/sluice once per test binary run and returns its path. SLUICE_BIN,
+// when set, names an already built binary to use instead.
 func sluiceBinary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
+		if prebuilt := os.Getenv("SLUICE_BIN"); prebuilt != "" {
+			binPath, buildErr = filepath.Abs(prebuilt)
+			return
+		}
 		root, err := moduleRoot()
 		if err != nil {
 			buildErr = err
@@ -154,9 +159,10 @@ type Broker struct {
 
 	mu struct {
 		sync.Mutex
-		cmd    *exec.Cmd
-		exited chan struct{} // closed when cmd has been waited for; nil when never started
-		runs   int
+		cmd     *exec.Cmd
+		exited  chan struct{} // closed when cmd has been waited for; nil when never started
+		exitErr error         // cmd.Wait's result for the last run; valid once exited is closed
+		runs    int
 	}
 }
 
@@ -216,6 +222,9 @@ func (b *Broker) start() {
 	go func() {
 		err := cmd.Wait()
 		fmt.Fprintf(&b.log, "===== sluice exited: %v =====\n", err)
+		b.mu.Lock()
+		b.mu.exitErr = err
+		b.mu.Unlock()
 		close(exited)
 	}()
 	b.waitReady(exited)
@@ -325,6 +334,13 @@ func (b *Broker) Stop() bool {
 	fmt.Fprintf(&b.log, "===== sluice ignored SIGTERM for %v; sending SIGKILL =====\n", stopDeadline)
 	b.signalAndWait(syscall.SIGKILL, stopDeadline)
 	return false
+}
+
+// ExitErr is the last run's exit result (nil for status 0); meaningful once it exited.
+func (b *Broker) ExitErr() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.mu.exitErr
 }
 
 // Restart starts the process again on the same data dir and port (after Kill or Stop).
@@ -486,6 +502,9 @@ func TestHarnessStartKillRestart(t *testing.T) {
 	}
 	if !b.Stop() {
 		t.Fatal("sluice did not exit on SIGTERM")
+	}
+	if err := b.ExitErr(); err != nil {
+		t.Fatalf("sluice exit after SIGTERM: %v", err)
 	}
 	if !strings.Contains(b.Log(), "sluice started") {
 		t.Fatalf("log has no \"sluice started\" line")

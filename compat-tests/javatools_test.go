@@ -151,6 +151,12 @@ func TestJavaTools(t *testing.T) {
 		if !strings.Contains(stderr, fmt.Sprintf("Processed a total of %d messages", n)) {
 			t.Errorf("ConsoleConsumer stderr lacks the message count:\n%s", clip(stderr))
 		}
+
+		// kafka-get-offsets.sh: the end offset (ListOffsets latest).
+		out, _ = javaTool(t, "", "org.apache.kafka.tools.GetOffsetShell", "--bootstrap-server", b.Addr, "--topic", topic)
+		if want := fmt.Sprintf("%s:0:%d", topic, n); !containsLine(out, want) {
+			t.Errorf("GetOffsetShell printed %q, want the line %q", out, want)
+		}
 	})
 }
 

@@ -50,6 +50,31 @@ func TestKcat(t *testing.T) {
 		}
 	})
 
+	t.Run("OffsetsFromEndAndByTime", func(t *testing.T) {
+		topic := "kcat-offsets"
+		var in strings.Builder
+		for i := range 10 {
+			fmt.Fprintf(&in, "k%d:v%d\n", i, i)
+		}
+		kcat(t, b, in.String(), "-P", "-t", topic, "-p", "0", "-K:")
+		// -o -3: the last three records (ListOffsets latest, then fetch from end-3).
+		out := kcat(t, b, "", "-C", "-t", topic, "-p", "0", "-o", "-3", "-e", "-f", `%o:%k\n`)
+		if want := "7:k7\n8:k8\n9:k9\n"; out != want {
+			t.Errorf("-o -3 printed %q, want %q", out, want)
+		}
+		// -Q with a timestamp far in the future: no record at or after it, so Kafka answers
+		// offset -1 (ListOffsets by timestamp).
+		out = kcat(t, b, "", "-Q", "-t", topic+":0:"+fmt.Sprint(time.Now().Add(time.Hour).UnixMilli()))
+		if !strings.Contains(out, "offset -1") {
+			t.Errorf("-Q for a future timestamp printed %q, want offset -1", out)
+		}
+		// -Q with timestamp 0: the first record (offset 0).
+		out = kcat(t, b, "", "-Q", "-t", topic+":0:1")
+		if !strings.Contains(out, "offset 0") {
+			t.Errorf("-Q for timestamp 1 printed %q, want offset 0", out)
+		}
+	})
+
 	t.Run("MetadataList", func(t *testing.T) {
 		// The topic above was auto-created; -L must list the broker and it.
 		out := kcat(t, b, "", "-L")
