@@ -80,6 +80,10 @@
 // ListGroups 0–5, DeleteGroups 0–2, OffsetDelete 0, ConsumerGroupHeartbeat
 // 0–1, ConsumerGroupDescribe 0–1 (the kmsg v1.15.1 maxima).
 //
+// Load and Unload block (Load for the replay, Unload until the shard has
+// answered everything pending): call them without holding locks that
+// Append or Replay need.
+//
 // Every method returns a response whose Version is the request's and whose
 // error codes are filled as Kafka fills them (NOT_COORDINATOR when the
 // group's partition is not loaded here, COORDINATOR_LOAD_IN_PROGRESS while it
