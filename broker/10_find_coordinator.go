@@ -2,8 +2,10 @@ package broker
 
 // FindCoordinator, key 10: v0–v6.
 //
-// v4+ batches keys (CoordinatorKeys) and answers per key. Until the group and transaction
-// coordinators land every key is answered COORDINATOR_NOT_AVAILABLE, which clients retry.
+// v4+ batches keys (CoordinatorKeys) and answers per key. A group's coordinator is the leader of
+// partition PartitionFor(group) of __consumer_offsets, which is created on the first group
+// lookup as Kafka does. Transaction coordinators (key type 1) answer COORDINATOR_NOT_AVAILABLE
+// until transactions land; other key types INVALID_REQUEST.
 
 import (
 	"context"
@@ -16,17 +18,67 @@ import (
 
 func init() { registerSync(10, 0, 6, (*Broker).handleFindCoordinator) }
 
-func (b *Broker) handleFindCoordinator(_ context.Context, _ *wire.ConnInfo, req *kmsg.FindCoordinatorRequest) (kmsg.Response, error) {
+// Coordinator key types.
+const (
+	coordinatorGroup       = 0
+	coordinatorTransaction = 1
+)
+
+func (b *Broker) handleFindCoordinator(ctx context.Context, conn *wire.ConnInfo, req *kmsg.FindCoordinatorRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
-	code := kerr.CoordinatorNotAvailable.Code
+	keys := req.CoordinatorKeys
 	if req.Version < 4 {
-		resp.ErrorCode, resp.NodeID = code, -1
-		return resp, nil
+		keys = []string{req.CoordinatorKey}
 	}
-	for _, key := range req.CoordinatorKeys {
+	for _, key := range keys {
 		c := kmsg.NewFindCoordinatorResponseCoordinator()
-		c.Key, c.NodeID, c.ErrorCode = key, -1, code
+		c.Key, c.NodeID, c.Port = key, -1, -1
+		b.findCoordinator(ctx, conn, req.CoordinatorType, key, &c)
+		if req.Version < 4 {
+			resp.ErrorCode, resp.NodeID, resp.Host, resp.Port = c.ErrorCode, c.NodeID, c.Host, c.Port
+			if c.ErrorCode != 0 {
+				msg := kerr.ErrorForCode(c.ErrorCode).Error()
+				resp.ErrorMessage = &msg
+			}
+			break
+		}
 		resp.Coordinators = append(resp.Coordinators, c)
 	}
 	return resp, nil
+}
+
+func (b *Broker) findCoordinator(ctx context.Context, conn *wire.ConnInfo, keyType int8, key string, out *kmsg.FindCoordinatorResponseCoordinator) {
+	switch keyType {
+	case coordinatorGroup:
+	case coordinatorTransaction:
+		out.ErrorCode = kerr.CoordinatorNotAvailable.Code
+		return
+	default:
+		out.ErrorCode = kerr.InvalidRequest.Code
+		return
+	}
+	if err := b.ensureOffsetsTopic(ctx); err != nil {
+		b.logger.Warn("creating the offsets topic", "err", err)
+		out.ErrorCode = kerr.CoordinatorNotAvailable.Code
+		return
+	}
+	im := b.ctrl.Image()
+	topic := im.Topics[offsetsTopic]
+	partition := b.coord.PartitionFor(key)
+	if topic == nil || int(partition) >= len(topic.Partitions) {
+		out.ErrorCode = kerr.CoordinatorNotAvailable.Code
+		return
+	}
+	leader := topic.Partitions[partition].Leader
+	br := im.Brokers[leader]
+	if br == nil {
+		out.ErrorCode = kerr.CoordinatorNotAvailable.Code
+		return
+	}
+	ep, ok := endpointFor(br, conn.ListenerName)
+	if !ok {
+		out.ErrorCode = kerr.CoordinatorNotAvailable.Code
+		return
+	}
+	out.NodeID, out.Host, out.Port = leader, ep.Host, ep.Port
 }

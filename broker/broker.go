@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"sluice/controller"
+	"sluice/coordinator"
 	"sluice/internal/config"
 	"sluice/logstore"
 	"sluice/wire"
@@ -42,6 +43,11 @@ type Broker struct {
 		appliedImage   *controller.Image
 		appliedChanged chan struct{}
 	}
+
+	coord *coordinator.Coordinator
+	// coordinatorLoaded are the __consumer_offsets partitions whose shards are loaded (or
+	// loading) here. Owned by the reconcile goroutine.
+	coordinatorLoaded map[int32]*offsetsPartitionLog
 
 	producerIDs   producerIDBlock
 	fetchSessions *fetchSessionCache
@@ -77,7 +83,10 @@ func New(cfg Config, ctrl *controller.Controller) (*Broker, error) {
 	}
 	b.mu.partitions = make(map[topicPartition]*Partition)
 	b.mu.appliedChanged = make(chan struct{})
+	b.coord = newCoordinator(b)
+	b.coordinatorLoaded = make(map[int32]*offsetsPartitionLog)
 	if err := b.reconcile(ctrl.Image()); err != nil {
+		b.coord.Close()
 		b.closePartitions()
 		return nil, err
 	}
@@ -108,6 +117,7 @@ func (b *Broker) Handle(ctx context.Context, req *wire.Request, respond wire.Res
 func (b *Broker) Close() error {
 	close(b.closing)
 	b.done.Wait()
+	b.coord.Close()
 	return b.closePartitions()
 }
 

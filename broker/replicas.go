@@ -59,6 +59,8 @@ func (b *Broker) reconcile(im *controller.Image) error {
 		b.removePartition(tp)
 	}
 
+	b.reconcileCoordinator(im)
+
 	b.mu.Lock()
 	b.mu.appliedImage = im
 	close(b.mu.appliedChanged)

@@ -12,7 +12,7 @@ DATA=$(mktemp -d)
 PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 ./bin/sluice --set log.dirs="$DATA" --set listeners="PLAINTEXT://127.0.0.1:$PORT" >"$DATA/sluice.log" 2>&1 &
 PID=$!
-cleanup() { kill "$PID" 2>/dev/null || true; wait "$PID" 2>/dev/null || true; rm -rf "$DATA"; }
+cleanup() { kill "$PID" 2>/dev/null || true; wait "$PID" 2>/dev/null || true; [ -n "${KEEP_DATA:-}" ] || rm -rf "$DATA"; }
 trap cleanup EXIT
 for _ in $(seq 1 100); do
   if (exec 3<>/dev/tcp/127.0.0.1/"$PORT") 2>/dev/null; then break; fi

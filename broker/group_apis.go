@@ -1,0 +1,90 @@
+package broker
+
+// The group APIs are thin: each hands its request to the coordinator on a goroutine of its own
+// (JoinGroup and SyncGroup wait for the other members; every write waits for its log commit)
+// and answers when the coordinator does. Versions are those the coordinator implements.
+//
+//	OffsetCommit (8) v0–9 · OffsetFetch (9) v0–9 · JoinGroup (11) v0–9 · Heartbeat (12) v0–4 ·
+//	LeaveGroup (13) v0–5 · SyncGroup (14) v0–5 · DescribeGroups (15) v0–5 · ListGroups (16) v0–5 ·
+//	DeleteGroups (42) v0–2 · OffsetDelete (47) v0 · ConsumerGroupHeartbeat (68) v0–1 ·
+//	ConsumerGroupDescribe (69) v0–1
+
+import (
+	"context"
+	"net"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"sluice/coordinator"
+	"sluice/wire"
+)
+
+func init() {
+	registerGroupAPI(8, 0, 9, func(c *coordinator.Coordinator, ctx context.Context, _ *wire.Request, req *kmsg.OffsetCommitRequest) (kmsg.Response, error) {
+		return c.OffsetCommit(ctx, req)
+	})
+	registerGroupAPI(9, 0, 9, func(c *coordinator.Coordinator, ctx context.Context, _ *wire.Request, req *kmsg.OffsetFetchRequest) (kmsg.Response, error) {
+		return c.OffsetFetch(ctx, req)
+	})
+	registerGroupAPI(11, 0, 9, func(c *coordinator.Coordinator, ctx context.Context, w *wire.Request, req *kmsg.JoinGroupRequest) (kmsg.Response, error) {
+		return c.JoinGroup(ctx, joinClient(w), req)
+	})
+	registerGroupAPI(12, 0, 4, func(c *coordinator.Coordinator, ctx context.Context, _ *wire.Request, req *kmsg.HeartbeatRequest) (kmsg.Response, error) {
+		return c.Heartbeat(ctx, req)
+	})
+	registerGroupAPI(13, 0, 5, func(c *coordinator.Coordinator, ctx context.Context, _ *wire.Request, req *kmsg.LeaveGroupRequest) (kmsg.Response, error) {
+		return c.LeaveGroup(ctx, req)
+	})
+	registerGroupAPI(14, 0, 5, func(c *coordinator.Coordinator, ctx context.Context, _ *wire.Request, req *kmsg.SyncGroupRequest) (kmsg.Response, error) {
+		return c.SyncGroup(ctx, req)
+	})
+	registerGroupAPI(15, 0, 5, func(c *coordinator.Coordinator, ctx context.Context, _ *wire.Request, req *kmsg.DescribeGroupsRequest) (kmsg.Response, error) {
+		return c.DescribeGroups(ctx, req)
+	})
+	registerGroupAPI(16, 0, 5, func(c *coordinator.Coordinator, ctx context.Context, _ *wire.Request, req *kmsg.ListGroupsRequest) (kmsg.Response, error) {
+		return c.ListGroups(ctx, req)
+	})
+	registerGroupAPI(42, 0, 2, func(c *coordinator.Coordinator, ctx context.Context, _ *wire.Request, req *kmsg.DeleteGroupsRequest) (kmsg.Response, error) {
+		return c.DeleteGroups(ctx, req)
+	})
+	registerGroupAPI(47, 0, 0, func(c *coordinator.Coordinator, ctx context.Context, _ *wire.Request, req *kmsg.OffsetDeleteRequest) (kmsg.Response, error) {
+		return c.OffsetDelete(ctx, req)
+	})
+	registerGroupAPI(68, 0, 1, func(c *coordinator.Coordinator, ctx context.Context, w *wire.Request, req *kmsg.ConsumerGroupHeartbeatRequest) (kmsg.Response, error) {
+		return c.ConsumerGroupHeartbeat(ctx, joinClient(w), req)
+	})
+	registerGroupAPI(69, 0, 1, func(c *coordinator.Coordinator, ctx context.Context, _ *wire.Request, req *kmsg.ConsumerGroupDescribeRequest) (kmsg.Response, error) {
+		return c.ConsumerGroupDescribe(ctx, req)
+	})
+}
+
+// registerGroupAPI registers an API served by the group coordinator on its own goroutine.
+func registerGroupAPI[Req kmsg.Request](key, minVersion, maxVersion int16, call func(c *coordinator.Coordinator, ctx context.Context, w *wire.Request, req Req) (kmsg.Response, error)) {
+	register(key, minVersion, maxVersion, func(b *Broker, ctx context.Context, w *wire.Request, respond wire.Respond) {
+		req, ok := w.Body.(Req)
+		if !ok {
+			respond(nil, errUnexpectedBody)
+			return
+		}
+		go func() {
+			// An error means ctx ended: the connection is closing, so no answer is owed.
+			respond(call(b.coord, ctx, w, req))
+		}()
+	})
+}
+
+// joinClient describes the member's client as DescribeGroups reports it.
+func joinClient(w *wire.Request) coordinator.JoinClient {
+	jc := coordinator.JoinClient{}
+	if w.ClientID != nil {
+		jc.ClientID = *w.ClientID
+	}
+	if w.Conn != nil && w.Conn.RemoteAddr != nil {
+		host, _, err := net.SplitHostPort(w.Conn.RemoteAddr.String())
+		if err != nil {
+			host = w.Conn.RemoteAddr.String()
+		}
+		jc.ClientHost = "/" + host
+	}
+	return jc
+}

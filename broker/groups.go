@@ -1,0 +1,216 @@
+package broker
+
+// Consumer groups: the broker hosts the coordinator's shards on the __consumer_offsets
+// partitions it leads. The topic is created on first use (FindCoordinator for a group), as
+// Kafka does, with offsets.topic.num.partitions partitions, compacted.
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"sluice/controller"
+	"sluice/coordinator"
+	"sluice/internal/batch"
+)
+
+// offsetsTopic is Kafka's internal topic of committed offsets and group metadata.
+const offsetsTopic = "__consumer_offsets"
+
+func newCoordinator(b *Broker) *coordinator.Coordinator {
+	s := b.cfg.Static
+	cfg := coordinator.DefaultConfig()
+	cfg.NumPartitions = s.OffsetsTopicNumPartitions
+	ms := func(n int64) time.Duration { return time.Duration(n) * time.Millisecond }
+	cfg.GroupMinSessionTimeout = ms(int64(s.GroupMinSessionTimeoutMs))
+	cfg.GroupMaxSessionTimeout = ms(int64(s.GroupMaxSessionTimeoutMs))
+	cfg.GroupInitialRebalanceDelay = ms(int64(s.GroupInitialRebalanceDelayMs))
+	cfg.GroupMaxSize = int(s.GroupMaxSize)
+	cfg.OffsetsRetention = time.Duration(s.OffsetsRetentionMinutes) * time.Minute
+	cfg.OffsetsRetentionCheckInterval = ms(s.OffsetsRetentionCheckIntervalMs)
+	cfg.OffsetMetadataMaxBytes = int(s.OffsetMetadataMaxBytes)
+	cfg.ConsumerGroupSessionTimeout = ms(int64(s.GroupConsumerSessionTimeoutMs))
+	cfg.ConsumerGroupHeartbeatInterval = ms(int64(s.GroupConsumerHeartbeatIntervalMs))
+	cfg.ConsumerGroupMaxSize = int(s.GroupConsumerMaxSize)
+	cfg.Topics = imageTopics{b.ctrl}
+	cfg.Logger = b.logger.With("component", "coordinator")
+	return coordinator.New(cfg)
+}
+
+// imageTopics answers the coordinator's topic questions from the newest metadata image.
+type imageTopics struct{ ctrl *controller.Controller }
+
+func (t imageTopics) TopicByName(name string) ([16]byte, int32, bool) {
+	topic := t.ctrl.Image().Topics[name]
+	if topic == nil {
+		return [16]byte{}, 0, false
+	}
+	return topic.ID, int32(len(topic.Partitions)), true
+}
+
+func (t imageTopics) TopicByID(id [16]byte) (string, int32, bool) {
+	topic := t.ctrl.Image().TopicsByID[controller.TopicID(id)]
+	if topic == nil {
+		return "", 0, false
+	}
+	return topic.Name, int32(len(topic.Partitions)), true
+}
+
+func (t imageTopics) TopicNames() []string {
+	im := t.ctrl.Image()
+	names := make([]string, 0, len(im.Topics))
+	for name, topic := range im.Topics {
+		if !topic.Internal {
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
+// ensureOffsetsTopic creates __consumer_offsets if it does not exist yet and waits until this
+// node has applied it.
+func (b *Broker) ensureOffsetsTopic(ctx context.Context) error {
+	if b.ctrl.Image().Topics[offsetsTopic] != nil {
+		return nil
+	}
+	s := b.cfg.Static
+	rf := s.OffsetsTopicReplicationFactor
+	if brokers := int16(len(b.ctrl.Image().Brokers)); rf > brokers {
+		rf = brokers // Kafka refuses until enough brokers are up; sluice serves with what it has
+	}
+	res, err := b.ctrl.CreateTopics(ctx, []controller.CreateTopic{{
+		Name:              offsetsTopic,
+		NumPartitions:     s.OffsetsTopicNumPartitions,
+		ReplicationFactor: rf,
+		Internal:          true,
+		Configs: map[string]string{
+			"cleanup.policy":   "compact",
+			"compression.type": "producer",
+			"segment.bytes":    strconv.Itoa(int(s.OffsetsTopicSegmentBytes)),
+		},
+	}}, false)
+	if err != nil {
+		return err
+	}
+	if len(res) == 1 && res[0].Err != nil && res[0].Err != kerr.TopicAlreadyExists {
+		return fmt.Errorf("creating %s: %w", offsetsTopic, res[0].Err)
+	}
+	b.waitForImage(ctx, b.ctrl.Image().Offset)
+	return nil
+}
+
+// reconcileCoordinator loads the coordinator shards of the __consumer_offsets partitions this
+// node leads and unloads the others. REQUIRES: called from reconcile only.
+func (b *Broker) reconcileCoordinator(im *controller.Image) {
+	want := map[int32]*Partition{}
+	if topic := im.Topics[offsetsTopic]; topic != nil {
+		for _, info := range topic.Partitions {
+			if info.Leader != b.nodeID {
+				continue
+			}
+			if p := b.partition(offsetsTopic, info.Partition); p != nil {
+				want[info.Partition] = p
+			}
+		}
+	}
+	for partition, log := range b.coordinatorLoaded {
+		if want[partition] != log.p {
+			b.coord.Unload(partition)
+			delete(b.coordinatorLoaded, partition)
+		}
+	}
+	for partition, p := range want {
+		if _, ok := b.coordinatorLoaded[partition]; ok {
+			continue
+		}
+		log := &offsetsPartitionLog{p: p}
+		b.coordinatorLoaded[partition] = log
+		go func() {
+			if err := b.coord.Load(partition, log); err != nil {
+				b.logger.Error("loading group coordinator shard", "partition", partition, "err", err)
+			}
+		}()
+	}
+}
+
+// offsetsPartitionLog is one __consumer_offsets partition as a coordinator shard sees it.
+type offsetsPartitionLog struct{ p *Partition }
+
+// Append writes the coordinator's batch as an acks=all produce would and reports when it is
+// committed. With this node as the only ISR member that is at once.
+func (l *offsetsPartitionLog) Append(batchBytes []byte, done func(lastOffset int64, err error)) {
+	_, leaderEpoch := l.p.leaderState()
+	if isLeader, _ := l.p.leaderState(); !isLeader {
+		done(-1, kerr.NotLeaderForPartition)
+		return
+	}
+	res, err := l.p.log.AppendAsLeader(batchBytes, leaderEpoch)
+	if err != nil {
+		done(-1, err)
+		return
+	}
+	l.p.appended()
+	last := res.LastOffset
+	if l.p.highWatermark() > last {
+		done(last, nil)
+		return
+	}
+	// Replication will complete this when the HW passes last; with one replica it already has.
+	done(-1, kerr.NotEnoughReplicas)
+}
+
+// replayChunk is how many bytes Replay reads from the log at a time.
+const replayChunk = 1 << 20
+
+// Replay calls fn for every record from the log start to the current end, skipping control
+// batches.
+func (l *offsetsPartitionLog) Replay(fn func(offset int64, key, value []byte) error) error {
+	log := l.p.log
+	offset, end := log.LogStartOffset(), log.LogEndOffset()
+	for offset < end {
+		read, err := log.Read(offset, replayChunk, end, true)
+		if err != nil {
+			return err
+		}
+		if read.Bytes == 0 {
+			return nil
+		}
+		buf := make([]byte, read.Bytes)
+		pos := 0
+		for _, s := range read.Slices {
+			if _, err := s.File.ReadAt(buf[pos:pos+int(s.Length)], s.Position); err != nil {
+				return err
+			}
+			pos += int(s.Length)
+		}
+		for len(buf) > 0 {
+			h, err := batch.ParseHeader(buf)
+			if err != nil {
+				return err
+			}
+			if h.Size() > int64(len(buf)) {
+				return fmt.Errorf("%s: batch at %d is %d bytes, read returned %d", l.p.tp, h.BaseOffset, h.Size(), len(buf))
+			}
+			one := buf[:h.Size()]
+			buf = buf[h.Size():]
+			next := h.NextOffset()
+			if h.IsControl() || next <= offset {
+				offset = max(offset, next)
+				continue
+			}
+			if err := coordinator.DecodeBatch(one, func(o int64, key, value []byte) error {
+				if o < offset {
+					return nil
+				}
+				return fn(o, key, value)
+			}); err != nil {
+				return err
+			}
+			offset = next
+		}
+	}
+	return nil
+}
