@@ -1,0 +1,345 @@
+package logstore
+
+import (
+	"errors"
+	"math"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"sluice/internal/batch"
+)
+
+func openMem(t *testing.T, fs *MemFS, cfg Config) *Log {
+	t.Helper()
+	l, err := Open("/m/t-0", cfg, Options{FS: fs, Logger: quietLogger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// With flush.messages=1 an append returns only once durable: after concurrent appenders
+// return, a crash loses none of their batches, and they shared fsyncs.
+func TestGroupCommitDurability(t *testing.T) {
+	fs := NewMemFS()
+	cfg := DefaultConfig()
+	cfg.FlushMessages = 1
+	l := openMem(t, fs, cfg)
+	const appenders, each = 16, 20
+	var wg sync.WaitGroup
+	for g := 0; g < appenders; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < each; i++ {
+				if _, err := l.AppendAsLeader(mkBatch(2, 1000, -1, 0, 0), 0); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	l.flush.mu.Lock()
+	syncs := l.flush.syncs
+	l.flush.mu.Unlock()
+	if syncs == 0 || syncs > appenders*each {
+		t.Fatalf("%d fsyncs for %d appends", syncs, appenders*each)
+	}
+	fs.Restart() // crash without Close
+	l2 := openMem(t, fs, cfg)
+	defer l2.Close()
+	if got := l2.LogEndOffset(); got != 2*appenders*each {
+		t.Fatalf("after crash log end %d, want %d", got, 2*appenders*each)
+	}
+}
+
+// A crash in the middle of concurrent group-commit appends keeps every append that returned.
+func TestGroupCommitCrashMidway(t *testing.T) {
+	for crashAt := 5; crashAt < 200; crashAt += 13 {
+		fs := NewMemFS()
+		cfg := DefaultConfig()
+		cfg.FlushMessages = 1
+		cfg.SegmentBytes = 2000
+		l := openMem(t, fs, cfg)
+		fs.CrashAfter(crashAt)
+		var acked atomic.Int64 // highest acknowledged last offset + 1
+		var wg sync.WaitGroup
+		for g := 0; g < 8; g++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; i < 30; i++ {
+					res, err := l.AppendAsLeader(mkBatch(1, 1000, -1, 0, 0), 0)
+					if err != nil {
+						return
+					}
+					for {
+						cur := acked.Load()
+						if res.LastOffset+1 <= cur || acked.CompareAndSwap(cur, res.LastOffset+1) {
+							break
+						}
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		fs.Restart()
+		l2 := openMem(t, fs, cfg)
+		if got := l2.LogEndOffset(); got < acked.Load() {
+			t.Fatalf("crash at op %d: log end %d < acknowledged %d", crashAt, got, acked.Load())
+		}
+		l2.Close()
+	}
+}
+
+// Readers running alongside appenders see only whole, valid batches up to the published end.
+func TestConcurrentReadAppend(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.SegmentBytes = 5000
+	cfg.IndexIntervalBytes = 200
+	l, err := Open(t.TempDir(), cfg, Options{Logger: quietLogger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	done := make(chan struct{})
+	var readers sync.WaitGroup
+	for r := 0; r < 3; r++ {
+		readers.Add(1)
+		go func() {
+			defer readers.Done()
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				end := l.LogEndOffset()
+				off := end / 2
+				rr, err := l.Read(off, 3000, math.MaxInt64, true)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				for _, s := range rr.Slices {
+					buf := make([]byte, s.Length)
+					if _, err := s.File.ReadAt(buf, s.Position); err != nil {
+						t.Error(err)
+						return
+					}
+					for len(buf) > 0 {
+						h, err := batch.Check(buf)
+						if err != nil {
+							t.Errorf("reader saw a bad batch: %v", err)
+							return
+						}
+						buf = buf[h.Size():]
+					}
+				}
+			}
+		}()
+	}
+	for i := 0; i < 2000; i++ {
+		if _, err := l.AppendAsLeader(mkBatch(1+i%5, int64(i), -1, 0, 0), 0); err != nil {
+			t.Fatal(err)
+		}
+		if i == 1000 {
+			if err := l.TruncateTo(l.LogEndOffset() - 10); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	close(done)
+	readers.Wait()
+}
+
+// A failed write makes the log refuse further mutations (sticky error), but it still closes.
+func TestStickyWriteError(t *testing.T) {
+	fs := NewMemFS()
+	l := openMem(t, fs, DefaultConfig())
+	if _, err := l.AppendAsLeader(mkBatch(1, 1, -1, 0, 0), 0); err != nil {
+		t.Fatal(err)
+	}
+	boom := errors.New("disk on fire")
+	fs.InjectError(func(op, path string) error {
+		if op == "write" {
+			return boom
+		}
+		return nil
+	})
+	if _, err := l.AppendAsLeader(mkBatch(1, 1, -1, 0, 0), 0); !errors.Is(err, boom) || !errors.Is(err, ErrClosed) {
+		t.Fatalf("got %v", err)
+	}
+	fs.InjectError(nil)
+	if _, err := l.AppendAsLeader(mkBatch(1, 1, -1, 0, 0), 0); !errors.Is(err, ErrClosed) {
+		t.Fatalf("log took an append after a failed write: %v", err)
+	}
+	if err := l.TruncateTo(0); !errors.Is(err, ErrClosed) {
+		t.Fatalf("truncate after failure: %v", err)
+	}
+	if _, err := l.Read(0, 100, 100, true); err != nil {
+		t.Fatalf("reads of published data still work: %v", err)
+	}
+	l.Close()
+	if _, err := l.AppendAsLeader(mkBatch(1, 1, -1, 0, 0), 0); !errors.Is(err, ErrClosed) {
+		t.Fatal(err)
+	}
+	l2 := openMem(t, fs, DefaultConfig())
+	defer l2.Close()
+	if l2.LogEndOffset() != 1 {
+		t.Fatalf("log end %d", l2.LogEndOffset())
+	}
+}
+
+func TestEpochCache(t *testing.T) {
+	var c epochCache
+	c.assign(1, 0)
+	c.assign(1, 5) // not newer: ignored
+	c.assign(3, 10)
+	c.assign(6, 20)
+	for _, tc := range []struct {
+		req       int32
+		wantEpoch int32
+		wantEnd   int64
+	}{
+		{-1, -1, -1}, {0, 0, 0}, {1, 1, 10}, {2, 1, 10}, {3, 3, 20}, {5, 3, 20}, {6, 6, 100}, {7, -1, -1},
+	} {
+		if e, o := c.endOffsetFor(tc.req, 100); e != tc.wantEpoch || o != tc.wantEnd {
+			t.Errorf("endOffsetFor(%d) = (%d, %d), want (%d, %d)", tc.req, e, o, tc.wantEpoch, tc.wantEnd)
+		}
+	}
+	c.truncateFromStart(12)
+	if len(c.entries) != 2 || c.entries[0] != (epochEntry{3, 12}) {
+		t.Fatalf("%+v", c.entries)
+	}
+	c.truncateFromEnd(20)
+	if len(c.entries) != 1 || c.latestEpoch() != 3 {
+		t.Fatalf("%+v", c.entries)
+	}
+	// A newer epoch starting below existing entries replaces them (Kafka's assign).
+	c.assign(7, 12)
+	if len(c.entries) != 1 || c.entries[0] != (epochEntry{7, 12}) {
+		t.Fatalf("%+v", c.entries)
+	}
+	var empty epochCache
+	if e, o := empty.endOffsetFor(0, 10); e != -1 || o != -1 {
+		t.Fatalf("empty cache: %d %d", e, o)
+	}
+}
+
+func TestCheckProducerBatch(t *testing.T) {
+	entry := func(epoch int16, lastSeq int32) *producerEntry {
+		e := &producerEntry{Epoch: epoch, CurrentTxnFirstOffset: -1}
+		if lastSeq >= 0 {
+			e.Batches = []batchMetadata{{FirstSeq: lastSeq, LastSeq: lastSeq}}
+		}
+		return e
+	}
+	hdr := func(epoch int16, seq int32, delta int32) *batch.Header {
+		return &batch.Header{ProducerID: 1, ProducerEpoch: epoch, BaseSequence: seq, LastOffsetDelta: delta}
+	}
+	for _, tc := range []struct {
+		name string
+		e    *producerEntry
+		h    *batch.Header
+		want error
+	}{
+		{"unknown producer, any sequence", nil, hdr(0, 77, 0), nil},
+		{"next in sequence", entry(2, 9), hdr(2, 10, 3), nil},
+		{"gap", entry(2, 9), hdr(2, 11, 0), ErrOutOfOrderSequence},
+		{"old sequence", entry(2, 9), hdr(2, 5, 0), ErrOutOfOrderSequence},
+		{"wrap at MaxInt32", entry(2, math.MaxInt32), hdr(2, 0, 0), nil},
+		{"fenced epoch", entry(2, 9), hdr(1, 10, 0), ErrInvalidProducerEpoch},
+		{"new epoch from 0", entry(2, 9), hdr(3, 0, 0), nil},
+		{"new epoch not from 0", entry(2, 9), hdr(3, 10, 0), ErrOutOfOrderSequence},
+		{"same epoch, no batches yet", entry(2, -1), hdr(2, 0, 0), nil},
+	} {
+		if err := checkProducerBatch(tc.e, tc.h); !errors.Is(err, tc.want) || (tc.want == nil && err != nil) {
+			t.Errorf("%s: got %v, want %v", tc.name, err, tc.want)
+		}
+	}
+	// A batch whose last sequence wraps.
+	h := hdr(0, math.MaxInt32-1, 3)
+	if h.LastSequence() != 1 {
+		t.Fatalf("last sequence %d", h.LastSequence())
+	}
+}
+
+// segment.ms rolls on append and in EnforceRetention; a full index rolls too.
+func TestRollByTimeAndIndex(t *testing.T) {
+	fs := NewMemFS()
+	clock := time.UnixMilli(1_000_000)
+	cfg := DefaultConfig()
+	cfg.SegmentMs = 1000
+	cfg.RetentionMs = -1
+	l, err := Open("/r/t-0", cfg, Options{FS: fs, Now: func() time.Time { return clock }, Logger: quietLogger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	l.AppendAsLeader(mkBatch(1, 1_000_000, -1, 0, 0), 0)
+	l.AppendAsLeader(mkBatch(1, 1_000_500, -1, 0, 0), 0)
+	if l.NumSegments() != 1 {
+		t.Fatal("rolled too early")
+	}
+	l.AppendAsLeader(mkBatch(1, 1_001_001, -1, 0, 0), 0) // record time moved past segment.ms
+	if l.NumSegments() != 2 {
+		t.Fatalf("segments %d, want a roll by message timestamp", l.NumSegments())
+	}
+	clock = clock.Add(5 * time.Second)
+	if err := l.EnforceRetention(); err != nil {
+		t.Fatal(err)
+	}
+	if l.NumSegments() != 3 {
+		t.Fatalf("segments %d, want a roll by segment.ms in EnforceRetention", l.NumSegments())
+	}
+	cfg.SegmentMs = math.MaxInt64
+	cfg.SegmentIndexBytes = 24 // two offset index entries
+	cfg.IndexIntervalBytes = 0
+	l.SetConfig(cfg)
+	l.TruncateFullyAndStartAt(100) // new segment picks up the index size
+	for i := 0; i < 5; i++ {
+		l.AppendAsLeader(mkBatch(1, 1, -1, 0, 0), 0)
+	}
+	if l.NumSegments() < 2 {
+		t.Fatalf("segments %d, want a roll by index fullness", l.NumSegments())
+	}
+}
+
+func TestAppendAsFollower(t *testing.T) {
+	l := openMem(t, NewMemFS(), DefaultConfig())
+	defer l.Close()
+	b := mkBatch(3, 10, 5, 0, 0)
+	batch.SetBaseOffset(b, 0)
+	batch.SetPartitionLeaderEpoch(b, 4)
+	if res, err := l.AppendAsFollower(b); err != nil || res.FirstOffset != 0 || res.LastOffset != 2 {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if _, err := l.AppendAsFollower(b); !errors.Is(err, ErrUnexpectedAppendOffset) {
+		t.Fatalf("re-append at old offset: %v", err)
+	}
+	// A gap (as compaction leaves) is accepted.
+	b = mkBatch(3, 10, 5, 0, 3)
+	batch.SetBaseOffset(b, 10)
+	batch.SetPartitionLeaderEpoch(b, 6)
+	if _, err := l.AppendAsFollower(b); err != nil {
+		t.Fatal(err)
+	}
+	if l.LogEndOffset() != 13 || l.LatestEpoch() != 6 {
+		t.Fatalf("log end %d epoch %d", l.LogEndOffset(), l.LatestEpoch())
+	}
+	if e, o := l.EndOffsetForEpoch(4); e != 4 || o != 10 {
+		t.Fatalf("end offset for epoch 4: %d %d", e, o)
+	}
+	rr, err := l.Read(5, 1<<20, math.MaxInt64, true)
+	if err != nil || rr.Bytes != int64(len(b)) {
+		t.Fatalf("read in gap: %+v %v", rr, err)
+	}
+	// The producer state was recorded: a leader retry of that batch is a duplicate.
+	if res, err := l.AppendAsLeader(b, 6); err != nil || !res.Duplicate || res.FirstOffset != 10 {
+		t.Fatalf("%+v %v", res, err)
+	}
+}
