@@ -277,4 +277,45 @@ func TestDurabilityKill9(t *testing.T) {
 	if len(failReasons) > 0 {
 		t.Logf("some failed produces: %s", strings.Join(failReasons, "; "))
 	}
+
+	// A clean SIGTERM restart keeps every partition's start and end offsets.
+	startsBefore, err := adm.ListStartOffsets(ctx, topic)
+	if err != nil {
+		t.Fatalf("listing start offsets: %v", err)
+	}
+	consumer.Close()
+	for _, p := range producers {
+		p.client.Close()
+	}
+	admClient.Close()
+	if !b.Stop() {
+		t.Fatal("sluice did not exit on SIGTERM")
+	}
+	if err := b.ExitErr(); err != nil {
+		t.Fatalf("sluice exit after SIGTERM: %v", err)
+	}
+	b.Restart()
+	after, err := kgo.NewClient(kgo.SeedBrokers(b.Addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer after.Close()
+	adm = kadm.NewClient(after)
+	endsAfter, err := adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		t.Fatalf("listing end offsets after the clean restart: %v", err)
+	}
+	startsAfter, err := adm.ListStartOffsets(ctx, topic)
+	if err != nil {
+		t.Fatalf("listing start offsets after the clean restart: %v", err)
+	}
+	for p := range int32(durPartitions) {
+		e, _ := endsAfter.Lookup(topic, p)
+		s0, _ := startsBefore.Lookup(topic, p)
+		s1, _ := startsAfter.Lookup(topic, p)
+		if e.Err != nil || s1.Err != nil || e.Offset != endOf[p] || s1.Offset != s0.Offset {
+			t.Errorf("partition %d after a clean restart: offsets [%d, %d) (errors %v, %v), before [%d, %d)",
+				p, s1.Offset, e.Offset, s1.Err, e.Err, s0.Offset, endOf[p])
+		}
+	}
 }
