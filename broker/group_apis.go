@@ -4,8 +4,8 @@ package broker
 // (JoinGroup and SyncGroup wait for the other members; every write waits for its log commit)
 // and answers when the coordinator does. Versions are those the coordinator implements.
 //
-//	OffsetCommit (8) v0–9 · OffsetFetch (9) v0–9 · JoinGroup (11) v0–9 · Heartbeat (12) v0–4 ·
-//	LeaveGroup (13) v0–5 · SyncGroup (14) v0–5 · DescribeGroups (15) v0–5 · ListGroups (16) v0–5 ·
+//	OffsetCommit (8) v0–10 · OffsetFetch (9) v0–10 · JoinGroup (11) v0–9 · Heartbeat (12) v0–4 ·
+//	LeaveGroup (13) v0–5 · SyncGroup (14) v0–5 · DescribeGroups (15) v0–6 · ListGroups (16) v0–5 ·
 //	DeleteGroups (42) v0–2 · OffsetDelete (47) v0 · ConsumerGroupHeartbeat (68) v0–1 ·
 //	ConsumerGroupDescribe (69) v0–1
 
@@ -20,10 +20,10 @@ import (
 )
 
 func init() {
-	registerGroupAPI(8, 0, 9, func(c *coordinator.Coordinator, ctx context.Context, _ *wire.Request, req *kmsg.OffsetCommitRequest) (kmsg.Response, error) {
+	registerGroupAPI(8, 0, 10, func(c *coordinator.Coordinator, ctx context.Context, _ *wire.Request, req *kmsg.OffsetCommitRequest) (kmsg.Response, error) {
 		return c.OffsetCommit(ctx, req)
 	})
-	registerGroupAPI(9, 0, 9, func(c *coordinator.Coordinator, ctx context.Context, _ *wire.Request, req *kmsg.OffsetFetchRequest) (kmsg.Response, error) {
+	registerGroupAPI(9, 0, 10, func(c *coordinator.Coordinator, ctx context.Context, _ *wire.Request, req *kmsg.OffsetFetchRequest) (kmsg.Response, error) {
 		return c.OffsetFetch(ctx, req)
 	})
 	registerGroupAPI(11, 0, 9, func(c *coordinator.Coordinator, ctx context.Context, w *wire.Request, req *kmsg.JoinGroupRequest) (kmsg.Response, error) {
@@ -38,7 +38,7 @@ func init() {
 	registerGroupAPI(14, 0, 5, func(c *coordinator.Coordinator, ctx context.Context, _ *wire.Request, req *kmsg.SyncGroupRequest) (kmsg.Response, error) {
 		return c.SyncGroup(ctx, req)
 	})
-	registerGroupAPI(15, 0, 5, func(c *coordinator.Coordinator, ctx context.Context, _ *wire.Request, req *kmsg.DescribeGroupsRequest) (kmsg.Response, error) {
+	registerGroupAPI(15, 0, 6, func(c *coordinator.Coordinator, ctx context.Context, _ *wire.Request, req *kmsg.DescribeGroupsRequest) (kmsg.Response, error) {
 		return c.DescribeGroups(ctx, req)
 	})
 	registerGroupAPI(16, 0, 5, func(c *coordinator.Coordinator, ctx context.Context, _ *wire.Request, req *kmsg.ListGroupsRequest) (kmsg.Response, error) {

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Runs franz-go's own live-broker tests (github.com/twmb/franz-go/pkg/kgo) against a fresh
 # sluice process on a free port. The first argument is the -run pattern; with none, the tests
-# that need neither consumer groups nor transactions.
+# that need no transactions.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PATTERN="${1:-^(TestPing|TestClient_Produce|TestClient_ProduceLargeMessages|TestIssue769|TestIssue831|TestConsumeRegex|TestIssue337|TestDirectPartitionPurge|TestAddRemovePartitions|TestIssueFetchLargerThanBrokerMaxReadBytes|TestConsumeMaxDecompressBatchBytes|TestPauseIssue489|TestPauseIssueOct2023|TestConsumeTopicRetrieval)$}"
+PATTERN="${1:-^(TestPing|TestClient_Produce|TestClient_ProduceLargeMessages|TestIssue769|TestIssue831|TestConsumeRegex|TestIssue337|TestDirectPartitionPurge|TestAddRemovePartitions|TestIssueFetchLargerThanBrokerMaxReadBytes|TestConsumeMaxDecompressBatchBytes|TestPauseIssue489|TestPauseIssueOct2023|TestConsumeTopicRetrieval|TestGroupETL|TestGroupSimple|TestIssue1034|TestUnknownGroupOffsetFetchPinned)$}"
 TIMEOUT="${FRANZ_TIMEOUT:-600s}"
 
 go build -o bin/sluice ./cmd/sluice
