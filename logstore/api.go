@@ -8,6 +8,8 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"os"
+	"syscall"
 	"time"
 )
 
@@ -83,7 +85,20 @@ var (
 )
 
 // WriteSlice copies a FileSlice's bytes to w (sendfile when w is a TCP connection and the file is
-// an OS file). Declared here so callers need not know File's implementation.
+// an OS file). Declared here so callers need not know File's implementation. Fewer bytes than
+// s.Length (the segment was truncated meanwhile) is io.ErrUnexpectedEOF: the caller must drop
+// the connection, since it has announced s.Length bytes.
 func WriteSlice(w io.Writer, s FileSlice) (int64, error) {
-	return io.Copy(w, io.NewSectionReader(s.File, s.Position, s.Length))
+	if f, ok := s.File.(*os.File); ok {
+		if conn, ok := w.(syscall.Conn); ok {
+			if n, handled, err := sendfile(conn, f, s.Position, s.Length); handled {
+				return n, err
+			}
+		}
+	}
+	n, err := io.Copy(w, io.NewSectionReader(s.File, s.Position, s.Length))
+	if err == nil && n < s.Length {
+		err = io.ErrUnexpectedEOF
+	}
+	return n, err
 }
