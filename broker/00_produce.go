@@ -79,12 +79,12 @@ func (b *Broker) producePartition(im *controller.Image, topicName string, topicI
 		return
 	}
 	p := rs.partition
-	limits := b.topicLimits(im, rs.topic)
-	if code := checkBatchSizes(rp.Records, limits.maxMessageBytes); code != 0 {
+	settings := p.settings.Load()
+	if code := checkBatchSizes(rp.Records, int64(settings.MaxMessageBytes)); code != 0 {
 		out.ErrorCode = code
 		return
 	}
-	if acks == -1 && p.isrSize() < limits.minInsyncReplicas {
+	if acks == -1 && p.isrSize() < int(settings.MinInsyncReplicas) {
 		out.ErrorCode = kerr.NotEnoughReplicas.Code
 		return
 	}

@@ -2,8 +2,10 @@ package broker
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"sluice/controller"
+	"sluice/internal/config"
 	"sluice/logstore"
 )
 
@@ -12,6 +14,8 @@ type Partition struct {
 	tp      topicPartition
 	topicID controller.TopicID
 	log     *logstore.Log
+	// settings are the topic's resolved configs from the newest applied image.
+	settings atomic.Pointer[config.TopicSettings]
 
 	mu struct {
 		sync.Mutex

@@ -11,6 +11,7 @@ import (
 	"slices"
 
 	"sluice/controller"
+	"sluice/internal/config"
 	"sluice/logstore"
 )
 
@@ -21,7 +22,8 @@ func (b *Broker) reconcile(im *controller.Image) error {
 	var errs []error
 	want := make(map[topicPartition]bool)
 	for name, topic := range im.Topics {
-		logCfg := b.logConfig(im, topic)
+		settings := b.topicSettings(im, topic)
+		logCfg := logConfig(settings)
 		for i := range topic.Partitions {
 			info := &topic.Partitions[i]
 			if !slices.Contains(info.Replicas, b.nodeID) {
@@ -37,13 +39,14 @@ func (b *Broker) reconcile(im *controller.Image) error {
 			}
 			if p == nil {
 				var err error
-				if p, err = b.openPartition(tp, topic.ID, logCfg); err != nil {
+				if p, err = b.openPartition(tp, topic.ID, logCfg, settings); err != nil {
 					errs = append(errs, err)
 					continue
 				}
 			} else {
 				p.log.SetConfig(logCfg)
 			}
+			p.settings.Store(settings)
 			p.applyMetadata(info, b.nodeID)
 		}
 	}
@@ -70,7 +73,7 @@ func (b *Broker) reconcile(im *controller.Image) error {
 }
 
 // openPartition opens (or creates) the log of tp and starts hosting it.
-func (b *Broker) openPartition(tp topicPartition, id controller.TopicID, cfg logstore.Config) (*Partition, error) {
+func (b *Broker) openPartition(tp topicPartition, id controller.TopicID, cfg logstore.Config, settings *config.TopicSettings) (*Partition, error) {
 	dir := b.partitionDir(tp)
 	if err := b.claimPartitionDir(dir, id); err != nil {
 		return nil, fmt.Errorf("partition %s: %w", tp, err)
@@ -80,6 +83,7 @@ func (b *Broker) openPartition(tp topicPartition, id controller.TopicID, cfg log
 		return nil, fmt.Errorf("open partition %s: %w", tp, err)
 	}
 	p := newPartition(tp, id, log)
+	p.settings.Store(settings)
 	b.mu.Lock()
 	b.mu.partitions[tp] = p
 	b.mu.Unlock()
