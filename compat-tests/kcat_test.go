@@ -1,6 +1,7 @@
 package compattests
 
 import (
+	"encoding/binary"
 	"fmt"
 	"strings"
 	"testing"
@@ -132,6 +133,13 @@ func TestKcat(t *testing.T) {
 // firstBatchAttributes fetches topic's partition 0 from offset 0 with a raw Fetch v11 and
 // returns the attributes of the first record batch in the response.
 func firstBatchAttributes(t *testing.T, addr, topic string) int16 {
+	attrs, _ := firstBatchHeader(t, addr, topic)
+	return attrs
+}
+
+// firstBatchHeader returns the attributes and producer ID of the first record batch of
+// topic's partition 0, read with a raw Fetch v11.
+func firstBatchHeader(t *testing.T, addr, topic string) (attributes int16, producerID int64) {
 	t.Helper()
 	conn := dialRaw(t, addr)
 	req := kmsg.NewPtrFetchRequest()
@@ -157,13 +165,15 @@ func firstBatchAttributes(t *testing.T, addr, topic string) int16 {
 	p := resp.Topics[0].Partitions[0]
 	// RecordBatch v2: attributes are the int16 at byte 21, after baseOffset(8) length(4)
 	// partitionLeaderEpoch(4) magic(1) crc(4).
-	if p.ErrorCode != 0 || len(p.RecordBatches) < 23 {
+	if p.ErrorCode != 0 || len(p.RecordBatches) < 61 {
 		t.Fatalf("raw fetch: error %d, %d bytes of records", p.ErrorCode, len(p.RecordBatches))
 	}
 	if magic := p.RecordBatches[16]; magic != 2 {
 		t.Fatalf("raw fetch: first batch has magic %d", magic)
 	}
-	return int16(p.RecordBatches[21])<<8 | int16(p.RecordBatches[22])
+	rb := p.RecordBatches
+	// ... attributes(2) lastOffsetDelta(4) firstTimestamp(8) maxTimestamp(8) producerId(8).
+	return int16(binary.BigEndian.Uint16(rb[21:23])), int64(binary.BigEndian.Uint64(rb[43:51]))
 }
 
 // advertisedVersions returns the version range the broker's ApiVersions lists for apiKey.

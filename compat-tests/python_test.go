@@ -53,9 +53,13 @@ func TestPython(t *testing.T) {
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
 
-	for _, tc := range []struct{ name, module, script, topic string }{
-		{"ConfluentKafka", "confluent_kafka", "confluent_roundtrip.py", "py-confluent"},
-		{"KafkaPython", "kafka", "kafkapython_roundtrip.py", "py-kafka-python"},
+	for _, tc := range []struct {
+		name, module, script, topic string
+		codec                       int16 // compression codec the script's producer asks for
+		idempotent                  bool  // whether its batches carry a producer ID
+	}{
+		{"ConfluentKafka", "confluent_kafka", "confluent_roundtrip.py", "py-confluent", 3 /* lz4 */, true},
+		{"KafkaPython", "kafka", "kafkapython_roundtrip.py", "py-kafka-python", 0, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			python := pythonWith(t, tc.module)
@@ -69,6 +73,15 @@ func TestPython(t *testing.T) {
 				t.Fatalf("%s did not report OK:\n%s", tc.script, out)
 			}
 			t.Log(lastLine(out))
+			attrs, producerID := firstBatchHeader(t, b.Addr, tc.topic)
+			if tc.idempotent != (producerID >= 0) {
+				t.Errorf("first stored batch has producer ID %d; idempotent producer: %v", producerID, tc.idempotent)
+			}
+			if attrs&0x07 != tc.codec {
+				minV, maxV := advertisedVersions(t, b.Addr, 0)
+				t.Errorf("first stored batch has attributes %#x, want codec %d; ApiVersions advertises Produce v%d-v%d (see TestKcat/Compression_*)",
+					attrs, tc.codec, minV, maxV)
+			}
 		})
 	}
 }
