@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,11 +24,12 @@ import (
 
 // Kafka error codes the bad-input tests expect.
 const (
-	errCorruptMessage          = 2
-	errUnknownTopicOrPartition = 3
-	errMessageTooLarge         = 10
-	errUnsupportedVersion      = 35
-	errInvalidRecord           = 87
+	errCorruptMessage             = 2
+	errUnknownTopicOrPartition    = 3
+	errMessageTooLarge            = 10
+	errUnsupportedCompressionType = 76
+	errUnsupportedVersion         = 35
+	errInvalidRecord              = 87
 )
 
 // badInputIdleMs is connections.max.idle.ms for the bad-input broker, so a stalled client is
@@ -242,13 +244,14 @@ func TestBadInput(t *testing.T) {
 	// broker's answer to the input, not an idle timeout.
 	b := StartBroker(t)
 	const topic, goodTopic, smallTopic = "bad-input", "bad-input-good", "bad-input-small"
+	const validationTopic = "bad-input-validation"
 	{
 		cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr))
 		if err != nil {
 			t.Fatal(err)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		for _, tp := range []string{topic, goodTopic} {
+		for _, tp := range []string{topic, goodTopic, validationTopic} {
 			if _, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 1, nil, tp); err != nil {
 				t.Fatalf("creating %s: %v", tp, err)
 			}
@@ -327,6 +330,48 @@ func TestBadInput(t *testing.T) {
 		}
 	})
 
+	t.Run("ProduceRequestValidation", func(t *testing.T) {
+		// Checks Kafka's ProduceRequest.validateRecords makes before the log sees the batch.
+		resign := func(b []byte) []byte {
+			binary.BigEndian.PutUint32(b[17:21], crc32.Checksum(b[21:], crc32c))
+			return b
+		}
+		magic1 := recordBatch("m")
+		magic1[16] = 1 // magic is outside the CRC
+		zstd := recordBatch("z")
+		binary.BigEndian.PutUint16(zstd[21:23], 4) // attributes: zstd
+		zstdV6 := produceRequest(validationTopic, resign(zstd))
+		zstdV6.Version = 6
+		// A batch that claims gzip but carries bytes that are not gzip: Kafka's LogValidator
+		// decompresses compressed batches to validate their records, so it never stores one.
+		garbageGzip := recordBatch("g")
+		binary.BigEndian.PutUint16(garbageGzip[21:23], 1)
+		countMismatch := recordBatch("c1", "c2")
+		binary.BigEndian.PutUint32(countMismatch[57:61], 5) // says 5 records, holds 2
+		for _, tc := range []struct {
+			name string
+			req  *kmsg.ProduceRequest
+			want []int16
+		}{
+			{"MagicV1", produceRequest(validationTopic, magic1), []int16{errInvalidRecord}},
+			{"TwoBatchesInOnePartition", produceRequest(validationTopic, append(recordBatch("b1"), recordBatch("b2")...)), []int16{errInvalidRecord}},
+			{"ZstdBeforeProduceV7", zstdV6, []int16{errUnsupportedCompressionType}},
+			{"RecordCountMismatch", produceRequest(validationTopic, resign(countMismatch)), []int16{errCorruptMessage, errInvalidRecord}},
+			// Kafka's code here depends on where decompression fails (CORRUPT_MESSAGE or
+			// UNKNOWN_SERVER_ERROR); any refusal will do, storing it will not.
+			{"GarbageGzipPayload", produceRequest(validationTopic, resign(garbageGzip)), nil},
+		} {
+			code, _, closed := produceRaw(t, b.Addr, tc.req)
+			if tc.want == nil {
+				if !closed && code == 0 {
+					t.Errorf("%s: accepted; want an error code or a closed connection", tc.name)
+				}
+			} else if closed || !slices.Contains(tc.want, code) {
+				t.Errorf("%s: error %d, closed %v; want one of %v", tc.name, code, closed, tc.want)
+			}
+		}
+	})
+
 	t.Run("MessageTooLarge", func(t *testing.T) {
 		// A batch larger than the topic's max.message.bytes: MESSAGE_TOO_LARGE, as Kafka's
 		// LogValidator answers.
@@ -386,6 +431,13 @@ func TestBadInput(t *testing.T) {
 		}
 		if o, ok := ends.Lookup(smallTopic, 0); !ok || o.Err != nil || o.Offset != 0 {
 			t.Errorf("end offset of %s/0: %+v (found %v); want 0", smallTopic, o, ok)
+		}
+		ends, err = kadm.NewClient(cl).ListEndOffsets(ctx, validationTopic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o, ok := ends.Lookup(validationTopic, 0); !ok || o.Err != nil || o.Offset != 0 {
+			t.Errorf("end offset of %s/0: %+v (found %v); want 0: batches that Kafka rejects were stored", validationTopic, o, ok)
 		}
 	})
 
