@@ -10,12 +10,14 @@ package broker
 // the topic's max.message.bytes (MESSAGE_TOO_LARGE); the log validates headers, CRCs and
 // producer sequences and assigns offsets without re-encoding.
 //
-// Not yet: transactional produce (answered INVALID_REQUEST until transactions land) and
-// message.timestamp.type=LogAppendTime rewriting.
+// Timestamps are checked against message.timestamp.{before,after}.max.ms, and batches of
+// LogAppendTime topics are stamped (produce_validate.go).
+//
+// Not yet: transactional produce (answered INVALID_REQUEST until transactions land).
 
 import (
 	"context"
-	"encoding/binary"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -80,7 +82,8 @@ func (b *Broker) producePartition(im *controller.Image, topicName string, topicI
 	}
 	p := rs.partition
 	settings := p.settings.Load()
-	if code := checkBatchSizes(rp.Records, int64(settings.MaxMessageBytes)); code != 0 {
+	code, logAppendTime := checkProduceBatches(rp.Records, settings, time.Now())
+	if code != 0 {
 		out.ErrorCode = code
 		return
 	}
@@ -100,26 +103,5 @@ func (b *Broker) producePartition(im *controller.Image, topicName string, topicI
 	}
 	out.BaseOffset = res.FirstOffset
 	out.LogStartOffset = res.LogStartOffset
-	out.LogAppendTime = -1
-}
-
-// checkBatchSizes walks the batch boundaries of records and answers MESSAGE_TOO_LARGE when a
-// batch exceeds maxBatchBytes, as Kafka checks each batch against max.message.bytes. Malformed
-// framing is left to the log's validation, which answers CORRUPT_MESSAGE.
-func checkBatchSizes(records []byte, maxBatchBytes int64) int16 {
-	const lengthFieldEnd = 12 // baseOffset int64 + batchLength int32
-	if len(records) == 0 {
-		return kerr.CorruptMessage.Code
-	}
-	for len(records) >= lengthFieldEnd {
-		size := int64(int32(binary.BigEndian.Uint32(records[8:12]))) + lengthFieldEnd
-		if size > maxBatchBytes {
-			return kerr.MessageTooLarge.Code
-		}
-		if size <= lengthFieldEnd || size > int64(len(records)) {
-			return 0
-		}
-		records = records[size:]
-	}
-	return 0
+	out.LogAppendTime = logAppendTime
 }

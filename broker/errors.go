@@ -26,6 +26,10 @@ func storageErrorCode(err error) int16 {
 		return kerr.OutOfOrderSequenceNumber.Code
 	case errors.Is(err, logstore.ErrInvalidProducerEpoch):
 		return kerr.InvalidProducerEpoch.Code
+	case errors.Is(err, logstore.ErrInvalidTimestamp):
+		return kerr.InvalidTimestamp.Code
+	case errors.Is(err, logstore.ErrRecordListTooLarge):
+		return kerr.RecordListTooLarge.Code
 	case errors.Is(err, logstore.ErrClosed):
 		return kerr.NotLeaderForPartition.Code
 	default:

@@ -1,0 +1,59 @@
+package broker
+
+import (
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"sluice/internal/batch"
+	"sluice/internal/config"
+)
+
+// noTimestamp is RecordBatch.NO_TIMESTAMP: a batch without timestamps passes the time checks.
+const noTimestamp = -1
+
+// checkProduceBatches makes the topic-level checks Kafka's produce path makes before the log
+// sees a batch: each batch within max.message.bytes (MESSAGE_TOO_LARGE), and with
+// message.timestamp.type=CreateTime its timestamps within message.timestamp.before.max.ms /
+// after.max.ms of now (INVALID_TIMESTAMP). For LogAppendTime topics it stamps every batch
+// with now. Framing and CRC problems are left to the log, which answers CORRUPT_MESSAGE.
+//
+// Kafka checks every record's timestamp; sluice checks the batch's first and max timestamps,
+// which bound the records' from above and catch clock skew without decoding records.
+func checkProduceBatches(records []byte, s *config.TopicSettings, now time.Time) (code int16, logAppendTime int64) {
+	if len(records) == 0 {
+		return kerr.CorruptMessage.Code, -1
+	}
+	nowMs := now.UnixMilli()
+	logAppendTime = -1
+	if s.MessageTimestampType == "LogAppendTime" {
+		logAppendTime = nowMs
+	}
+	for rest := records; len(rest) > 0; {
+		h, err := batch.Check(rest)
+		if err != nil {
+			return 0, logAppendTime // the log rejects it with the precise code
+		}
+		size := h.Size()
+		if size > int64(s.MaxMessageBytes) {
+			return kerr.MessageTooLarge.Code, -1
+		}
+		if logAppendTime >= 0 {
+			batch.SetLogAppendTime(rest[:size], nowMs)
+		} else if !timestampInWindow(h.BaseTimestamp, nowMs, s) || !timestampInWindow(h.MaxTimestamp, nowMs, s) {
+			return kerr.InvalidTimestamp.Code, -1
+		}
+		rest = rest[size:]
+	}
+	return 0, logAppendTime
+}
+
+func timestampInWindow(ts, nowMs int64, s *config.TopicSettings) bool {
+	if ts == noTimestamp {
+		return true
+	}
+	if ts < nowMs && nowMs-ts > s.MessageTimestampBeforeMaxMs {
+		return false
+	}
+	return ts <= nowMs || ts-nowMs <= s.MessageTimestampAfterMaxMs
+}

@@ -1,0 +1,76 @@
+package broker
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"sluice/internal/batch"
+	"sluice/internal/config"
+)
+
+func TestCheckProduceBatches(t *testing.T) {
+	now := time.UnixMilli(1_700_000_000_000)
+	nowMs := now.UnixMilli()
+	build := func(baseTs, maxTs int64, value []byte) []byte {
+		return batch.Build(batch.Header{BaseTimestamp: baseTs, MaxTimestamp: maxTs, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1},
+			[]batch.Record{{TimestampDelta: maxTs - baseTs, Value: value}})
+	}
+	createTime := func() *config.TopicSettings {
+		return &config.TopicSettings{MaxMessageBytes: 1 << 20, MessageTimestampType: "CreateTime",
+			MessageTimestampBeforeMaxMs: 1 << 62, MessageTimestampAfterMaxMs: 3_600_000}
+	}
+	for _, tc := range []struct {
+		name     string
+		records  []byte
+		settings func() *config.TopicSettings
+		want     int16
+	}{
+		{"ok", build(nowMs, nowMs, []byte("v")), createTime, 0},
+		{"no timestamps", build(-1, -1, []byte("v")), createTime, 0},
+		{"old timestamps pass by default", build(0, 0, []byte("v")), createTime, 0},
+		{"too far in the future", build(nowMs, nowMs+3_600_001, []byte("v")), createTime, kerr.InvalidTimestamp.Code},
+		{"too old for before.max.ms", build(nowMs-2000, nowMs-2000, []byte("v")), func() *config.TopicSettings {
+			s := createTime()
+			s.MessageTimestampBeforeMaxMs = 1000
+			return s
+		}, kerr.InvalidTimestamp.Code},
+		{"second batch too large", append(build(nowMs, nowMs, []byte("v")), build(nowMs, nowMs, bytes.Repeat([]byte("x"), 200))...), func() *config.TopicSettings {
+			s := createTime()
+			s.MaxMessageBytes = 150
+			return s
+		}, kerr.MessageTooLarge.Code},
+		{"empty", nil, createTime, kerr.CorruptMessage.Code},
+		{"corrupt left to the log", []byte{1, 2, 3}, createTime, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, appendTime := checkProduceBatches(tc.records, tc.settings(), now)
+			if code != tc.want {
+				t.Fatalf("code %d, want %d", code, tc.want)
+			}
+			if appendTime != -1 {
+				t.Fatalf("CreateTime topic got log append time %d", appendTime)
+			}
+		})
+	}
+}
+
+func TestCheckProduceBatchesStampsLogAppendTime(t *testing.T) {
+	now := time.UnixMilli(1_700_000_000_000)
+	records := batch.Build(batch.Header{BaseTimestamp: 5, MaxTimestamp: 5, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1},
+		[]batch.Record{{Value: []byte("v")}})
+	s := &config.TopicSettings{MaxMessageBytes: 1 << 20, MessageTimestampType: "LogAppendTime", MessageTimestampAfterMaxMs: 0}
+	code, appendTime := checkProduceBatches(records, s, now)
+	if code != 0 || appendTime != now.UnixMilli() {
+		t.Fatalf("code %d appendTime %d, want 0 and %d", code, appendTime, now.UnixMilli())
+	}
+	h, err := batch.Check(records)
+	if err != nil {
+		t.Fatalf("stamped batch no longer valid: %v", err)
+	}
+	if h.MaxTimestamp != now.UnixMilli() || h.Attributes&batch.AttrTimestampType == 0 {
+		t.Fatalf("header %+v not stamped with LogAppendTime %d", h, now.UnixMilli())
+	}
+}
