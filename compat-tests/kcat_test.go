@@ -77,7 +77,8 @@ func TestKcat(t *testing.T) {
 	})
 
 	t.Run("MetadataList", func(t *testing.T) {
-		// The topic above was auto-created; -L must list the broker and it.
+		// Producing auto-creates the topic; -L must list the broker and it.
+		kcat(t, b, "m:1\n", "-P", "-t", "kcat-meta", "-K:")
 		out := kcat(t, b, "", "-L")
 		if !strings.Contains(out, " 1 brokers:") {
 			t.Errorf("-L does not list exactly one broker:\n%s", out)
@@ -85,15 +86,15 @@ func TestKcat(t *testing.T) {
 		if !strings.Contains(out, "at "+b.Addr) {
 			t.Errorf("-L does not list the broker at %s:\n%s", b.Addr, out)
 		}
-		if !strings.Contains(out, `topic "kcat-keys" with 1 partitions:`) {
-			t.Errorf("-L does not list topic kcat-keys with 1 partition:\n%s", out)
+		if !strings.Contains(out, `topic "kcat-meta" with 1 partitions:`) {
+			t.Errorf("-L does not list topic kcat-meta with 1 partition:\n%s", out)
 		}
 		if !strings.Contains(out, "partition 0, leader ") {
 			t.Errorf("-L lists no partition leader:\n%s", out)
 		}
-		topicOnly := kcat(t, b, "", "-L", "-t", "kcat-keys")
-		if !strings.Contains(topicOnly, `topic "kcat-keys" with 1 partitions:`) {
-			t.Errorf("-L -t kcat-keys:\n%s", topicOnly)
+		topicOnly := kcat(t, b, "", "-L", "-t", "kcat-meta")
+		if !strings.Contains(topicOnly, `topic "kcat-meta" with 1 partitions:`) {
+			t.Errorf("-L -t kcat-meta:\n%s", topicOnly)
 		}
 	})
 
