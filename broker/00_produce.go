@@ -55,7 +55,7 @@ func (b *Broker) handleProduce(_ context.Context, wreq *wire.Request, respond wi
 			if topLevelErr != 0 {
 				p.ErrorCode = topLevelErr
 			} else {
-				b.producePartition(im, rt.Topic, controller.TopicID(rt.TopicID), byID, req.Acks, &rp, &p)
+				b.producePartition(im, req.Version, rt.Topic, controller.TopicID(rt.TopicID), byID, req.Acks, &rp, &p)
 			}
 			t.Partitions = append(t.Partitions, p)
 		}
@@ -69,7 +69,7 @@ func (b *Broker) handleProduce(_ context.Context, wreq *wire.Request, respond wi
 }
 
 // producePartition appends one partition's records and fills its response.
-func (b *Broker) producePartition(im *controller.Image, topicName string, topicID controller.TopicID, byID bool, acks int16, rp *kmsg.ProduceRequestTopicPartition, out *kmsg.ProduceResponseTopicPartition) {
+func (b *Broker) producePartition(im *controller.Image, version int16, topicName string, topicID controller.TopicID, byID bool, acks int16, rp *kmsg.ProduceRequestTopicPartition, out *kmsg.ProduceResponseTopicPartition) {
 	rs := b.resolvePartition(im, topicName, topicID, byID, rp.Partition, true)
 	if rs.errCode != 0 {
 		out.ErrorCode = rs.errCode
@@ -82,7 +82,7 @@ func (b *Broker) producePartition(im *controller.Image, topicName string, topicI
 	}
 	p := rs.partition
 	settings := p.settings.Load()
-	code, logAppendTime := checkProduceBatches(rp.Records, settings, time.Now())
+	code, logAppendTime := checkProduceBatches(rp.Records, version, settings, time.Now())
 	if code != 0 {
 		out.ErrorCode = code
 		return

@@ -12,15 +12,21 @@ import (
 // noTimestamp is RecordBatch.NO_TIMESTAMP: a batch without timestamps passes the time checks.
 const noTimestamp = -1
 
+// compressionZstd is the zstd codec's attribute value.
+const compressionZstd = 4
+
 // checkProduceBatches makes the topic-level checks Kafka's produce path makes before the log
 // sees a batch: each batch within max.message.bytes (MESSAGE_TOO_LARGE), and with
 // message.timestamp.type=CreateTime its timestamps within message.timestamp.before.max.ms /
 // after.max.ms of now (INVALID_TIMESTAMP). For LogAppendTime topics it stamps every batch
 // with now. Framing and CRC problems are left to the log, which answers CORRUPT_MESSAGE.
 //
+// zstd batches need Produce v7+ (UNSUPPORTED_COMPRESSION_TYPE), as in Kafka, since older
+// clients could not read them back.
+//
 // Kafka checks every record's timestamp; sluice checks the batch's first and max timestamps,
 // which bound the records' from above and catch clock skew without decoding records.
-func checkProduceBatches(records []byte, s *config.TopicSettings, now time.Time) (code int16, logAppendTime int64) {
+func checkProduceBatches(records []byte, produceVersion int16, s *config.TopicSettings, now time.Time) (code int16, logAppendTime int64) {
 	if len(records) == 0 {
 		return kerr.CorruptMessage.Code, -1
 	}
@@ -37,6 +43,9 @@ func checkProduceBatches(records []byte, s *config.TopicSettings, now time.Time)
 		size := h.Size()
 		if size > int64(s.MaxMessageBytes) {
 			return kerr.MessageTooLarge.Code, -1
+		}
+		if h.Compression() == compressionZstd && produceVersion < 7 {
+			return kerr.UnsupportedCompressionType.Code, -1
 		}
 		if logAppendTime >= 0 {
 			batch.SetLogAppendTime(rest[:size], nowMs)

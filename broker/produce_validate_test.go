@@ -43,10 +43,18 @@ func TestCheckProduceBatches(t *testing.T) {
 			return s
 		}, kerr.MessageTooLarge.Code},
 		{"empty", nil, createTime, kerr.CorruptMessage.Code},
+		{"zstd needs v7", func() []byte {
+			b := batch.Build(batch.Header{Attributes: compressionZstd, BaseTimestamp: nowMs, MaxTimestamp: nowMs, ProducerID: -1}, nil)
+			return b
+		}(), createTime, kerr.UnsupportedCompressionType.Code},
 		{"corrupt left to the log", []byte{1, 2, 3}, createTime, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			code, appendTime := checkProduceBatches(tc.records, tc.settings(), now)
+			version := int16(9)
+			if tc.name == "zstd needs v7" {
+				version = 6
+			}
+			code, appendTime := checkProduceBatches(tc.records, version, tc.settings(), now)
 			if code != tc.want {
 				t.Fatalf("code %d, want %d", code, tc.want)
 			}
@@ -62,7 +70,7 @@ func TestCheckProduceBatchesStampsLogAppendTime(t *testing.T) {
 	records := batch.Build(batch.Header{BaseTimestamp: 5, MaxTimestamp: 5, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1},
 		[]batch.Record{{Value: []byte("v")}})
 	s := &config.TopicSettings{MaxMessageBytes: 1 << 20, MessageTimestampType: "LogAppendTime", MessageTimestampAfterMaxMs: 0}
-	code, appendTime := checkProduceBatches(records, s, now)
+	code, appendTime := checkProduceBatches(records, 9, s, now)
 	if code != 0 || appendTime != now.UnixMilli() {
 		t.Fatalf("code %d appendTime %d, want 0 and %d", code, appendTime, now.UnixMilli())
 	}
