@@ -26,7 +26,11 @@ type Config struct {
 	FlushMessages      int64 // flush.messages; 1 = group-commit fsync before every append returns
 	FlushMs            int64 // flush.ms
 	FileDeleteDelayMs  int64 // file.delete.delay.ms
-	Preallocate        bool  // preallocate
+	Preallocate        bool  // preallocate (accepted; segments are not preallocated)
+	// ProducerIDExpirationMs is the broker's producer.id.expiration.ms: producer state idle
+	// this long (by its last batch timestamp) is dropped by EnforceRetention. 0 = Kafka's
+	// default, one day.
+	ProducerIDExpirationMs int64
 }
 
 // Options are the non-config dependencies of a Log.

@@ -29,6 +29,8 @@ type flushState struct {
 	entered, completed uint64
 	// syncs counts group-commit fsyncs (for benchmarks and metrics).
 	syncs uint64
+	// settledGen is gen as of the last completed truncation.
+	settledGen uint64
 }
 
 // groupCommitEnter/Exit bracket an append that will wait for an fsync.
@@ -78,7 +80,9 @@ func (l *Log) markFlushedGen(upto int64, gen uint64) {
 	l.flush.mu.Unlock()
 }
 
-// resetFlushed lowers the flushed offset after the log shrank.
+// resetFlushed lowers the flushed offset when the log starts to shrink; an fsync already
+// running cannot mark anything durable any more (gen changes).
+// REQUIRES: appendMu held; followed by settleTruncation once the cut is durable.
 func (l *Log) resetFlushed(upto int64) {
 	l.flush.mu.Lock()
 	l.flush.gen++
@@ -88,12 +92,27 @@ func (l *Log) resetFlushed(upto int64) {
 	l.flush.mu.Unlock()
 }
 
-// syncTo returns once every offset below target is durable, fsyncing if needed. Called without
-// appendMu so that concurrent appenders share one fsync.
-func (l *Log) syncTo(target int64) error {
+// settleTruncation records that a truncation finished and its result is durable at logEnd.
+// Appenders still waiting for an fsync from before it are released: what remains of their
+// batches is durable, and what was cut is gone (as with acks=1 in Kafka).
+// REQUIRES: appendMu held.
+func (l *Log) settleTruncation(logEnd int64) {
+	l.flush.mu.Lock()
+	l.flush.settledGen = l.flush.gen
+	if logEnd > l.flush.flushedOffset {
+		l.flush.flushedOffset = logEnd
+	}
+	l.flush.cond.Broadcast()
+	l.flush.mu.Unlock()
+}
+
+// syncTo returns once every offset below target (appended when the flush generation was gen)
+// is durable, fsyncing if needed, or once a later truncation settled. Called without appendMu
+// so that concurrent appenders share one fsync.
+func (l *Log) syncTo(target int64, gen uint64) error {
 	l.flush.mu.Lock()
 	defer l.flush.mu.Unlock()
-	for l.flush.flushedOffset < target {
+	for l.flush.flushedOffset < target && l.flush.settledGen <= gen {
 		if p := l.failure.Load(); p != nil {
 			return *p
 		}
@@ -102,6 +121,7 @@ func (l *Log) syncTo(target int64) error {
 			continue
 		}
 		l.flush.syncing = true
+		syncGen := l.flush.gen
 		// Let appenders just released by the previous fsync (runnable, not yet running) enter,
 		// then wait for every append in flight: one fsync covers them all.
 		l.flush.mu.Unlock()
@@ -110,7 +130,6 @@ func (l *Log) syncTo(target int64) error {
 		for inFlight := l.flush.entered; l.flush.completed < inFlight; {
 			l.flush.cond.Wait()
 		}
-		gen := l.flush.gen
 		l.flush.mu.Unlock()
 
 		l.mu.RLock()
@@ -133,7 +152,7 @@ func (l *Log) syncTo(target int64) error {
 		l.flush.syncing = false
 		l.flush.cond.Broadcast()
 		if err != nil {
-			if gen != l.flush.gen || errors.Is(err, os.ErrClosed) {
+			if syncGen != l.flush.gen || errors.Is(err, os.ErrClosed) {
 				continue // the segment was truncated away or replaced meanwhile; retry
 			}
 			if errors.Is(err, ErrClosed) {
@@ -144,7 +163,7 @@ func (l *Log) syncTo(target int64) error {
 			l.flush.mu.Lock()
 			return err
 		}
-		if gen == l.flush.gen && upto > l.flush.flushedOffset {
+		if syncGen == l.flush.gen && upto > l.flush.flushedOffset {
 			l.flush.flushedOffset = upto
 		}
 	}

@@ -96,6 +96,9 @@ func normalizeConfig(cfg Config) Config {
 	if cfg.FileDeleteDelayMs < 0 {
 		cfg.FileDeleteDelayMs = 0
 	}
+	if cfg.ProducerIDExpirationMs <= 0 {
+		cfg.ProducerIDExpirationMs = 24 * 3600 * 1000
+	}
 	return cfg
 }
 
@@ -111,5 +114,7 @@ func DefaultConfig() Config {
 		FlushMessages:      math.MaxInt64,
 		FlushMs:            math.MaxInt64,
 		FileDeleteDelayMs:  60000,
+
+		ProducerIDExpirationMs: 24 * 3600 * 1000,
 	}
 }

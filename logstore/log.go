@@ -98,6 +98,10 @@ func (l *Log) fail(err error) error {
 	}
 	wrapped := fmt.Errorf("%w: write failed: %w", ErrClosed, err)
 	l.failure.CompareAndSwap(nil, &wrapped)
+	// Wake group-commit waiters so they see the failure.
+	l.flush.mu.Lock()
+	l.flush.cond.Broadcast()
+	l.flush.mu.Unlock()
 	l.logger.Error("logstore: log failed, refusing further writes", "dir", l.dir, "err", err)
 	return wrapped
 }
@@ -213,6 +217,7 @@ func (l *Log) append(data []byte, leader bool, leaderEpoch int32) (AppendResult,
 	}
 	l.appendMu.Lock()
 	res, syncTarget, err := l.appendLocked(data, headers, leader, leaderEpoch)
+	gen := l.flushGen()
 	l.appendMu.Unlock()
 	if groupCommit {
 		l.groupCommitExit()
@@ -220,7 +225,7 @@ func (l *Log) append(data []byte, leader bool, leaderEpoch int32) (AppendResult,
 	if err != nil || syncTarget < 0 {
 		return res, err
 	}
-	if err := l.syncTo(syncTarget); err != nil {
+	if err := l.syncTo(syncTarget, gen); err != nil {
 		return AppendResult{}, err
 	}
 	return res, nil

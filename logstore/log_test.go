@@ -3,6 +3,8 @@ package logstore
 import (
 	"errors"
 	"math"
+	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -341,5 +343,99 @@ func TestAppendAsFollower(t *testing.T) {
 	// The producer state was recorded: a leader retry of that batch is a duplicate.
 	if res, err := l.AppendAsLeader(b, 6); err != nil || !res.Duplicate || res.FirstOffset != 10 {
 		t.Fatalf("%+v %v", res, err)
+	}
+}
+
+// gatedFS blocks the first Sync of a .log file until released.
+type gatedFS struct {
+	*MemFS
+	once    sync.Once
+	entered chan struct{}
+	release chan struct{}
+}
+
+type gatedFile struct {
+	File
+	fs *gatedFS
+}
+
+func (g *gatedFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
+	f, err := g.MemFS.OpenFile(name, flag, perm)
+	if err != nil || !strings.HasSuffix(name, ".log") {
+		return f, err
+	}
+	return gatedFile{File: f, fs: g}, nil
+}
+
+func (f gatedFile) Sync() error {
+	first := false
+	f.fs.once.Do(func() { first = true })
+	if first {
+		close(f.fs.entered)
+		<-f.fs.release
+	}
+	return f.File.Sync()
+}
+
+// An appender waiting for a group-commit fsync is released when a truncation removes its
+// batch meanwhile (it must neither hang nor spin).
+func TestGroupCommitWaiterSurvivesTruncation(t *testing.T) {
+	g := &gatedFS{MemFS: NewMemFS(), entered: make(chan struct{}), release: make(chan struct{})}
+	cfg := DefaultConfig()
+	cfg.FlushMessages = 1
+	l, err := Open("/g/t-0", cfg, Options{FS: g, Logger: quietLogger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	done := make(chan error, 1)
+	go func() {
+		_, err := l.AppendAsLeader(mkBatch(2, 1, -1, 0, 0), 0)
+		done <- err
+	}()
+	<-g.entered // the appender is inside its fsync
+	truncated := make(chan error, 1)
+	go func() { truncated <- l.TruncateTo(0) }()
+	// The truncation's own fsync is not gated; let the appender's fsync finish after it.
+	if err := <-truncated; err != nil {
+		t.Fatal(err)
+	}
+	close(g.release)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("appender still waiting after the truncation settled")
+	}
+	if l.LogEndOffset() != 0 {
+		t.Fatalf("log end %d", l.LogEndOffset())
+	}
+}
+
+// Idle producers expire in EnforceRetention; a returning one is then treated as unknown.
+func TestProducerExpiration(t *testing.T) {
+	clock := time.UnixMilli(10_000_000)
+	cfg := DefaultConfig()
+	cfg.ProducerIDExpirationMs = 1000
+	cfg.RetentionMs = -1
+	l, err := Open("/p/t-0", cfg, Options{FS: NewMemFS(), Now: func() time.Time { return clock }, Logger: quietLogger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if _, err := l.AppendAsLeader(mkBatch(1, clock.UnixMilli(), 9, 0, 0), 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.AppendAsLeader(mkBatch(1, clock.UnixMilli(), 9, 0, 5), 0); !errors.Is(err, ErrOutOfOrderSequence) {
+		t.Fatalf("known producer with a gap: %v", err)
+	}
+	clock = clock.Add(2 * time.Second)
+	if err := l.EnforceRetention(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.AppendAsLeader(mkBatch(1, clock.UnixMilli(), 9, 0, 5), 0); err != nil {
+		t.Fatalf("expired producer is unknown and may start anywhere: %v", err)
 	}
 }

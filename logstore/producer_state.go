@@ -126,6 +126,19 @@ func newProducerState() *producerState {
 	return &producerState{producers: make(map[int64]*producerEntry)}
 }
 
+// expire drops producers idle since before cutoff (ms) with no open transaction, as Kafka's
+// ProducerStateManager.removeExpiredProducers. It returns how many were dropped.
+func (p *producerState) expire(cutoff int64) int {
+	n := 0
+	for id, e := range p.producers {
+		if e.LastTimestamp < cutoff && e.CurrentTxnFirstOffset < 0 {
+			delete(p.producers, id)
+			n++
+		}
+	}
+	return n
+}
+
 func (p *producerState) replay(h *batch.Header) {
 	if !h.HasProducerID() {
 		return

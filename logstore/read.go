@@ -51,7 +51,11 @@ func (l *Log) Read(offset int64, maxBytes int64, maxOffset int64, minOneBatch bo
 			return res, nil
 		}
 		end := start + h.Size()
-		limit := start + max(maxBytes, h.Size())
+		budget := max(maxBytes, h.Size())
+		if budget > seg.size-start {
+			budget = seg.size - start
+		}
+		limit := start + budget
 		if maxOffset >= seg.nextOffset {
 			if seg.size <= limit {
 				end = seg.size

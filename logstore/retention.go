@@ -6,7 +6,8 @@ import (
 )
 
 // EnforceRetention runs the periodic work of the log: it closes files of segments deleted more
-// than file.delete.delay.ms ago, rolls the active segment when segment.ms has passed, flushes
+// than file.delete.delay.ms ago, rolls the active segment when segment.ms has passed, expires
+// idle producer state (producer.id.expiration.ms), flushes
 // when flush.ms has passed, and deletes the oldest segments that are expired by retention.ms,
 // beyond retention.bytes, or wholly below the log start offset (Kafka's deleteOldSegments).
 // The active segment is deleted only by rolling it first, when every segment has expired.
@@ -36,6 +37,7 @@ func (l *Log) EnforceRetention() error {
 			}
 		}
 	}
+	l.producers.expire(now.UnixMilli() - cfg.ProducerIDExpirationMs)
 	if now.Sub(l.lastFlush).Milliseconds() >= cfg.FlushMs && l.flushedOffset() < logEnd {
 		if err := l.flushLocked(); err != nil {
 			return l.fail(err)
@@ -217,7 +219,7 @@ func (l *Log) truncateToLocked(offset int64) error {
 	l.mu.epochs.truncateFromEnd(l.mu.logEnd)
 	logEnd := l.mu.logEnd
 	l.mu.Unlock()
-	l.markFlushedGen(logEnd, l.flushGen())
+	l.settleTruncation(logEnd)
 	if err := l.writeEpochCheckpointLocked(); err != nil {
 		return err
 	}
@@ -291,7 +293,7 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 	l.mu.Unlock()
 	l.scheduleCloseLocked(dead)
 	l.producers = newProducerState()
-	l.markFlushed(offset)
+	l.settleTruncation(offset)
 	if err := l.writeEpochCheckpointLocked(); err != nil {
 		return err
 	}
