@@ -59,7 +59,7 @@ func TestPython(t *testing.T) {
 		idempotent                  bool  // whether its batches carry a producer ID
 	}{
 		{"ConfluentKafka", "confluent_kafka", "confluent_roundtrip.py", "py-confluent", 3 /* lz4 */, true},
-		{"KafkaPython", "kafka", "kafkapython_roundtrip.py", "py-kafka-python", 0, false},
+		{"KafkaPython", "kafka", "kafkapython_roundtrip.py", "py-kafka-python", 1 /* gzip */, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			python := pythonWith(t, tc.module)

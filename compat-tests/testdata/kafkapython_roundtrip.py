@@ -1,4 +1,4 @@
-"""Round trip with kafka-python: KafkaProducer (acks=all) writes keyed records with headers to
+"""Round trip with kafka-python: KafkaProducer (acks=all, gzip) writes keyed records with headers to
 partition 0, then a KafkaConsumer with assign() (no group) reads them back. Prints "OK ..." and
 exits 0 when every record came back once, in order, at the offset the send future reported;
 otherwise prints what differed and exits 1.
@@ -12,7 +12,7 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
 bootstrap, topic, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
 
-producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=5,
+producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=5, compression_type="gzip",
                          request_timeout_ms=20000, max_block_ms=20000)
 futures = []
 for i in range(count):
