@@ -24,7 +24,7 @@ type ddEnv struct {
 const ddDir = "/data/t-0"
 
 func (e *ddEnv) open(t testing.TB) string {
-	l, err := Open(ddDir, e.cfg, Options{FS: e.fs, Now: func() time.Time { return e.clock }})
+	l, err := Open(ddDir, e.cfg, Options{FS: e.fs, Now: func() time.Time { return e.clock }, Logger: quietLogger})
 	if err != nil {
 		return fmt.Sprintf("open error: %v", err)
 	}
@@ -39,6 +39,9 @@ func (e *ddEnv) state() string {
 	fmt.Fprintf(&b, "log [%d, %d) segments:", l.mu.logStart, l.mu.logEnd)
 	for _, s := range l.mu.segments {
 		fmt.Fprintf(&b, " %d+%dB..%d", s.baseOffset, s.size, s.nextOffset)
+		if s.index.len() > 0 || s.timeIndex.len() > 0 {
+			fmt.Fprintf(&b, "[ix%d ti%d]", s.index.len(), s.timeIndex.len())
+		}
 	}
 	fmt.Fprintf(&b, "\nepochs:")
 	for _, ep := range l.mu.epochs.entries {
@@ -109,6 +112,9 @@ func (e *ddEnv) run(t *testing.T, td *datadriven.TestData) string {
 		if err := e.log.Close(); err != nil {
 			return errName(err)
 		}
+		return e.open(t)
+	case "open-again":
+		// Open after close (files may have been edited in between).
 		return e.open(t)
 	case "crash":
 		// Restart the FS without closing the log: unsynced writes are lost.
@@ -223,6 +229,40 @@ func (e *ddEnv) run(t *testing.T, td *datadriven.TestData) string {
 	case "files":
 		names, _ := e.fs.ReadDir(ddDir)
 		return strings.Join(names, "\n") + "\n"
+	case "corrupt":
+		// corrupt <file> pos=N: flip a byte (durably); negative pos counts from the end.
+		path := ddDir + "/" + td.CmdArgs[0].Key
+		data, ok := e.fs.ReadFileForTest(path)
+		if !ok {
+			return "missing\n"
+		}
+		pos := intArg("pos", 0)
+		if pos < 0 {
+			pos += int64(len(data))
+		}
+		data[pos] ^= 0xff
+		e.fs.WriteFileForTest(path, data)
+		return "ok\n"
+	case "chop":
+		// chop <file> bytes=N: cut N bytes off the end (durably).
+		path := ddDir + "/" + td.CmdArgs[0].Key
+		data, ok := e.fs.ReadFileForTest(path)
+		if !ok {
+			return "missing\n"
+		}
+		e.fs.WriteFileForTest(path, data[:int64(len(data))-intArg("bytes", 0)])
+		return "ok\n"
+	case "rm":
+		if err := e.fs.Remove(ddDir + "/" + td.CmdArgs[0].Key); err != nil {
+			return err.Error() + "\n"
+		}
+		e.fs.SyncDir(ddDir)
+		return "ok\n"
+	case "close":
+		if err := e.log.Close(); err != nil {
+			return errName(err) + "\n"
+		}
+		return "ok\n"
 	case "cat":
 		data, ok := e.fs.ReadFileForTest(ddDir + "/" + td.CmdArgs[0].Key)
 		if !ok {

@@ -32,8 +32,10 @@
 // batch. As Kafka 4.x's LogSegment.append, the indexed offset is the batch's last offset, and
 // a batch is indexed when more than index.interval.bytes were appended since the previous
 // entry (so the first batch of a segment is not). Offsets and positions strictly increase.
-// The file is not preallocated: its length is the number of entries × 8. At most
-// segment.index.bytes/8 entries; a full index rolls the segment.
+// The file is not preallocated: its length is the number of entries × 8. Entries are kept in
+// memory and written to the file before each fsync of the segment (roll, flush, close); the
+// active segment's index is rebuilt by recovery anyway. At most segment.index.bytes/8 entries;
+// a full index rolls the segment.
 //
 // # Time index (.timeindex) — matches Kafka's TimeIndex
 //
@@ -83,7 +85,9 @@
 //
 // Open recovers as Kafka's LogLoader does: segments wholly below the recovery point are
 // trusted (indexes sanity-checked, the batch chain after the last index entry followed to the
-// end of the file; a failed check demotes the segment to recovery). Every other segment is
+// end of the file; a failed check or a missing index file demotes the segment to recovery;
+// the last segment is trusted only if its chain ends exactly at the recovery point, as after
+// a clean close). Every other segment is
 // scanned batch by batch — header length, magic, CRC-32C, offsets increasing — and cut at the
 // first invalid batch; its indexes are rebuilt and leader epochs from batch headers are
 // added to the epoch cache. If a segment other than the last had a bad tail, all later

@@ -24,10 +24,17 @@ func (l *Log) load() error {
 	}
 	var bases, snapshots []int64
 	hasLog := map[int64]bool{}
+	indexFiles := map[int64]int{} // base → number of index files present (2 = both)
 	for _, name := range names {
 		if b, ok := parseOffsetName(name, logSuffix); ok {
 			bases = append(bases, b)
 			hasLog[b] = true
+		}
+		if b, ok := parseOffsetName(name, indexSuffix); ok {
+			indexFiles[b]++
+		}
+		if b, ok := parseOffsetName(name, timeIndexSuffix); ok {
+			indexFiles[b]++
 		}
 	}
 	for _, name := range names {
@@ -90,7 +97,11 @@ func (l *Log) load() error {
 		if i+1 < len(bases) {
 			nextBase = bases[i+1]
 		}
-		truncated, err := l.loadSegment(seg, nextBase, recoveryPoint)
+		rp := recoveryPoint
+		if indexFiles[base] < 2 {
+			rp = 0 // a missing index: rebuild it by recovering the segment, as Kafka does
+		}
+		truncated, err := l.loadSegment(seg, nextBase, rp)
 		if err != nil {
 			return fmt.Errorf("segment %d: %w", base, err)
 		}
