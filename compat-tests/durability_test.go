@@ -77,7 +77,10 @@ func TestDurabilityKill9(t *testing.T) {
 	}
 	defer admClient.Close()
 	adm := kadm.NewClient(admClient)
-	if _, err := adm.CreateTopic(ctx, durPartitions, 1, nil, topic); err != nil {
+	// The smallest segment Kafka 4 allows, so segments roll (and recovery spans several) while
+	// the broker is being killed.
+	segmentBytes := "1048576"
+	if _, err := adm.CreateTopic(ctx, durPartitions, 1, map[string]*string{"segment.bytes": &segmentBytes}, topic); err != nil {
 		t.Fatalf("creating topic: %v", err)
 	}
 
@@ -110,7 +113,7 @@ func TestDurabilityKill9(t *testing.T) {
 			for seq := 0; seq < durMaxPerProducer && !stop.Load() && ctx.Err() == nil; seq++ {
 				rec := &kgo.Record{
 					Key:       []byte(durKey(p.id, seq)),
-					Value:     []byte(fmt.Sprintf("producer %d record %d %s", p.id, seq, strings.Repeat("x", 64))),
+					Value:     []byte(fmt.Sprintf("producer %d record %d %s", p.id, seq, strings.Repeat("x", 200))),
 					Partition: partitionFor(p.id, seq),
 				}
 				totalHanded.Add(1)
