@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -277,6 +278,8 @@ func TestDurabilityKill9(t *testing.T) {
 	t.Logf("%s", strings.Join(killNotes, "; "))
 	t.Logf("acked %d, failed %d (%d of those present in the log), read %d, missing %d, moved %d, duplicates %d",
 		acked, failed, unackedPresent, len(found), missing, moved, duplicates)
+	segments, _ := filepath.Glob(filepath.Join(b.Dir, topic+"-*", "*.log"))
+	t.Logf("%d segment files across %d partitions", len(segments), durPartitions)
 	if len(failReasons) > 0 {
 		t.Logf("some failed produces: %s", strings.Join(failReasons, "; "))
 	}
