@@ -1,3 +1,5 @@
+//go:build linux
+
 package logstore
 
 import (
@@ -51,6 +53,7 @@ func runJava(t *testing.T, ctx context.Context, lib string, args ...string) stri
 	full := append([]string{"-Xshare:auto", "-XX:TieredStopAtLevel=1", "-Xmx256m", "-cp", filepath.Join(lib, "*")}, args...)
 	cmd := exec.CommandContext(ctx, "java", full...)
 	cmd.WaitDelay = 5 * time.Second
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("java %s: %v\n%s", strings.Join(args, " "), err, out)
@@ -283,6 +286,8 @@ log.index.interval.bytes=4096
 	defer brokerOut.Close()
 	broker := exec.CommandContext(ctx, "java", "-Xmx512m", "-XX:TieredStopAtLevel=1", "-cp", filepath.Join(lib, "*"), "kafka.Kafka", propsFile)
 	broker.Stdout, broker.Stderr = brokerOut, brokerOut
+	// The JVM dies with the test process even if the test binary is killed.
+	broker.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	broker.WaitDelay = 5 * time.Second
 	if err := broker.Start(); err != nil {
 		t.Fatal(err)

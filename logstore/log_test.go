@@ -439,3 +439,48 @@ func TestProducerExpiration(t *testing.T) {
 		t.Fatalf("expired producer is unknown and may start anywhere: %v", err)
 	}
 }
+
+// flush.messages=N fsyncs once N messages are unflushed; flush.ms fsyncs from EnforceRetention
+// once that much time has passed; the default fsyncs only on roll, Flush and Close.
+func TestFlushPolicies(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		flushMessages int64
+		flushMs       int64
+		appends       int   // batches of 2 records
+		advanceMs     int64 // clock advance before EnforceRetention
+		wantDurable   int64 // log end after a crash
+	}{
+		{"default keeps nothing unsynced", math.MaxInt64, math.MaxInt64, 5, 10_000, 0},
+		{"flush.messages=4 syncs every 2nd append", 4, math.MaxInt64, 5, 0, 8},
+		{"flush.messages=1 syncs every append", 1, math.MaxInt64, 5, 0, 10},
+		{"flush.ms not yet due", math.MaxInt64, 1000, 5, 999, 0},
+		{"flush.ms due", math.MaxInt64, 1000, 5, 1000, 10},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := NewMemFS()
+			clock := time.UnixMilli(5_000_000)
+			cfg := DefaultConfig()
+			cfg.FlushMessages, cfg.FlushMs, cfg.RetentionMs = tc.flushMessages, tc.flushMs, -1
+			l, err := Open("/m/t-0", cfg, Options{FS: fs, Now: func() time.Time { return clock }, Logger: quietLogger})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := 0; i < tc.appends; i++ {
+				if _, err := l.AppendAsLeader(mkBatch(2, clock.UnixMilli(), -1, 0, 0), 0); err != nil {
+					t.Fatal(err)
+				}
+			}
+			clock = clock.Add(time.Duration(tc.advanceMs) * time.Millisecond)
+			if err := l.EnforceRetention(); err != nil {
+				t.Fatal(err)
+			}
+			fs.Restart()
+			l2 := openMem(t, fs, cfg)
+			defer l2.Close()
+			if got := l2.LogEndOffset(); got != tc.wantDurable {
+				t.Fatalf("after crash log end %d, want %d", got, tc.wantDurable)
+			}
+		})
+	}
+}
