@@ -3,7 +3,9 @@ package compattests
 import (
 	"context"
 	"errors"
+	"encoding/binary"
 	"fmt"
+	"math/rand/v2"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -47,6 +49,15 @@ type durProducer struct {
 // partitionFor spreads producer id's records over its own two partitions, so each partition
 // has exactly one producer and "order of production" per partition is that producer's seq order.
 func partitionFor(id, seq int) int32 { return int32(id*2 + seq%2) }
+
+// durValue is a 200-byte value that compresses poorly, so segments fill at a known pace.
+func durValue(rng *rand.Rand, id, seq int) []byte {
+	v := fmt.Appendf(nil, "producer %d record %d ", id, seq)
+	for len(v) < 200 {
+		v = binary.LittleEndian.AppendUint64(v, rng.Uint64())
+	}
+	return v
+}
 
 func durKey(id, seq int) string { return fmt.Sprintf("p%d-%06d", id, seq) }
 
@@ -111,10 +122,11 @@ func TestDurabilityKill9(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(p.id), 1))
 			for seq := 0; seq < durMaxPerProducer && !stop.Load() && ctx.Err() == nil; seq++ {
 				rec := &kgo.Record{
 					Key:       []byte(durKey(p.id, seq)),
-					Value:     []byte(fmt.Sprintf("producer %d record %d %s", p.id, seq, strings.Repeat("x", 200))),
+					Value:     durValue(rng, p.id, seq),
 					Partition: partitionFor(p.id, seq),
 				}
 				totalHanded.Add(1)
