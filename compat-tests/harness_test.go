@@ -1,15 +1,6 @@
-// Package compattests drives a real sluice process with real Kafka clients and tools (kcat,
-// Apache Kafka's Java tools, confluent-kafka-python, kafka-python, franz-go) and with raw TCP
-// sockets, and asserts what a user of those clients would observe.
-//
-// The harness in this file builds cmd/sluice once per test binary run, starts it on a free
-// 127.0.0.1 port with a fresh data directory, and waits until the port answers a Kafka
-// ApiVersions request. Every process it starts is stopped in t.Cleanup, and the broker's log is
-// printed into the test output when the test failed. Tests never sleep to let things settle:
-// they wait on a condition with a deadline.
-//
-// Clients the tests need are installed by scripts/install-test-deps.sh; a missing client fails
-// the test (it is never skipped).
+// This file is the harness: it builds, starts, kills and restarts sluice processes and frames
+// raw Kafka requests. The package doc is in doc.go.
+
 package compattests
 
 import (
