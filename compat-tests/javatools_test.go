@@ -3,7 +3,6 @@ package compattests
 import (
 	"context"
 	"fmt"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -71,9 +70,7 @@ func javaTool(t *testing.T, stdin string, class string, args ...string) (string,
 
 // TestJavaTools drives the broker with Apache Kafka's own command-line tools.
 func TestJavaTools(t *testing.T) {
-	if _, err := exec.LookPath("java"); err != nil {
-		t.Fatalf("java not found: %v", err)
-	}
+	lookPath(t, "java")
 	kafkaJars(t)
 	b := StartBroker(t)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr))
