@@ -139,12 +139,23 @@ func (l *Log) syncTo(target int64, gen uint64) error {
 		if !closed {
 			f = l.active().log
 		}
+		// Loaded after the active segment: rolled segments before it are covered by rs.
+		rs := l.pendingRoll.Load()
 		l.mu.RUnlock()
 		var err error
 		if closed {
 			err = ErrClosed
 		} else {
 			err = f.Sync()
+		}
+		if err == nil && rs != nil {
+			<-rs.done
+			if rs.err != nil {
+				l.flush.mu.Lock()
+				l.flush.syncing = false
+				l.flush.cond.Broadcast()
+				return rs.err
+			}
 		}
 
 		l.flush.mu.Lock()

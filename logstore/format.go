@@ -15,15 +15,15 @@ var (
 	ErrUnexpectedAppendOffset = errors.New("logstore: follower batch offset below log end")  // replica fetcher must truncate
 )
 
-// validateBatches checks every batch of an append and returns their headers. Leader appends
+// validateBatches checks every batch of an append and returns their headers, appended to
+// headers (a caller's buffer, to spare an allocation). Leader appends
 // get the checks Kafka's LogValidator makes of client batches (record count agrees with
 // lastOffsetDelta, uncompressed records well-formed with sequential offset deltas); follower
 // appends accept what a leader wrote (compacted batches may skip offsets).
-func validateBatches(data []byte, leader bool) ([]batch.Header, error) {
+func validateBatches(data []byte, leader bool, headers []batch.Header) ([]batch.Header, error) {
 	if len(data) == 0 {
 		return nil, fmt.Errorf("%w: no record batches", ErrInvalidRecord)
 	}
-	headers := make([]batch.Header, 0, 1)
 	for rest := data; len(rest) > 0; {
 		h, err := batch.Check(rest)
 		if err != nil {
@@ -40,7 +40,7 @@ func validateBatches(data []byte, leader bool) ([]batch.Header, error) {
 				return nil, fmt.Errorf("%w: batch %d: %d records but lastOffsetDelta %d", ErrInvalidRecord, len(headers), h.RecordCount, h.LastOffsetDelta)
 			}
 			next := int32(0)
-			_, err := batch.ForEachRecord(rest[:h.Size()], func(r batch.RecordInfo) bool {
+			_, err := batch.ForEachRecordOf(&h, rest[:h.Size()], func(r batch.RecordInfo) bool {
 				if r.OffsetDelta != next {
 					return false
 				}

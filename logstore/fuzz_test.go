@@ -30,7 +30,7 @@ func FuzzValidateBatches(f *testing.F) {
 	f.Add(mkBatch(3, 5, -1, 0, 0), false)
 	f.Add(fuzzSeedLog()[:100], true)
 	f.Fuzz(func(t *testing.T, data []byte, leader bool) {
-		headers, err := validateBatches(data, leader)
+		headers, err := validateBatches(data, leader, nil)
 		if err != nil {
 			for _, e := range []error{ErrCorruptBatch, ErrInvalidRecord, ErrUnsupportedMagic, ErrInvalidTimestamp} {
 				if errors.Is(err, e) {

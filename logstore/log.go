@@ -41,6 +41,8 @@ type Log struct {
 	failure atomic.Pointer[error]
 	// groupCommit mirrors mu.cfg.FlushMessages == 1.
 	groupCommit atomic.Bool
+	// pendingRoll is the latest background fsync of a rolled segment (nil if none yet).
+	pendingRoll atomic.Pointer[rollSync]
 
 	mu struct {
 		sync.RWMutex
@@ -207,7 +209,8 @@ func (l *Log) AppendAsFollower(batches []byte) (AppendResult, error) {
 }
 
 func (l *Log) append(data []byte, leader bool, leaderEpoch int32) (AppendResult, error) {
-	headers, err := validateBatches(data, leader)
+	var headerBuf [2]batch.Header
+	headers, err := validateBatches(data, leader, headerBuf[:0])
 	if err != nil {
 		return AppendResult{}, err
 	}
@@ -394,9 +397,12 @@ func (l *Log) timeWaitedForRoll(seg *segment, messageTimestamp int64) int64 {
 	return l.now().Sub(seg.created).Milliseconds()
 }
 
-// rollLocked closes the active segment for appends (final time-index entry, fsync of its
-// files) and starts a new one at newBase (>= log end), then snapshots producer state and
-// checkpoints the recovery point. An empty active segment whose base equals newBase is kept.
+// rollLocked closes the active segment for appends (final time-index entry, index files
+// written) and starts a new one at newBase (>= log end), then snapshots producer state. The
+// old segment is fsynced in the background, as Kafka flushes rolled segments asynchronously,
+// so appenders do not stall for a whole segment's write-back; offsets in it count as durable
+// (flushedOffset, the recovery point) only once that fsync is done. An empty active segment
+// whose base equals newBase is kept.
 // REQUIRES: appendMu held.
 func (l *Log) rollLocked(newBase int64) error {
 	old := l.active()
@@ -415,18 +421,19 @@ func (l *Log) rollLocked(newBase int64) error {
 	if err != nil {
 		return err
 	}
-	if err := old.syncAll(); err != nil {
+	if err := old.index.persist(); err != nil {
 		return err
 	}
-	l.markFlushed(logEnd)
-	var seg *segment
+	if err := old.timeIndex.persist(); err != nil {
+		return err
+	}
 	if old.empty() {
 		// An empty segment below newBase (a follower append with a gap) is replaced.
 		if err := old.removeFiles(l.fs, l.dir); err != nil {
 			return err
 		}
 	}
-	seg, err = openSegmentFiles(l.fs, l.dir, newBase, true, &l.mu.cfg)
+	seg, err := openSegmentFiles(l.fs, l.dir, newBase, true, &l.mu.cfg)
 	if err != nil {
 		return err
 	}
@@ -434,6 +441,12 @@ func (l *Log) rollLocked(newBase int64) error {
 	if err := l.fs.SyncDir(l.dir); err != nil {
 		seg.closeAll()
 		return err
+	}
+	prevRoll := l.pendingRoll.Load()
+	if !old.empty() {
+		// Registered before the new segment is published: a group-commit fsync of the new
+		// segment then also waits for this one (see syncTo).
+		l.startRollSync(old, logEnd)
 	}
 	l.mu.Lock()
 	if old.empty() {
@@ -449,7 +462,60 @@ func (l *Log) rollLocked(newBase int64) error {
 	if err := l.writeSnapshotLocked(newBase); err != nil {
 		return err
 	}
-	return l.checkpointRecoveryPointLocked(logEnd)
+	// Checkpoint the recovery point as far as earlier background fsyncs have got.
+	if prevRoll != nil {
+		select {
+		case <-prevRoll.done:
+			if prevRoll.err == nil && prevRoll.upto > l.recoveryPoint {
+				return l.checkpointRecoveryPointLocked(prevRoll.upto)
+			}
+		default:
+		}
+	}
+	return nil
+}
+
+// rollSync is the background fsync of one rolled segment. Each waits for the previous one, so
+// when one is done every segment before it is durable.
+type rollSync struct {
+	done chan struct{} // closed when finished
+	err  error         // set before done is closed
+	upto int64         // the rolled segment's end offset
+}
+
+// startRollSync fsyncs seg's files in the background and then marks offsets below upto durable.
+// REQUIRES: appendMu held; seg's index files already persisted.
+func (l *Log) startRollSync(seg *segment, upto int64) {
+	prev := l.pendingRoll.Load()
+	gen := l.flushGen()
+	rs := &rollSync{done: make(chan struct{}), upto: upto}
+	l.pendingRoll.Store(rs)
+	go func() {
+		defer close(rs.done)
+		if prev != nil {
+			<-prev.done
+			if prev.err != nil {
+				rs.err = prev.err
+				return
+			}
+		}
+		for _, f := range seg.files() {
+			if err := f.Sync(); err != nil {
+				rs.err = l.fail(err)
+				return
+			}
+		}
+		l.markFlushedGen(upto, gen)
+	}()
+}
+
+// waitRollSyncs waits for background fsyncs of rolled segments.
+func (l *Log) waitRollSyncs() error {
+	if rs := l.pendingRoll.Load(); rs != nil {
+		<-rs.done
+		return rs.err
+	}
+	return nil
 }
 
 func (l *Log) initNewSegment(seg *segment) {
@@ -524,6 +590,9 @@ func (l *Log) Flush() error {
 
 // REQUIRES: appendMu held.
 func (l *Log) flushLocked() error {
+	if err := l.waitRollSyncs(); err != nil {
+		return err
+	}
 	l.mu.RLock()
 	seg, logEnd := l.active(), l.mu.logEnd
 	gen := l.flushGen()
@@ -554,6 +623,7 @@ func (l *Log) Close() error {
 	if l.failure.Load() == nil {
 		err = l.closeFlushLocked()
 	}
+	l.waitRollSyncs() // before closing the files it syncs; a failure is already sticky
 	l.mu.Lock()
 	l.mu.closed = true
 	segs := l.mu.segments
@@ -600,6 +670,10 @@ func (l *Log) Delete() error {
 // closePendingLocked closes deleted segments' files whose delay has passed (all if all).
 // REQUIRES: appendMu held.
 func (l *Log) closePendingLocked(now time.Time, all bool) {
+	if len(l.pendingClose) == 0 {
+		return
+	}
+	l.waitRollSyncs() // a background fsync may still use a deleted segment's files
 	kept := l.pendingClose[:0]
 	for _, p := range l.pendingClose {
 		if all || !now.Before(p.at) {

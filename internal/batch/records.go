@@ -18,6 +18,11 @@ func ForEachRecord(b []byte, fn func(RecordInfo) bool) (walked bool, err error) 
 	if err != nil {
 		return false, err
 	}
+	return ForEachRecordOf(&h, b, fn)
+}
+
+// ForEachRecordOf is ForEachRecord for a batch whose header h was already parsed from b.
+func ForEachRecordOf(h *Header, b []byte, fn func(RecordInfo) bool) (walked bool, err error) {
 	if h.Compression() != 0 {
 		return false, nil
 	}
