@@ -38,6 +38,10 @@ type Options struct {
 	FS     FS               // nil = the OS file system
 	Now    func() time.Time // nil = time.Now
 	Logger *slog.Logger     // nil = slog.Default()
+	// Decompress, if set, decodes the records section of a compressed batch (codec is the
+	// batch's attribute bits 0-2). Timestamp lookups use it to find the exact record in a
+	// compressed batch; without it they answer with the batch's first offset.
+	Decompress func(codec int, records []byte) ([]byte, error)
 }
 
 // AppendResult describes a successful append.

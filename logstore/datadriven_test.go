@@ -1,6 +1,9 @@
 package logstore
 
 import (
+	"bytes"
+	"compress/gzip"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -300,4 +303,18 @@ func describeRead(t testing.TB, rr ReadResult) string {
 	}
 	b.WriteString("\n")
 	return b.String()
+}
+
+// gzipBatch builds a gzip-compressed batch of n records.
+func gzipBatch(t *testing.T, n int, ts int64) []byte {
+	plain := mkBatch(n, ts, -1, 0, 0)
+	var z bytes.Buffer
+	w := gzip.NewWriter(&z)
+	w.Write(plain[batch.HeaderSize:])
+	w.Close()
+	b := append(append([]byte(nil), plain[:batch.HeaderSize]...), z.Bytes()...)
+	binary.BigEndian.PutUint32(b[8:], uint32(len(b)-batch.LogOverhead))
+	binary.BigEndian.PutUint16(b[21:], 1) // gzip
+	binary.BigEndian.PutUint32(b[17:], batch.CRC(b))
+	return b
 }

@@ -5,9 +5,7 @@ package logstore
 import (
 	"bufio"
 	"bytes"
-	"compress/gzip"
 	"context"
-	"encoding/binary"
 	"fmt"
 	"net"
 	"os"
@@ -103,20 +101,6 @@ func tail(s string, n int) string {
 		return s[len(s)-n:]
 	}
 	return s
-}
-
-// gzipBatch builds a gzip-compressed batch of n records.
-func gzipBatch(t *testing.T, n int, ts int64) []byte {
-	plain := mkBatch(n, ts, -1, 0, 0)
-	var z bytes.Buffer
-	w := gzip.NewWriter(&z)
-	w.Write(plain[batch.HeaderSize:])
-	w.Close()
-	b := append(append([]byte(nil), plain[:batch.HeaderSize]...), z.Bytes()...)
-	binary.BigEndian.PutUint32(b[8:], uint32(len(b)-batch.LogOverhead))
-	binary.BigEndian.PutUint16(b[21:], 1) // gzip
-	binary.BigEndian.PutUint32(b[17:], batch.CRC(b))
-	return b
 }
 
 // readAllBatches reads every batch of a log through Read and returns their headers.

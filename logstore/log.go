@@ -18,10 +18,11 @@ import (
 // rolls, truncation, retention, flush, close) are serialized by appendMu; reads take mu shared
 // and see only what an appender has published under mu.
 type Log struct {
-	dir    string
-	fs     FS
-	now    func() time.Time
-	logger *slog.Logger
+	dir        string
+	fs         FS
+	now        func() time.Time
+	logger     *slog.Logger
+	decompress func(codec int, records []byte) ([]byte, error)
 
 	// appendMu serializes every mutation of the log. The fields below it are guarded by it.
 	appendMu sync.Mutex
@@ -67,7 +68,7 @@ type pendingClose struct {
 
 // Open opens (creating if missing) the log in dir and recovers it: see the package doc.
 func Open(dir string, cfg Config, opts Options) (*Log, error) {
-	l := &Log{dir: dir, fs: opts.FS, now: opts.Now, logger: opts.Logger, hdrBuf: make([]byte, batch.HeaderSize)}
+	l := &Log{dir: dir, fs: opts.FS, now: opts.Now, logger: opts.Logger, decompress: opts.Decompress, hdrBuf: make([]byte, batch.HeaderSize)}
 	if l.fs == nil {
 		l.fs = OSFS{}
 	}

@@ -1,7 +1,10 @@
 package logstore
 
 import (
+	"bytes"
+	"compress/gzip"
 	"errors"
+	"io"
 	"math"
 	"os"
 	"strings"
@@ -480,6 +483,45 @@ func TestFlushPolicies(t *testing.T) {
 			defer l2.Close()
 			if got := l2.LogEndOffset(); got != tc.wantDurable {
 				t.Fatalf("after crash log end %d, want %d", got, tc.wantDurable)
+			}
+		})
+	}
+}
+
+// Timestamp lookups find the exact record inside compressed batches when a decompressor is
+// configured, and fall back to the batch's first offset otherwise.
+func TestTimestampLookupCompressed(t *testing.T) {
+	gunzip := func(codec int, b []byte) ([]byte, error) {
+		if codec != 1 {
+			return nil, errors.New("codec")
+		}
+		r, err := gzip.NewReader(bytes.NewReader(b))
+		if err != nil {
+			return nil, err
+		}
+		return io.ReadAll(r)
+	}
+	for _, tc := range []struct {
+		name       string
+		decompress func(int, []byte) ([]byte, error)
+		want       int64
+	}{{"with decompressor", gunzip, 3}, {"without", nil, 0}} {
+		t.Run(tc.name, func(t *testing.T) {
+			l, err := Open("/c/t-0", DefaultConfig(), Options{FS: NewMemFS(), Logger: quietLogger, Decompress: tc.decompress})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			if _, err := l.AppendAsLeader(gzipBatch(t, 5, 1000), 0); err != nil { // ts 1000..1004
+				t.Fatal(err)
+			}
+			r, ok := l.OffsetForTimestamp(1003)
+			if !ok || r.Offset != tc.want {
+				t.Fatalf("offset for 1003: %+v %v, want %d", r, ok, tc.want)
+			}
+			m, ok := l.MaxTimestamp()
+			if want := map[bool]int64{true: 4, false: 0}[tc.decompress != nil]; !ok || m.Offset != want || m.Timestamp != 1004 {
+				t.Fatalf("max timestamp %+v, want offset %d", m, want)
 			}
 		})
 	}

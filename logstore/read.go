@@ -149,12 +149,23 @@ func (l *Log) MaxTimestamp() (OffsetAndEpoch, bool) {
 // REQUIRES: mu held (shared suffices).
 func (l *Log) recordAtTimestamp(seg *segment, pos int64, h *batch.Header, match func(offset, ts int64) bool) (OffsetAndEpoch, bool) {
 	res := OffsetAndEpoch{Offset: max(h.BaseOffset, l.mu.logStart), Timestamp: h.MaxTimestamp, LeaderEpoch: h.PartitionLeaderEpoch}
-	if h.Compression() != 0 || h.Attributes&batch.AttrTimestampType != 0 || h.Size() > 64<<20 {
+	if h.Attributes&batch.AttrTimestampType != 0 || h.Size() > 64<<20 || (h.Compression() != 0 && l.decompress == nil) {
 		return res, true
 	}
 	b := make([]byte, h.Size())
 	if _, err := seg.log.ReadAt(b, pos); err != nil {
 		return res, true
+	}
+	if h.Compression() != 0 {
+		// Rebuild an uncompressed batch image (header + decoded records) to walk.
+		records, err := l.decompress(h.Compression(), b[batch.HeaderSize:])
+		if err != nil {
+			return res, true
+		}
+		plain := append(b[:batch.HeaderSize:batch.HeaderSize], records...)
+		batch.SetLength(plain, int32(len(plain)-batch.LogOverhead))
+		batch.SetCompression(plain, 0)
+		b = plain
 	}
 	batch.ForEachRecord(b, func(r batch.RecordInfo) bool {
 		off, ts := h.BaseOffset+int64(r.OffsetDelta), h.BaseTimestamp+r.TimestampDelta

@@ -168,6 +168,10 @@ func (l *Log) TruncateTo(offset int64) error {
 
 // REQUIRES: appendMu held; segments[0].baseOffset <= offset < logEnd.
 func (l *Log) truncateToLocked(offset int64) error {
+	// Segments before the cut must be durable before settleTruncation says so.
+	if err := l.waitRollSyncs(); err != nil {
+		return err
+	}
 	// A stale recovery point above the cut would make Open trust rewritten bytes.
 	if l.recoveryPoint > offset {
 		if err := l.checkpointRecoveryPointLocked(offset); err != nil {
@@ -256,6 +260,9 @@ func (l *Log) TruncateFullyAndStartAt(offset int64) error {
 
 // REQUIRES: appendMu held.
 func (l *Log) truncateFullyLocked(offset int64) error {
+	if err := l.waitRollSyncs(); err != nil {
+		return err
+	}
 	l.resetFlushed(offset)
 	l.mu.Lock()
 	dead := l.mu.segments

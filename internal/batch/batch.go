@@ -223,6 +223,16 @@ func SetPartitionLeaderEpoch(b []byte, epoch int32) {
 	binary.BigEndian.PutUint32(b[offLeaderEpoch:], uint32(epoch))
 }
 
+// SetLength patches the batchLength field (the CRC no longer matches; for in-memory use).
+func SetLength(b []byte, n int32) { binary.BigEndian.PutUint32(b[offLength:], uint32(n)) }
+
+// SetCompression patches the compression bits of the attributes (the CRC no longer matches;
+// for in-memory use).
+func SetCompression(b []byte, codec int) {
+	a := binary.BigEndian.Uint16(b[offAttributes:])
+	binary.BigEndian.PutUint16(b[offAttributes:], a&^AttrCompressionMask|uint16(codec)&AttrCompressionMask)
+}
+
 // Builder support for tests and tools.
 
 // Record is one record to encode with Build.
