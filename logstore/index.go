@@ -62,14 +62,17 @@ func (ix *offsetIndex) lookup(target int64) (offset, position int64) {
 	return ix.entry(i - 1)
 }
 
-// lookupPosition returns the largest entry whose position <= pos, or (baseOffset, 0).
-func (ix *offsetIndex) lookupPosition(pos int64) (offset, position int64) {
+// lastBefore returns the position of the last indexed batch that starts at or below pos and
+// whose last offset is below maxOffset (0 if none). Both fields increase, so the entries that
+// qualify are a prefix.
+func (ix *offsetIndex) lastBefore(pos, maxOffset int64) int64 {
 	n := ix.len()
-	i := sort.Search(n, func(i int) bool { _, p := ix.entry(i); return p > pos })
+	i := sort.Search(n, func(i int) bool { o, p := ix.entry(i); return p > pos || o >= maxOffset })
 	if i == 0 {
-		return ix.baseOffset, 0
+		return 0
 	}
-	return ix.entry(i - 1)
+	_, p := ix.entry(i - 1)
+	return p
 }
 
 // encodeAppend returns the new entry's bytes.

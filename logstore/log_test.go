@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"math"
+	"math/rand/v2"
 	"os"
 	"strings"
 	"sync"
@@ -524,5 +525,76 @@ func TestTimestampLookupCompressed(t *testing.T) {
 				t.Fatalf("max timestamp %+v, want offset %d", m, want)
 			}
 		})
+	}
+}
+
+// Read agrees with a brute-force model over random offsets, byte limits and high watermarks.
+func TestReadMatchesModel(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.SegmentBytes = 3000
+	cfg.IndexIntervalBytes = 150
+	l := openMem(t, NewMemFS(), cfg)
+	defer l.Close()
+	type mb struct{ base, last, size, seg int64 }
+	var model []mb
+	rng := rand.New(rand.NewPCG(7, 7))
+	for i := 0; i < 300; i++ {
+		n := 1 + rng.IntN(6)
+		res, err := l.AppendAsLeader(mkBatch(n, int64(i), -1, 0, 0), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		model = append(model, mb{base: res.FirstOffset, last: res.LastOffset, size: int64(res.Bytes)})
+	}
+	// Segment of each batch.
+	l.mu.RLock()
+	for i := range model {
+		model[i].seg = l.mu.segments[l.segmentIndexFor(model[i].base)].baseOffset
+	}
+	l.mu.RUnlock()
+	end := l.LogEndOffset()
+	nonEmpty, multi := 0, 0
+	for q := 0; q < 3000; q++ {
+		offset := rng.Int64N(end + 1)
+		maxBytes := rng.Int64N(1500)
+		maxOffset := rng.Int64N(end + 50)
+		minOne := rng.IntN(2) == 0
+		rr, err := l.Read(offset, maxBytes, maxOffset, minOne)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Model.
+		var wantBytes int64
+		var wantFirst int64 = -1
+		if offset < end && offset < maxOffset {
+			i := 0
+			for model[i].last < offset {
+				i++
+			}
+			if model[i].base < maxOffset && (model[i].size <= maxBytes || minOne) {
+				wantFirst = model[i].base
+				wantBytes = model[i].size
+				for j := i + 1; j < len(model) && model[j].seg == model[i].seg && model[j].base < maxOffset && wantBytes+model[j].size <= max(maxBytes, model[i].size); j++ {
+					wantBytes += model[j].size
+				}
+			}
+		}
+		if rr.Bytes != wantBytes {
+			t.Fatalf("Read(%d, %d, %d, %v) = %d bytes, want %d (first batch %d)", offset, maxBytes, maxOffset, minOne, rr.Bytes, wantBytes, wantFirst)
+		}
+		if wantBytes > 0 {
+			nonEmpty++
+			if wantFirst >= 0 && wantBytes > 200 {
+				multi++
+			}
+			h := make([]byte, batch.HeaderSize)
+			rr.Slices[0].File.ReadAt(h, rr.Slices[0].Position)
+			if got, _ := batch.ParseHeader(h); got.BaseOffset != wantFirst {
+				t.Fatalf("Read(%d, ...) starts at %d, want %d", offset, got.BaseOffset, wantFirst)
+			}
+		}
+	}
+	if nonEmpty < 1000 || multi < 500 {
+		t.Fatalf("model exercised too little: %d non-empty reads, %d multi-batch", nonEmpty, multi)
 	}
 }

@@ -56,13 +56,12 @@ func (l *Log) Read(offset int64, maxBytes int64, maxOffset int64, minOneBatch bo
 			budget = seg.size - start
 		}
 		limit := start + budget
-		if maxOffset >= seg.nextOffset {
-			if seg.size <= limit {
-				end = seg.size
-			} else if _, p := seg.index.lookupPosition(limit); p > end {
-				// Every batch before an indexed batch start <= limit fits: jump there.
-				end = p
-			}
+		if maxOffset >= seg.nextOffset && seg.size <= limit {
+			end = seg.size
+		} else if p := seg.index.lastBefore(limit, maxOffset); p > end {
+			// Every batch before an indexed batch that starts at or below limit and ends
+			// below maxOffset fits both bounds: jump there and walk on from it.
+			end = p
 		}
 		for end < seg.size {
 			h, err := readHeaderAt(seg.log, end, seg.size, buf)
