@@ -173,14 +173,18 @@ func (m *MemFS) split(path string) (*memDir, string, error) {
 func (m *MemFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if err := m.opLocked("open", name, flag&(os.O_CREATE|os.O_TRUNC) != 0); err != nil {
-		return nil, err
-	}
 	d, base, err := m.split(name)
 	if err != nil {
+		if err := m.opLocked("open", name, false); err != nil {
+			return nil, err
+		}
 		return nil, err
 	}
 	n := d.entries[base]
+	// Creating or truncating a file mutates; opening an existing one does not.
+	if err := m.opLocked("open", name, n == nil && flag&os.O_CREATE != 0 || n != nil && flag&os.O_TRUNC != 0); err != nil {
+		return nil, err
+	}
 	switch {
 	case n == nil && flag&os.O_CREATE == 0:
 		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}

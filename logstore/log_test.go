@@ -598,3 +598,67 @@ func TestReadMatchesModel(t *testing.T) {
 		t.Fatalf("model exercised too little: %d non-empty reads, %d multi-batch", nonEmpty, multi)
 	}
 }
+
+// A slice handed to a reader stays readable for file.delete.delay.ms after retention deleted
+// its segment; then the files are closed.
+func TestDeletedSegmentReadableForDelay(t *testing.T) {
+	clock := time.UnixMilli(1_000_000)
+	cfg := DefaultConfig()
+	cfg.SegmentBytes = 300
+	cfg.FileDeleteDelayMs = 1000
+	cfg.RetentionMs = -1
+	l, err := Open("/d/t-0", cfg, Options{FS: NewMemFS(), Now: func() time.Time { return clock }, Logger: quietLogger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	for i := 0; i < 6; i++ {
+		if _, err := l.AppendAsLeader(mkBatch(5, 1, -1, 0, 0), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rr, err := l.Read(0, 1000, math.MaxInt64, true)
+	if err != nil || rr.Bytes == 0 {
+		t.Fatal(rr, err)
+	}
+	if _, err := l.DeleteRecordsBefore(20); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Read(0, 1000, math.MaxInt64, true); !errors.Is(err, ErrOffsetOutOfRange) {
+		t.Fatalf("read below log start: %v", err)
+	}
+	if _, err := WriteSlice(io.Discard, rr.Slices[0]); err != nil {
+		t.Fatalf("slice of a deleted segment within the delay: %v", err)
+	}
+	clock = clock.Add(500 * time.Millisecond)
+	l.EnforceRetention()
+	if _, err := WriteSlice(io.Discard, rr.Slices[0]); err != nil {
+		t.Fatalf("slice of a deleted segment within the delay: %v", err)
+	}
+	clock = clock.Add(time.Second)
+	l.EnforceRetention()
+	if _, err := WriteSlice(io.Discard, rr.Slices[0]); err == nil {
+		t.Fatal("files of a deleted segment still open after the delay")
+	}
+}
+
+// Reopening a cleanly closed log writes no checkpoint files.
+func TestCleanReopenWritesNothing(t *testing.T) {
+	fs := NewMemFS()
+	l := openMem(t, fs, DefaultConfig())
+	for i := 0; i < 3; i++ {
+		l.AppendAsLeader(mkBatch(2, 1, 5, 0, int32(2*i)), int32(i))
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	fs.CrashAfter(1 << 30) // just counts operations
+	l = openMem(t, fs, DefaultConfig())
+	defer l.Close()
+	if n := fs.Ops(); n != 0 {
+		t.Fatalf("clean reopen did %d mutating file operations", n)
+	}
+	if l.LogEndOffset() != 6 || l.LatestEpoch() != 2 {
+		t.Fatalf("log end %d epoch %d", l.LogEndOffset(), l.LatestEpoch())
+	}
+}

@@ -1,6 +1,7 @@
 package logstore
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -62,11 +63,14 @@ func (l *Log) load() error {
 	sort.Slice(bases, func(i, j int) bool { return bases[i] < bases[j] })
 	sort.Slice(snapshots, func(i, j int) bool { return snapshots[i] < snapshots[j] })
 
-	recoveryPoint, _ := readOffsetCheckpoint(l.fs, l.dir, recoveryPointFile)
-	logStart, _ := readOffsetCheckpoint(l.fs, l.dir, logStartOffsetFile)
-	if data, err := readFile(l.fs, filepath.Join(l.dir, leaderEpochFile)); err != nil {
+	recoveryPoint, rpOK := readOffsetCheckpoint(l.fs, l.dir, recoveryPointFile)
+	logStart, lsOK := readOffsetCheckpoint(l.fs, l.dir, logStartOffsetFile)
+	rpRead, lsRead := recoveryPoint, logStart
+	epochData, err := readFile(l.fs, filepath.Join(l.dir, leaderEpochFile))
+	if err != nil {
 		return err
-	} else if data != nil {
+	}
+	if data := epochData; data != nil {
 		c, err := decodeEpochCache(data)
 		if err != nil {
 			l.logger.Warn("logstore: ignoring bad leader-epoch-checkpoint; rebuilding from batches", "dir", l.dir, "err", err)
@@ -129,30 +133,43 @@ func (l *Log) load() error {
 		logStart = logEnd
 	}
 	// Segments wholly below the log start (a retention or DeleteRecords interrupted by a crash).
+	removed := false
 	for len(segs) > 1 && segs[1].baseOffset <= logStart {
 		segs[0].closeAll()
 		if err := segs[0].removeFiles(l.fs, l.dir); err != nil {
 			return err
 		}
 		segs = segs[1:]
+		removed = true
 	}
 	l.mu.segments = segs
 	l.mu.logStart, l.mu.logEnd = logStart, logEnd
 	l.mu.epochs.truncateFromEnd(logEnd)
 	l.mu.epochs.truncateFromStart(logStart)
-	if err := l.fs.SyncDir(l.dir); err != nil {
-		return err
+	if removed {
+		if err := l.fs.SyncDir(l.dir); err != nil {
+			return err
+		}
 	}
 	// Everything that remains has been fsynced (trusted segments were, recovered ones just were).
 	l.flush.flushedOffset = logEnd
-	if err := l.writeEpochCheckpointLocked(); err != nil {
-		return err
+	// Rewrite only the checkpoints that changed: opening thousands of cleanly closed
+	// partitions should not cost thousands of fsyncs.
+	if !bytes.Equal(l.mu.epochs.encode(), epochData) {
+		if err := l.writeEpochCheckpointLocked(); err != nil {
+			return err
+		}
 	}
-	if err := l.checkpointLogStartLocked(logStart); err != nil {
-		return err
+	if !lsOK || lsRead != logStart {
+		if err := l.checkpointLogStartLocked(logStart); err != nil {
+			return err
+		}
 	}
-	if err := l.checkpointRecoveryPointLocked(logEnd); err != nil {
-		return err
+	l.recoveryPoint = logEnd
+	if !rpOK || rpRead != logEnd {
+		if err := l.checkpointRecoveryPointLocked(logEnd); err != nil {
+			return err
+		}
 	}
 	return l.rebuildProducerStateLocked(snapshots)
 }
