@@ -10,17 +10,18 @@ package broker
 // Kafka does, so a consumer can always make progress. When less than MinBytes is ready the fetch
 // parks on its partitions and is woken by appends, answering after MaxWaitMillis at the latest.
 //
-// Not yet: fetches from follower replicas (ReplicaID >= 0), diverging-epoch answers, and
-// sending record bytes with sendfile (they are read into the response for now).
+// Record bytes go from the segment files to the socket with sendfile (fetch_encode.go).
+//
+// Not yet: fetches from follower replicas (ReplicaID >= 0) and diverging-epoch answers.
 
 import (
 	"context"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"sluice/controller"
+	"sluice/logstore"
 	"sluice/wire"
 )
 
@@ -95,7 +96,8 @@ func (b *Broker) handleFetch(ctx context.Context, wreq *wire.Request, respond wi
 type fetchResult struct {
 	errCode                                         int16
 	highWatermark, lastStableOffset, logStartOffset int64
-	records                                         []byte
+	// records are whole batches in segment files, sent with sendfile.
+	records []logstore.FileSlice
 }
 
 // readTargets reads every target within the request's byte limits.
@@ -134,31 +136,16 @@ func (b *Broker) readTargets(req *kmsg.FetchRequest, im *controller.Image, targe
 			anyError = true
 			continue
 		}
-		if read.Bytes == 0 {
-			continue
-		}
-		buf := make([]byte, 0, read.Bytes)
-		for _, s := range read.Slices {
-			n := len(buf)
-			buf = buf[:n+int(s.Length)]
-			if _, err := s.File.ReadAt(buf[n:], s.Position); err != nil {
-				b.logger.Error("reading segment", "partition", p.tp.String(), "err", err)
-				r.errCode = kerr.KafkaStorageError.Code
-				anyError = true
-				buf = nil
-				break
-			}
-		}
-		r.records = buf
-		total += int64(len(buf))
+		r.records = read.Slices
+		total += read.Bytes
 	}
 	return results, total, anyError
 }
 
 // fetchResponse builds the response; for an incremental session fetch only partitions with
 // news are included, and the session remembers what it sent.
-func (b *Broker) fetchResponse(req *kmsg.FetchRequest, sessionID int32, session *fetchSession, incremental bool, targets []*fetchTarget, results []fetchResult) *kmsg.FetchResponse {
-	resp := req.ResponseKind().(*kmsg.FetchResponse)
+func (b *Broker) fetchResponse(req *kmsg.FetchRequest, sessionID int32, session *fetchSession, incremental bool, targets []*fetchTarget, results []fetchResult) *splicedFetchResponse {
+	resp := &splicedFetchResponse{FetchResponse: req.ResponseKind().(*kmsg.FetchResponse)}
 	resp.SessionID = sessionID
 	if session != nil {
 		session.mu.Lock()
@@ -176,6 +163,7 @@ func (b *Broker) fetchResponse(req *kmsg.FetchRequest, sessionID int32, session 
 		}
 		if topic == nil || topic.Topic != t.topic || topic.TopicID != t.topicID {
 			resp.Topics = append(resp.Topics, kmsg.NewFetchResponseTopic())
+			resp.records = append(resp.records, nil)
 			topic = &resp.Topics[len(resp.Topics)-1]
 			topic.Topic, topic.TopicID = t.topic, t.topicID
 		}
@@ -183,11 +171,13 @@ func (b *Broker) fetchResponse(req *kmsg.FetchRequest, sessionID int32, session 
 		p.Partition = t.partition
 		p.ErrorCode = r.errCode
 		p.HighWatermark, p.LastStableOffset, p.LogStartOffset = r.highWatermark, r.lastStableOffset, r.logStartOffset
-		// Never null: librdkafka rejects a null record set (MessageSetSize -1).
-		p.RecordBatches = r.records
-		if p.RecordBatches == nil {
+		// Never null: librdkafka rejects a null record set (MessageSetSize -1). The bytes
+		// themselves are spliced in from the segment files (fetch_encode.go).
+		if len(r.records) == 0 {
 			p.RecordBatches = []byte{}
 		}
+		last := len(resp.records) - 1
+		resp.records[last] = append(resp.records[last], r.records)
 		if req.IsolationLevel == 1 {
 			p.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
 		}

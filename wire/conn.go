@@ -331,7 +331,12 @@ func (c *conn) writeLoop() {
 		}
 		p.resp.SetVersion(p.version)
 		var err error
-		if buf, err = appendResponse(buf, p.correlationID, p.resp); err != nil {
+		if spliced, ok := p.resp.(SplicedResponse); ok {
+			buf, err = c.writeSpliced(buf, p.correlationID, spliced)
+		} else {
+			buf, err = appendResponse(buf, p.correlationID, p.resp)
+		}
+		if err != nil {
 			c.close(err)
 			return
 		}

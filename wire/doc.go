@@ -49,6 +49,6 @@
 //
 // Decoded request bodies alias their frame buffer, which is never reused, so produce records
 // reach the broker uncopied. The writer encodes a response with kmsg AppendTo into a reused
-// buffer; a later optional interface (a response that writes its own tail, e.g. sendfile of
-// segment bytes for fetch) fits in writeLoop where a response is encoded.
+// buffer. A response that implements SplicedResponse (a fetch response) leaves byte ranges out of
+// that buffer and has them sent by their own writers (sendfile of segment bytes) in between.
 package wire
