@@ -29,3 +29,12 @@ franz: build
 
 clean:
 	rm -rf bin
+
+# sluice vs Apache Kafka 4.1.1 on this machine, same run, same load; writes bench/results/<date>.md
+# and .png. Not part of `make test`. BENCH_QUICK=1 is a smoke run of a few minutes; the full run
+# takes about half an hour. BENCH_ARGS passes flags to `loadgen all` (e.g. -brokers sluice).
+BENCH_QUICK ?=
+BENCH_ARGS ?=
+.PHONY: bench
+bench:
+	BENCH_QUICK=$(BENCH_QUICK) bench/run.sh $(BENCH_ARGS)

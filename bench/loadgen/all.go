@@ -1,0 +1,481 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// workload is one measured step against one broker.
+type workload struct {
+	ID         string // stable key shared by both brokers' rows
+	Title      string
+	Tool       string // toolLoadgenProduce, toolPerfProducer, toolPerfConsumer, toolLoadgenConsume
+	RecordSize int
+	AcksAll    bool
+	Producers  int
+	Records    int64 // perf producer: records to send; consumers: records to read
+	Topic      string
+	KeepTopic  bool // the backlog stays for the consumer workloads
+}
+
+const (
+	toolLoadgenProduce = "franz-go loadgen"
+	toolPerfProducer   = "kafka-producer-perf-test"
+	toolPerfConsumer   = "kafka-consumer-perf-test"
+	toolLoadgenConsume = "franz-go loadgen (group)"
+	toolWarmup         = "warm-up" // unmeasured, so the JVM has compiled its hot paths
+)
+
+// pct is one point of a latency curve.
+type pct struct {
+	Q  float64 `json:"q"`
+	Ms float64 `json:"ms"`
+}
+
+// result is one workload's row in the report.
+type result struct {
+	Mode       string  `json:"mode"` // "default" or "fsync"
+	Broker     string  `json:"broker"`
+	Workload   string  `json:"workload"`
+	Title      string  `json:"title"`
+	Tool       string  `json:"tool"`
+	Consume    bool    `json:"consume"`
+	Records    int64   `json:"records"`
+	MiB        float64 `json:"mib"`
+	Seconds    float64 `json:"seconds"`
+	RecPerSec  float64 `json:"rec_per_sec"`
+	MiBPerSec  float64 `json:"mib_per_sec"`
+	P50Ms      float64 `json:"p50_ms"`
+	P99Ms      float64 `json:"p99_ms"`
+	P999Ms     float64 `json:"p999_ms"`
+	E2EP50Ms   float64 `json:"e2e_p50_ms"`
+	E2EP99Ms   float64 `json:"e2e_p99_ms"`
+	CPUSeconds float64 `json:"cpu_seconds"`
+	PeakRSSMiB float64 `json:"peak_rss_mib"`
+	Latency    []pct   `json:"latency,omitempty"` // produce latency curve (loadgen)
+	E2E        []pct   `json:"e2e,omitempty"`
+	Note       string  `json:"note,omitempty"`
+	Err        string  `json:"error,omitempty"`
+}
+
+// runConfig sizes one whole comparison.
+type runConfig struct {
+	KafkaLib, SluiceBin, WorkDir, OutDir, PlotScript string
+	Quick                                            bool
+	Duration                                         time.Duration // each loadgen produce workload
+	Warmup                                           time.Duration // unmeasured produce before the workloads
+	BacklogMiB                                       int64         // 1 KiB records written for the consumers
+	FsyncDuration                                    time.Duration
+	FsyncPerfRecords                                 int64
+	Brokers                                          []string
+	Modes                                            []string
+	Profile                                          bool
+	DiskMiB                                          int64
+}
+
+// report is everything the markdown and the plot are made from.
+type report struct {
+	Started    time.Time          `json:"started"`
+	Finished   time.Time          `json:"finished"`
+	Config     runConfig          `json:"config"`
+	Machine    map[string]string  `json:"machine"`
+	Limits     *limits            `json:"limits"`
+	Results    []result           `json:"results"`
+	Profiles   []profile          `json:"profiles"`
+	BrokerLogs map[string]string  `json:"broker_logs"`
+	Idle       map[string]float64 `json:"idle_rss_mib"`
+}
+
+var latencyQuantiles = []float64{0.5, 0.75, 0.9, 0.95, 0.99, 0.995, 0.999, 0.9999, 1}
+
+func curve(h *hist) []pct {
+	out := make([]pct, 0, len(latencyQuantiles))
+	for _, q := range latencyQuantiles {
+		out = append(out, pct{Q: q, Ms: ms(h.quantile(q))})
+	}
+	return out
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func cmdAll(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("all", flag.ExitOnError)
+	var cfg runConfig
+	fs.StringVar(&cfg.KafkaLib, "kafka-lib", "", "directory of Apache Kafka's jars (scripts/fetch-kafka.sh prints it)")
+	fs.StringVar(&cfg.SluiceBin, "sluice-bin", "bin/sluice", "sluice binary")
+	fs.StringVar(&cfg.WorkDir, "workdir", filepath.Join(os.TempDir(), "sluice-bench"), "scratch directory on the data disk (wiped)")
+	fs.StringVar(&cfg.OutDir, "out", "bench/results", "where the report goes")
+	fs.StringVar(&cfg.PlotScript, "plot", "bench/plot.py", "matplotlib script that draws the PNG")
+	fs.BoolVar(&cfg.Quick, "quick", false, "small sizes: a smoke run of a few minutes")
+	brokers := fs.String("brokers", "kafka,sluice", "brokers to run, in order")
+	modes := fs.String("modes", "default,fsync", "flush modes to run")
+	fs.BoolVar(&cfg.Profile, "profile", true, "profile sluice with perf(1) during extra, unmeasured runs")
+	_ = fs.Parse(args)
+	cfg.Brokers = strings.Split(*brokers, ",")
+	cfg.Modes = strings.Split(*modes, ",")
+	if cfg.Quick {
+		cfg.Duration, cfg.Warmup, cfg.BacklogMiB, cfg.FsyncDuration, cfg.FsyncPerfRecords, cfg.DiskMiB = 5*time.Second, 3*time.Second, 256, 4*time.Second, 10000, 256
+	} else {
+		cfg.Duration, cfg.Warmup, cfg.BacklogMiB, cfg.FsyncDuration, cfg.FsyncPerfRecords, cfg.DiskMiB = 20*time.Second, 10*time.Second, 2100, 15*time.Second, 50000, 2048
+	}
+	if cfg.KafkaLib == "" {
+		return errors.New("-kafka-lib is required")
+	}
+	if err := os.RemoveAll(cfg.WorkDir); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(cfg.WorkDir, 0o755); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(cfg.OutDir, 0o755); err != nil {
+		return err
+	}
+	rep := &report{Started: time.Now().UTC(), Config: cfg, Machine: machineInfo(cfg.SluiceBin),
+		BrokerLogs: map[string]string{}, Idle: map[string]float64{}}
+
+	slog.Info("measuring the machine's limits", "disk_mib", cfg.DiskMiB)
+	var err error
+	if rep.Limits, err = measureLimits(cfg.WorkDir, cfg.DiskMiB, 5*time.Second); err != nil {
+		return fmt.Errorf("limits: %w", err)
+	}
+	slog.Info("limits", "disk_mibps", int(rep.Limits.DiskWriteMiBps), "fsyncs_per_s", int(rep.Limits.FsyncWritesPerS),
+		"loopback_mibps", int(rep.Limits.LoopbackMiBps))
+
+	for _, mode := range cfg.Modes {
+		for _, name := range cfg.Brokers {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			rs, profs, err := runBroker(ctx, cfg, rep, name, mode)
+			rep.Results = append(rep.Results, rs...)
+			rep.Profiles = append(rep.Profiles, profs...)
+			if err != nil {
+				slog.Error("broker run failed", "broker", name, "mode", mode, "err", err)
+				rep.Results = append(rep.Results, result{Mode: mode, Broker: name, Workload: "start", Err: err.Error()})
+			}
+		}
+	}
+	rep.Finished = time.Now().UTC()
+	return writeReport(rep)
+}
+
+func plan(cfg runConfig, mode string) []workload {
+	backlogRecords := cfg.BacklogMiB << 10 // 1 KiB records
+	lg := []workload{
+		{ID: "1k-all-p1", Title: "1 KiB, acks=all, 1 producer", Tool: toolLoadgenProduce, RecordSize: 1024, AcksAll: true, Producers: 1},
+		{ID: "1k-all-p8", Title: "1 KiB, acks=all, 8 producers", Tool: toolLoadgenProduce, RecordSize: 1024, AcksAll: true, Producers: 8},
+		{ID: "100-a1-p1", Title: "100 B, acks=1, 1 producer", Tool: toolLoadgenProduce, RecordSize: 100, Producers: 1},
+		{ID: "100-a1-p8", Title: "100 B, acks=1, 8 producers", Tool: toolLoadgenProduce, RecordSize: 100, Producers: 8},
+	}
+	if mode == "fsync" {
+		return append(lg,
+			workload{ID: "perf-1k-all", Title: "1 KiB, acks=all, 1 producer", Tool: toolPerfProducer, RecordSize: 1024, AcksAll: true, Producers: 1, Records: cfg.FsyncPerfRecords},
+			workload{ID: "perf-100-a1", Title: "100 B, acks=1, 1 producer", Tool: toolPerfProducer, RecordSize: 100, Producers: 1, Records: cfg.FsyncPerfRecords * 4},
+		)
+	}
+	return append(lg,
+		workload{ID: "perf-100-a1", Title: "100 B, acks=1, 1 producer", Tool: toolPerfProducer, RecordSize: 100, Producers: 1, Records: backlogRecords},
+		workload{ID: "perf-1k-all-backlog", Title: fmt.Sprintf("1 KiB, acks=all, 1 producer (writes the %d MiB backlog)", cfg.BacklogMiB),
+			Tool: toolPerfProducer, RecordSize: 1024, AcksAll: true, Producers: 1, Records: backlogRecords, Topic: "backlog", KeepTopic: true},
+		workload{ID: "consume-perf", Title: fmt.Sprintf("read %d MiB backlog, 1 consumer in a group", cfg.BacklogMiB), Tool: toolPerfConsumer, Records: backlogRecords, Topic: "backlog", KeepTopic: true},
+		workload{ID: "consume-loadgen", Title: fmt.Sprintf("read %d MiB backlog, 1 consumer in a group", cfg.BacklogMiB), Tool: toolLoadgenConsume, Records: backlogRecords, Topic: "backlog", KeepTopic: true},
+	)
+}
+
+func runBroker(ctx context.Context, cfg runConfig, rep *report, name, mode string) ([]result, []profile, error) {
+	dir := filepath.Join(cfg.WorkDir, name+"-"+mode)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, nil, err
+	}
+	defer os.RemoveAll(filepath.Join(dir, "data")) // no broker data outlives its run
+	fsyncEach := mode == "fsync"
+	slog.Info("starting broker", "broker", name, "mode", mode)
+	var b *brokerProc
+	var err error
+	switch name {
+	case "kafka":
+		b, err = startKafka(ctx, cfg.KafkaLib, dir, fsyncEach)
+	case "sluice":
+		b, err = startSluice(cfg.SluiceBin, dir, fsyncEach)
+	default:
+		err = fmt.Errorf("unknown broker %q", name)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	rep.BrokerLogs[name+"-"+mode] = b.LogPath
+	defer func() {
+		if err := b.stop(); err != nil {
+			slog.Warn("broker stop", "broker", name, "err", err)
+		}
+	}()
+	if rss, err := procStatusKiB(b.pid(), "VmRSS"); err == nil {
+		rep.Idle[name+"-"+mode] = float64(rss) / 1024
+	}
+
+	var out []result
+	var profs []profile
+	warm := workload{ID: "warmup", Title: "warm-up", Tool: toolWarmup, RecordSize: 1024, AcksAll: true, Producers: 4}
+	if r := runWorkload(ctx, cfg, b, warm, mode, ""); r.Err != "" {
+		return out, profs, fmt.Errorf("warm-up: %s", r.Err)
+	}
+	for _, w := range plan(cfg, mode) {
+		if ctx.Err() != nil {
+			return out, profs, ctx.Err()
+		}
+		r := runWorkload(ctx, cfg, b, w, mode, "")
+		slog.Info("workload", "broker", name, "mode", mode, "id", w.ID, "rec_per_s", int(r.RecPerSec),
+			"mib_per_s", fmt.Sprintf("%.1f", r.MiBPerSec), "p99_ms", r.P99Ms, "cpu_s", fmt.Sprintf("%.1f", r.CPUSeconds),
+			"peak_rss_mib", int(r.PeakRSSMiB), "err", r.Err)
+		out = append(out, r)
+		select {
+		case err := <-b.exited:
+			b.exited <- err
+			return out, profs, fmt.Errorf("%s exited during %s: %v (log %s)", name, w.ID, err, b.LogPath)
+		default:
+		}
+	}
+	if cfg.Profile && name == "sluice" && mode == "default" {
+		for _, w := range plan(cfg, mode) {
+			if w.ID != "1k-all-p8" && w.ID != "100-a1-p8" && w.ID != "consume-loadgen" {
+				continue
+			}
+			p, err := profileWorkload(ctx, cfg, b, w, mode, dir)
+			if err != nil {
+				slog.Warn("profile", "workload", w.ID, "err", err)
+				continue
+			}
+			profs = append(profs, *p)
+		}
+	}
+	return out, profs, nil
+}
+
+// runWorkload runs w against b and samples b's CPU and peak RSS around it. suffix keeps the
+// topics of extra (profiling) runs apart.
+func runWorkload(ctx context.Context, cfg runConfig, b *brokerProc, w workload, mode, suffix string) (r result) {
+	r = result{Mode: mode, Broker: b.Name, Workload: w.ID, Title: w.Title, Tool: w.Tool,
+		Consume: w.Tool == toolPerfConsumer || w.Tool == toolLoadgenConsume}
+	topic := w.Topic
+	if topic == "" {
+		topic = "bench-" + w.ID + suffix
+	}
+	fail := func(err error) result { r.Err = err.Error(); return r }
+	if !r.Consume {
+		if err := createTopic(ctx, b.Addr, topic, 6); err != nil {
+			return fail(err)
+		}
+	}
+	if !w.KeepTopic {
+		defer deleteTopic(context.WithoutCancel(ctx), b.Addr, topic)
+	}
+	if w.Tool == toolWarmup {
+		_, err := runProduce(ctx, produceSpec{Brokers: []string{b.Addr}, Topic: topic, Producers: w.Producers,
+			RecordSize: w.RecordSize, AcksAll: w.AcksAll, Duration: cfg.Warmup, E2E: true})
+		if err != nil {
+			return fail(err)
+		}
+		return r
+	}
+	load := loadAvg()
+	defer func() { r.Note += "load avg " + load }()
+	u, err := beginUsage(b.pid())
+	if err != nil {
+		return fail(err)
+	}
+	group := fmt.Sprintf("bench-%s-%d", w.ID, time.Now().UnixNano())
+	switch w.Tool {
+	case toolLoadgenProduce:
+		res, err := runProduce(ctx, produceSpec{Brokers: []string{b.Addr}, Topic: topic, Producers: w.Producers,
+			RecordSize: w.RecordSize, AcksAll: w.AcksAll, Duration: durationFor(cfg, mode), E2E: true})
+		if res != nil {
+			r.Records, r.Seconds = res.Records, res.Elapsed.Seconds()
+			r.MiB = float64(res.Bytes) / (1 << 20)
+			r.P50Ms, r.P99Ms, r.P999Ms = ms(res.Produce.quantile(0.5)), ms(res.Produce.quantile(0.99)), ms(res.Produce.quantile(0.999))
+			r.Latency = curve(res.Produce)
+			if res.EndToEnd != nil {
+				r.E2EP50Ms, r.E2EP99Ms = ms(res.EndToEnd.quantile(0.5)), ms(res.EndToEnd.quantile(0.99))
+				r.E2E = curve(res.EndToEnd)
+			}
+			if res.EndToEnd != nil && res.E2ESeen < res.Records {
+				r.Note = fmt.Sprintf("e2e consumer fell behind: had read %.0f%% of the records %v after the producers stopped (e2e figures cover those); ",
+					100*float64(res.E2ESeen)/float64(max(res.Records, 1)), e2eDrain)
+			}
+			if res.Errors > 0 {
+				r.Note += fmt.Sprintf("%d produce errors; ", res.Errors)
+			}
+		}
+		if err != nil {
+			r.Err = err.Error()
+		}
+	case toolPerfProducer:
+		acks := "1"
+		if w.AcksAll {
+			acks = "all"
+		}
+		start := time.Now()
+		res, err := runPerfProducer(ctx, cfg.KafkaLib, b.Addr, topic, w.Records, w.RecordSize, acks, 15*time.Minute)
+		if err != nil {
+			r.Err = err.Error()
+			break
+		}
+		r.Records = res.Records
+		r.MiB = float64(res.Records*int64(w.RecordSize)) / (1 << 20)
+		r.Seconds = float64(res.Records) / res.RecPerSec
+		r.P50Ms, r.P99Ms, r.P999Ms = res.P50Ms, res.P99Ms, res.P999Ms
+		r.Latency = []pct{{0.5, res.P50Ms}, {0.95, res.P95Ms}, {0.99, res.P99Ms}, {0.999, res.P999Ms}, {1, res.MaxMs}}
+		r.Note = fmt.Sprintf("JVM start to exit %.1fs; latencies are whole ms as the tool prints them", time.Since(start).Seconds())
+	case toolPerfConsumer:
+		res, err := runPerfConsumer(ctx, cfg.KafkaLib, b.Addr, topic, group, w.Records, 15*time.Minute)
+		if err != nil {
+			r.Err = err.Error()
+			break
+		}
+		r.Records, r.MiB, r.Seconds = int64(res.Records), res.MiB, res.FetchMs/1000
+		r.Note = fmt.Sprintf("group join %.0f ms (excluded)", res.RebalanceMs)
+	case toolLoadgenConsume:
+		res, err := runConsume(ctx, []string{b.Addr}, topic, group, w.Records, 15*time.Minute)
+		if res != nil {
+			r.Records, r.MiB, r.Seconds = res.Records, float64(res.Bytes)/(1<<20), res.Elapsed.Seconds()
+			r.Note = fmt.Sprintf("group join %.0f ms (excluded)", float64(res.Join)/1e6)
+		}
+		if err != nil {
+			r.Err = err.Error()
+		}
+	}
+	if r.Seconds > 0 {
+		r.RecPerSec, r.MiBPerSec = float64(r.Records)/r.Seconds, r.MiB/r.Seconds
+	}
+	if cpu, rss, err := u.end(); err == nil {
+		r.CPUSeconds, r.PeakRSSMiB = cpu, rss
+	} else if r.Err == "" {
+		r.Err = err.Error()
+	}
+	return r
+}
+
+func durationFor(cfg runConfig, mode string) time.Duration {
+	if mode == "fsync" {
+		return cfg.FsyncDuration
+	}
+	return cfg.Duration
+}
+
+func loadAvg() string {
+	raw, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	return strings.Join(strings.Fields(string(raw))[:3], " ")
+}
+
+// machineInfo describes where the run happened.
+func machineInfo(sluiceBin string) map[string]string {
+	m := map[string]string{}
+	if raw, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(raw), "\n") {
+			if v, ok := strings.CutPrefix(line, "model name"); ok {
+				m["cpu"] = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(v), ":"))
+				break
+			}
+		}
+	}
+	run := func(name string, args ...string) string {
+		out, err := exec.Command(name, args...).CombinedOutput()
+		if err != nil {
+			return "unknown"
+		}
+		return strings.TrimSpace(string(out))
+	}
+	m["cores"] = run("nproc")
+	m["kernel"] = run("uname", "-r")
+	m["java"] = strings.Split(run("java", "-version"), "\n")[0]
+	m["go"] = run("go", "version")
+	m["sluice_commit"] = run("git", "rev-parse", "--short", "HEAD")
+	if st, err := os.Stat(sluiceBin); err == nil {
+		m["sluice_binary_built"] = st.ModTime().UTC().Format(time.RFC3339)
+	}
+	if raw, err := os.ReadFile("/proc/meminfo"); err == nil {
+		m["memory"] = strings.TrimSpace(strings.TrimPrefix(strings.Split(string(raw), "\n")[0], "MemTotal:"))
+	}
+	if raw, err := os.ReadFile("/proc/loadavg"); err == nil {
+		m["loadavg_at_start"] = strings.TrimSpace(string(raw))
+	}
+	return m
+}
+
+// profile is perf(1)'s view of sluice during one extra run of a workload.
+type profile struct {
+	Workload string `json:"workload"`
+	Flat     string `json:"flat"`     // self time per symbol
+	Children string `json:"children"` // time including callees per symbol
+	Err      string `json:"error,omitempty"`
+}
+
+// profileWorkload reruns w (not counted) with perf record attached to the broker.
+func profileWorkload(ctx context.Context, cfg runConfig, b *brokerProc, w workload, mode, dir string) (*profile, error) {
+	if _, err := exec.LookPath("perf"); err != nil {
+		return nil, errors.New("perf is not installed")
+	}
+	data := filepath.Join(dir, "perf-"+w.ID+".data")
+	rec := exec.Command("perf", "record", "-F", "499", "-g", "-p", fmt.Sprint(b.pid()), "-o", data)
+	logf, err := os.Create(data + ".log")
+	if err != nil {
+		return nil, err
+	}
+	defer logf.Close()
+	rec.Stdout, rec.Stderr = logf, logf
+	if err := rec.Start(); err != nil {
+		return nil, err
+	}
+	time.Sleep(500 * time.Millisecond) // perf attaches asynchronously; a short head start is enough
+	if w.Tool == toolLoadgenConsume {
+		w.ID += "-profiled" // a fresh group re-reads the backlog
+	}
+	r := runWorkload(ctx, cfg, b, w, mode, "-profiled")
+	_ = rec.Process.Signal(syscall.SIGINT)
+	_ = rec.Wait() // perf exits with SIGINT's status after writing its data
+	if st, err := os.Stat(data); err != nil || st.Size() == 0 {
+		return nil, fmt.Errorf("perf record wrote no data (see %s.log)", data)
+	}
+	defer os.Remove(data)
+	p := &profile{Workload: w.ID + " (" + w.Title + ")", Err: r.Err}
+	report := func(children string) string {
+		out, err := exec.Command("perf", "report", "-i", data, "--stdio", children, "--sort", "symbol",
+			"-g", "none", "--percent-limit", "1").CombinedOutput()
+		if err != nil {
+			return "perf report failed: " + err.Error()
+		}
+		var lines []string
+		for _, l := range strings.Split(string(out), "\n") {
+			if t := strings.TrimSpace(l); t != "" && !strings.HasPrefix(t, "#") {
+				lines = append(lines, strings.TrimRight(l, " "))
+			}
+		}
+		if len(lines) > 30 {
+			lines = lines[:30]
+		}
+		return strings.Join(lines, "\n")
+	}
+	p.Flat = report("--no-children")
+	p.Children = report("--children")
+	return p, nil
+}
+
+func writeJSON(path string, v any) error {
+	raw, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, raw, 0o644)
+}

@@ -1,0 +1,122 @@
+// Command loadgen measures sluice against Apache Kafka on one machine, in one run, with the same
+// load: franz-go producers and consumers of its own (per-record produce latency and
+// produce-to-consume latency in log-bucketed histograms) and Kafka's own
+// kafka-producer-perf-test and kafka-consumer-perf-test.
+//
+//	loadgen all -kafka-lib DIR -sluice-bin bin/sluice [-quick]   the whole comparison + report
+//	loadgen produce -brokers HOST:PORT -topic T [-producers 8 -size 1024 -acks all -duration 10s]
+//	loadgen consume -brokers HOST:PORT -topic T -records N
+//	loadgen limits -dir DIR                                        disk and loopback ceilings
+//
+// `all` starts each broker in turn on a fresh data directory under -workdir (Kafka in KRaft
+// combined mode, formatted with its StorageTool), runs the same workloads against each, first
+// with each broker's default flush behaviour and then with an fsync per write
+// (log.flush.interval.messages=1 on both), samples the broker's CPU time and peak RSS from
+// /proc for every workload, profiles sluice with perf(1) when it is installed, and writes
+// <out>/<date>.md with a PNG of the latency percentiles (plotted by bench/plot.py).
+//
+// It is a benchmark tool, not part of the broker: it holds no invariants beyond its own
+// bookkeeping, and it only ever talks to 127.0.0.1.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+)
+
+func main() {
+	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, nil)))
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: loadgen all|produce|consume|limits [flags]")
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var err error
+	switch os.Args[1] {
+	case "all":
+		err = cmdAll(ctx, os.Args[2:])
+	case "produce":
+		err = cmdProduce(ctx, os.Args[2:])
+	case "consume":
+		err = cmdConsume(ctx, os.Args[2:])
+	case "limits":
+		err = cmdLimits(os.Args[2:])
+	default:
+		err = fmt.Errorf("unknown command %q", os.Args[1])
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "loadgen:", err)
+		os.Exit(1)
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func cmdProduce(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("produce", flag.ExitOnError)
+	brokers := fs.String("brokers", "127.0.0.1:9092", "comma-separated seed brokers")
+	topic := fs.String("topic", "loadgen", "topic (must exist)")
+	producers := fs.Int("producers", 1, "independent producer clients")
+	size := fs.Int("size", 1024, "record value bytes")
+	acks := fs.String("acks", "all", "all or 1")
+	dur := fs.Duration("duration", 10*time.Second, "how long to produce")
+	e2e := fs.Bool("e2e", true, "measure end-to-end latency with a consumer")
+	_ = fs.Parse(args)
+	res, err := runProduce(ctx, produceSpec{Brokers: strings.Split(*brokers, ","), Topic: *topic,
+		Producers: *producers, RecordSize: *size, AcksAll: *acks == "all", Duration: *dur, E2E: *e2e})
+	if res != nil {
+		s := res.Elapsed.Seconds()
+		fmt.Printf("%d records in %.1fs: %.0f rec/s %.1f MiB/s; produce p50 %v p99 %v p99.9 %v; errors %d\n",
+			res.Records, s, float64(res.Records)/s, float64(res.Bytes)/(1<<20)/s,
+			res.Produce.quantile(0.5), res.Produce.quantile(0.99), res.Produce.quantile(0.999), res.Errors)
+		if res.EndToEnd != nil {
+			fmt.Printf("end-to-end p50 %v p99 %v\n", res.EndToEnd.quantile(0.5), res.EndToEnd.quantile(0.99))
+		}
+	}
+	return err
+}
+
+func cmdConsume(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("consume", flag.ExitOnError)
+	brokers := fs.String("brokers", "127.0.0.1:9092", "comma-separated seed brokers")
+	topic := fs.String("topic", "loadgen", "topic")
+	records := fs.Int64("records", 1000000, "records to read")
+	_ = fs.Parse(args)
+	res, err := runConsume(ctx, strings.Split(*brokers, ","), *topic, fmt.Sprintf("loadgen-%d", time.Now().UnixNano()), *records, 10*time.Minute)
+	if res != nil {
+		s := res.Elapsed.Seconds()
+		fmt.Printf("%d records %.1f MiB in %.1fs (join %v): %.0f rec/s %.1f MiB/s\n", res.Records,
+			float64(res.Bytes)/(1<<20), s, res.Join, float64(res.Records)/s, float64(res.Bytes)/(1<<20)/s)
+	}
+	return err
+}
+
+func cmdLimits(args []string) error {
+	fs := flag.NewFlagSet("limits", flag.ExitOnError)
+	dir := fs.String("dir", os.TempDir(), "directory on the disk to measure")
+	mib := fs.Int64("mib", 1024, "MiB to write")
+	_ = fs.Parse(args)
+	l, err := measureLimits(*dir, *mib, 3*time.Second)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("disk %.0f MiB/s; fsync'd 4KiB writes %.0f/s (p50 %v); loopback %.0f MiB/s\n",
+		l.DiskWriteMiBps, l.FsyncWritesPerS, l.FsyncP50, l.LoopbackMiBps)
+	return nil
+}

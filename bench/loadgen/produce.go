@@ -1,0 +1,217 @@
+package main
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// produceSpec is one franz-go produce workload.
+type produceSpec struct {
+	Brokers    []string
+	Topic      string
+	Producers  int           // independent clients, each with its own connection
+	RecordSize int           // bytes of value per record; the first 8 carry the send time
+	AcksAll    bool          // acks=all (idempotent, as franz-go defaults) or acks=1
+	Duration   time.Duration // how long the producers send
+	E2E        bool          // run a consumer alongside that measures produce->consume latency
+}
+
+// produceResult is what one produce workload measured.
+type produceResult struct {
+	Records  int64
+	Bytes    int64
+	Elapsed  time.Duration
+	Produce  *hist // per record: Produce call -> acknowledgement callback
+	EndToEnd *hist // per record: send time in the value -> consumer poll return (nil if !E2E)
+	Errors   int64
+	// E2ESeen is how many acknowledged records the end-to-end consumer had read when it was
+	// stopped; below Records when it fell behind by more than e2eDrain.
+	E2ESeen int64
+}
+
+// e2eDrain bounds how long the end-to-end consumer may take to catch up after the producers stop.
+const e2eDrain = 30 * time.Second
+
+// warmupStamp marks warm-up records, which the end-to-end consumer counts but does not time.
+const warmupStamp = 0
+
+func runProduce(ctx context.Context, spec produceSpec) (*produceResult, error) {
+	if spec.RecordSize < 8 {
+		return nil, fmt.Errorf("record size %d below the 8-byte timestamp", spec.RecordSize)
+	}
+	acks := kgo.LeaderAck()
+	opts := []kgo.Opt{kgo.SeedBrokers(spec.Brokers...), kgo.DefaultProduceTopic(spec.Topic)}
+	if spec.AcksAll {
+		acks = kgo.AllISRAcks()
+	} else {
+		opts = append(opts, kgo.DisableIdempotentWrite())
+	}
+	opts = append(opts, kgo.RequiredAcks(acks))
+
+	var e2e *e2eConsumer
+	if spec.E2E {
+		var err error
+		if e2e, err = startE2E(spec.Brokers, spec.Topic); err != nil {
+			return nil, err
+		}
+		defer e2e.stop()
+	}
+
+	clients := make([]*kgo.Client, spec.Producers)
+	for i := range clients {
+		cl, err := kgo.NewClient(opts...)
+		if err != nil {
+			return nil, err
+		}
+		defer cl.Close()
+		clients[i] = cl
+		// One synchronous record per producer opens its connection and, for acks=all, gets
+		// its producer ID before timing starts.
+		warm := make([]byte, spec.RecordSize)
+		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		err = cl.ProduceSync(wctx, &kgo.Record{Value: warm}).FirstErr()
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("warm-up produce: %w", err)
+		}
+	}
+	if e2e != nil {
+		if err := e2e.waitCount(ctx, int64(spec.Producers), 30*time.Second); err != nil {
+			return nil, fmt.Errorf("end-to-end consumer did not see the warm-up records: %w", err)
+		}
+	}
+
+	res := &produceResult{Produce: &hist{}}
+	var records, errs atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	deadline := start.Add(spec.Duration)
+	hists := make([]*hist, spec.Producers)
+	for i, cl := range clients {
+		h := &hist{}
+		hists[i] = h
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var mu sync.Mutex // promises may run on other goroutines
+			pool := sync.Pool{New: func() any { b := make([]byte, spec.RecordSize); return &b }}
+			for time.Now().Before(deadline) && ctx.Err() == nil {
+				bp := pool.Get().(*[]byte)
+				sent := time.Now()
+				binary.BigEndian.PutUint64(*bp, uint64(sent.UnixNano()))
+				cl.Produce(ctx, &kgo.Record{Value: *bp}, func(_ *kgo.Record, err error) {
+					lat := time.Since(sent)
+					pool.Put(bp)
+					if err != nil {
+						errs.Add(1)
+						return
+					}
+					records.Add(1)
+					mu.Lock()
+					h.record(lat)
+					mu.Unlock()
+				})
+			}
+			if err := cl.Flush(context.WithoutCancel(ctx)); err != nil {
+				errs.Add(1)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	res.Elapsed = time.Since(start)
+	for _, h := range hists {
+		res.Produce.merge(h)
+	}
+	res.Records = records.Load()
+	res.Errors = errs.Load()
+	res.Bytes = res.Records * int64(spec.RecordSize)
+	if e2e != nil {
+		// Every acknowledged record is committed; give the consumer a bounded time to see them.
+		// A consumer still behind after that is reported, not failed: its lag is the finding.
+		_ = e2e.waitCount(ctx, res.Records+int64(spec.Producers), e2eDrain)
+		res.EndToEnd = e2e.stop()
+		res.E2ESeen = e2e.seen.Load() - int64(spec.Producers)
+	}
+	if res.Records == 0 {
+		return res, errors.New("no record was acknowledged")
+	}
+	return res, nil
+}
+
+// e2eConsumer reads the workload's topic from the start, without a group, and times each
+// record from the send time stamped in its value.
+type e2eConsumer struct {
+	cl     *kgo.Client
+	seen   atomic.Int64
+	done   chan struct{}
+	h      hist
+	cancel context.CancelFunc
+	once   sync.Once
+}
+
+func startE2E(brokers []string, topic string) (*e2eConsumer, error) {
+	cl, err := kgo.NewClient(
+		kgo.SeedBrokers(brokers...),
+		kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchMaxWait(500*time.Millisecond), // the Java consumer's fetch.max.wait.ms
+	)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &e2eConsumer{cl: cl, done: make(chan struct{}), cancel: cancel}
+	go func() {
+		defer close(c.done)
+		for ctx.Err() == nil {
+			fetches := cl.PollFetches(ctx)
+			now := time.Now().UnixNano()
+			fetches.EachRecord(func(r *kgo.Record) {
+				if len(r.Value) >= 8 {
+					if sent := int64(binary.BigEndian.Uint64(r.Value)); sent != warmupStamp {
+						c.h.record(time.Duration(now - sent))
+					}
+				}
+				c.seen.Add(1)
+			})
+		}
+	}()
+	return c, nil
+}
+
+// waitCount waits until the consumer has seen n records, or timeout passes.
+func (c *e2eConsumer) waitCount(ctx context.Context, n int64, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for c.seen.Load() < n {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("saw %d of %d records within %v", c.seen.Load(), n, timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+	return nil
+}
+
+// stop ends the consumer and returns its histogram; safe to call more than once.
+func (c *e2eConsumer) stop() *hist {
+	c.once.Do(func() {
+		c.cancel()
+		<-c.done
+		c.cl.Close()
+	})
+	return &c.h
+}

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Runs sluice against Apache Kafka 4.1.1 on this machine and writes bench/results/<date>.md and
+# .png. BENCH_QUICK=1 makes a smoke run of a few minutes; the full run takes about half an hour.
+# Extra arguments go to `loadgen all` (e.g. -brokers sluice -modes default).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+GO="${GO:-go}"
+
+# What the run needs: java (Kafka), python3 with matplotlib (the plot), perf (sluice's profile).
+need=()
+command -v java >/dev/null || need+=(openjdk-17-jre-headless)
+/usr/bin/python3 -c 'import matplotlib' 2>/dev/null || need+=(python3-matplotlib)
+command -v perf >/dev/null || need+=(linux-perf)
+if [ ${#need[@]} -gt 0 ]; then
+  echo "bench: installing ${need[*]}" >&2
+  apt-get update -qq >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null || echo "bench: could not install ${need[*]}; continuing without" >&2
+fi
+
+lib="$(scripts/fetch-kafka.sh)"
+$GO build -o bin/sluice ./cmd/sluice
+$GO build -o bin/loadgen ./bench/loadgen
+
+args=(-kafka-lib "$lib" -sluice-bin bin/sluice -out bench/results -plot bench/plot.py
+      -workdir "${BENCH_WORKDIR:-${TMPDIR:-/tmp}/sluice-bench}")
+if [ -n "${BENCH_QUICK:-}" ] && [ "${BENCH_QUICK}" != 0 ]; then
+  args+=(-quick)
+fi
+# The plot uses Debian's python3 (where apt puts matplotlib), not a pyenv shim.
+PATH="/usr/bin:$PATH" exec bin/loadgen all "${args[@]}" "$@"
