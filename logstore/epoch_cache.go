@@ -121,3 +121,13 @@ func decodeEpochCache(data []byte) (epochCache, error) {
 	}
 	return c, nil
 }
+
+// epochFor returns the epoch whose range holds offset (the last entry starting at or below
+// it), or -1.
+func (c *epochCache) epochFor(offset int64) int32 {
+	i := sort.Search(len(c.entries), func(i int) bool { return c.entries[i].StartOffset > offset })
+	if i == 0 {
+		return -1
+	}
+	return c.entries[i-1].Epoch
+}

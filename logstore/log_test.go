@@ -230,6 +230,9 @@ func TestEpochCache(t *testing.T) {
 	if len(c.entries) != 1 || c.entries[0] != (epochEntry{7, 12}) {
 		t.Fatalf("%+v", c.entries)
 	}
+	if c.epochFor(11) != -1 || c.epochFor(12) != 7 || c.epochFor(1000) != 7 {
+		t.Fatalf("epochFor: %d %d %d", c.epochFor(11), c.epochFor(12), c.epochFor(1000))
+	}
 	var empty epochCache
 	if e, o := empty.endOffsetFor(0, 10); e != -1 || o != -1 {
 		t.Fatalf("empty cache: %d %d", e, o)
@@ -339,6 +342,9 @@ func TestAppendAsFollower(t *testing.T) {
 	}
 	if e, o := l.EndOffsetForEpoch(4); e != 4 || o != 10 {
 		t.Fatalf("end offset for epoch 4: %d %d", e, o)
+	}
+	if e, l := l.EarliestOffset(), l.LatestOffset(); e.Offset != 0 || e.LeaderEpoch != 4 || l.Offset != 13 || l.LeaderEpoch != 6 {
+		t.Fatalf("earliest %+v latest %+v", e, l)
 	}
 	rr, err := l.Read(5, 1<<20, math.MaxInt64, true)
 	if err != nil || rr.Bytes != int64(len(b)) {

@@ -176,3 +176,19 @@ func (l *Log) recordAtTimestamp(seg *segment, pos int64, h *batch.Header, match 
 	})
 	return res, true
 }
+
+// EarliestOffset answers ListOffsets EARLIEST: the log start offset with the leader epoch that
+// wrote it (Kafka looks it up in the epoch cache), timestamp -1.
+func (l *Log) EarliestOffset() OffsetAndEpoch {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return OffsetAndEpoch{Offset: l.mu.logStart, Timestamp: -1, LeaderEpoch: l.mu.epochs.epochFor(l.mu.logStart)}
+}
+
+// LatestOffset answers ListOffsets LATEST: the log end offset with the latest leader epoch,
+// timestamp -1.
+func (l *Log) LatestOffset() OffsetAndEpoch {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return OffsetAndEpoch{Offset: l.mu.logEnd, Timestamp: -1, LeaderEpoch: l.mu.epochs.latestEpoch()}
+}
