@@ -59,13 +59,13 @@ func (t imageTopics) TopicByID(id [16]byte) (string, int32, bool) {
 	return topic.Name, int32(len(topic.Partitions)), true
 }
 
+// TopicNames lists every topic, internal ones included: Kafka resolves KIP-848 regex
+// subscriptions against all topics, so a pattern naming __consumer_offsets matches it.
 func (t imageTopics) TopicNames() []string {
 	im := t.ctrl.Image()
 	names := make([]string, 0, len(im.Topics))
-	for name, topic := range im.Topics {
-		if !topic.Internal {
-			names = append(names, name)
-		}
+	for name := range im.Topics {
+		names = append(names, name)
 	}
 	return names
 }
