@@ -79,7 +79,7 @@ func (b *Broker) autoCreateTopics(ctx context.Context, im *controller.Image, req
 	}
 	var create []controller.CreateTopic
 	for _, rt := range req.Topics {
-		if rt.Topic == nil || im.Topics[*rt.Topic] != nil || controller.ValidateTopicName(*rt.Topic) != nil {
+		if rt.Topic == nil || im.Topics[*rt.Topic] != nil || controller.ValidateTopicName(*rt.Topic) != nil || *rt.Topic == clusterMetadataTopic {
 			continue
 		}
 		create = append(create, controller.CreateTopic{
