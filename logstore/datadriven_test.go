@@ -41,6 +41,7 @@ func (e *ddEnv) state() string {
 	l.mu.RLock()
 	fmt.Fprintf(&b, "log [%d, %d) segments:", l.mu.logStart, l.mu.logEnd)
 	for _, s := range l.mu.segments {
+		s.ensureIndexes()
 		fmt.Fprintf(&b, " %d+%dB..%d", s.baseOffset, s.size, s.nextOffset)
 		if s.index.len() > 0 || s.timeIndex.len() > 0 {
 			fmt.Fprintf(&b, "[ix%d ti%d]", s.index.len(), s.timeIndex.len())

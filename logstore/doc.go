@@ -84,8 +84,10 @@
 // recovery.
 //
 // Open recovers as Kafka's LogLoader does: segments wholly below the recovery point are
-// trusted (indexes sanity-checked, the batch chain after the last index entry followed to the
-// end of the file; a failed check or a missing index file demotes the segment to recovery;
+// trusted (the batch chain after the last index entry is followed to the end of the file; a
+// failed check or a missing index file demotes the segment to recovery; their index files are
+// loaded and fully sanity-checked on first use, and a damaged one is then ignored — lookups
+// scan the segment from its start;
 // the last segment is trusted only if its chain ends exactly at the recovery point, as after
 // a clean close). Every other segment is
 // scanned batch by batch — header length, magic, CRC-32C, offsets increasing — and cut at the

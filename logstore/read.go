@@ -96,6 +96,7 @@ func (l *Log) OffsetForTimestamp(ts int64) (OffsetAndEpoch, bool) {
 		if seg.maxTimestamp < ts {
 			continue
 		}
+		seg.ensureIndexes()
 		_, fromOffset := seg.timeIndex.lookup(ts)
 		_, pos := seg.index.lookup(fromOffset)
 		for pos < seg.size {

@@ -186,19 +186,57 @@ func (l *Log) loadSegment(seg *segment, nextBase, recoveryPoint int64) (truncate
 	}
 	size := st.Size()
 	seg.lastModified = st.ModTime()
-	if seg.index.entries, err = readAll(seg.index.file); err != nil {
-		return false, err
+	last := nextBase < 0
+	trusted := nextBase >= 0 && nextBase <= recoveryPoint || last && recoveryPoint > seg.baseOffset
+	if trusted && !last {
+		// An older segment: read only the indexes' last entries now; the rest on first use
+		// (ensureIndexes), so opening a long log does not load every index into memory.
+		ix, ixLen, err1 := readTail(seg.index.file, offsetIndexEntrySize)
+		ti, tiLen, err2 := readTail(seg.timeIndex.file, timeIndexEntrySize)
+		if err1 != nil || err2 != nil {
+			return false, errors.Join(err1, err2)
+		}
+		if ixLen%offsetIndexEntrySize == 0 && ixLen/offsetIndexEntrySize <= int64(seg.index.maxEntries) &&
+			tiLen%timeIndexEntrySize == 0 && tiLen/timeIndexEntrySize <= int64(seg.timeIndex.maxEntries)+1 {
+			seg.index.entries, seg.timeIndex.entries = ix, ti
+			_, ok := l.trustSegment(seg, size)
+			seg.index.entries, seg.timeIndex.entries = nil, nil
+			if ok {
+				seg.lazy = &lazyIndexes{}
+				return false, nil
+			}
+		}
 	}
-	if seg.timeIndex.entries, err = readAll(seg.timeIndex.file); err != nil {
-		return false, err
-	}
-	seg.index.written, seg.timeIndex.written = len(seg.index.entries), len(seg.timeIndex.entries)
-	if nextBase >= 0 && nextBase <= recoveryPoint || nextBase < 0 && recoveryPoint > seg.baseOffset {
-		if next, ok := l.trustSegment(seg, size); ok && (nextBase >= 0 || next == recoveryPoint) {
+	if trusted && last {
+		if seg.index.entries, err = readAll(seg.index.file); err != nil {
+			return false, err
+		}
+		if seg.timeIndex.entries, err = readAll(seg.timeIndex.file); err != nil {
+			return false, err
+		}
+		seg.index.written, seg.timeIndex.written = len(seg.index.entries), len(seg.timeIndex.entries)
+		if next, ok := l.trustSegment(seg, size); ok && next == recoveryPoint {
 			return false, nil
 		}
 	}
 	return l.recoverSegment(seg, size)
+}
+
+// readTail returns the last entry (entrySize bytes) of an index file and the file's size.
+func readTail(f File, entrySize int64) ([]byte, int64, error) {
+	st, err := f.Stat()
+	if err != nil {
+		return nil, 0, err
+	}
+	n := st.Size()
+	if n < entrySize || n%entrySize != 0 {
+		return nil, n, nil
+	}
+	b := make([]byte, entrySize)
+	if _, err := f.ReadAt(b, n-entrySize); err != nil && !errors.Is(err, io.EOF) {
+		return nil, n, err
+	}
+	return b, n, nil
 }
 
 // trustSegment accepts a segment without reading all of it: its indexes must be sane, and the
@@ -285,6 +323,7 @@ func (l *Log) recoverSegment(seg *segment, size int64) (truncated bool, err erro
 func (l *Log) reindexSegment(seg *segment, size int64, verify bool) (int64, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	seg.ensureIndexes() // a lazy load must not later overwrite what is rebuilt here
 	if err := seg.index.truncateLocked(0); err != nil {
 		return 0, err
 	}
@@ -434,6 +473,7 @@ func (l *Log) rebuildProducerStateLocked(snapshots []int64) error {
 	defer l.mu.RUnlock()
 	for i := l.segmentIndexFor(from); i < len(segs); i++ {
 		seg := segs[i]
+		seg.ensureIndexes()
 		_, pos := seg.index.lookup(from)
 		for pos < seg.size {
 			h, err := readHeaderAt(seg.log, pos, seg.size, l.hdrBuf)

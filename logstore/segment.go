@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"sluice/internal/batch"
@@ -70,6 +71,34 @@ type segment struct {
 	rollJitterMs          int64
 	// lastModified approximates the file's mtime for retention of timestamp-less segments.
 	lastModified time.Time
+	// lazy is set for a segment opened as trusted whose index entries are not loaded yet.
+	lazy *lazyIndexes
+}
+
+// lazyIndexes loads a trusted segment's index files on first use.
+type lazyIndexes struct {
+	once sync.Once
+	// damaged is set if the files failed the sanity check; the segment then works with empty
+	// indexes (lookups scan from the segment start: correct, slower).
+	damaged bool
+}
+
+// ensureIndexes loads the index entries of a lazily opened segment. Safe for concurrent
+// callers holding Log.mu shared; sync.Once orders the load before every use.
+func (s *segment) ensureIndexes() {
+	if s.lazy == nil {
+		return
+	}
+	s.lazy.once.Do(func() {
+		ix, err1 := readAll(s.index.file)
+		ti, err2 := readAll(s.timeIndex.file)
+		s.index.entries, s.timeIndex.entries = ix, ti
+		if err1 != nil || err2 != nil || !s.index.sane(s.size) || !s.timeIndex.sane(s.nextOffset) {
+			s.index.entries, s.timeIndex.entries = nil, nil
+			s.lazy.damaged = true
+		}
+		s.index.written, s.timeIndex.written = len(s.index.entries), len(s.timeIndex.entries)
+	})
 }
 
 func isNotExist(err error) bool { return errors.Is(err, os.ErrNotExist) }
@@ -222,6 +251,7 @@ func readHeaderAt(f File, pos, limit int64, buf []byte) (batch.Header, error) {
 // scanning from the index entry at or below target. found is false if the segment ends first.
 // REQUIRES: Log.mu held (shared suffices).
 func (s *segment) findBatch(target int64, buf []byte) (pos int64, h batch.Header, found bool, err error) {
+	s.ensureIndexes()
 	_, pos = s.index.lookup(target)
 	for pos < s.size {
 		h, err = readHeaderAt(s.log, pos, s.size, buf)
