@@ -66,8 +66,8 @@ func (b *Broker) listOffset(im *controller.Image, req *kmsg.ListOffsetsRequest, 
 		out.Offset = hw // read_committed: the last stable offset, equal to the HW without transactions
 		out.LeaderEpoch = leaderEpoch
 	case listEarliest, listEarliestLocal:
-		out.Offset = p.log.LogStartOffset()
-		out.LeaderEpoch = epochAt(p, out.Offset, leaderEpoch)
+		earliest := p.log.EarliestOffset()
+		out.Offset, out.LeaderEpoch = earliest.Offset, earliest.LeaderEpoch
 	case listMaxTimestamp:
 		if found, ok := p.log.MaxTimestamp(); ok && found.Offset < hw {
 			out.Offset, out.Timestamp, out.LeaderEpoch = found.Offset, found.Timestamp, found.LeaderEpoch
@@ -83,20 +83,4 @@ func (b *Broker) listOffset(im *controller.Image, req *kmsg.ListOffsetsRequest, 
 			out.Offset, out.Timestamp, out.LeaderEpoch = found.Offset, found.Timestamp, found.LeaderEpoch
 		}
 	}
-}
-
-// epochAt is the leader epoch of the batch holding offset, from the log's epoch cache; the
-// current epoch when the log holds none.
-func epochAt(p *Partition, offset int64, current int32) int32 {
-	if p.log.LatestEpoch() < 0 {
-		return current
-	}
-	// The epoch whose range holds offset: the smallest epoch whose end offset is past it.
-	for epoch := int32(0); epoch <= p.log.LatestEpoch(); epoch++ {
-		endEpoch, end := p.log.EndOffsetForEpoch(epoch)
-		if endEpoch == epoch && end > offset {
-			return epoch
-		}
-	}
-	return current
 }
