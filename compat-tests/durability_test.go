@@ -5,7 +5,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"math/rand/v2"
+	"net"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -16,6 +19,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // Bounds of TestDurabilityKill9: record counts and time.
@@ -27,6 +31,7 @@ const (
 	durAcksAfterResume = 3000  // acknowledged records after each restart before going on
 	durKills           = 3     // SIGKILL + restart cycles
 	durTestTimeout     = 120 * time.Second
+	durReadBackTimeout = 30 * time.Second // reading everything back after the last restart
 )
 
 // ackedRecord is what a produce promise reported for one acknowledged record.
@@ -193,8 +198,10 @@ func TestDurabilityKill9(t *testing.T) {
 	for p := range int32(durPartitions) {
 		starts[p] = kgo.NewOffset().AtStart()
 	}
+	// Full fetches, no KIP-227 sessions: this pass is about what the log holds. A second pass
+	// below reads with franz-go's defaults (fetch sessions).
 	consumer, err := kgo.NewClient(kgo.SeedBrokers(b.Addr),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: starts}))
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: starts}), kgo.DisableFetchSessions())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,10 +223,18 @@ func TestDurabilityKill9(t *testing.T) {
 		}
 		return true
 	}
+	readCtx, readCancel := context.WithTimeout(ctx, durReadBackTimeout)
+	defer readCancel()
 	for !done() {
-		fetches := consumer.PollFetches(ctx)
-		if ctx.Err() != nil {
-			t.Fatalf("reading back: %v; positions %v, ends %v", ctx.Err(), nextOffset, endOf)
+		fetches := consumer.PollFetches(readCtx)
+		if readCtx.Err() != nil {
+			for p, end := range endOf {
+				if nextOffset[p] < end {
+					t.Logf("partition %d stuck at offset %d of %d: %s", p, nextOffset[p], end, rawFetchSummary(t, b.Addr, topic, p, nextOffset[p]))
+					t.Logf("partition %d files: %s", p, partitionFiles(b.Dir, topic, p))
+				}
+			}
+			t.Fatalf("reading back: %v; positions %v, ends %v", readCtx.Err(), nextOffset, endOf)
 		}
 		fetches.EachError(func(topic string, p int32, err error) {
 			t.Errorf("fetch %s/%d: %v", topic, p, err)
@@ -296,6 +311,8 @@ func TestDurabilityKill9(t *testing.T) {
 		t.Logf("some failed produces: %s", strings.Join(failReasons, "; "))
 	}
 
+	readToEndsWithSessions(t, b, topic, endOf)
+
 	// A clean SIGTERM restart keeps every partition's start and end offsets.
 	startsBefore, err := adm.ListStartOffsets(ctx, topic)
 	if err != nil {
@@ -335,5 +352,119 @@ func TestDurabilityKill9(t *testing.T) {
 			t.Errorf("partition %d after a clean restart: offsets [%d, %d) (errors %v, %v), before [%d, %d)",
 				p, s1.Offset, e.Offset, s1.Err, e.Err, s0.Offset, endOf[p])
 		}
+	}
+}
+
+// rawFetchSummary fetches one partition at offset with a raw Fetch v11 and describes the answer:
+// error code, watermarks, and the base offsets and lengths of the batches returned.
+func rawFetchSummary(t *testing.T, addr, topic string, partition int32, offset int64) string {
+	t.Helper()
+	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		return err.Error()
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(10 * time.Second))
+	req := kmsg.NewPtrFetchRequest()
+	req.Version = 11
+	req.ReplicaID = -1
+	req.MaxWaitMillis = 100
+	req.MaxBytes = 1 << 20
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewFetchRequestTopicPartition()
+	rp.Partition = partition
+	rp.FetchOffset = offset
+	rp.PartitionMaxBytes = 1 << 20
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp := kmsg.NewPtrFetchResponse()
+	if err := roundTrip(conn, req, resp, 1); err != nil {
+		return "raw fetch: " + err.Error()
+	}
+	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+		return fmt.Sprintf("raw fetch: %d topics", len(resp.Topics))
+	}
+	p := resp.Topics[0].Partitions[0]
+	var batches []string
+	for rb := p.RecordBatches; len(rb) >= 12 && len(batches) < 5; {
+		base := int64(binary.BigEndian.Uint64(rb[0:8]))
+		length := int(binary.BigEndian.Uint32(rb[8:12]))
+		if length < 49 || 12+length > len(rb) {
+			batches = append(batches, fmt.Sprintf("base %d length %d (partial)", base, length))
+			break
+		}
+		batch := rb[:12+length]
+		crcOK := binary.BigEndian.Uint32(batch[17:21]) == crc32.Checksum(batch[21:], crc32c)
+		batches = append(batches, fmt.Sprintf("base %d length %d epoch %d magic %d crc-ok %v attrs %#x lastDelta %d pid %d seq %d count %d",
+			base, length, int32(binary.BigEndian.Uint32(batch[12:16])), batch[16], crcOK,
+			binary.BigEndian.Uint16(batch[21:23]), int32(binary.BigEndian.Uint32(batch[23:27])),
+			int64(binary.BigEndian.Uint64(batch[43:51])), int32(binary.BigEndian.Uint32(batch[53:57])),
+			int32(binary.BigEndian.Uint32(batch[57:61]))))
+		rb = rb[12+length:]
+	}
+	return fmt.Sprintf("raw fetch at %d: error %d, hw %d, log start %d, %d record bytes, batches [%s]",
+		offset, p.ErrorCode, p.HighWatermark, p.LogStartOffset, len(p.RecordBatches), strings.Join(batches, "; "))
+}
+
+// partitionFiles lists a partition directory's files with their sizes.
+func partitionFiles(dataDir, topic string, partition int32) string {
+	dir := filepath.Join(dataDir, fmt.Sprintf("%s-%d", topic, partition))
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err.Error()
+	}
+	var out []string
+	for _, e := range entries {
+		if info, err := e.Info(); err == nil {
+			out = append(out, fmt.Sprintf("%s=%d", e.Name(), info.Size()))
+		}
+	}
+	return strings.Join(out, " ")
+}
+
+// readToEndsWithSessions reads every partition from its start to endOf with a default franz-go
+// consumer, which uses incremental fetch sessions (KIP-227), and reports a partition that
+// stalls, with what a sessionless raw fetch at the same offset returns.
+func readToEndsWithSessions(t *testing.T, b *Broker, topic string, endOf map[int32]int64) {
+	t.Helper()
+	starts := map[int32]kgo.Offset{}
+	for p := range endOf {
+		starts[p] = kgo.NewOffset().AtStart()
+	}
+	consumer, err := kgo.NewClient(kgo.SeedBrokers(b.Addr), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: starts}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer consumer.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), durReadBackTimeout)
+	defer cancel()
+	next := map[int32]int64{}
+	behind := func() bool {
+		for p, end := range endOf {
+			if next[p] < end {
+				return true
+			}
+		}
+		return false
+	}
+	for behind() {
+		fetches := consumer.PollFetches(ctx)
+		if ctx.Err() != nil {
+			for p, end := range endOf {
+				if next[p] < end {
+					t.Errorf("fetch-session consumer stalled: partition %d at offset %d of %d; %s",
+						p, next[p], end, rawFetchSummary(t, b.Addr, topic, p, next[p]))
+				}
+			}
+			return
+		}
+		fetches.EachError(func(topic string, p int32, err error) { t.Errorf("fetch-session consumer: %s/%d: %v", topic, p, err) })
+		fetches.EachRecord(func(r *kgo.Record) {
+			if r.Offset != next[r.Partition] {
+				t.Errorf("fetch-session consumer: partition %d offset %d, want %d", r.Partition, r.Offset, next[r.Partition])
+			}
+			next[r.Partition] = r.Offset + 1
+		})
 	}
 }
