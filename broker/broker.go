@@ -79,7 +79,7 @@ func New(cfg Config, ctrl *controller.Controller) (*Broker, error) {
 		ctrl:          ctrl,
 		logger:        cfg.Logger,
 		closing:       make(chan struct{}),
-		fetchSessions: newFetchSessionCache(),
+		fetchSessions: newFetchSessionCache(int(cfg.Static.MaxIncrementalFetchSessionCacheSlots)),
 	}
 	b.mu.partitions = make(map[topicPartition]*Partition)
 	b.mu.appliedChanged = make(chan struct{})

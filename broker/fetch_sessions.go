@@ -24,10 +24,6 @@ import (
 	"sluice/controller"
 )
 
-// maxFetchSessions bounds the session cache, as Kafka's max.incremental.fetch.session.cache.slots
-// (default 1000) does. The least recently used session is evicted when it is full.
-const maxFetchSessions = 1000
-
 // fetchTarget is one partition a fetch reads, with the client's position.
 type fetchTarget struct {
 	topic              string
@@ -58,14 +54,18 @@ type fetchSession struct {
 	}
 }
 
+// fetchSessionCache holds at most max.incremental.fetch.session.cache.slots sessions (Kafka's
+// default 1000); the least recently used session is evicted when it is full, and with 0 slots
+// no session is ever created (every fetch is a full one).
 type fetchSessionCache struct {
+	slots    int
 	mu       sync.Mutex
 	sessions map[int32]*fetchSession // Guarded by mu.
 	nextID   int32                   // Guarded by mu.
 }
 
-func newFetchSessionCache() *fetchSessionCache {
-	return &fetchSessionCache{sessions: make(map[int32]*fetchSession), nextID: 1}
+func newFetchSessionCache(slots int) *fetchSessionCache {
+	return &fetchSessionCache{slots: slots, sessions: make(map[int32]*fetchSession), nextID: 1}
 }
 
 func (c *fetchSessionCache) get(id int32) *fetchSession {
@@ -80,11 +80,15 @@ func (c *fetchSessionCache) remove(id int32) {
 	delete(c.sessions, id)
 }
 
-// create opens a session over targets, evicting the least recently used session when full.
+// create opens a session over targets, evicting the least recently used session when full. It
+// returns nil when the cache has no slots at all.
 func (c *fetchSessionCache) create(targets []*fetchTarget) *fetchSession {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if len(c.sessions) >= maxFetchSessions {
+	if c.slots <= 0 {
+		return nil
+	}
+	if len(c.sessions) >= c.slots {
 		var oldest *fetchSession
 		var oldestUse time.Time
 		for _, s := range c.sessions {
@@ -203,7 +207,9 @@ func (b *Broker) openSession(req *kmsg.FetchRequest, im *controller.Image) (targ
 			b.fetchSessions.remove(req.SessionID)
 		}
 		targets = targetsFromRequest(req, im)
-		s = b.fetchSessions.create(targets)
+		if s = b.fetchSessions.create(targets); s == nil {
+			return targets, nil, 0, 0
+		}
 		return targets, s, s.id, 0
 	}
 	s = b.fetchSessions.get(req.SessionID)

@@ -142,8 +142,8 @@ type offsetsPartitionLog struct{ p *Partition }
 // Append writes the coordinator's batch as an acks=all produce would and reports when it is
 // committed. With this node as the only ISR member that is at once.
 func (l *offsetsPartitionLog) Append(batchBytes []byte, done func(lastOffset int64, err error)) {
-	_, leaderEpoch := l.p.leaderState()
-	if isLeader, _ := l.p.leaderState(); !isLeader {
+	isLeader, leaderEpoch := l.p.leaderState()
+	if !isLeader {
 		done(-1, kerr.NotLeaderForPartition)
 		return
 	}
