@@ -13,7 +13,7 @@ run: build
 # Installs what the tests need, then runs every test: unit, crash, format round-trips with
 # Apache Kafka's own tools, real clients against a real sluice process, franz-go's suite.
 test: deps vet build
-	$(GO) test -count=1 -timeout 20m ./...
+	SLUICE_BIN=$(CURDIR)/bin/sluice $(GO) test -count=1 -timeout 20m ./...
 	scripts/franz-suite.sh
 
 deps:

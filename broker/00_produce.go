@@ -1,9 +1,12 @@
 package broker
 
-// Produce, key 0: v3–v13.
+// Produce, key 0: v0–v13.
 //
-// v3 is the first version whose records must be RecordBatch v2 (magic 2), the only format
-// sluice's log stores; Kafka 4.0 also removed v0–v2 (KIP-896). v13 names topics by ID.
+// v0–v2 are advertised but refused per partition with UNSUPPORTED_VERSION, as Kafka 4 does
+// (KAFKA-18659): librdkafka only compresses when the broker lists Produce v0 in ApiVersions.
+// v3 is the first version whose records must be one RecordBatch v2 (magic 2) per partition,
+// the only format sluice's log stores. v13 names topics by ID. When an acks=0 produce fails
+// the connection is closed, Kafka's only way to tell such a client.
 // acks=0 gets no response; acks=1 is answered after the local append; acks=all after the batch
 // is below the high watermark, i.e. on every ISR member, and only while the ISR has at least
 // min.insync.replicas members (NOT_ENOUGH_REPLICAS otherwise). Each batch is checked against
@@ -17,6 +20,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -26,7 +30,10 @@ import (
 	"sluice/wire"
 )
 
-func init() { register(0, 3, 13, (*Broker).handleProduce) }
+func init() { register(0, 0, 13, (*Broker).handleProduce) }
+
+// errAcksZeroFailed closes the connection of an acks=0 producer whose produce failed.
+var errAcksZeroFailed = errors.New("broker: acks=0 produce failed; closing the connection as Kafka does")
 
 func (b *Broker) handleProduce(_ context.Context, wreq *wire.Request, respond wire.Respond) {
 	req, ok := wreq.Body.(*kmsg.ProduceRequest)
@@ -40,6 +47,8 @@ func (b *Broker) handleProduce(_ context.Context, wreq *wire.Request, respond wi
 
 	topLevelErr := int16(0)
 	switch {
+	case req.Version < 3:
+		topLevelErr = kerr.UnsupportedVersion.Code
 	case req.Acks != 0 && req.Acks != 1 && req.Acks != -1:
 		topLevelErr = kerr.InvalidRequiredAcks.Code
 	case req.TransactionID != nil:
@@ -62,6 +71,14 @@ func (b *Broker) handleProduce(_ context.Context, wreq *wire.Request, respond wi
 		resp.Topics = append(resp.Topics, t)
 	}
 	if req.Acks == 0 {
+		for _, t := range resp.Topics {
+			for _, p := range t.Partitions {
+				if p.ErrorCode != 0 {
+					respond(nil, errAcksZeroFailed)
+					return
+				}
+			}
+		}
 		respond(nil, nil)
 		return
 	}

@@ -151,7 +151,7 @@ func (b *Broker) fetchResponse(req *kmsg.FetchRequest, sessionID int32, session 
 		session.mu.Lock()
 		defer session.mu.Unlock()
 	}
-	var topic *kmsg.FetchResponseTopic
+	topicIndex := map[sessionKey]int{} // a topic's entry in resp.Topics
 	for i, t := range targets {
 		r := &results[i]
 		if incremental && len(r.records) == 0 && r.errCode == 0 &&
@@ -161,12 +161,16 @@ func (b *Broker) fetchResponse(req *kmsg.FetchRequest, sessionID int32, session 
 		if session != nil {
 			t.lastHighWatermark, t.lastStableOffset, t.lastLogStart = r.highWatermark, r.lastStableOffset, r.logStartOffset
 		}
-		if topic == nil || topic.Topic != t.topic || topic.TopicID != t.topicID {
+		key := sessionKey{topic: t.topic, topicID: t.topicID}
+		ti, ok := topicIndex[key]
+		if !ok {
+			ti = len(resp.Topics)
+			topicIndex[key] = ti
 			resp.Topics = append(resp.Topics, kmsg.NewFetchResponseTopic())
 			resp.records = append(resp.records, nil)
-			topic = &resp.Topics[len(resp.Topics)-1]
-			topic.Topic, topic.TopicID = t.topic, t.topicID
+			resp.Topics[ti].Topic, resp.Topics[ti].TopicID = t.topic, t.topicID
 		}
+		topic := &resp.Topics[ti]
 		p := kmsg.NewFetchResponseTopicPartition()
 		p.Partition = t.partition
 		p.ErrorCode = r.errCode
@@ -176,12 +180,14 @@ func (b *Broker) fetchResponse(req *kmsg.FetchRequest, sessionID int32, session 
 		if len(r.records) == 0 {
 			p.RecordBatches = []byte{}
 		}
-		last := len(resp.records) - 1
-		resp.records[last] = append(resp.records[last], r.records)
+		resp.records[ti] = append(resp.records[ti], r.records)
 		if req.IsolationLevel == 1 {
 			p.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
 		}
 		topic.Partitions = append(topic.Partitions, p)
+	}
+	if session != nil {
+		session.rotateServedLocked(targets, results)
 	}
 	return resp
 }

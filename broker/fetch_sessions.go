@@ -15,6 +15,7 @@ package broker
 //     changed since last sent.
 
 import (
+	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -61,11 +62,10 @@ type fetchSessionCache struct {
 	slots    int
 	mu       sync.Mutex
 	sessions map[int32]*fetchSession // Guarded by mu.
-	nextID   int32                   // Guarded by mu.
 }
 
 func newFetchSessionCache(slots int) *fetchSessionCache {
-	return &fetchSessionCache{slots: slots, sessions: make(map[int32]*fetchSession), nextID: 1}
+	return &fetchSessionCache{slots: slots, sessions: make(map[int32]*fetchSession)}
 }
 
 func (c *fetchSessionCache) get(id int32) *fetchSession {
@@ -101,14 +101,13 @@ func (c *fetchSessionCache) create(targets []*fetchTarget) *fetchSession {
 		}
 		delete(c.sessions, oldest.id)
 	}
-	for c.sessions[c.nextID] != nil || c.nextID <= 0 {
-		c.nextID++
-		if c.nextID <= 0 {
-			c.nextID = 1
-		}
+	// Random IDs, as Kafka's FetchSessionCache uses: a client still holding a session ID from
+	// before a broker restart must not find (and corrupt) another client's new session.
+	id := rand.Int32()
+	for id == 0 || c.sessions[id] != nil {
+		id = rand.Int32()
 	}
-	s := &fetchSession{id: c.nextID}
-	c.nextID++
+	s := &fetchSession{id: id}
 	s.mu.epoch = 1
 	s.mu.lastUsed = time.Now()
 	s.mu.byKey = make(map[sessionKey]*fetchTarget, len(targets))
@@ -228,4 +227,32 @@ func (b *Broker) openSession(req *kmsg.FetchRequest, im *controller.Image) (targ
 	s.mu.lastUsed = time.Now()
 	s.updateIncrementalLocked(req, im)
 	return append([]*fetchTarget(nil), s.mu.targets...), s, s.id, 0
+}
+
+// rotateServedLocked moves the session's partitions that just returned records to the end of
+// its order, as Kafka's fetch sessions do, so that when the response byte limit cuts a fetch
+// short the partitions left out get served first next time instead of starving.
+// REQUIRES: s.mu held.
+func (s *fetchSession) rotateServedLocked(targets []*fetchTarget, results []fetchResult) {
+	served := make(map[*fetchTarget]bool)
+	for i, t := range targets {
+		if len(results[i].records) > 0 {
+			served[t] = true
+		}
+	}
+	if len(served) == 0 {
+		return
+	}
+	order := make([]*fetchTarget, 0, len(s.mu.targets))
+	for _, t := range s.mu.targets {
+		if !served[t] {
+			order = append(order, t)
+		}
+	}
+	for _, t := range s.mu.targets {
+		if served[t] {
+			order = append(order, t)
+		}
+	}
+	s.mu.targets = order
 }

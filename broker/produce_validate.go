@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"errors"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -15,8 +16,9 @@ const noTimestamp = -1
 // compressionZstd is the zstd codec's attribute value.
 const compressionZstd = 4
 
-// checkProduceBatches makes the topic-level checks Kafka's produce path makes before the log
-// sees a batch: each batch within max.message.bytes (MESSAGE_TOO_LARGE), and with
+// checkProduceBatches makes the checks Kafka's produce path makes before the log sees a batch:
+// exactly one magic-v2 batch per partition (INVALID_RECORD), within max.message.bytes
+// (MESSAGE_TOO_LARGE), and with
 // message.timestamp.type=CreateTime its timestamps within message.timestamp.before.max.ms /
 // after.max.ms of now (INVALID_TIMESTAMP). For LogAppendTime topics it stamps every batch
 // with now. Framing and CRC problems are left to the log, which answers CORRUPT_MESSAGE.
@@ -37,10 +39,17 @@ func checkProduceBatches(records []byte, produceVersion int16, s *config.TopicSe
 	}
 	for rest := records; len(rest) > 0; {
 		h, err := batch.Check(rest)
+		if errors.Is(err, batch.ErrMagic) {
+			return kerr.InvalidRecord.Code, -1 // Kafka: produce v3+ must carry magic v2 batches
+		}
 		if err != nil {
 			return 0, logAppendTime // the log rejects it with the precise code
 		}
 		size := h.Size()
+		if size < int64(len(rest)) {
+			// Kafka's ProduceRequest.validateRecords: exactly one batch per partition from v3.
+			return kerr.InvalidRecord.Code, -1
+		}
 		if size > int64(s.MaxMessageBytes) {
 			return kerr.MessageTooLarge.Code, -1
 		}

@@ -37,11 +37,12 @@ func TestCheckProduceBatches(t *testing.T) {
 			s.MessageTimestampBeforeMaxMs = 1000
 			return s
 		}, kerr.InvalidTimestamp.Code},
-		{"second batch too large", append(build(nowMs, nowMs, []byte("v")), build(nowMs, nowMs, bytes.Repeat([]byte("x"), 200))...), func() *config.TopicSettings {
+		{"too large", build(nowMs, nowMs, bytes.Repeat([]byte("x"), 200)), func() *config.TopicSettings {
 			s := createTime()
 			s.MaxMessageBytes = 150
 			return s
 		}, kerr.MessageTooLarge.Code},
+		{"two batches", append(build(nowMs, nowMs, []byte("v")), build(nowMs, nowMs, []byte("w"))...), createTime, kerr.InvalidRecord.Code},
 		{"empty", nil, createTime, kerr.CorruptMessage.Code},
 		{"zstd needs v7", func() []byte {
 			b := batch.Build(batch.Header{Attributes: compressionZstd, BaseTimestamp: nowMs, MaxTimestamp: nowMs, ProducerID: -1}, nil)

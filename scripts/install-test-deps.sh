@@ -7,8 +7,8 @@ cd "$(dirname "$0")/.."
 
 need_apt=()
 command -v kcat >/dev/null 2>&1 || need_apt+=(kcat)
-python3 -c 'import confluent_kafka' >/dev/null 2>&1 || need_apt+=(python3-confluent-kafka)
-python3 -c 'import kafka' >/dev/null 2>&1 || need_apt+=(python3-kafka)
+/usr/bin/python3 -c "import confluent_kafka" >/dev/null 2>&1 || need_apt+=(python3-confluent-kafka)
+/usr/bin/python3 -c "import kafka" >/dev/null 2>&1 || need_apt+=(python3-kafka)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "installing Debian packages: ${need_apt[*]}"
   SUDO=""
