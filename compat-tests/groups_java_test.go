@@ -1,0 +1,176 @@
+package compattests
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+const (
+	consoleConsumerClass = "org.apache.kafka.tools.consumer.ConsoleConsumer"
+	groupCommandClass    = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
+)
+
+// TestGroupsJava drives consumer groups with Apache Kafka's Java consumer (ConsoleConsumer
+// with --group, once with group.protocol=classic and once with group.protocol=consumer, i.e.
+// KIP-848) and manages them with kafka-consumer-groups (ConsumerGroupCommand): --list,
+// --describe, --reset-offsets --to-earliest --execute followed by a re-read from the start,
+// and --delete.
+func TestGroupsJava(t *testing.T) {
+	lookPath(t, "java")
+	kafkaJars(t)
+	b, cl, adm := startGroupBroker(t)
+	const topic, partitions = "groups-java", 3
+	const classicGroup, consumerGroup = "java-classic", "java-consumer"
+	groupsCreateTopic(t, adm, topic, partitions)
+	values := groupsProduce(t, cl, topic, "java", 30)
+
+	// consoleConsume reads exactly n records with the group and protocol; the tool commits on
+	// close (enable.auto.commit defaults to true).
+	consoleConsume := func(t *testing.T, group, protocol string, n int) []string {
+		t.Helper()
+		out, stderr := javaTool(t, "", consoleConsumerClass, "--bootstrap-server", b.Addr, "--topic", topic,
+			"--group", group, "--from-beginning", "--max-messages", strconv.Itoa(n), "--timeout-ms", "45000",
+			"--consumer-property", "group.protocol="+protocol)
+		if !strings.Contains(stderr, fmt.Sprintf("Processed a total of %d messages", n)) {
+			t.Errorf("ConsoleConsumer (%s) stderr lacks the message count %d:\n%s", protocol, n, clip(stderr))
+		}
+		return sortedLines(out)
+	}
+	groupCommand := func(t *testing.T, args ...string) string {
+		t.Helper()
+		out, _ := javaTool(t, "", groupCommandClass, append([]string{"--bootstrap-server", b.Addr}, args...)...)
+		return out
+	}
+
+	for _, tc := range []struct{ group, protocol string }{
+		{classicGroup, "classic"},
+		{consumerGroup, "consumer"},
+	} {
+		t.Run("ConsoleConsumer_"+tc.protocol, func(t *testing.T) {
+			got := consoleConsume(t, tc.group, tc.protocol, len(values))
+			if missing, extra := diffSets(got, values); len(missing)+len(extra) > 0 {
+				t.Fatalf("read %d records; missing %v, unexpected or repeated %v", len(got), missing, extra)
+			}
+			waitCommittedAtEnd(t, adm, tc.group, topic, 10*time.Second)
+		})
+	}
+	if t.Failed() {
+		return
+	}
+
+	t.Run("List", func(t *testing.T) {
+		out := groupCommand(t, "--list")
+		for _, g := range []string{classicGroup, consumerGroup} {
+			if !containsLine(out, g) {
+				t.Errorf("--list does not show %s:\n%s", g, out)
+			}
+		}
+		// --list --type shows which protocol each group uses (Kafka 4.x: Classic / Consumer).
+		out = groupCommand(t, "--list", "--type")
+		for g, typ := range map[string]string{classicGroup: "Classic", consumerGroup: "Consumer"} {
+			if !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(g) + `\s+` + typ + `\s*$`).MatchString(out) {
+				t.Errorf("--list --type does not show %s as %s:\n%s", g, typ, out)
+			}
+		}
+	})
+
+	t.Run("Describe", func(t *testing.T) {
+		end := groupsEndOffsets(t, adm, topic)
+		for _, g := range []string{classicGroup, consumerGroup} {
+			out := groupCommand(t, "--describe", "--group", g)
+			rows := describeOffsetRows(out, g, topic)
+			if len(rows) != partitions {
+				t.Errorf("--describe --group %s shows %d partition rows of %s, want %d:\n%s", g, len(rows), topic, partitions, out)
+				continue
+			}
+			for p, r := range rows {
+				if r.current != end[p] || r.logEnd != end[p] || r.lag != 0 {
+					t.Errorf("--describe --group %s partition %d: current %d log-end %d lag %d, want %d %d 0:\n%s",
+						g, p, r.current, r.logEnd, r.lag, end[p], end[p], out)
+				}
+			}
+		}
+	})
+
+	t.Run("ResetOffsetsToEarliest", func(t *testing.T) {
+		out := groupCommand(t, "--reset-offsets", "--group", classicGroup, "--topic", topic, "--to-earliest", "--execute")
+		// The result table: GROUP TOPIC PARTITION NEW-OFFSET.
+		newOffsets := regexp.MustCompile(`(?m)^`+classicGroup+`\s+`+topic+`\s+(\d+)\s+(\d+)\s*$`).FindAllStringSubmatch(out, -1)
+		if len(newOffsets) != partitions {
+			t.Errorf("--reset-offsets printed %d partition rows, want %d:\n%s", len(newOffsets), partitions, out)
+		}
+		for _, m := range newOffsets {
+			if m[2] != "0" {
+				t.Errorf("--reset-offsets partition %s: new offset %s, want 0:\n%s", m[1], m[2], out)
+			}
+		}
+		committed, err := groupsCommitted(t, adm, classicGroup, topic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := map[int32]int64{0: 0, 1: 0, 2: 0}; !sameOffsets(committed, want) {
+			t.Fatalf("after --reset-offsets --to-earliest the committed offsets are %v, want %v", committed, want)
+		}
+		// The group's next consumer starts over from the reset offsets.
+		got := consoleConsume(t, classicGroup, "classic", len(values))
+		if missing, extra := diffSets(got, values); len(missing)+len(extra) > 0 {
+			t.Fatalf("re-read after the reset: %d records; missing %v, unexpected or repeated %v", len(got), missing, extra)
+		}
+		waitCommittedAtEnd(t, adm, classicGroup, topic, 10*time.Second)
+	})
+
+	t.Run("Delete", func(t *testing.T) {
+		for _, g := range []string{classicGroup, consumerGroup} {
+			out := groupCommand(t, "--delete", "--group", g)
+			if !strings.Contains(out, "Deletion of requested consumer groups ('"+g+"') was successful.") {
+				t.Errorf("--delete --group %s printed:\n%s", g, out)
+			}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), groupsAdminTimeout)
+		defer cancel()
+		listed, err := adm.ListGroups(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, g := range []string{classicGroup, consumerGroup} {
+			if _, ok := listed[g]; ok {
+				t.Errorf("group %s still listed after --delete: %v", g, listed.Groups())
+			}
+			committed, err := groupsCommitted(t, adm, g, topic)
+			if err != nil || len(committed) != 0 {
+				t.Errorf("group %s after --delete: committed offsets %v (err %v), want none", g, committed, err)
+			}
+		}
+	})
+}
+
+// describeRow is one partition row of kafka-consumer-groups --describe.
+type describeRow struct{ current, logEnd, lag int64 }
+
+// describeOffsetRows parses --describe's table (GROUP TOPIC PARTITION CURRENT-OFFSET
+// LOG-END-OFFSET LAG CONSUMER-ID HOST CLIENT-ID) for group and topic, by partition.
+func describeOffsetRows(out, group, topic string) map[int32]describeRow {
+	row := regexp.MustCompile(`^` + regexp.QuoteMeta(group) + `\s+` + regexp.QuoteMeta(topic) + `\s+(\d+)\s+(\S+)\s+(\S+)\s+(\S+)`)
+	rows := make(map[int32]describeRow)
+	for _, line := range strings.Split(out, "\n") {
+		m := row.FindStringSubmatch(strings.TrimSpace(line))
+		if m == nil {
+			continue
+		}
+		p, _ := strconv.Atoi(m[1])
+		num := func(s string) int64 {
+			n, err := strconv.ParseInt(s, 10, 64)
+			if err != nil {
+				return -1 // "-" (no committed offset) or anything else unexpected
+			}
+			return n
+		}
+		rows[int32(p)] = describeRow{num(m[2]), num(m[3]), num(m[4])}
+	}
+	return rows
+}
