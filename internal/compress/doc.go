@@ -63,9 +63,9 @@
 //     without a content size (zstd-jni streams, as Java writes) it decodes
 //     into a guess (4x the input, at least 64 KiB) and, when that does not
 //     fit, retries with 4x the room up to M, so each buffer stays within M
-//     plus the decoder's slack (a bomb against M = 1 MiB allocates about
-//     3 MiB in total over the retries). Windows above 128 MiB (libzstd's
-//     default limit) are refused.
+//     plus one block (128 KiB) of slack (a bomb against M = 1 MiB allocates
+//     about 6 MiB in total over the retries, each buffer at most 1.2 MiB).
+//     Windows above 128 MiB (libzstd's default limit) are refused.
 //
 // M is clamped to MaxSizeLimit (2 GiB - 1, Kafka's largest array). None
 // returns the input itself, without copying, after the same size check.

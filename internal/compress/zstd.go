@@ -48,22 +48,34 @@ func decompressZstd(src []byte, maxSize int) ([]byte, error) {
 		}
 		guess = int(h.FrameContentSize)
 	}
-	room := min(guess, maxSize)
+	// The last attempt gets a block of slack beyond maxSize: when the room
+	// runs out mid-block, klauspost reports a block error rather than
+	// ErrDecoderSizeExceeded, so only an attempt with room to spare tells
+	// "too large" from "corrupt" reliably.
+	final := maxSize + zstdSlack
+	room := min(guess, final)
 	for {
 		out, err := d.DecodeAll(src, make([]byte, 0, room))
-		if errors.Is(err, zstd.ErrDecoderSizeExceeded) {
-			if room >= maxSize {
+		if err != nil {
+			if room < final {
+				// Possibly only out of room; see above.
+				room = min(4*room, final)
+				continue
+			}
+			if errors.Is(err, zstd.ErrDecoderSizeExceeded) {
 				return nil, tooLarge(Zstd, maxSize)
 			}
-			room = min(4*room, maxSize)
-			continue
-		}
-		if err != nil {
 			return nil, corrupt(Zstd, err)
+		}
+		if len(out) > maxSize {
+			return nil, tooLarge(Zstd, maxSize)
 		}
 		return out, nil
 	}
 }
+
+// zstdSlack is one maximum zstd block plus the decoder's over-allocation.
+const zstdSlack = 128<<10 + 64
 
 // zstdEncoders holds one pool per klauspost encoder level (fastest, default,
 // better, best), index level-1.
