@@ -32,6 +32,10 @@ type Log struct {
 	snapshots []int64
 	// recoveryPoint: every batch below it is fsynced, and the checkpoint file says so (or less).
 	recoveryPoint int64
+	// checkpointedLogStart is the value in log-start-offset-checkpoint (-1 if unknown).
+	checkpointedLogStart int64
+	// producersDirty: producers changed since the last snapshot was written.
+	producersDirty bool
 	lastFlush     time.Time
 	// pendingClose are files of deleted segments, closed after file.delete.delay.ms so that
 	// slices handed to readers stay readable (Kafka renames and deletes later; we unlink now).
@@ -80,6 +84,7 @@ func Open(dir string, cfg Config, opts Options) (*Log, error) {
 	}
 	l.mu.cfg = normalizeConfig(cfg)
 	l.groupCommit.Store(l.mu.cfg.FlushMessages == 1)
+	l.checkpointedLogStart = -1
 	l.flush.cond.L = &l.flush.mu
 	l.lastFlush = l.now()
 	if err := l.load(); err != nil {
@@ -358,6 +363,7 @@ func (l *Log) appendLocked(data []byte, headers []batch.Header, leader bool, lea
 
 	for id, e := range updates {
 		l.producers.producers[id] = e
+		l.producersDirty = true
 	}
 	if epochChanged {
 		if err := l.writeEpochCheckpointLocked(); err != nil {
@@ -539,7 +545,11 @@ func (l *Log) checkpointRecoveryPointLocked(rp int64) error {
 
 // REQUIRES: appendMu held.
 func (l *Log) checkpointLogStartLocked(start int64) error {
-	return writeFileAtomic(l.fs, l.dir, logStartOffsetFile, encodeOffsetCheckpoint(l.dir, start))
+	if err := writeFileAtomic(l.fs, l.dir, logStartOffsetFile, encodeOffsetCheckpoint(l.dir, start)); err != nil {
+		return err
+	}
+	l.checkpointedLogStart = start
+	return nil
 }
 
 // REQUIRES: appendMu held.
@@ -558,6 +568,7 @@ func (l *Log) writeSnapshotLocked(offset int64) error {
 	if err := writeFileAtomic(l.fs, l.dir, name, l.producers.encodeSnapshot(offset)); err != nil {
 		return err
 	}
+	l.producersDirty = false
 	l.snapshots = insertSorted(l.snapshots, offset)
 	for len(l.snapshots) > 2 {
 		if err := l.fs.Remove(fileName(l.dir, l.snapshots[0], snapshotSuffix)); err != nil && !isNotExist(err) {
@@ -654,8 +665,13 @@ func (l *Log) closeFlushLocked() error {
 	if err := l.flushLocked(); err != nil {
 		return err
 	}
-	if err := l.writeSnapshotLocked(logEnd); err != nil {
-		return err
+	if n := len(l.snapshots); n == 0 || l.snapshots[n-1] != logEnd || l.producersDirty {
+		if err := l.writeSnapshotLocked(logEnd); err != nil {
+			return err
+		}
+	}
+	if logStart == l.checkpointedLogStart {
+		return nil
 	}
 	return l.checkpointLogStartLocked(logStart)
 }

@@ -667,6 +667,14 @@ func TestCleanReopenWritesNothing(t *testing.T) {
 	if l.LogEndOffset() != 6 || l.LatestEpoch() != 2 {
 		t.Fatalf("log end %d epoch %d", l.LogEndOffset(), l.LatestEpoch())
 	}
+	// Closing an unchanged log only fsyncs; it rewrites no checkpoint or snapshot.
+	before := fs.Ops()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := fs.Ops() - before; n > 3 {
+		t.Fatalf("closing an unchanged log did %d mutating operations", n)
+	}
 }
 
 // Older trusted segments load their indexes lazily; a damaged one is detected then and the

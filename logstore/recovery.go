@@ -165,6 +165,7 @@ func (l *Log) load() error {
 			return err
 		}
 	}
+	l.checkpointedLogStart = logStart
 	l.recoveryPoint = logEnd
 	if !rpOK || rpRead != logEnd {
 		if err := l.checkpointRecoveryPointLocked(logEnd); err != nil {
@@ -436,6 +437,7 @@ func (l *Log) rebuildProducerStateLocked(snapshots []int64) error {
 	logEnd, segs := l.mu.logEnd, l.mu.segments
 	l.mu.RUnlock()
 	l.producers = newProducerState()
+	l.producersDirty = true
 	from := segs[0].baseOffset
 	var kept []int64
 	for i := len(snapshots) - 1; i >= 0; i-- {
@@ -467,6 +469,7 @@ func (l *Log) rebuildProducerStateLocked(snapshots []int64) error {
 	}
 	l.snapshots = kept
 	if from >= logEnd {
+		l.producersDirty = len(kept) == 0 || kept[len(kept)-1] != logEnd
 		return nil
 	}
 	l.mu.RLock()

@@ -37,7 +37,9 @@ func (l *Log) EnforceRetention() error {
 			}
 		}
 	}
-	l.producers.expire(now.UnixMilli() - cfg.ProducerIDExpirationMs)
+	if l.producers.expire(now.UnixMilli()-cfg.ProducerIDExpirationMs) > 0 {
+		l.producersDirty = true
+	}
 	if now.Sub(l.lastFlush).Milliseconds() >= cfg.FlushMs && l.flushedOffset() < logEnd {
 		if err := l.flushLocked(); err != nil {
 			return l.fail(err)
@@ -300,6 +302,7 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 	l.mu.Unlock()
 	l.scheduleCloseLocked(dead)
 	l.producers = newProducerState()
+	l.producersDirty = true
 	l.settleTruncation(offset)
 	if err := l.writeEpochCheckpointLocked(); err != nil {
 		return err
