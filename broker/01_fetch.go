@@ -53,43 +53,17 @@ func (b *Broker) handleFetch(ctx context.Context, wreq *wire.Request, respond wi
 		return
 	}
 
-	// Park: register on every target partition and re-read when woken.
-	w := newWaiter()
-	var parts []*Partition
+	// Park on every target partition until enough data arrives or the wait is over.
+	f := &parkedFetch{
+		ctx: ctx, req: req, targets: targets, session: session, sessionID: sessionID,
+		incremental: incremental, respond: respond, deadline: time.Now().Add(min(wait, maxFetchWait)),
+	}
 	for _, t := range targets {
 		if p := b.partition(t.topic, t.partition); p != nil {
-			p.addWaiter(w)
-			parts = append(parts, p)
+			f.parts = append(f.parts, p)
 		}
 	}
-	if wait > maxFetchWait {
-		wait = maxFetchWait
-	}
-	go func() {
-		defer func() {
-			for _, p := range parts {
-				p.removeWaiter(w)
-			}
-		}()
-		timer := time.NewTimer(wait)
-		defer timer.Stop()
-		for {
-			select {
-			case <-w.ch:
-				im := b.ctrl.Image()
-				results, readBytes, anyError = b.readTargets(req, im, targets)
-				if readBytes < int64(req.MinBytes) && !anyError {
-					continue
-				}
-			case <-timer.C:
-				results, _, _ = b.readTargets(req, b.ctrl.Image(), targets)
-			case <-ctx.Done():
-			case <-b.closing:
-			}
-			respond(b.fetchResponse(req, sessionID, session, incremental, targets, results), nil)
-			return
-		}
-	}()
+	b.park(f)
 }
 
 // fetchResult is one partition's read.

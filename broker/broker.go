@@ -51,6 +51,7 @@ type Broker struct {
 
 	producerIDs   producerIDBlock
 	fetchSessions *fetchSessionCache
+	purgatory     *fetchPurgatory
 
 	closing chan struct{}
 	done    sync.WaitGroup
@@ -79,6 +80,7 @@ func New(cfg Config, ctrl *controller.Controller) (*Broker, error) {
 		ctrl:          ctrl,
 		logger:        cfg.Logger,
 		closing:       make(chan struct{}),
+		purgatory:     newFetchPurgatory(),
 		fetchSessions: newFetchSessionCache(int(cfg.Static.MaxIncrementalFetchSessionCacheSlots)),
 	}
 	b.mu.partitions = make(map[topicPartition]*Partition)
@@ -90,9 +92,10 @@ func New(cfg Config, ctrl *controller.Controller) (*Broker, error) {
 		b.closePartitions()
 		return nil, err
 	}
-	b.done.Add(2)
+	b.done.Add(3)
 	go b.followImages()
 	go b.retentionLoop()
+	go b.purgatoryLoop()
 	return b, nil
 }
 

@@ -82,7 +82,7 @@ func (c *fetchSessionCache) remove(id int32) {
 
 // create opens a session over targets, evicting the least recently used session when full. It
 // returns nil when the cache has no slots at all.
-func (c *fetchSessionCache) create(targets []*fetchTarget) *fetchSession {
+func (c *fetchSessionCache) create(version int16, targets []*fetchTarget) *fetchSession {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.slots <= 0 {
@@ -113,7 +113,7 @@ func (c *fetchSessionCache) create(targets []*fetchTarget) *fetchSession {
 	s.mu.byKey = make(map[sessionKey]*fetchTarget, len(targets))
 	for _, t := range targets {
 		s.mu.targets = append(s.mu.targets, t)
-		s.mu.byKey[sessionKey{t.topic, t.topicID, t.partition}] = t
+		s.mu.byKey[t.sessionKey(version)] = t
 	}
 	c.sessions[s.id] = s
 	return s
@@ -140,41 +140,34 @@ func targetsFromRequest(req *kmsg.FetchRequest, im *controller.Image) []*fetchTa
 	return out
 }
 
-// sessionKeyFor keys a partition by topic ID from v13 on and by name before.
-func sessionKeyFor(req *kmsg.FetchRequest, name string, id [16]byte, partition int32) sessionKey {
-	if req.Version >= 13 {
+// sessionKeyFor keys a partition by topic ID from v13 on and by name before, the way the
+// request names it.
+func sessionKeyFor(version int16, name string, id [16]byte, partition int32) sessionKey {
+	if version >= 13 {
 		return sessionKey{topicID: controller.TopicID(id), partition: partition}
 	}
 	return sessionKey{topic: name, partition: partition}
+}
+
+func (t *fetchTarget) sessionKey(version int16) sessionKey {
+	return sessionKeyFor(version, t.topic, t.topicID, t.partition)
 }
 
 // updateIncremental applies an incremental request to the session.
 // REQUIRES: s.mu held.
 func (s *fetchSession) updateIncrementalLocked(req *kmsg.FetchRequest, im *controller.Image) {
 	for _, t := range targetsFromRequest(req, im) {
-		var key sessionKey
-		if req.Version >= 13 {
-			key = sessionKey{topicID: t.topicID, partition: t.partition}
-			t.topic = ""
-		} else {
-			key = sessionKey{topic: t.topic, partition: t.partition}
-			t.topicID = controller.TopicID{}
-		}
+		key := t.sessionKey(req.Version)
 		if existing := s.mu.byKey[key]; existing != nil {
 			existing.fetchOffset, existing.maxBytes, existing.currentLeaderEpoch = t.fetchOffset, t.maxBytes, t.currentLeaderEpoch
 			continue
-		}
-		if req.Version >= 13 {
-			if topic := im.TopicsByID[t.topicID]; topic != nil {
-				t.topic = topic.Name
-			}
 		}
 		s.mu.byKey[key] = t
 		s.mu.targets = append(s.mu.targets, t)
 	}
 	for _, ft := range req.ForgottenTopics {
 		for _, partition := range ft.Partitions {
-			key := sessionKeyFor(req, ft.Topic, ft.TopicID, partition)
+			key := sessionKeyFor(req.Version, ft.Topic, ft.TopicID, partition)
 			if t := s.mu.byKey[key]; t != nil {
 				delete(s.mu.byKey, key)
 				for i, x := range s.mu.targets {
@@ -206,7 +199,7 @@ func (b *Broker) openSession(req *kmsg.FetchRequest, im *controller.Image) (targ
 			b.fetchSessions.remove(req.SessionID)
 		}
 		targets = targetsFromRequest(req, im)
-		if s = b.fetchSessions.create(targets); s == nil {
+		if s = b.fetchSessions.create(req.Version, targets); s == nil {
 			return targets, nil, 0, 0
 		}
 		return targets, s, s.id, 0

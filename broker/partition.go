@@ -129,16 +129,8 @@ func (p *Partition) removeWaiter(w *waiter) {
 	delete(p.mu.waiters, w)
 }
 
-// waiter is a parked request woken by appends to any partition it is registered on.
+// waiter is a parked request woken by appends to any partition it is registered on. wake must
+// not block: partitions call it with their lock held.
 type waiter struct {
-	ch chan struct{} // buffered, capacity 1: a wake-up is never lost and never blocks
-}
-
-func newWaiter() *waiter { return &waiter{ch: make(chan struct{}, 1)} }
-
-func (w *waiter) wake() {
-	select {
-	case w.ch <- struct{}{}:
-	default:
-	}
+	wake func()
 }
