@@ -36,7 +36,7 @@ type Log struct {
 	checkpointedLogStart int64
 	// producersDirty: producers changed since the last snapshot was written.
 	producersDirty bool
-	lastFlush     time.Time
+	lastFlush      time.Time
 	// pendingClose are files of deleted segments, closed after file.delete.delay.ms so that
 	// slices handed to readers stay readable (Kafka renames and deletes later; we unlink now).
 	pendingClose []pendingClose
