@@ -76,27 +76,27 @@
 //
 // # Durability and recovery
 //
-// Appends write to the OS; fsync happens on roll (the old segment and its indexes), on Flush
+// Appends write to the OS. fsync happens on roll (the old segment and its indexes, in the
+// background as Kafka does; its offsets count as durable only once that is done), on Flush
 // and Close, every flush.messages messages, and after flush.ms (checked by EnforceRetention).
 // With flush.messages=1 an append returns only after an fsync that covers it, and concurrent
 // appenders share fsyncs (group commit). The recovery point is the offset below which every
-// batch is known durable; it is checkpointed on roll, Flush, Close, truncation and after
-// recovery.
+// batch is known durable; it is checkpointed on roll (as far as finished background fsyncs
+// got), Flush, Close, truncation and after recovery.
 //
-// Open recovers as Kafka's LogLoader does: segments wholly below the recovery point are
-// trusted (the batch chain after the last index entry is followed to the end of the file; a
-// failed check or a missing index file demotes the segment to recovery; their index files are
-// loaded and fully sanity-checked on first use, and a damaged one is then ignored — lookups
-// scan the segment from its start;
-// the last segment is trusted only if its chain ends exactly at the recovery point, as after
-// a clean close). Every other segment is
-// scanned batch by batch — header length, magic, CRC-32C, offsets increasing — and cut at the
-// first invalid batch; its indexes are rebuilt and leader epochs from batch headers are
-// added to the epoch cache. If a segment other than the last had a bad tail, all later
-// segments are deleted. The log start is max(checkpoint, first segment base); segments wholly
-// below it are deleted (an interrupted retention). The epoch cache is cut to the log end. The
-// producer state is loaded from the newest valid snapshot at or below the log end and the
-// batches after it are replayed.
+// Open recovers as Kafka's LogLoader does. Segments wholly below the recovery point are
+// trusted: the batch chain after the last index entry is followed to the end of the file, and
+// a failed check or a missing index file demotes the segment to recovery; their index files
+// are loaded and fully sanity-checked on first use, and a damaged one is then ignored (lookups
+// scan that segment from its start). The last segment is trusted only if its chain ends
+// exactly at the recovery point, as after a clean close. Every other segment is scanned batch
+// by batch — header length, magic, CRC-32C, offsets increasing — and cut at the first invalid
+// batch; its indexes are rebuilt and leader epochs from batch headers are added to the epoch
+// cache. If a segment other than the last had a bad tail, all later segments are deleted. The
+// log start is max(checkpoint, first segment base); segments wholly below it are deleted (an
+// interrupted retention). The epoch cache is cut to the log end. The producer state is loaded
+// from the newest valid snapshot at or below the log end and the batches after it are
+// replayed. Checkpoints are rewritten only when they changed.
 //
 // Ordering rules that make every crash point recoverable: a new segment's directory entry is
 // fsynced before anything depends on it; the log start checkpoint is written before segments
