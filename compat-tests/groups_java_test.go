@@ -3,6 +3,7 @@ package compattests
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -173,4 +174,31 @@ func describeOffsetRows(out, group, topic string) map[int32]describeRow {
 		rows[int32(p)] = describeRow{num(m[2]), num(m[3]), num(m[4])}
 	}
 	return rows
+}
+
+// TestGroupsJavaMembers runs testdata/groups_java/GroupCheck.java: two Java KafkaConsumers in
+// one group, with group.protocol=classic (CooperativeStickyAssignor) and with
+// group.protocol=consumer (KIP-848). A second member joining takes over some partitions, the
+// first leaving hands all of them to the second, no partition is ever owned by both, and with
+// commitSync after every poll each record is read exactly once.
+func TestGroupsJavaMembers(t *testing.T) {
+	java := lookPath(t, "java")
+	javac := lookPath(t, "javac")
+	jars := filepath.Join(kafkaJars(t), "*")
+	classes := t.TempDir()
+	runCmd(t, javaTimeout, "", javac, "-nowarn", "-cp", jars, "-d", classes, filepath.Join("testdata", "groups_java", "GroupCheck.java"))
+	b, _, adm := startGroupBroker(t)
+	for _, protocol := range []string{"classic", "consumer"} {
+		t.Run(protocol, func(t *testing.T) {
+			topic, group := "groups-java-members-"+protocol, "java-members-"+protocol
+			groupsCreateTopic(t, adm, topic, 4)
+			out := runCmd(t, 2*javaTimeout, "", java, "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx256m",
+				"-cp", classes+string(filepath.ListSeparator)+jars, "GroupCheck", b.Addr, topic, group, protocol, "4", "200")
+			if !strings.HasPrefix(lastLine(out), "OK ") {
+				t.Fatalf("GroupCheck did not report OK:\n%s", clip(out))
+			}
+			t.Log(lastLine(out))
+			waitCommittedAtEnd(t, adm, group, topic, 10*time.Second)
+		})
+	}
 }
