@@ -28,7 +28,10 @@ def main():
     if not panels:
         print("no latency curves to plot", file=sys.stderr)
         sys.exit(1)
-    cols = min(4, len(panels))
+    per_mode = {}
+    for mode, _, _ in panels:
+        per_mode[mode] = per_mode.get(mode, 0) + 1
+    cols = max(per_mode.values())
     rows = (len(panels) + cols - 1) // cols
     fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.4 * rows), squeeze=False)
     colors = {"kafka": "tab:red", "sluice": "tab:blue"}

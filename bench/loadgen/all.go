@@ -10,6 +10,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -26,6 +28,8 @@ type workload struct {
 	Records    int64 // perf producer: records to send; consumers: records to read
 	Topic      string
 	KeepTopic  bool // the backlog stays for the consumer workloads
+	Rate       int  // records/s for all producers together; 0 = as fast as possible
+	NoE2E      bool // no end-to-end consumer (profiling the produce path alone)
 }
 
 const (
@@ -33,7 +37,9 @@ const (
 	toolPerfProducer   = "kafka-producer-perf-test"
 	toolPerfConsumer   = "kafka-consumer-perf-test"
 	toolLoadgenConsume = "franz-go loadgen (group)"
-	toolWarmup         = "warm-up" // unmeasured, so the JVM has compiled its hot paths
+	// toolLoadgenConsumeNoSessions is a diagnostic: the same consumer without fetch sessions.
+	toolLoadgenConsumeNoSessions = "franz-go loadgen (group, fetch sessions off)"
+	toolWarmup                   = "warm-up" // unmeasured, so the JVM has compiled its hot paths
 )
 
 // pct is one point of a latency curve.
@@ -44,28 +50,32 @@ type pct struct {
 
 // result is one workload's row in the report.
 type result struct {
-	Mode       string  `json:"mode"` // "default" or "fsync"
-	Broker     string  `json:"broker"`
-	Workload   string  `json:"workload"`
-	Title      string  `json:"title"`
-	Tool       string  `json:"tool"`
-	Consume    bool    `json:"consume"`
-	Records    int64   `json:"records"`
-	MiB        float64 `json:"mib"`
-	Seconds    float64 `json:"seconds"`
-	RecPerSec  float64 `json:"rec_per_sec"`
-	MiBPerSec  float64 `json:"mib_per_sec"`
-	P50Ms      float64 `json:"p50_ms"`
-	P99Ms      float64 `json:"p99_ms"`
-	P999Ms     float64 `json:"p999_ms"`
-	E2EP50Ms   float64 `json:"e2e_p50_ms"`
-	E2EP99Ms   float64 `json:"e2e_p99_ms"`
-	CPUSeconds float64 `json:"cpu_seconds"`
-	PeakRSSMiB float64 `json:"peak_rss_mib"`
-	Latency    []pct   `json:"latency,omitempty"` // produce latency curve (loadgen)
-	E2E        []pct   `json:"e2e,omitempty"`
-	Note       string  `json:"note,omitempty"`
-	Err        string  `json:"error,omitempty"`
+	Mode     string  `json:"mode"` // "default" or "fsync"
+	Broker   string  `json:"broker"`
+	Workload string  `json:"workload"`
+	Title    string  `json:"title"`
+	Tool     string  `json:"tool"`
+	Consume  bool    `json:"consume"`
+	Rate     int     `json:"rate,omitempty"` // fixed records/s; 0 = unthrottled
+	Records  int64   `json:"records"`
+	MiB      float64 `json:"mib"`
+	Seconds  float64 `json:"seconds"` // the measured phase the rates are computed over
+	// WallSeconds is the whole step the CPU and RSS figures cover, including a loadgen
+	// workload's warm-up records and its end-to-end consumer catching up afterwards.
+	WallSeconds float64 `json:"wall_seconds"`
+	RecPerSec   float64 `json:"rec_per_sec"`
+	MiBPerSec   float64 `json:"mib_per_sec"`
+	P50Ms       float64 `json:"p50_ms"`
+	P99Ms       float64 `json:"p99_ms"`
+	P999Ms      float64 `json:"p999_ms"`
+	E2EP50Ms    float64 `json:"e2e_p50_ms"`
+	E2EP99Ms    float64 `json:"e2e_p99_ms"`
+	CPUSeconds  float64 `json:"cpu_seconds"`
+	PeakRSSMiB  float64 `json:"peak_rss_mib"`
+	Latency     []pct   `json:"latency,omitempty"` // produce latency curve (loadgen)
+	E2E         []pct   `json:"e2e,omitempty"`
+	Note        string  `json:"note,omitempty"`
+	Err         string  `json:"error,omitempty"`
 }
 
 // runConfig sizes one whole comparison.
@@ -169,6 +179,10 @@ func cmdAll(ctx context.Context, args []string) error {
 	return writeReport(rep)
 }
 
+// fixedRate is the paced workload's rate: light enough for both brokers in both flush modes,
+// so its latency is the broker's, not the client's queue.
+const fixedRate = 2000
+
 func plan(cfg runConfig, mode string) []workload {
 	backlogRecords := cfg.BacklogMiB << 10 // 1 KiB records
 	lg := []workload{
@@ -176,6 +190,8 @@ func plan(cfg runConfig, mode string) []workload {
 		{ID: "1k-all-p8", Title: "1 KiB, acks=all, 8 producers", Tool: toolLoadgenProduce, RecordSize: 1024, AcksAll: true, Producers: 8},
 		{ID: "100-a1-p1", Title: "100 B, acks=1, 1 producer", Tool: toolLoadgenProduce, RecordSize: 100, Producers: 1},
 		{ID: "100-a1-p8", Title: "100 B, acks=1, 8 producers", Tool: toolLoadgenProduce, RecordSize: 100, Producers: 8},
+		{ID: "1k-all-p1-fixed", Title: fmt.Sprintf("1 KiB, acks=all, 1 producer, fixed %d records/s", fixedRate), Tool: toolLoadgenProduce,
+			RecordSize: 1024, AcksAll: true, Producers: 1, Rate: fixedRate},
 	}
 	if mode == "fsync" {
 		return append(lg,
@@ -189,6 +205,8 @@ func plan(cfg runConfig, mode string) []workload {
 			Tool: toolPerfProducer, RecordSize: 1024, AcksAll: true, Producers: 1, Records: backlogRecords, Topic: "backlog", KeepTopic: true},
 		workload{ID: "consume-perf", Title: fmt.Sprintf("read %d MiB backlog, 1 consumer in a group", cfg.BacklogMiB), Tool: toolPerfConsumer, Records: backlogRecords, Topic: "backlog", KeepTopic: true},
 		workload{ID: "consume-loadgen", Title: fmt.Sprintf("read %d MiB backlog, 1 consumer in a group", cfg.BacklogMiB), Tool: toolLoadgenConsume, Records: backlogRecords, Topic: "backlog", KeepTopic: true},
+		workload{ID: "consume-loadgen-nosessions", Title: fmt.Sprintf("read %d MiB backlog, 1 consumer in a group, no fetch sessions (diagnostic)", cfg.BacklogMiB),
+			Tool: toolLoadgenConsumeNoSessions, Records: backlogRecords, Topic: "backlog", KeepTopic: true},
 	)
 }
 
@@ -265,7 +283,7 @@ func runBroker(ctx context.Context, cfg runConfig, rep *report, name, mode strin
 // topics of extra (profiling) runs apart.
 func runWorkload(ctx context.Context, cfg runConfig, b *brokerProc, w workload, mode, suffix string) (r result) {
 	r = result{Mode: mode, Broker: b.Name, Workload: w.ID, Title: w.Title, Tool: w.Tool,
-		Consume: w.Tool == toolPerfConsumer || w.Tool == toolLoadgenConsume}
+		Consume: w.Tool == toolPerfConsumer || w.Tool == toolLoadgenConsume || w.Tool == toolLoadgenConsumeNoSessions, Rate: w.Rate}
 	topic := w.Topic
 	if topic == "" {
 		topic = "bench-" + w.ID + suffix
@@ -288,16 +306,22 @@ func runWorkload(ctx context.Context, cfg runConfig, b *brokerProc, w workload, 
 		return r
 	}
 	load := loadAvg()
-	defer func() { r.Note += "load avg " + load }()
+	defer func() {
+		if r.Note != "" && !strings.HasSuffix(r.Note, "; ") {
+			r.Note += "; "
+		}
+		r.Note += "load avg " + load
+	}()
 	u, err := beginUsage(b.pid())
 	if err != nil {
 		return fail(err)
 	}
 	group := fmt.Sprintf("bench-%s-%d", w.ID, time.Now().UnixNano())
+	stepStart := time.Now()
 	switch w.Tool {
 	case toolLoadgenProduce:
 		res, err := runProduce(ctx, produceSpec{Brokers: []string{b.Addr}, Topic: topic, Producers: w.Producers,
-			RecordSize: w.RecordSize, AcksAll: w.AcksAll, Duration: durationFor(cfg, mode), E2E: true})
+			RecordSize: w.RecordSize, AcksAll: w.AcksAll, Duration: durationFor(cfg, mode), E2E: !w.NoE2E, Rate: w.Rate})
 		if res != nil {
 			r.Records, r.Seconds = res.Records, res.Elapsed.Seconds()
 			r.MiB = float64(res.Bytes) / (1 << 20)
@@ -343,8 +367,8 @@ func runWorkload(ctx context.Context, cfg runConfig, b *brokerProc, w workload, 
 		}
 		r.Records, r.MiB, r.Seconds = int64(res.Records), res.MiB, res.FetchMs/1000
 		r.Note = fmt.Sprintf("group join %.0f ms (excluded)", res.RebalanceMs)
-	case toolLoadgenConsume:
-		res, err := runConsume(ctx, []string{b.Addr}, topic, group, w.Records, 15*time.Minute)
+	case toolLoadgenConsume, toolLoadgenConsumeNoSessions:
+		res, err := runConsume(ctx, []string{b.Addr}, topic, group, w.Records, 15*time.Minute, w.Tool == toolLoadgenConsumeNoSessions)
 		if res != nil {
 			r.Records, r.MiB, r.Seconds = res.Records, float64(res.Bytes)/(1<<20), res.Elapsed.Seconds()
 			r.Note = fmt.Sprintf("group join %.0f ms (excluded)", float64(res.Join)/1e6)
@@ -356,6 +380,7 @@ func runWorkload(ctx context.Context, cfg runConfig, b *brokerProc, w workload, 
 	if r.Seconds > 0 {
 		r.RecPerSec, r.MiBPerSec = float64(r.Records)/r.Seconds, r.MiB/r.Seconds
 	}
+	r.WallSeconds = time.Since(stepStart).Seconds()
 	if cpu, rss, err := u.end(); err == nil {
 		r.CPUSeconds, r.PeakRSSMiB = cpu, rss
 	} else if r.Err == "" {
@@ -416,10 +441,14 @@ func machineInfo(sluiceBin string) map[string]string {
 
 // profile is perf(1)'s view of sluice during one extra run of a workload.
 type profile struct {
-	Workload string `json:"workload"`
-	Flat     string `json:"flat"`     // self time per symbol
-	Children string `json:"children"` // time including callees per symbol
-	Err      string `json:"error,omitempty"`
+	Workload    string  `json:"workload"`
+	Flat        string  `json:"flat"`         // self time per symbol
+	Children    string  `json:"children"`     // time including callees per symbol
+	CPUSeconds  float64 `json:"cpu_seconds"`  // sluice's CPU time during the profiled run
+	WallSeconds float64 `json:"wall_seconds"` // the profiled run's measured duration
+	// Categories sum self time (symbols of at least 0.3%) into broad buckets.
+	Categories []profileCategory `json:"categories"`
+	Err        string            `json:"error,omitempty"`
 }
 
 // profileWorkload reruns w (not counted) with perf record attached to the broker.
@@ -439,9 +468,7 @@ func profileWorkload(ctx context.Context, cfg runConfig, b *brokerProc, w worklo
 		return nil, err
 	}
 	time.Sleep(500 * time.Millisecond) // perf attaches asynchronously; a short head start is enough
-	if w.Tool == toolLoadgenConsume {
-		w.ID += "-profiled" // a fresh group re-reads the backlog
-	}
+	w.NoE2E = true                     // profile the produce path alone; the consume path has its own profile
 	r := runWorkload(ctx, cfg, b, w, mode, "-profiled")
 	_ = rec.Process.Signal(syscall.SIGINT)
 	_ = rec.Wait() // perf exits with SIGINT's status after writing its data
@@ -449,27 +476,119 @@ func profileWorkload(ctx context.Context, cfg runConfig, b *brokerProc, w worklo
 		return nil, fmt.Errorf("perf record wrote no data (see %s.log)", data)
 	}
 	defer os.Remove(data)
-	p := &profile{Workload: w.ID + " (" + w.Title + ")", Err: r.Err}
-	report := func(children string) string {
+	p := &profile{Workload: w.ID + " (" + w.Title + ")", Err: r.Err, CPUSeconds: r.CPUSeconds, WallSeconds: r.WallSeconds}
+	report := func(children string, limit int) []string {
 		out, err := exec.Command("perf", "report", "-i", data, "--stdio", children, "--sort", "symbol",
-			"-g", "none", "--percent-limit", "1").CombinedOutput()
+			"-g", "none", "--percent-limit", "0.3").CombinedOutput()
 		if err != nil {
-			return "perf report failed: " + err.Error()
+			return []string{"perf report failed: " + err.Error()}
 		}
 		var lines []string
 		for _, l := range strings.Split(string(out), "\n") {
-			if t := strings.TrimSpace(l); t != "" && !strings.HasPrefix(t, "#") {
-				lines = append(lines, strings.TrimRight(l, " "))
+			t := strings.TrimSpace(l)
+			if t == "" || strings.HasPrefix(t, "#") {
+				continue
+			}
+			// --sort symbol leaves empty parent columns shown as "-"; drop them.
+			for strings.HasSuffix(t, "-") {
+				t = strings.TrimSpace(strings.TrimSuffix(t, "-"))
+			}
+			lines = append(lines, t)
+		}
+		if limit > 0 && len(lines) > limit {
+			lines = lines[:limit]
+		}
+		return lines
+	}
+	flat := report("--no-children", 0)
+	p.Categories = categorize(flat)
+	if len(flat) > 25 {
+		flat = flat[:25]
+	}
+	p.Flat = strings.Join(flat, "\n")
+	p.Children = strings.Join(report("--children", 40), "\n")
+	return p, nil
+}
+
+// profileCategory is a share of sampled CPU time.
+type profileCategory struct {
+	Name    string  `json:"name"`
+	Percent float64 `json:"percent"`
+}
+
+// profileCategories sorts self-time symbols into the buckets the report discusses; the first
+// matching rule wins.
+var profileCategories = []struct {
+	name  string
+	match func(sym string, kernel bool) bool
+}{
+	{"kernel: scheduler, wake-ups, context switches", func(s string, k bool) bool {
+		return k && containsAny(s, "finish_task_switch", "schedule", "_raw_spin_unlock_irq", "try_to_wake_up", "futex", "select_task_rq", "enqueue_", "dequeue_", "update_curr", "pick_next")
+	}},
+	{"kernel: TCP/loopback network", func(s string, k bool) bool {
+		return k && containsAny(s, "tcp_", "skb", "sock", "softirq", "net_rx", "__dev_queue", "ip_", "splice_to_socket", "loopback", "napi")
+	}},
+	{"kernel: page cache, file write/read, copies", func(s string, k bool) bool {
+		return k && containsAny(s, "filemap", "folio", "copy_", "page", "ext4", "xfs", "iomap", "find_lock_entries", "memcpy", "clear_", "iov_iter", "rep_movs", "fault")
+	}},
+	{"kernel: syscall entry/exit, other", func(s string, k bool) bool { return k }},
+	{"Go GC and allocation", func(s string, _ bool) bool {
+		return containsAny(s, "runtime.gc", "runtime.scan", "runtime.findObject", "runtime.greyobject", "runtime.mallocgc", "runtime.memclrNoHeapPointers",
+			"runtime.(*mspan)", "runtime.(*mheap)", "runtime.(*gcWork)", "runtime.markBits", "runtime.tryDeferToSpanScan", "runtime.sweep", "runtime.bgsweep", "runtime.heapBits", "runtime.(*mcache)", "runtime.(*mcentral)", "runtime.wbBuf", "runtime.bulkBarrier", "runtime.typePointers", "runtime.spanOf", "runtime.(*spanSet)", "runtime.newobject", "runtime.makeslice", "runtime.growslice", "runtime.scanObjectsSmall")
+	}},
+	{"Go scheduler, timers, netpoll, locks", func(s string, _ bool) bool {
+		return containsAny(s, "runtime.findRunnable", "runtime.schedule", "runtime.park", "runtime.futex", "runtime.usleep", "runtime.lock", "runtime.unlock", "runtime.casgstatus",
+			"runtime.sysmon", "runtime.netpoll", "runtime.runqgrab", "runtime.stealWork", "runtime.ready", "runtime.notewakeup", "runtime.nanotime", "runtime.(*timer", "runtime.checkTimers", "runtime.mPark", "runtime.stopm", "runtime.startm", "runtime.wakep", "runtime.resetspinning", "runtime.execute", "runtime.gopark", "runtime.goready", "runtime.selectgo", "runtime.chan", "runtime.send", "runtime.recv", "sync.", "internal/sync", "runtime.procyield", "runtime.osyield", "__vdso_clock_gettime", "runtime.mcall", "runtime.gogo")
+	}},
+	{"memmove", func(s string, _ bool) bool { return strings.Contains(s, "memmove") }},
+	{"CRC32C", func(s string, _ bool) bool { return strings.Contains(s, "crc32") }},
+	{"syscall wrappers (Go side)", func(s string, _ bool) bool {
+		return containsAny(s, "syscall.", "internal/runtime/syscall", "internal/poll", "runtime.entersyscall", "runtime.exitsyscall", "runtime.reentersyscall")
+	}},
+	{"sluice code", func(s string, _ bool) bool { return strings.HasPrefix(s, "sluice/") }},
+	{"franz-go kmsg/kbin (protocol encode/decode)", func(s string, _ bool) bool { return strings.Contains(s, "twmb/franz-go") }},
+	{"compression", func(s string, _ bool) bool { return containsAny(s, "klauspost", "lz4", "snappy", "compress/") }},
+	{"other Go runtime and libraries", func(string, bool) bool { return true }},
+}
+
+func containsAny(s string, subs ...string) bool {
+	for _, sub := range subs {
+		if strings.Contains(s, sub) {
+			return true
+		}
+	}
+	return false
+}
+
+// categorize sums perf's self-time lines ("12.34%  [k] symbol") into profileCategories.
+func categorize(lines []string) []profileCategory {
+	sums := make([]float64, len(profileCategories))
+	for _, l := range lines {
+		f := strings.Fields(l)
+		if len(f) < 3 || !strings.HasSuffix(f[0], "%") {
+			continue
+		}
+		pctv, err := strconv.ParseFloat(strings.TrimSuffix(f[0], "%"), 64)
+		if err != nil {
+			continue
+		}
+		kernel := f[1] == "[k]"
+		sym := strings.Join(f[2:], " ")
+		for i, c := range profileCategories {
+			if c.match(sym, kernel) {
+				sums[i] += pctv
+				break
 			}
 		}
-		if len(lines) > 30 {
-			lines = lines[:30]
-		}
-		return strings.Join(lines, "\n")
 	}
-	p.Flat = report("--no-children")
-	p.Children = report("--children")
-	return p, nil
+	var out []profileCategory
+	for i, c := range profileCategories {
+		if sums[i] > 0 {
+			out = append(out, profileCategory{Name: c.name, Percent: sums[i]})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Percent > out[j].Percent })
+	return out
 }
 
 func writeJSON(path string, v any) error {

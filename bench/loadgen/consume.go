@@ -21,9 +21,14 @@ type consumeResult struct {
 }
 
 // runConsume reads want records of topic from the start as a member of a fresh consumer group.
-func runConsume(ctx context.Context, brokers []string, topic, group string, want int64, timeout time.Duration) (*consumeResult, error) {
+// noSessions turns off incremental fetch sessions (KIP-227): every fetch is a full one.
+func runConsume(ctx context.Context, brokers []string, topic, group string, want int64, timeout time.Duration, noSessions bool) (*consumeResult, error) {
 	var assigned atomic.Int64 // unix nanos of the first assignment
-	cl, err := kgo.NewClient(
+	var extra []kgo.Opt
+	if noSessions {
+		extra = append(extra, kgo.DisableFetchSessions())
+	}
+	cl, err := kgo.NewClient(append(extra,
 		kgo.SeedBrokers(brokers...),
 		kgo.OnPartitionsAssigned(func(context.Context, *kgo.Client, map[string][]int32) {
 			assigned.CompareAndSwap(0, time.Now().UnixNano())
@@ -33,7 +38,7 @@ func runConsume(ctx context.Context, brokers []string, topic, group string, want
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchMaxWait(500*time.Millisecond),
 		kgo.DisableAutoCommit(),
-	)
+	)...)
 	if err != nil {
 		return nil, err
 	}

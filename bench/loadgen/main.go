@@ -97,8 +97,9 @@ func cmdConsume(ctx context.Context, args []string) error {
 	brokers := fs.String("brokers", "127.0.0.1:9092", "comma-separated seed brokers")
 	topic := fs.String("topic", "loadgen", "topic")
 	records := fs.Int64("records", 1000000, "records to read")
+	noSessions := fs.Bool("no-fetch-sessions", false, "full fetches only (no KIP-227 sessions)")
 	_ = fs.Parse(args)
-	res, err := runConsume(ctx, strings.Split(*brokers, ","), *topic, fmt.Sprintf("loadgen-%d", time.Now().UnixNano()), *records, 10*time.Minute)
+	res, err := runConsume(ctx, strings.Split(*brokers, ","), *topic, fmt.Sprintf("loadgen-%d", time.Now().UnixNano()), *records, 10*time.Minute, *noSessions)
 	if res != nil {
 		s := res.Elapsed.Seconds()
 		fmt.Printf("%d records %.1f MiB in %.1fs (join %v): %.0f rec/s %.1f MiB/s\n", res.Records,

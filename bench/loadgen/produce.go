@@ -21,6 +21,9 @@ type produceSpec struct {
 	AcksAll    bool          // acks=all (idempotent, as franz-go defaults) or acks=1
 	Duration   time.Duration // how long the producers send
 	E2E        bool          // run a consumer alongside that measures produce->consume latency
+	// Rate, when positive, paces all producers together to this many records per second, so
+	// latency is measured below saturation instead of as client-side queueing.
+	Rate int
 }
 
 // produceResult is what one produce workload measured.
@@ -102,7 +105,20 @@ func runProduce(ctx context.Context, spec produceSpec) (*produceResult, error) {
 			defer wg.Done()
 			var mu sync.Mutex // promises may run on other goroutines
 			pool := sync.Pool{New: func() any { b := make([]byte, spec.RecordSize); return &b }}
+			var interval time.Duration
+			if spec.Rate > 0 {
+				interval = time.Duration(float64(time.Second) * float64(spec.Producers) / float64(spec.Rate))
+			}
+			next := start
 			for time.Now().Before(deadline) && ctx.Err() == nil {
+				if interval > 0 {
+					// Absolute schedule: a late wake-up sends the overdue records at once
+					// rather than lowering the rate.
+					next = next.Add(interval)
+					if d := time.Until(next); d > 0 {
+						time.Sleep(d)
+					}
+				}
 				bp := pool.Get().(*[]byte)
 				sent := time.Now()
 				binary.BigEndian.PutUint64(*bp, uint64(sent.UnixNano()))
