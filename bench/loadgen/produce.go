@@ -40,7 +40,7 @@ type produceResult struct {
 }
 
 // e2eDrain bounds how long the end-to-end consumer may take to catch up after the producers stop.
-const e2eDrain = 30 * time.Second
+const e2eDrain = 20 * time.Second
 
 // warmupStamp marks warm-up records, which the end-to-end consumer counts but does not time.
 const warmupStamp = 0
