@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"sluice/internal/batch"
+	"sluice/internal/compress"
 	"sluice/internal/config"
 )
 
@@ -56,6 +57,11 @@ func checkProduceBatches(records []byte, produceVersion int16, s *config.TopicSe
 		if h.Compression() == compressionZstd && produceVersion < 7 {
 			return kerr.UnsupportedCompressionType.Code, -1
 		}
+		if h.Compression() != 0 {
+			if code := checkCompressedRecords(&h, rest[:size], s); code != 0 {
+				return code, -1
+			}
+		}
 		if logAppendTime >= 0 {
 			batch.SetLogAppendTime(rest[:size], nowMs)
 		} else if !timestampInWindow(h.BaseTimestamp, nowMs, s) || !timestampInWindow(h.MaxTimestamp, nowMs, s) {
@@ -65,6 +71,38 @@ func checkProduceBatches(records []byte, produceVersion int16, s *config.TopicSe
 	}
 	return 0, logAppendTime
 }
+
+// checkCompressedRecords decompresses a compressed batch and checks its records as the log
+// checks an uncompressed batch's (framing, sequential offset deltas, count), since Kafka's
+// LogValidator refuses a compressed batch whose payload does not decode rather than store what
+// consumers cannot read. It costs a decompression per compressed batch, as in Kafka.
+func checkCompressedRecords(h *batch.Header, b []byte, s *config.TopicSettings) int16 {
+	limit := max(maxDecompressedBatch, 32*int(s.MaxMessageBytes))
+	records, err := compress.Decompress(h.Compression(), b[batch.HeaderSize:], limit)
+	if err != nil {
+		return kerr.CorruptMessage.Code
+	}
+	next := int32(0)
+	err = batch.WalkRecords(records, h.RecordCount, func(r batch.RecordInfo) bool {
+		if r.OffsetDelta != next {
+			return false
+		}
+		next++
+		return true
+	})
+	switch {
+	case err != nil:
+		return kerr.CorruptMessage.Code
+	case next != h.RecordCount:
+		return kerr.InvalidRecord.Code
+	}
+	return 0
+}
+
+// maxDecompressedBatch bounds what one compressed batch may expand to during validation (at
+// least; 32 × max.message.bytes when that is larger), so a decompression bomb costs bounded
+// memory.
+const maxDecompressedBatch = 64 << 20
 
 func timestampInWindow(ts, nowMs int64, s *config.TopicSettings) bool {
 	if ts == noTimestamp {

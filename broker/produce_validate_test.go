@@ -2,12 +2,14 @@ package broker
 
 import (
 	"bytes"
+	"encoding/binary"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"sluice/internal/batch"
+	"sluice/internal/compress"
 	"sluice/internal/config"
 )
 
@@ -81,5 +83,44 @@ func TestCheckProduceBatchesStampsLogAppendTime(t *testing.T) {
 	}
 	if h.MaxTimestamp != now.UnixMilli() || h.Attributes&batch.AttrTimestampType == 0 {
 		t.Fatalf("header %+v not stamped with LogAppendTime %d", h, now.UnixMilli())
+	}
+}
+
+// compressedBatch builds a batch of values whose records section is compressed with codec; with
+// garbage set, the payload is replaced by bytes that do not decode.
+func compressedBatch(t *testing.T, codec int, garbage bool, values ...string) []byte {
+	t.Helper()
+	var recs []batch.Record
+	for _, v := range values {
+		recs = append(recs, batch.Record{Value: []byte(v)})
+	}
+	plain := batch.Build(batch.Header{BaseTimestamp: -1, MaxTimestamp: -1, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1}, recs)
+	payload, err := compress.Compress(codec, nil, plain[batch.HeaderSize:], 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if garbage {
+		payload = bytes.Repeat([]byte{0x5a}, len(payload))
+	}
+	b := append(append([]byte(nil), plain[:batch.HeaderSize]...), payload...)
+	binary.BigEndian.PutUint32(b[8:12], uint32(len(b)-batch.LogOverhead))
+	binary.BigEndian.PutUint16(b[21:23], uint16(codec))
+	binary.BigEndian.PutUint32(b[17:21], batch.CRC(b))
+	if _, err := batch.Check(b); err != nil {
+		t.Fatalf("test batch invalid: %v", err)
+	}
+	return b
+}
+
+func TestCheckProduceBatchesDecodesCompressedRecords(t *testing.T) {
+	now := time.Now()
+	s := &config.TopicSettings{MaxMessageBytes: 1 << 20, MessageTimestampType: "CreateTime", MessageTimestampBeforeMaxMs: 1 << 62, MessageTimestampAfterMaxMs: 3_600_000}
+	for codec := 1; codec <= 4; codec++ {
+		if code, _ := checkProduceBatches(compressedBatch(t, codec, false, "a", "b", "c"), 9, s, now); code != 0 {
+			t.Errorf("codec %d: valid batch refused with %v", codec, kerr.ErrorForCode(code))
+		}
+		if code, _ := checkProduceBatches(compressedBatch(t, codec, true, "a", "b", "c"), 9, s, now); code != kerr.CorruptMessage.Code {
+			t.Errorf("codec %d: undecodable payload answered %v, want CORRUPT_MESSAGE", codec, kerr.ErrorForCode(code))
+		}
 	}
 }

@@ -29,26 +29,33 @@ func ForEachRecordOf(h *Header, b []byte, fn func(RecordInfo) bool) (walked bool
 	if int64(len(b)) < h.Size() {
 		return false, ErrTruncated
 	}
-	rest := b[HeaderSize:h.Size()]
-	for i := int32(0); i < h.RecordCount; i++ {
+	return true, WalkRecords(b[HeaderSize:h.Size()], h.RecordCount, fn)
+}
+
+// WalkRecords walks count records in rest, a batch's records section (decompressed, for a
+// compressed batch), checking each record's framing, and calls fn until it returns false. It
+// returns ErrCorrupt for malformed records or when rest holds more or fewer records than count,
+// and never reads outside rest.
+func WalkRecords(rest []byte, count int32, fn func(RecordInfo) bool) error {
+	for i := int32(0); i < count; i++ {
 		length, n := binary.Varint(rest)
 		if n <= 0 || length < 0 || length > int64(len(rest)-n) {
-			return true, ErrCorrupt
+			return ErrCorrupt
 		}
 		rec := rest[n : n+int(length)]
 		rest = rest[n+int(length):]
 		info, ok := parseRecord(rec)
 		if !ok {
-			return true, ErrCorrupt
+			return ErrCorrupt
 		}
 		if fn != nil && !fn(info) {
-			return true, nil
+			return nil
 		}
 	}
 	if len(rest) != 0 {
-		return true, ErrCorrupt
+		return ErrCorrupt
 	}
-	return true, nil
+	return nil
 }
 
 // parseRecord checks one record body: attributes int8, timestampDelta varlong, offsetDelta
