@@ -11,6 +11,7 @@ import (
 	"slices"
 
 	"sluice/controller"
+	"sluice/internal/compress"
 	"sluice/internal/config"
 	"sluice/logstore"
 )
@@ -78,7 +79,11 @@ func (b *Broker) openPartition(tp topicPartition, id controller.TopicID, cfg log
 	if err := b.claimPartitionDir(dir, id); err != nil {
 		return nil, fmt.Errorf("partition %s: %w", tp, err)
 	}
-	log, err := logstore.Open(dir, cfg, logstore.Options{FS: b.cfg.FS, Logger: b.logger.With("partition", tp.String())})
+	log, err := logstore.Open(dir, cfg, logstore.Options{
+		FS:         b.cfg.FS,
+		Logger:     b.logger.With("partition", tp.String()),
+		Decompress: compress.Decoder(maxDecompressedBatch), // exact timestamp lookups inside compressed batches
+	})
 	if err != nil {
 		return nil, fmt.Errorf("open partition %s: %w", tp, err)
 	}
