@@ -394,7 +394,13 @@ func (l *Log) maybeRollLocked(cfg *Config, size, firstOffset, maxTs, lastOffset 
 	if !roll {
 		return nil
 	}
-	return l.rollLocked(firstOffset)
+	// Roll at the log end (a follower's gap stays inside the new segment, so segments never
+	// leave holes between them), unless the gap itself overflows relative offsets.
+	newBase := l.mu.logEnd
+	if lastOffset-newBase > math.MaxInt32 {
+		newBase = firstOffset
+	}
+	return l.rollLocked(newBase)
 }
 
 func (l *Log) timeWaitedForRoll(seg *segment, messageTimestamp int64) int64 {

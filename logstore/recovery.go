@@ -105,13 +105,21 @@ func (l *Log) load() error {
 		if indexFiles[base] < 2 {
 			rp = 0 // a missing index: rebuild it by recovering the segment, as Kafka does
 		}
-		truncated, err := l.loadSegment(seg, nextBase, rp)
+		recovered, truncated, err := l.loadSegment(seg, nextBase, rp)
 		if err != nil {
 			return fmt.Errorf("segment %d: %w", base, err)
 		}
-		if truncated && i+1 < len(bases) {
+		// A recovered segment that ends before the next one starts lost its unsynced tail in
+		// a crash after the next segment was created (rolled segments are fsynced in the
+		// background). sluice rolls at the log end, so in a directory it wrote (it has
+		// sluice's recovery-point file) such a hole is never legitimate; later batches were
+		// never acknowledged as durable (group commit waits for the roll's fsync), so the log
+		// is cut there rather than left with a hole. Kafka-written directories may have
+		// compaction gaps and are left alone.
+		hole := recovered && rpOK && i+1 < len(bases) && seg.nextOffset < nextBase
+		if (truncated || hole) && i+1 < len(bases) {
 			// Kafka deletes every segment after one with a corrupt tail.
-			l.logger.Warn("logstore: corrupt segment tail; deleting later segments", "dir", l.dir, "segment", base)
+			l.logger.Warn("logstore: corrupt or lost segment tail; deleting later segments", "dir", l.dir, "segment", base)
 			for _, b := range bases[i+1:] {
 				dead := &segment{baseOffset: b}
 				if err := dead.removeFiles(l.fs, l.dir); err != nil {
@@ -180,10 +188,10 @@ func (l *Log) load() error {
 // is checked (length, magic, CRC, increasing offsets), the file is truncated after the last
 // valid one, and its indexes are rebuilt. nextBase is the following segment's base, -1 for
 // the last segment. truncated reports a torn or corrupt tail that was cut off.
-func (l *Log) loadSegment(seg *segment, nextBase, recoveryPoint int64) (truncated bool, err error) {
+func (l *Log) loadSegment(seg *segment, nextBase, recoveryPoint int64) (recovered, truncated bool, err error) {
 	st, err := seg.log.Stat()
 	if err != nil {
-		return false, err
+		return false, false, err
 	}
 	size := st.Size()
 	seg.lastModified = st.ModTime()
@@ -195,7 +203,7 @@ func (l *Log) loadSegment(seg *segment, nextBase, recoveryPoint int64) (truncate
 		ix, ixLen, err1 := readTail(seg.index.file, offsetIndexEntrySize)
 		ti, tiLen, err2 := readTail(seg.timeIndex.file, timeIndexEntrySize)
 		if err1 != nil || err2 != nil {
-			return false, errors.Join(err1, err2)
+			return false, false, errors.Join(err1, err2)
 		}
 		if ixLen%offsetIndexEntrySize == 0 && ixLen/offsetIndexEntrySize <= int64(seg.index.maxEntries) &&
 			tiLen%timeIndexEntrySize == 0 && tiLen/timeIndexEntrySize <= int64(seg.timeIndex.maxEntries)+1 {
@@ -204,23 +212,24 @@ func (l *Log) loadSegment(seg *segment, nextBase, recoveryPoint int64) (truncate
 			seg.index.entries, seg.timeIndex.entries = nil, nil
 			if ok {
 				seg.lazy = &lazyIndexes{}
-				return false, nil
+				return false, false, nil
 			}
 		}
 	}
 	if trusted && last {
 		if seg.index.entries, err = readAll(seg.index.file); err != nil {
-			return false, err
+			return false, false, err
 		}
 		if seg.timeIndex.entries, err = readAll(seg.timeIndex.file); err != nil {
-			return false, err
+			return false, false, err
 		}
 		seg.index.written, seg.timeIndex.written = len(seg.index.entries), len(seg.timeIndex.entries)
 		if next, ok := l.trustSegment(seg, size); ok && next == recoveryPoint {
-			return false, nil
+			return false, false, nil
 		}
 	}
-	return l.recoverSegment(seg, size)
+	truncated, err = l.recoverSegment(seg, size)
+	return true, truncated, err
 }
 
 // readTail returns the last entry (entrySize bytes) of an index file and the file's size.
