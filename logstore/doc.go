@@ -92,7 +92,10 @@
 // exactly at the recovery point, as after a clean close. Every other segment is scanned batch
 // by batch — header length, magic, CRC-32C, offsets increasing — and cut at the first invalid
 // batch; its indexes are rebuilt and leader epochs from batch headers are added to the epoch
-// cache. If a segment other than the last had a bad tail, all later segments are deleted. The
+// cache. If a segment other than the last had a bad tail, all later segments are deleted, as
+// Kafka does; so are they when, in a directory sluice wrote, a recovered segment ends before
+// the next one's base (its unsynced tail was lost while the next segment already existed:
+// sluice always rolls at the log end, so such a hole cannot be legitimate). The
 // log start is max(checkpoint, first segment base); segments wholly below it are deleted (an
 // interrupted retention). The epoch cache is cut to the log end. The producer state is loaded
 // from the newest valid snapshot at or below the log end and the batches after it are
