@@ -41,7 +41,6 @@ func TestGroupsFranzChurn(t *testing.T) {
 	// ask for churnSessionTimeout (the broker minimum must allow it), KIP-848 members get the
 	// broker's group.consumer.session.timeout.ms.
 	b, cl, adm := startGroupBroker(t,
-		"group.min.session.timeout.ms=1000",
 		"group.consumer.min.session.timeout.ms=1000",
 		fmt.Sprintf("group.consumer.session.timeout.ms=%d", churnSessionTimeout.Milliseconds()))
 	runs := []struct {

@@ -19,10 +19,12 @@ import (
 const groupsAdminTimeout = 15 * time.Second
 
 // groupBrokerSettings make rebalances quick enough for tests: no initial rebalance delay for
-// classic groups (Kafka's own integration tests use 0 too) and a 500ms heartbeat interval for
-// KIP-848 groups, so joins and revocations settle within a few heartbeats.
+// classic groups (Kafka's own integration tests use 0 too), classic members may ask for
+// session timeouts down to 1s, and a 500ms heartbeat interval for KIP-848 groups, so joins
+// and revocations settle within a few heartbeats.
 var groupBrokerSettings = []string{
 	"group.initial.rebalance.delay.ms=0",
+	"group.min.session.timeout.ms=1000",
 	"group.consumer.min.heartbeat.interval.ms=100",
 	"group.consumer.heartbeat.interval.ms=500",
 	"num.partitions=1",

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 const (
@@ -123,6 +125,65 @@ func TestGroupsJava(t *testing.T) {
 			t.Fatalf("re-read after the reset: %d records; missing %v, unexpected or repeated %v", len(got), missing, extra)
 		}
 		waitCommittedAtEnd(t, adm, classicGroup, topic, 10*time.Second)
+	})
+
+	t.Run("ActiveGroups", func(t *testing.T) {
+		// Two franz-go members in a classic group and two in a KIP-848 group, live while the
+		// tool looks at them.
+		const activeTopic = "groups-java-active"
+		groupsCreateTopic(t, adm, activeTopic, partitions)
+		groupsProduce(t, cl, activeTopic, "active", 30)
+		type active struct{ group, strategy string }
+		groups := []active{{"java-active-classic", "cooperative-sticky"}, {"java-active-consumer", "uniform"}}
+		for _, g := range groups {
+			cfg := churnConfig{b: b, group: g.group, topic: activeTopic, balancer: kgo.CooperativeStickyBalancer()}
+			if g.strategy == "uniform" {
+				cfg.balancer, cfg.serverSide = kgo.StickyBalancer(), true
+			}
+			own, sink := newOwnership(), newConsumedSink()
+			for _, name := range []string{g.group + "-a", g.group + "-b"} {
+				startChurnMember(t, cfg, name, own, sink)
+			}
+			waitFor(t, churnSettle, g.group+" settles on two members", func() error {
+				return own.settledOn([]string{g.group + "-a", g.group + "-b"}, partitions)
+			})
+		}
+
+		out := groupCommand(t, "--describe", "--members", "--group", groups[0].group, "--group", groups[1].group)
+		for _, g := range groups {
+			// GROUP CONSUMER-ID HOST CLIENT-ID #PARTITIONS
+			rows := regexp.MustCompile(`(?m)^`+g.group+`\s+\S+\s+\S+\s+(`+g.group+`-[ab])\s+(\d+)\s*$`).FindAllStringSubmatch(out, -1)
+			total := 0
+			for _, r := range rows {
+				n, _ := strconv.Atoi(r[2])
+				total += n
+			}
+			if len(rows) != 2 || total != partitions {
+				t.Errorf("--describe --members: %s shows %d members with %d partitions, want 2 with %d:\n%s", g.group, len(rows), total, partitions, out)
+			}
+		}
+
+		out = groupCommand(t, "--describe", "--state", "--group", groups[0].group, "--group", groups[1].group)
+		for _, g := range groups {
+			// GROUP COORDINATOR (ID) ASSIGNMENT-STRATEGY STATE #MEMBERS
+			if !regexp.MustCompile(`(?m)^` + g.group + `\s+\S+\s+\(\d+\)\s+` + g.strategy + `\s+Stable\s+2\s*$`).MatchString(out) {
+				t.Errorf("--describe --state does not show %s Stable with strategy %s and 2 members:\n%s", g.group, g.strategy, out)
+			}
+		}
+
+		// Deleting a group with members is refused (GROUP_NOT_EMPTY) and leaves it in place.
+		stdout, stderr, _ := runCmdErr(javaTimeout, "", lookPath(t, "java"), "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx256m",
+			"-cp", filepath.Join(kafkaJars(t), "*"), groupCommandClass, "--bootstrap-server", b.Addr, "--delete",
+			"--group", groups[0].group, "--group", groups[1].group)
+		for _, g := range groups {
+			if !strings.Contains(stdout+stderr, "Group '"+g.group+"' could not be deleted due to: ") ||
+				!strings.Contains(stdout+stderr, "GroupNotEmptyException") {
+				t.Errorf("--delete of the active group %s did not report GroupNotEmpty:\nstdout:\n%s\nstderr:\n%s", g.group, clip(stdout), clip(stderr))
+			}
+			if _, err := groupsCommitted(t, adm, g.group, activeTopic); err != nil {
+				t.Errorf("%s after the refused --delete: %v", g.group, err)
+			}
+		}
 	})
 
 	t.Run("Delete", func(t *testing.T) {
