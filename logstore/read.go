@@ -81,17 +81,31 @@ func (l *Log) Read(offset int64, maxBytes int64, maxOffset int64, minOneBatch bo
 }
 
 // OffsetForTimestamp finds the first offset (>= log start) whose record timestamp is >= ts,
-// as Kafka's ListOffsets does. For uncompressed batches the record is exact; for compressed
-// ones it is the batch's first offset with the batch's max timestamp (the consumer skips the
-// earlier records itself). ok is false if no batch has such a timestamp.
+// as Kafka's ListOffsets does. The record is exact for uncompressed batches, and for
+// compressed ones when Options.Decompress is set; otherwise it is the batch's first offset
+// with the batch's max timestamp (the consumer skips the earlier records itself). ok is false
+// if no batch has such a timestamp.
 func (l *Log) OffsetForTimestamp(ts int64) (OffsetAndEpoch, bool) {
+	b, h, logStart, ok := l.batchForTimestamp(ts)
+	if !ok {
+		return OffsetAndEpoch{}, false
+	}
+	return l.recordAtTimestamp(b, &h, logStart, func(offset, recordTs int64) bool {
+		return recordTs >= ts && offset >= logStart
+	}), true
+}
+
+// batchForTimestamp returns the first batch (bytes, if worth walking) with max timestamp >= ts
+// ending at or after the log start.
+func (l *Log) batchForTimestamp(ts int64) (b []byte, h batch.Header, logStart int64, ok bool) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	if l.mu.closed {
-		return OffsetAndEpoch{}, false
+		return nil, h, 0, false
 	}
+	logStart = l.mu.logStart
 	buf := make([]byte, batch.HeaderSize)
-	for i := l.segmentIndexFor(l.mu.logStart); i < len(l.mu.segments); i++ {
+	for i := l.segmentIndexFor(logStart); i < len(l.mu.segments); i++ {
 		seg := l.mu.segments[i]
 		if seg.maxTimestamp < ts {
 			continue
@@ -102,65 +116,80 @@ func (l *Log) OffsetForTimestamp(ts int64) (OffsetAndEpoch, bool) {
 		for pos < seg.size {
 			h, err := readHeaderAt(seg.log, pos, seg.size, buf)
 			if err != nil {
-				return OffsetAndEpoch{}, false
+				return nil, h, 0, false
 			}
-			if h.MaxTimestamp >= ts && h.LastOffset() >= l.mu.logStart {
-				return l.recordAtTimestamp(seg, pos, &h, func(offset, recordTs int64) bool {
-					return recordTs >= ts && offset >= l.mu.logStart
-				})
+			if h.MaxTimestamp >= ts && h.LastOffset() >= logStart {
+				return l.batchBytesLocked(seg, pos, &h), h, logStart, true
 			}
 			pos += h.Size()
 		}
 	}
-	return OffsetAndEpoch{}, false
+	return nil, h, 0, false
 }
 
 // MaxTimestamp returns the offset and timestamp of the record with the largest timestamp (the
 // first such record), as ListOffsets MAX_TIMESTAMP; ok is false for an empty log.
 func (l *Log) MaxTimestamp() (OffsetAndEpoch, bool) {
+	b, h, maxTs, logStart, ok := l.batchOfMaxTimestamp()
+	if !ok {
+		return OffsetAndEpoch{}, false
+	}
+	return l.recordAtTimestamp(b, &h, logStart, func(offset, recordTs int64) bool {
+		return recordTs == maxTs && offset >= logStart
+	}), true
+}
+
+func (l *Log) batchOfMaxTimestamp() (b []byte, h batch.Header, maxTs, logStart int64, ok bool) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	if l.mu.closed || l.mu.logStart == l.mu.logEnd {
-		return OffsetAndEpoch{}, false
+		return nil, h, 0, 0, false
 	}
+	logStart = l.mu.logStart
 	var best *segment
-	for i := l.segmentIndexFor(l.mu.logStart); i < len(l.mu.segments); i++ {
+	for i := l.segmentIndexFor(logStart); i < len(l.mu.segments); i++ {
 		if s := l.mu.segments[i]; s.maxTimestamp >= 0 && (best == nil || s.maxTimestamp > best.maxTimestamp) {
 			best = s
 		}
 	}
 	if best == nil {
-		return OffsetAndEpoch{}, false
+		return nil, h, 0, 0, false
 	}
 	buf := make([]byte, batch.HeaderSize)
 	pos, h, found, err := best.findBatch(best.offsetOfMaxTimestamp, buf)
-	if err != nil || !found || h.LastOffset() < l.mu.logStart {
-		return OffsetAndEpoch{}, false
+	if err != nil || !found || h.LastOffset() < logStart {
+		return nil, h, 0, 0, false
 	}
-	maxTs := best.maxTimestamp
-	return l.recordAtTimestamp(best, pos, &h, func(offset, recordTs int64) bool {
-		return recordTs == maxTs && offset >= l.mu.logStart
-	})
+	return l.batchBytesLocked(best, pos, &h), h, best.maxTimestamp, logStart, true
 }
 
-// recordAtTimestamp returns the first record of the batch at pos that match accepts, or the
-// batch's first offset (clamped to log start) with its max timestamp when the batch is
-// compressed, its timestamps are LogAppendTime, or no record matches.
+// batchBytesLocked reads the batch at pos if its records can be walked for timestamps (not
+// LogAppendTime, not too large, and decodable), else returns nil.
 // REQUIRES: mu held (shared suffices).
-func (l *Log) recordAtTimestamp(seg *segment, pos int64, h *batch.Header, match func(offset, ts int64) bool) (OffsetAndEpoch, bool) {
-	res := OffsetAndEpoch{Offset: max(h.BaseOffset, l.mu.logStart), Timestamp: h.MaxTimestamp, LeaderEpoch: h.PartitionLeaderEpoch}
+func (l *Log) batchBytesLocked(seg *segment, pos int64, h *batch.Header) []byte {
 	if h.Attributes&batch.AttrTimestampType != 0 || h.Size() > 64<<20 || (h.Compression() != 0 && l.decompress == nil) {
-		return res, true
+		return nil
 	}
 	b := make([]byte, h.Size())
 	if _, err := seg.log.ReadAt(b, pos); err != nil {
-		return res, true
+		return nil
+	}
+	return b
+}
+
+// recordAtTimestamp returns the first record of batch b (header h) that match accepts, or the
+// batch's first offset (clamped to log start) with its max timestamp when b is nil (not
+// walkable) or no record matches. Runs without the lock: decompression may take a while.
+func (l *Log) recordAtTimestamp(b []byte, h *batch.Header, logStart int64, match func(offset, ts int64) bool) OffsetAndEpoch {
+	res := OffsetAndEpoch{Offset: max(h.BaseOffset, logStart), Timestamp: h.MaxTimestamp, LeaderEpoch: h.PartitionLeaderEpoch}
+	if b == nil {
+		return res
 	}
 	if h.Compression() != 0 {
 		// Rebuild an uncompressed batch image (header + decoded records) to walk.
 		records, err := l.decompress(h.Compression(), b[batch.HeaderSize:])
 		if err != nil {
-			return res, true
+			return res
 		}
 		plain := append(b[:batch.HeaderSize:batch.HeaderSize], records...)
 		batch.SetLength(plain, int32(len(plain)-batch.LogOverhead))
@@ -175,7 +204,7 @@ func (l *Log) recordAtTimestamp(seg *segment, pos int64, h *batch.Header, match 
 		}
 		return true
 	})
-	return res, true
+	return res
 }
 
 // EarliestOffset answers ListOffsets EARLIEST: the log start offset with the leader epoch that
