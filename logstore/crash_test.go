@@ -29,7 +29,8 @@ func (m *crashModel) attempt(off int64, b []byte) {
 const crashDir = "/crash/topic-3"
 
 // runCrashWorkload drives a log through appends (idempotent producer 7, growing leader
-// epochs), flushes, rolls, a truncation, DeleteRecords, retention and close, stopping at the
+// epochs), flushes, rolls, a truncation, DeleteRecords, retention, a full truncation and
+// close, stopping at the
 // first error (the simulated crash). It returns the model of what was attempted.
 func runCrashWorkload(fs *MemFS, flushMessages int64, clock *time.Time) (*crashModel, error) {
 	m := &crashModel{versions: map[int64][][]byte{}}
@@ -88,6 +89,15 @@ func runCrashWorkload(fs *MemFS, flushMessages int64, clock *time.Time) (*crashM
 			if err := l.EnforceRetention(); err != nil {
 				return m, err
 			}
+		case i == 33:
+			// A replica restarting from scratch at a later offset.
+			restart := l.LogEndOffset() + 5
+			m.synced = 0
+			m.maxLogStart = max(m.maxLogStart, restart)
+			if err := l.TruncateFullyAndStartAt(restart); err != nil {
+				return m, err
+			}
+			m.synced = restart
 		}
 	}
 	if err := l.Close(); err != nil {
