@@ -25,19 +25,21 @@ func (b *Broker) topicConfigValue(im *controller.Image, topic *controller.TopicI
 	return *v
 }
 
-// logConfig is the storage configuration for a topic's settings.
-func logConfig(s *config.TopicSettings) logstore.Config {
+// logConfig is the storage configuration for a topic's settings and the broker's
+// producer.id.expiration.ms.
+func (b *Broker) logConfig(s *config.TopicSettings) logstore.Config {
 	return logstore.Config{
-		SegmentBytes:       int64(s.SegmentBytes),
-		SegmentMs:          s.SegmentMs,
-		SegmentJitterMs:    s.SegmentJitterMs,
-		SegmentIndexBytes:  int64(s.SegmentIndexBytes),
-		IndexIntervalBytes: int64(s.IndexIntervalBytes),
-		RetentionMs:        s.RetentionMs,
-		RetentionBytes:     s.RetentionBytes,
-		FlushMessages:      s.FlushMessages,
-		FlushMs:            s.FlushMs,
-		FileDeleteDelayMs:  s.FileDeleteDelayMs,
-		Preallocate:        s.Preallocate,
+		ProducerIDExpirationMs: int64(b.cfg.Static.ProducerIDExpirationMs),
+		SegmentBytes:           int64(s.SegmentBytes),
+		SegmentMs:              s.SegmentMs,
+		SegmentJitterMs:        s.SegmentJitterMs,
+		SegmentIndexBytes:      int64(s.SegmentIndexBytes),
+		IndexIntervalBytes:     int64(s.IndexIntervalBytes),
+		RetentionMs:            s.RetentionMs,
+		RetentionBytes:         s.RetentionBytes,
+		FlushMessages:          s.FlushMessages,
+		FlushMs:                s.FlushMs,
+		FileDeleteDelayMs:      s.FileDeleteDelayMs,
+		Preallocate:            s.Preallocate,
 	}
 }

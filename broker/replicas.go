@@ -24,7 +24,7 @@ func (b *Broker) reconcile(im *controller.Image) error {
 	want := make(map[topicPartition]bool)
 	for name, topic := range im.Topics {
 		settings := b.topicSettings(im, topic)
-		logCfg := logConfig(settings)
+		logCfg := b.logConfig(settings)
 		for i := range topic.Partitions {
 			info := &topic.Partitions[i]
 			if !slices.Contains(info.Replicas, b.nodeID) {
