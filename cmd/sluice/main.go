@@ -57,6 +57,7 @@ func run(args []string) error {
 	fs := flag.NewFlagSet("sluice", flag.ContinueOnError)
 	configPath := fs.String("config", "", "Kafka-style server.properties file")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	debugAddr := fs.String("debug-addr", "", "serve Go's pprof profiles on this host:port (e.g. 127.0.0.1:6060); off when empty")
 	overrides := setFlags{}
 	fs.Var(overrides, "set", "key=value broker config override (repeatable)")
 	if err := fs.Parse(args); err != nil {
@@ -71,6 +72,12 @@ func run(args []string) error {
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	slog.SetDefault(logger)
+
+	if *debugAddr != "" {
+		if err := serveDebug(*debugAddr, logger); err != nil {
+			return fmt.Errorf("--debug-addr: %w", err)
+		}
+	}
 
 	props := map[string]string{}
 	if *configPath != "" {
