@@ -144,6 +144,14 @@ func (b *Broker) partition(topic string, partition int32) *Partition {
 	return b.mu.partitions[topicPartition{topic, partition}]
 }
 
+// fs is the file system partitions live on.
+func (b *Broker) fs() logstore.FS {
+	if b.cfg.FS == nil {
+		return logstore.OSFS{}
+	}
+	return b.cfg.FS
+}
+
 func (b *Broker) partitionDir(tp topicPartition) string {
 	return filepath.Join(b.cfg.LogDir, tp.String())
 }

@@ -135,34 +135,5 @@ func (b *Broker) claimPartitionDir(dir string, id controller.TopicID) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	return writeFileSync(path, content)
-}
-
-// writeFileSync writes a small file durably: temp file, fsync, rename, fsync the directory.
-func writeFileSync(path string, content []byte) error {
-	tmp := path + ".tmp"
-	f, err := os.Create(tmp)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(content); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return err
-	}
-	d, err := os.Open(filepath.Dir(path))
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
+	return logstore.WriteFileAtomic(b.fs(), dir, partitionMetadataFile, content)
 }

@@ -18,6 +18,8 @@ import (
 	"go.etcd.io/raft/v3"
 	pb "go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
+
+	"sluice/logstore"
 )
 
 // On-disk format constants. They must not change: doing so makes existing metadata
@@ -499,29 +501,10 @@ func (s *diskStorage) rewriteWAL() error {
 	return nil
 }
 
-// writeFileAtomic writes data to path via a synced temporary file and a rename, then syncs
-// the directory so the rename itself is durable.
+// writeFileAtomic writes data to path through a synced temporary file, a rename and a
+// directory sync (logstore's WriteFileAtomic on the OS file system).
 func writeFileAtomic(path string, data []byte) error {
-	tmp := path + tmpSuffix
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(f, bytes.NewReader(data)); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return err
-	}
-	return syncDir(filepath.Dir(path))
+	return logstore.WriteFileAtomic(logstore.OSFS{}, filepath.Dir(path), filepath.Base(path), data)
 }
 
 func syncDir(dir string) error {

@@ -18,9 +18,9 @@ const (
 	leaderEpochFile    = "leader-epoch-checkpoint"
 )
 
-// writeFileAtomic writes data to dir/name through name.tmp, fsync, rename and a directory sync,
+// WriteFileAtomic writes data to dir/name through name.tmp, fsync, rename and a directory sync,
 // so a crash leaves either the old or the new content.
-func writeFileAtomic(fs FS, dir, name string, data []byte) error {
+func WriteFileAtomic(fs FS, dir, name string, data []byte) error {
 	tmp := filepath.Join(dir, name+tmpSuffix)
 	f, err := fs.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {

@@ -542,7 +542,7 @@ func (l *Log) initNewSegment(seg *segment) {
 // checkpointRecoveryPointLocked records that everything below rp is durable.
 // REQUIRES: appendMu held.
 func (l *Log) checkpointRecoveryPointLocked(rp int64) error {
-	if err := writeFileAtomic(l.fs, l.dir, recoveryPointFile, encodeOffsetCheckpoint(l.dir, rp)); err != nil {
+	if err := WriteFileAtomic(l.fs, l.dir, recoveryPointFile, encodeOffsetCheckpoint(l.dir, rp)); err != nil {
 		return err
 	}
 	l.recoveryPoint = rp
@@ -551,7 +551,7 @@ func (l *Log) checkpointRecoveryPointLocked(rp int64) error {
 
 // REQUIRES: appendMu held.
 func (l *Log) checkpointLogStartLocked(start int64) error {
-	if err := writeFileAtomic(l.fs, l.dir, logStartOffsetFile, encodeOffsetCheckpoint(l.dir, start)); err != nil {
+	if err := WriteFileAtomic(l.fs, l.dir, logStartOffsetFile, encodeOffsetCheckpoint(l.dir, start)); err != nil {
 		return err
 	}
 	l.checkpointedLogStart = start
@@ -563,7 +563,7 @@ func (l *Log) writeEpochCheckpointLocked() error {
 	l.mu.RLock()
 	data := l.mu.epochs.encode()
 	l.mu.RUnlock()
-	return writeFileAtomic(l.fs, l.dir, leaderEpochFile, data)
+	return WriteFileAtomic(l.fs, l.dir, leaderEpochFile, data)
 }
 
 // writeSnapshotLocked writes the producer state as of offset (== log end) and keeps only the
@@ -571,7 +571,7 @@ func (l *Log) writeEpochCheckpointLocked() error {
 // REQUIRES: appendMu held.
 func (l *Log) writeSnapshotLocked(offset int64) error {
 	name := fileName("", offset, snapshotSuffix)
-	if err := writeFileAtomic(l.fs, l.dir, name, l.producers.encodeSnapshot(offset)); err != nil {
+	if err := WriteFileAtomic(l.fs, l.dir, name, l.producers.encodeSnapshot(offset)); err != nil {
 		return err
 	}
 	l.producersDirty = false
