@@ -514,3 +514,47 @@ func TestCorruptExamples(t *testing.T) {
 		}
 	}
 }
+
+// TestZstdStreamOverLimitIsTooLarge covers a frame without a content size
+// whose compressed blocks pass the limit: klauspost reports running out of
+// room as a block error, which must still come out as ErrTooLarge.
+func TestZstdStreamOverLimitIsTooLarge(t *testing.T) {
+	in := recordsLike(3<<20, 14)
+	p := clientPayloads(t, in)["zstd/stream"].data
+	for _, maxSize := range []int{1 << 20, len(in) - 1, 200 << 10} {
+		if _, err := Decompress(Zstd, p, maxSize); !errors.Is(err, ErrTooLarge) {
+			t.Errorf("maxSize %d: got %v, want ErrTooLarge", maxSize, err)
+		}
+	}
+	if out, err := Decompress(Zstd, p, len(in)); err != nil || !bytes.Equal(out, in) {
+		t.Errorf("maxSize = exact size: got %d bytes, %v", len(out), err)
+	}
+}
+
+func TestZstdOutputBound(t *testing.T) {
+	in := recordsLike(500<<10, 15)
+	withFCS, _ := Compress(Zstd, nil, in, 0)
+	if b, exact, ok := zstdOutputBound(withFCS, 1<<30); !ok || !exact || b != len(in) {
+		t.Errorf("EncodeAll frame: bound %d exact %v ok %v, want %d exact", b, exact, ok, len(in))
+	}
+	stream := clientPayloads(t, in)["zstd/stream"].data
+	b, exact, ok := zstdOutputBound(stream, 1<<30)
+	if !ok || exact || b < len(in) || b > len(in)+zstdMaxBlock {
+		t.Errorf("stream frame: bound %d exact %v ok %v, want within a block above %d", b, exact, ok, len(in))
+	}
+	if b, _, ok := zstdOutputBound(zstdRLEFrame(4096), 1<<20); !ok || b != 1<<20+1 {
+		t.Errorf("RLE bomb: bound %d ok %v, want limit+1", b, ok)
+	}
+	if _, _, ok := zstdOutputBound(append(bytes.Clone(withFCS), 1, 2, 3), 1<<30); ok {
+		t.Errorf("trailing garbage parsed")
+	}
+}
+
+func TestZstdEmptyFrameThenGarbageTerminates(t *testing.T) {
+	empty, _ := Compress(Zstd, nil, nil, 0)
+	for _, tail := range [][]byte{{1}, {0x28, 0xb5, 0x2f, 0xfd}, make([]byte, 100)} {
+		if _, err := Decompress(Zstd, append(bytes.Clone(empty), tail...), 1<<20); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("tail % x: got %v, want ErrCorrupt", tail, err)
+		}
+	}
+}

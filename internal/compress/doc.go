@@ -58,13 +58,15 @@
 //   - snappy sums the uncompressed lengths every block declares before
 //     allocating anything and fails if the sum exceeds M; it then allocates
 //     exactly that sum;
-//   - zstd rejects a frame whose declared content size exceeds M before
-//     allocating and otherwise decodes into exactly that size; for frames
-//     without a content size (zstd-jni streams, as Java writes) it decodes
-//     into a guess (4x the input, at least 64 KiB) and, when that does not
-//     fit, retries with 4x the room up to M, so each buffer stays within M
-//     plus one block (128 KiB) of slack (a bomb against M = 1 MiB allocates
-//     about 6 MiB in total over the retries, each buffer at most 1.2 MiB).
+//   - zstd first walks the frame and block headers, without decoding, for
+//     an upper bound of the output: exact for frames that declare their
+//     content size (refused before allocating if above M), and within one
+//     block (128 KiB) for frames that do not (zstd-jni streams, as Java
+//     writes), since each block decodes to at most 128 KiB. It then decodes
+//     into a buffer of min(bound, M + 128 KiB), in one pass. Only input whose
+//     headers do not parse starts from a guess and retries with 4x the room.
+//     The library may regrow the buffer once while appending raw or RLE
+//     blocks, so a bomb against M = 1 MiB allocates about 2.6 MiB in total.
 //     Windows above 128 MiB (libzstd's default limit) are refused.
 //
 // M is clamped to MaxSizeLimit (2 GiB - 1, Kafka's largest array). None

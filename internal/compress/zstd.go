@@ -28,50 +28,129 @@ var zstdDecoders = sync.Pool{New: func() any {
 	return d
 }}
 
-// zstdMinGuess is the smallest output buffer tried for a frame that does not
-// declare its content size.
-const zstdMinGuess = 64 << 10
-
 func decompressZstd(src []byte, maxSize int) ([]byte, error) {
 	d := zstdDecoders.Get().(*zstd.Decoder)
 	defer zstdDecoders.Put(d)
-	// Size the output from the first frame's declared content size when it
-	// has one (EncodeAll, librdkafka, franz-go); otherwise (zstd-jni streams,
-	// as Java writes) start from a guess and retry with 4x the room, up to
-	// maxSize, when the output does not fit. The retries redo some work
-	// but keep every allocation within maxSize plus the decoder's slack.
-	guess := max(4*len(src), zstdMinGuess)
-	var h zstd.Header
-	if err := h.Decode(src); err == nil && h.HasFCS {
-		if h.FrameContentSize > uint64(maxSize) {
+	// The last attempt gets a block of slack beyond maxSize: a block that
+	// starts within maxSize then always fits, so running out of room means
+	// the output already passed maxSize. (klauspost reports running out of
+	// room mid-block as a block error, not ErrDecoderSizeExceeded.)
+	final := maxSize + zstdSlack
+	// Size the output from an upper bound read off the frame and block
+	// headers: exact for frames that declare their content size (EncodeAll,
+	// librdkafka, franz-go) and tight for those that do not (zstd-jni
+	// streams, as Java writes), since encoders fill blocks. If the headers
+	// do not parse, start from a guess and grow 4x per retry; the decode
+	// then reports what is wrong.
+	room := final
+	if bound, exact, ok := zstdOutputBound(src, final); ok {
+		if exact && bound > maxSize {
 			return nil, tooLarge(Zstd, maxSize)
 		}
-		guess = int(h.FrameContentSize)
+		room = min(bound, final)
+	} else {
+		room = min(max(4*len(src), zstdMinGuess), final)
 	}
-	// The last attempt gets a block of slack beyond maxSize: when the room
-	// runs out mid-block, klauspost reports a block error rather than
-	// ErrDecoderSizeExceeded, so only an attempt with room to spare tells
-	// "too large" from "corrupt" reliably.
-	final := maxSize + zstdSlack
-	room := min(guess, final)
 	for {
 		out, err := d.DecodeAll(src, make([]byte, 0, room))
-		if err != nil {
-			if room < final {
-				// Possibly only out of room; see above.
-				room = min(4*room, final)
-				continue
-			}
-			if errors.Is(err, zstd.ErrDecoderSizeExceeded) {
+		if err == nil {
+			if len(out) > maxSize {
 				return nil, tooLarge(Zstd, maxSize)
 			}
-			return nil, corrupt(Zstd, err)
+			return out, nil
 		}
-		if len(out) > maxSize {
+		if room < final {
+			// Possibly only out of room.
+			room = min(max(4*room, zstdMinGuess), final)
+			continue
+		}
+		if errors.Is(err, zstd.ErrDecoderSizeExceeded) || len(out) > maxSize {
 			return nil, tooLarge(Zstd, maxSize)
 		}
-		return out, nil
+		return nil, corrupt(Zstd, err)
 	}
+}
+
+// zstdMinGuess is the smallest first output buffer when the headers give no
+// bound.
+const zstdMinGuess = 64 << 10
+
+// zstdMaxBlock is the most a zstd block decodes to (Block_Maximum_Size).
+const zstdMaxBlock = 128 << 10
+
+// zstdOutputBound walks the frames and block headers of src, without
+// decoding, and returns an upper bound of the decoded size (limit+1 once it
+// passes limit), whether it is exact (every frame declares its content size,
+// which the decoder enforces), and false if the headers do not parse.
+func zstdOutputBound(src []byte, limit int) (bound int, exact, ok bool) {
+	total, exact := 0, true
+	for len(src) > 0 {
+		var h zstd.Header
+		if err := h.Decode(src); err != nil || h.HeaderSize <= 0 || h.HeaderSize > len(src) {
+			return 0, false, false
+		}
+		if h.Skippable {
+			n := h.HeaderSize + int(h.SkippableSize)
+			if n > len(src) {
+				return 0, false, false
+			}
+			src = src[n:]
+			continue
+		}
+		src = src[h.HeaderSize:]
+		frame := 0
+		for {
+			if len(src) < 3 {
+				return 0, false, false
+			}
+			bh := int(src[0]) | int(src[1])<<8 | int(src[2])<<16
+			src = src[3:]
+			last, kind, size := bh&1 != 0, (bh>>1)&3, bh>>3
+			switch kind {
+			case 0: // raw: size bytes, copied
+				if size > len(src) {
+					return 0, false, false
+				}
+				src = src[size:]
+				frame += size
+			case 1: // RLE: one byte, repeated size times
+				if len(src) < 1 {
+					return 0, false, false
+				}
+				src = src[1:]
+				frame += size
+			case 2: // compressed: size bytes, at most a maximum block out
+				if size > len(src) {
+					return 0, false, false
+				}
+				src = src[size:]
+				frame += zstdMaxBlock
+			default:
+				return 0, false, false
+			}
+			if frame > limit && !h.HasFCS {
+				return limit + 1, false, true
+			}
+			if last {
+				break
+			}
+		}
+		if h.HasFCS {
+			frame = int(min(h.FrameContentSize, uint64(limit)+1))
+		} else {
+			exact = false
+		}
+		if h.HasCheckSum {
+			if len(src) < 4 {
+				return 0, false, false
+			}
+			src = src[4:]
+		}
+		if total += frame; total > limit {
+			return limit + 1, exact, true
+		}
+	}
+	return total, exact, true
 }
 
 // zstdSlack is one maximum zstd block plus the decoder's over-allocation.
