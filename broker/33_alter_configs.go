@@ -15,9 +15,7 @@ package broker
 
 import (
 	"context"
-	"strings"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"sluice/controller"
@@ -43,13 +41,7 @@ func (b *Broker) handleAlterConfigs(ctx context.Context, _ *wire.ConnInfo, req *
 				nulls = append(nulls, c.Name)
 			}
 		}
-		if duplicateKeys(names) {
-			r.fail(kerr.InvalidRequest.Code, "Error due to duplicate config keys")
-		}
-		if len(nulls) > 0 {
-			r.fail(kerr.InvalidRequest.Code, "Null value not supported for : "+strings.Join(nulls, ", "))
-		}
-		b.checkAlterResourceName(r)
+		b.checkAlterKeys(r, names, nulls)
 		if r.code != 0 {
 			continue
 		}

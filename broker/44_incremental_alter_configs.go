@@ -46,13 +46,7 @@ func (b *Broker) handleIncrementalAlterConfigs(ctx context.Context, _ *wire.Conn
 				nulls = append(nulls, c.Name)
 			}
 		}
-		if duplicateKeys(names) {
-			r.fail(kerr.InvalidRequest.Code, "Error due to duplicate config keys")
-		}
-		if len(nulls) > 0 {
-			r.fail(kerr.InvalidRequest.Code, "Null value not supported for : "+strings.Join(nulls, ", "))
-		}
-		b.checkAlterResourceName(r)
+		b.checkAlterKeys(r, names, nulls)
 		if r.code != 0 {
 			continue
 		}

@@ -290,6 +290,19 @@ func (r *alterResource) fail(code int16, message string) {
 	}
 }
 
+// checkAlterKeys refuses, as Kafka does, a resource whose request names a config key twice or gives
+// null values (nulls: the keys whose operation needs a value and has none); then it checks the
+// resource name.
+func (b *Broker) checkAlterKeys(r *alterResource, names, nulls []string) {
+	if duplicateKeys(names) {
+		r.fail(kerr.InvalidRequest.Code, "Error due to duplicate config keys")
+	}
+	if len(nulls) > 0 {
+		r.fail(kerr.InvalidRequest.Code, "Null value not supported for : "+strings.Join(nulls, ", "))
+	}
+	b.checkAlterResourceName(r)
+}
+
 // duplicateResources marks every occurrence of a resource named more than once, as Kafka's
 // ConfigAdminManager.preprocess does.
 func duplicateResources(rs []alterResource) {
