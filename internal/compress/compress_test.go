@@ -558,3 +558,22 @@ func TestZstdEmptyFrameThenGarbageTerminates(t *testing.T) {
 		}
 	}
 }
+
+func TestLZ4OutputBound(t *testing.T) {
+	in := recordsLike(500<<10, 16)
+	ours, _ := Compress(LZ4, nil, in, 0)
+	b, ok := lz4OutputBound(ours, 1<<30)
+	if !ok || b < len(in) || b > len(in)+lz4BlockSize {
+		t.Errorf("64 KiB blocks: bound %d ok %v, want within a block above %d", b, ok, len(in))
+	}
+	checksummed := lz4Frame(t, in, lz4.SizeOption(uint64(len(in))), lz4.BlockChecksumOption(true), lz4.BlockSizeOption(lz4.Block256Kb))
+	if b, ok := lz4OutputBound(checksummed, 1<<30); !ok || b < len(in) || b > len(in)+256<<10 {
+		t.Errorf("256 KiB checksummed blocks: bound %d ok %v", b, ok)
+	}
+	if b, ok := lz4OutputBound(ours, 1000); !ok || b != 1001 {
+		t.Errorf("limit: bound %d ok %v, want 1001", b, ok)
+	}
+	if _, ok := lz4OutputBound(ours[:len(ours)-2], 1<<30); ok {
+		t.Errorf("truncated frame parsed")
+	}
+}

@@ -25,9 +25,14 @@ func decompressLZ4(src []byte, maxSize int) ([]byte, error) {
 	defer lz4Decoders.Put(d)
 	d.src.Reset(src)
 	d.zr.Reset(&d.src)
-	// Kafka payloads typically shrink 2-4x under lz4; a wrong guess only
-	// costs a regrow.
-	out, tooBig, err := readBounded(d.zr, 4*len(src), maxSize)
+	// Size the buffer from the block headers (one more byte so that EOF is
+	// seen without regrowing); if they do not parse, guess: Kafka payloads
+	// typically shrink 2-4x under lz4, and a wrong guess costs a regrow.
+	hint := 4 * len(src)
+	if bound, ok := lz4OutputBound(src, maxSize); ok {
+		hint = bound + 1
+	}
+	out, tooBig, err := readBounded(d.zr, hint, maxSize)
 	if err != nil {
 		return nil, corrupt(LZ4, err)
 	}
@@ -35,6 +40,78 @@ func decompressLZ4(src []byte, maxSize int) ([]byte, error) {
 		return nil, tooLarge(LZ4, maxSize)
 	}
 	return out, nil
+}
+
+// lz4OutputBound walks the frames and block headers of src, without
+// decoding, and returns an upper bound of the decoded size (limit+1 once it
+// passes limit), or false if the headers do not parse. It is only a size
+// hint: the reader validates everything again.
+func lz4OutputBound(src []byte, limit int) (int, bool) {
+	total := 0
+	for len(src) > 0 {
+		if len(src) < 8 {
+			return 0, false
+		}
+		magic := binary.LittleEndian.Uint32(src)
+		if magic&0xfffffff0 == 0x184d2a50 { // skippable frame
+			n := uint64(binary.LittleEndian.Uint32(src[4:]))
+			if n > uint64(len(src)-8) {
+				return 0, false
+			}
+			src = src[8+n:]
+			continue
+		}
+		if magic != 0x184d2204 {
+			return 0, false
+		}
+		flg, bd := src[4], src[5]
+		blockMax := 1 << (8 + 2*int(bd>>4&7)) // 4: 64 KiB ... 7: 4 MiB
+		header := 7
+		if flg&0x08 != 0 {
+			header += 8 // content size
+		}
+		if flg&0x01 != 0 {
+			header += 4 // dictionary id
+		}
+		if len(src) < header {
+			return 0, false
+		}
+		src = src[header:]
+		for {
+			if len(src) < 4 {
+				return 0, false
+			}
+			size := binary.LittleEndian.Uint32(src)
+			src = src[4:]
+			if size == 0 {
+				break // end mark
+			}
+			n := int(size &^ lz4Uncompressed)
+			if n > len(src) {
+				return 0, false
+			}
+			src = src[n:]
+			if size&lz4Uncompressed == 0 {
+				n = blockMax
+			}
+			if flg&0x10 != 0 { // block checksum
+				if len(src) < 4 {
+					return 0, false
+				}
+				src = src[4:]
+			}
+			if total += n; total > limit {
+				return limit + 1, true
+			}
+		}
+		if flg&0x04 != 0 { // content checksum
+			if len(src) < 4 {
+				return 0, false
+			}
+			src = src[4:]
+		}
+	}
+	return total, true
 }
 
 // lz4FrameHeader is the frame header Kafka's Lz4BlockOutputStream writes:
