@@ -75,6 +75,9 @@
 // Decoders never panic on any input (fuzzed by FuzzDecompress) and report
 // malformed input as ErrCorrupt wrapped with the codec's detail.
 //
+// Decoder(maxSize) adapts Decompress to logstore.Options.Decompress; Name
+// gives a codec's compression.type spelling.
+//
 // Encoders and decoders of the underlying libraries are pooled, so steady
 // state calls allocate little more than their output. All functions are safe
 // for concurrent use.

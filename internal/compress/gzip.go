@@ -19,7 +19,10 @@ var gzipDecoders = sync.Pool{New: func() any { return new(gzipDecoder) }}
 
 func decompressGzip(src []byte, maxSize int) ([]byte, error) {
 	d := gzipDecoders.Get().(*gzipDecoder)
-	defer gzipDecoders.Put(d)
+	defer func() {
+		d.src.Reset(nil) // do not keep the caller's input alive in the pool
+		gzipDecoders.Put(d)
+	}()
 	d.src.Reset(src)
 	// The reader accepts concatenated members, as Java's GZIPInputStream
 	// (Kafka's consumer) does.

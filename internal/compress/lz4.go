@@ -22,7 +22,10 @@ var lz4Decoders = sync.Pool{New: func() any {
 
 func decompressLZ4(src []byte, maxSize int) ([]byte, error) {
 	d := lz4Decoders.Get().(*lz4Decoder)
-	defer lz4Decoders.Put(d)
+	defer func() {
+		d.src.Reset(nil) // do not keep the caller's input alive in the pool
+		lz4Decoders.Put(d)
+	}()
 	d.src.Reset(src)
 	d.zr.Reset(&d.src)
 	// Size the buffer from the block headers (one more byte so that EOF is
