@@ -52,8 +52,9 @@
 //
 //   - the result is at most M bytes, otherwise the call fails with
 //     ErrTooLarge;
-//   - gzip and lz4 decode into a buffer that starts from a bounded size hint
-//     and doubles, but never beyond M+1 bytes; lz4 also uses the library's
+//   - gzip and lz4 decode into a buffer that starts from a size hint (gzip:
+//     the trailer's ISIZE; lz4: a bound summed from the block headers) and
+//     doubles, but never beyond M+1 bytes; lz4 also uses the library's
 //     pooled block buffer (at most 4 MiB, reused across calls);
 //   - snappy sums the uncompressed lengths every block declares before
 //     allocating anything and fails if the sum exceeds M; it then allocates
