@@ -4,6 +4,8 @@ go 1.26.8
 
 require (
 	github.com/cockroachdb/datadriven v1.0.3
+	github.com/klauspost/compress v1.20.4
+	github.com/pierrec/lz4/v4 v4.1.33
 	github.com/twmb/franz-go v1.22.3
 	github.com/twmb/franz-go/pkg/kadm v1.20.0
 	github.com/twmb/franz-go/pkg/kmsg v1.15.1
@@ -12,7 +14,6 @@ require (
 )
 
 require (
-	github.com/klauspost/compress v1.20.4 // indirect
-	github.com/pierrec/lz4/v4 v4.1.33 // indirect
 	github.com/pmezard/go-difflib v1.0.0 // indirect
+	github.com/stretchr/testify v1.12.1 // indirect
 )
