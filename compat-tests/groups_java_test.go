@@ -36,6 +36,13 @@ func TestGroupsJava(t *testing.T) {
 	// close (enable.auto.commit defaults to true).
 	consoleConsume := func(t *testing.T, group, protocol string, n int) []string {
 		t.Helper()
+		start := time.Now()
+		defer func() {
+			// A JVM start takes 2-5s; far longer is worth a look at the group's broker log.
+			if d := time.Since(start); d > 15*time.Second {
+				t.Logf("ConsoleConsumer (%s, group %s) took %v; broker log lines naming the group:\n%s", protocol, group, d, grepLines(b.Log(), group))
+			}
+		}()
 		out, stderr := javaTool(t, "", consoleConsumerClass, "--bootstrap-server", b.Addr, "--topic", topic,
 			"--group", group, "--from-beginning", "--max-messages", strconv.Itoa(n), "--timeout-ms", "45000",
 			"--consumer-property", "group.protocol="+protocol)
@@ -125,6 +132,51 @@ func TestGroupsJava(t *testing.T) {
 			t.Fatalf("re-read after the reset: %d records; missing %v, unexpected or repeated %v", len(got), missing, extra)
 		}
 		waitCommittedAtEnd(t, adm, classicGroup, topic, 10*time.Second)
+	})
+
+	t.Run("ResetOffsetsDryRunAndToDatetime", func(t *testing.T) {
+		// --dry-run prints the plan and changes nothing.
+		before, err := groupsCommitted(t, adm, consumerGroup, topic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := groupCommand(t, "--reset-offsets", "--group", consumerGroup, "--topic", topic, "--to-earliest", "--dry-run")
+		if n := len(regexp.MustCompile(`(?m)^`+consumerGroup+`\s+`+topic+`\s+\d+\s+0\s*$`).FindAllString(out, -1)); n != partitions {
+			t.Errorf("--dry-run --to-earliest shows %d partitions planned at 0, want %d:\n%s", n, partitions, out)
+		}
+		after, err := groupsCommitted(t, adm, consumerGroup, topic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !sameOffsets(before, after) {
+			t.Errorf("--dry-run changed the committed offsets from %v to %v", before, after)
+		}
+		// --to-datetime far in the future: no record is that new, so every partition goes to
+		// its end (ListOffsets by timestamp answers -1, which the tool maps to the end).
+		future := time.Now().Add(24 * time.Hour).UTC().Format("2006-01-02T15:04:05.000")
+		groupCommand(t, "--reset-offsets", "--group", consumerGroup, "--topic", topic, "--to-datetime", future, "--execute")
+		waitCommittedAtEnd(t, adm, consumerGroup, topic, 10*time.Second)
+		// --to-datetime in the past: every partition goes back to its first record.
+		groupCommand(t, "--reset-offsets", "--group", consumerGroup, "--topic", topic, "--to-datetime", "2000-01-01T00:00:00.000", "--execute")
+		got, err := groupsCommitted(t, adm, consumerGroup, topic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := map[int32]int64{0: 0, 1: 0, 2: 0}; !sameOffsets(got, want) {
+			t.Errorf("after --to-datetime 2000-01-01 the committed offsets are %v, want %v", got, want)
+		}
+	})
+
+	t.Run("DeleteOffsets", func(t *testing.T) {
+		// OffsetDelete on an empty group removes the topic's committed offsets.
+		out := groupCommand(t, "--delete-offsets", "--group", consumerGroup, "--topic", topic)
+		if n := len(regexp.MustCompile(`(?m)^`+topic+`\s+\d+\s+Successful\s*$`).FindAllString(out, -1)); n != partitions {
+			t.Errorf("--delete-offsets shows %d partitions Successful, want %d:\n%s", n, partitions, out)
+		}
+		got, err := groupsCommitted(t, adm, consumerGroup, topic)
+		if err != nil || len(got) != 0 {
+			t.Errorf("after --delete-offsets: committed offsets %v (err %v), want none", got, err)
+		}
 	})
 
 	t.Run("ActiveGroups", func(t *testing.T) {
@@ -262,4 +314,15 @@ func TestGroupsJavaMembers(t *testing.T) {
 			waitCommittedAtEnd(t, adm, group, topic, 10*time.Second)
 		})
 	}
+}
+
+// grepLines returns the lines of s containing sub, bounded for a test log.
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return clip(strings.Join(out, "\n"))
 }
