@@ -1,7 +1,7 @@
 # sluice — the two commands a fresh machine needs are `make run` and `make test`.
 GO ?= go
 
-.PHONY: build run test unit deps franz vet fmt-check clean
+.PHONY: build run test unit deps franz vet fmt-check clean compat
 
 build:
 	$(GO) build -o bin/sluice ./cmd/sluice
@@ -38,3 +38,11 @@ BENCH_ARGS ?=
 .PHONY: bench
 bench:
 	BENCH_QUICK=$(BENCH_QUICK) bench/run.sh $(BENCH_ARGS)
+
+# The client compatibility matrix: every client and tool (franz-go, kcat, confluent-kafka-python,
+# kafka-python, kafkajs, sarama, kafka-go, Java clients, Kafka's CLI tools, Kafka Streams) through
+# the same scenarios against a real sluice, plus franz-go's live-broker suite. Installs the
+# clients (downloads cached under ~/.cache/sluice), writes COMPAT.md and the cell logs it links
+# to under compat-tests/matrix/logs/. About 15 minutes.
+compat: deps build
+	$(GO) run ./compat-tests/matrix -bin $(CURDIR)/bin/sluice -out COMPAT.md -logs compat-tests/matrix/logs

@@ -19,3 +19,10 @@ fi
 
 go mod download
 scripts/fetch-kafka.sh >/dev/null
+# kafkajs for the compatibility matrix (compat-tests/matrix), installed into the cache, never
+# into the repository.
+if ! [ -f "${SLUICE_CACHE:-$HOME/.cache/sluice}/npm/node_modules/kafkajs/package.json" ]; then
+  mkdir -p "${SLUICE_CACHE:-$HOME/.cache/sluice}/npm"
+  npm install --no-audit --no-fund --silent --prefix "${SLUICE_CACHE:-$HOME/.cache/sluice}/npm" \
+    --cache "${SLUICE_CACHE:-$HOME/.cache/sluice}/npm-cache" kafkajs@2.2.4 >/dev/null
+fi

@@ -371,7 +371,7 @@ func shellQuote(args []string) string {
 func lastLine(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	for i := len(lines) - 1; i >= 0; i-- {
-		if l := strings.TrimSpace(lines[i]); l != "" {
+		if l := strings.TrimSpace(lines[i]); l != "" && !strings.HasPrefix(l, "at ") && !strings.HasPrefix(l, "[exit after") && !strings.HasPrefix(l, "}") {
 			if len(l) > 300 {
 				l = l[:300] + "..."
 			}

@@ -71,8 +71,10 @@ func (e *Env) Args() []string {
 	return []string{e.Scenario.ID, e.Addr, e.Topic, e.Group, strconv.FormatInt(e.TSBase, 10), e.Scenario.Codec}
 }
 
+// client is a franz-go client for the harness. Its batches are uncompressed (franz-go's default
+// is snappy), so seeded records are readable by clients that lack a codec.
 func (e *Env) client(opts ...kgo.Opt) (*kgo.Client, error) {
-	return kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(e.Addr)}, opts...)...)
+	return kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(e.Addr), kgo.ProducerBatchCompression(kgo.NoCompression())}, opts...)...)
 }
 
 // setup creates the cell's topic and seeds records as the scenario asks.
