@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -162,17 +163,15 @@ func cmdAll(ctx context.Context, args []string) error {
 		"loopback_mibps", int(rep.Limits.LoopbackMiBps))
 
 	for _, mode := range cfg.Modes {
-		for _, name := range cfg.Brokers {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			rs, profs, err := runBroker(ctx, cfg, rep, name, mode)
-			rep.Results = append(rep.Results, rs...)
-			rep.Profiles = append(rep.Profiles, profs...)
-			if err != nil {
-				slog.Error("broker run failed", "broker", name, "mode", mode, "err", err)
-				rep.Results = append(rep.Results, result{Mode: mode, Broker: name, Workload: "start", Err: err.Error()})
-			}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		rs, profs, err := runMode(ctx, cfg, rep, mode)
+		rep.Results = append(rep.Results, rs...)
+		rep.Profiles = append(rep.Profiles, profs...)
+		if err != nil {
+			slog.Error("run failed", "mode", mode, "err", err)
+			rep.Results = append(rep.Results, result{Mode: mode, Broker: "-", Workload: "start", Err: err.Error()})
 		}
 	}
 	rep.Finished = time.Now().UTC()
@@ -210,12 +209,12 @@ func plan(cfg runConfig, mode string) []workload {
 	)
 }
 
-func runBroker(ctx context.Context, cfg runConfig, rep *report, name, mode string) ([]result, []profile, error) {
+// startBroker starts one broker for mode on a fresh directory under the work dir.
+func startBroker(ctx context.Context, cfg runConfig, rep *report, name, mode string) (*brokerProc, string, error) {
 	dir := filepath.Join(cfg.WorkDir, name+"-"+mode)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, nil, err
+		return nil, "", err
 	}
-	defer os.RemoveAll(filepath.Join(dir, "data")) // no broker data outlives its run
 	fsyncEach := mode == "fsync"
 	slog.Info("starting broker", "broker", name, "mode", mode)
 	var b *brokerProc
@@ -229,46 +228,81 @@ func runBroker(ctx context.Context, cfg runConfig, rep *report, name, mode strin
 		err = fmt.Errorf("unknown broker %q", name)
 	}
 	if err != nil {
-		return nil, nil, err
+		os.RemoveAll(filepath.Join(dir, "data"))
+		return nil, "", err
 	}
 	rep.BrokerLogs[name+"-"+mode] = b.LogPath
-	defer func() {
-		if err := b.stop(); err != nil {
-			slog.Warn("broker stop", "broker", name, "err", err)
-		}
-	}()
 	if rss, err := procStatusKiB(b.pid(), "VmRSS"); err == nil {
 		rep.Idle[name+"-"+mode] = float64(rss) / 1024
 	}
+	return b, dir, nil
+}
 
+// runMode runs every workload of mode against all brokers. The brokers run side by side and
+// take turns workload by workload (the first broker alternating), so that the load other users
+// put on a shared machine falls on both alike instead of on whichever ran in a busy minute; a
+// broker is idle while the other is measured.
+func runMode(ctx context.Context, cfg runConfig, rep *report, mode string) ([]result, []profile, error) {
+	var brokers []*brokerProc
+	dirs := map[string]string{}
+	defer func() {
+		for _, b := range brokers {
+			if err := b.stop(); err != nil {
+				slog.Warn("broker stop", "broker", b.Name, "err", err)
+			}
+			os.RemoveAll(b.DataDir) // no broker data outlives its run
+		}
+	}()
+	for _, name := range cfg.Brokers {
+		b, dir, err := startBroker(ctx, cfg, rep, name, mode)
+		if err != nil {
+			return nil, nil, err
+		}
+		brokers = append(brokers, b)
+		dirs[name] = dir
+	}
 	var out []result
 	var profs []profile
 	warm := workload{ID: "warmup", Title: "warm-up", Tool: toolWarmup, RecordSize: 1024, AcksAll: true, Producers: 4}
-	if r := runWorkload(ctx, cfg, b, warm, mode, ""); r.Err != "" {
-		return out, profs, fmt.Errorf("warm-up: %s", r.Err)
-	}
-	for _, w := range plan(cfg, mode) {
-		if ctx.Err() != nil {
-			return out, profs, ctx.Err()
-		}
-		r := runWorkload(ctx, cfg, b, w, mode, "")
-		slog.Info("workload", "broker", name, "mode", mode, "id", w.ID, "rec_per_s", int(r.RecPerSec),
-			"mib_per_s", fmt.Sprintf("%.1f", r.MiBPerSec), "p99_ms", r.P99Ms, "cpu_s", fmt.Sprintf("%.1f", r.CPUSeconds),
-			"peak_rss_mib", int(r.PeakRSSMiB), "err", r.Err)
-		out = append(out, r)
-		select {
-		case err := <-b.exited:
-			b.exited <- err
-			return out, profs, fmt.Errorf("%s exited during %s: %v (log %s)", name, w.ID, err, b.LogPath)
-		default:
+	for _, b := range brokers {
+		if r := runWorkload(ctx, cfg, b, warm, mode, ""); r.Err != "" {
+			return out, profs, fmt.Errorf("%s warm-up: %s", b.Name, r.Err)
 		}
 	}
-	if cfg.Profile && name == "sluice" && mode == "default" {
+	for i, w := range plan(cfg, mode) {
+		order := append([]*brokerProc(nil), brokers...)
+		if i%2 == 1 {
+			slices.Reverse(order)
+		}
+		for _, b := range order {
+			if ctx.Err() != nil {
+				return out, profs, ctx.Err()
+			}
+			r := runWorkload(ctx, cfg, b, w, mode, "")
+			slog.Info("workload", "broker", b.Name, "mode", mode, "id", w.ID, "rec_per_s", int(r.RecPerSec),
+				"mib_per_s", fmt.Sprintf("%.1f", r.MiBPerSec), "p99_ms", r.P99Ms, "cpu_s", fmt.Sprintf("%.1f", r.CPUSeconds),
+				"peak_rss_mib", int(r.PeakRSSMiB), "err", r.Err)
+			out = append(out, r)
+			select {
+			case err := <-b.exited:
+				b.exited <- err
+				return out, profs, fmt.Errorf("%s exited during %s: %v (log %s)", b.Name, w.ID, err, b.LogPath)
+			default:
+			}
+		}
+	}
+	if !cfg.Profile || mode != "default" {
+		return out, profs, nil
+	}
+	for _, b := range brokers {
+		if b.Name != "sluice" {
+			continue
+		}
 		for _, w := range plan(cfg, mode) {
 			if w.ID != "1k-all-p8" && w.ID != "100-a1-p8" && w.ID != "consume-loadgen" {
 				continue
 			}
-			p, err := profileWorkload(ctx, cfg, b, w, mode, dir)
+			p, err := profileWorkload(ctx, cfg, b, w, mode, dirs[b.Name])
 			if err != nil {
 				slog.Warn("profile", "workload", w.ID, "err", err)
 				continue
@@ -427,6 +461,10 @@ func machineInfo(sluiceBin string) map[string]string {
 	m["java"] = strings.Split(run("java", "-version"), "\n")[0]
 	m["go"] = run("go", "version")
 	m["sluice_commit"] = run("git", "rev-parse", "--short", "HEAD")
+	// bench/run.sh builds the work tree, so uncommitted edits are part of what was measured.
+	if dirty := run("git", "status", "--porcelain", "--untracked-files=no"); dirty != "unknown" && dirty != "" {
+		m["sluice_commit"] += fmt.Sprintf(" + %d uncommitted files in the work tree", len(strings.Split(dirty, "\n")))
+	}
 	if st, err := os.Stat(sluiceBin); err == nil {
 		m["sluice_binary_built"] = st.ModTime().UTC().Format(time.RFC3339)
 	}

@@ -100,7 +100,7 @@ func renderMarkdown(rep *report, png, plotErr string) string {
 			kv = append(kv, "`"+k+"="+common[k]+"`")
 		}
 	}
-	p("%s. Topics have 6 partitions, replication factor 1. The broker is restarted on a fresh directory for each flush mode.\n", strings.Join(kv, ", "))
+	p("%s. Topics have 6 partitions, replication factor 1. Both brokers are started on fresh directories for each flush mode, run side by side, and take turns workload by workload (which goes first alternates), so that load from other users of this shared machine falls on both alike; the broker not being measured is idle. Each gets an unmeasured warm-up (4 producers, 1 KiB, acks=all, %v) first, so the JVM has compiled its hot paths.\n", strings.Join(kv, ", "), cfg.Warmup)
 	p("- Flush modes: **default** = each broker's own default flush behaviour; **fsync** = an fsync per write on both (`log.flush.interval.messages=1`).\n")
 	p("- franz-go loadgen (bench/loadgen, franz-go v1.22.3, client defaults except acks; acks=all is idempotent as franz-go and the Java client default, acks=1 is not): "+
 		"one client (own connection) per producer, unthrottled, %v per workload (%v with fsync). "+
@@ -305,5 +305,5 @@ func renderShares(b *strings.Builder, rep *report) {
 			p("| %s | %s | %s | %s | %s | %s |\n", name, mode, num(prod), share(prod, l.DiskWriteMiBps), num(cons), share(cons, l.LoopbackMiBps))
 		}
 	}
-	p("\n")
+	p("\nWith the default flush neither broker waits for the disk: writes land in the page cache (this machine has far more RAM than a run writes), so a share above 100%% means the disk was not the limit; the fsync rows depend on how cheap this VM's fdatasync is (see the 4 KiB append+fdatasync rate above). Consumers read the backlog from the page cache, so loopback TCP is their ceiling.\n\n")
 }
