@@ -14,9 +14,13 @@ var saramaCodecs = map[string]sarama.CompressionCodec{
 	"lz4": sarama.CompressionLZ4, "zstd": sarama.CompressionZSTD,
 }
 
+// saramaVersion is the protocol version the sarama row configures; the old-sarama row sets
+// sarama.V0_10_2_0 instead, as many long-lived deployments still do. Cells run one at a time.
+var saramaVersion = sarama.V3_0_0_0
+
 func saramaConfig() *sarama.Config {
 	c := sarama.NewConfig()
-	c.Version = sarama.V3_0_0_0
+	c.Version = saramaVersion
 	c.ClientID = "sluice-matrix"
 	c.Producer.Return.Successes = true
 	c.Producer.RequiredAcks = sarama.WaitForAll
@@ -101,6 +105,26 @@ func saramaGroupRead(ctx context.Context, e *Env, n int) ([]*sarama.ConsumerMess
 	case <-ctx.Done():
 		return h.got, ctx.Err()
 	}
+}
+
+// runSaramaOld runs a scenario with sarama configured for Kafka 0.10.2, which makes it send
+// Produce v2, Fetch v3 and other versions that Kafka 4 no longer serves (KIP-896).
+func runSaramaOld(ctx context.Context, e *Env) error {
+	saramaVersion = sarama.V0_10_2_0
+	defer func() { saramaVersion = sarama.V3_0_0_0 }()
+	switch e.Scenario.ID {
+	case "keys-headers":
+		return na("record headers need sarama.Version >= V0_11_0_0")
+	case "produce-zstd":
+		return na("zstd needs sarama.Version >= V2_1_0_0")
+	case "transactions", "exactly-once":
+		return na("transactions need sarama.Version >= V0_11_0_0")
+	case "delete-records":
+		return na("DeleteRecords needs sarama.Version >= V0_11_0_0")
+	case "configs":
+		return na("IncrementalAlterConfigs needs sarama.Version >= V2_3_0_0")
+	}
+	return runSarama(ctx, e)
 }
 
 func runSarama(ctx context.Context, e *Env) error {
@@ -262,7 +286,36 @@ func runSarama(ctx context.Context, e *Env) error {
 		}
 		return e.VerifyStartOffset(ctx, 5)
 	case s.ID == "exactly-once":
-		return na("not driven yet: sarama's consume-transform-produce (AddMessageToTxn) is not in the matrix yet")
+		got, err := saramaConsume(ctx, e, sarama.OffsetOldest, seedCount)
+		if err != nil {
+			return err
+		}
+		cfg := saramaConfig()
+		cfg.Producer.Idempotent = true
+		cfg.Net.MaxOpenRequests = 1
+		cfg.Producer.Transaction.ID = e.Topic + "-txn"
+		cfg.Producer.Transaction.Timeout = 20 * time.Second
+		p, err := sarama.NewSyncProducer([]string{e.Addr}, cfg)
+		if err != nil {
+			return err
+		}
+		defer p.Close()
+		if err := p.BeginTxn(); err != nil {
+			return err
+		}
+		for _, m := range got {
+			if _, _, err := p.SendMessage(&sarama.ProducerMessage{Topic: e.Topic + "-out", Partition: 0, Value: sarama.ByteEncoder(append([]byte("out-"), m.Value...))}); err != nil {
+				return err
+			}
+		}
+		offs := map[string][]*sarama.PartitionOffsetMetadata{e.Topic: {{Partition: 0, Offset: int64(seedCount)}}}
+		if err := p.AddOffsetsToTxn(offs, e.Group); err != nil {
+			return err
+		}
+		if err := p.CommitTxn(); err != nil {
+			return err
+		}
+		return e.verifyScenario(ctx)
 	}
 	return na("not mapped")
 }

@@ -89,6 +89,8 @@ func StartBroker(bin, logPath string) (*Broker, error) {
 		"--set", "advertised.listeners=PLAINTEXT://"+b.Addr,
 	)
 	b.cmd.Stdout, b.cmd.Stderr = lf, lf
+	// sluice must not outlive the harness, even when the harness is killed.
+	b.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	if err := b.cmd.Start(); err != nil {
 		return nil, err
 	}

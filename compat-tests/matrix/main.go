@@ -181,7 +181,7 @@ func (m *Matrix) RunCell(ctx context.Context, c *Client, s Scenario) (cell Cell)
 		if s.Tail {
 			stopTail = e.startTail(cctx)
 		}
-		err = c.Run(cctx, e)
+		err = runWithWatchdog(cctx, c.Run, e)
 		if stopTail != nil {
 			stopTail()
 		}
@@ -200,6 +200,28 @@ func (m *Matrix) RunCell(ctx context.Context, c *Client, s Scenario) (cell Cell)
 		cell.Detail += " (sluice exited)"
 	}
 	return cell
+}
+
+// abandonGrace is how long a cell may outlive its deadline before the harness gives up on it.
+const abandonGrace = 10 * time.Second
+
+// runWithWatchdog runs an in-process client and abandons it (its goroutine leaks; the matrix is
+// a one-shot program) when it ignores its context past the deadline, so that one hung client
+// cannot stall the whole matrix.
+func runWithWatchdog(ctx context.Context, run CellFunc, e *Env) error {
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, e) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+	}
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(abandonGrace):
+		return fmt.Errorf("client ignored its deadline (%v); cell abandoned", ctx.Err())
+	}
 }
 
 func main() {

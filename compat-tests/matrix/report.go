@@ -34,6 +34,10 @@ func Report(cells []Cell, suite *SuiteResult, logs string, elapsed time.Duration
 	fmt.Fprintf(&b, "%d pass, %d fail, %d n/a. Each cell links to its log (client output plus the harness's own checks); the broker log is [sluice.log](%s). ", pass, fail, nas, link("sluice.log"))
 	fmt.Fprintf(&b, "A cell passes only when the client exits cleanly **and** the harness, reading the broker with franz-go, sees the expected result (records and keys/values, the batch's compression codec, committed offsets, configs, log start offset, read_committed visibility). ")
 	fmt.Fprintf(&b, "`make test` runs a one-scenario-per-family subset (`go test ./compat-tests/matrix -run TestQuickMatrix`).\n\n")
+	fmt.Fprintf(&b, "The logs are committed with this file (`make compat` rewrites them; each cell log is capped at %d KiB, head and tail kept, so the links always resolve). ", maxCellLog>>10)
+	fmt.Fprintf(&b, "Every client connects through a recording proxy that sluice advertises as its listener, which is how the old-request-version table below is measured. ")
+	fmt.Fprintf(&b, "Scenario data conventions (keys k<i>, values v<i>, headers h/trace, timestamps an hour ago one second apart) are in compat-tests/matrix/doc.go; ")
+	fmt.Fprintf(&b, "the tools that cannot produce or consume on their own (kafka-consumer-groups, kafka-dump-log) are given their input by franz-go, and kafka-get-offsets stands in for the consume columns by resolving the same offsets.\n\n")
 
 	fmt.Fprintf(&b, "| client / tool |")
 	for _, s := range Scenarios {

@@ -49,7 +49,7 @@ def main():
     elif scenario.startswith("produce-"):
         import kafka.codec
         if codec != "none" and not getattr(kafka.codec, "has_" + codec, lambda: False)():
-            na("kafka-python needs a separate Python module for %s, which Debian's python3-kafka does not pull in" % codec)
+            na("kafka-python needs a separate Python module for %s (Debian: python3-snappy, python3-zstandard; scripts/install-test-deps.sh installs them)" % codec)
         p = KafkaProducer(bootstrap_servers=bootstrap, compression_type=None if codec == "none" else codec, linger_ms=50)
         fs = [p.send(topic, key=b"k%d" % i, value=payload(i).encode(), partition=0) for i in range(10)]
         for f in fs:
