@@ -14,6 +14,7 @@ import java.util.concurrent.atomic.*;
 import org.apache.kafka.clients.consumer.*;
 import org.apache.kafka.clients.producer.*;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.RebalanceInProgressException;
 import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
 
@@ -35,6 +36,8 @@ public class GroupCheck {
         final String name;
         final Set<Integer> owned = ConcurrentHashMap.newKeySet();
         final AtomicInteger read = new AtomicInteger();
+        final AtomicInteger commitRetries = new AtomicInteger();
+        boolean dirty; // records read whose commit was refused; only touched on this member's thread
         volatile boolean stop;
         final CountDownLatch done = new CountDownLatch(1);
 
@@ -70,7 +73,14 @@ public class GroupCheck {
                             }
                         }
                     }
-                    public void onPartitionsRevoked(Collection<TopicPartition> tps) { release(tps, "-"); }
+                    public void onPartitionsRevoked(Collection<TopicPartition> tps) {
+                        // A commit refused mid-rebalance is made before the partitions go.
+                        if (dirty) {
+                            c.commitSync();
+                            dirty = false;
+                        }
+                        release(tps, "-");
+                    }
                     public void onPartitionsLost(Collection<TopicPartition> tps) {
                         if (!tps.isEmpty()) fail(name + " lost " + parts(tps));
                         release(tps, "lost");
@@ -97,7 +107,17 @@ public class GroupCheck {
                         reads.computeIfAbsent(r.value(), k -> new AtomicInteger()).incrementAndGet();
                         read.incrementAndGet();
                     }
-                    if (!recs.isEmpty()) c.commitSync();
+                    if (!recs.isEmpty() || dirty) {
+                        try {
+                            c.commitSync();
+                            dirty = false;
+                        } catch (RebalanceInProgressException e) {
+                            // Kafka refuses commits while the group completes a rebalance; the
+                            // next poll or onPartitionsRevoked commits these records.
+                            dirty = true;
+                            commitRetries.incrementAndGet();
+                        }
+                    }
                 }
             } catch (Exception e) {
                 fail(name + " consumer: " + e);
@@ -185,7 +205,8 @@ public class GroupCheck {
             System.out.println("events " + events);
             System.exit(1);
         }
-        System.out.println("OK " + protocol + ": A read " + a.read + ", B read " + b.read + "; events " + events);
+        System.out.println("OK " + protocol + ": A read " + a.read + ", B read " + b.read + "; commits retried after a rebalance: A "
+                + a.commitRetries + ", B " + b.commitRetries + "; events " + events);
         System.exit(0);
     }
 }
