@@ -593,7 +593,7 @@ func (d *cuttableDialer) cutAll() {
 // startChurnMember joins cfg.group. Its poll loop processes each poll, commits it
 // synchronously, and only then lets a rebalance proceed (BlockRebalanceOnPoll), so a partition
 // moves only after its records were committed.
-func startChurnMember(t *testing.T, cfg churnConfig, name string, own *ownership, sink *consumedSink) *churnMember {
+func startChurnMember(t *testing.T, cfg churnConfig, name string, own *ownership, sink *consumedSink, extra ...kgo.Opt) *churnMember {
 	t.Helper()
 	topic := cfg.topic
 	gen := func(cl *kgo.Client) int32 { _, g := cl.GroupMetadata(); return g }
@@ -634,6 +634,7 @@ func startChurnMember(t *testing.T, cfg churnConfig, name string, own *ownership
 	if cfg.serverSide {
 		opts = append(opts, kgo.ServerSideBalancer())
 	}
+	opts = append(opts, extra...)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		clCancel()
