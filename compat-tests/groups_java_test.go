@@ -291,7 +291,9 @@ func describeOffsetRows(out, group, topic string) map[int32]describeRow {
 // TestGroupsJavaMembers runs testdata/groups_java/GroupCheck.java: two Java KafkaConsumers in
 // one group, with group.protocol=classic (CooperativeStickyAssignor) and with
 // group.protocol=consumer (KIP-848). A second member joining takes over some partitions, the
-// first leaving hands all of them to the second, no partition is ever owned by both, and with
+// first leaving hands all of them to the second (or, as static members with a
+// group.instance.id, the first restarting under its instance id gets its own partitions back
+// while the second keeps its own), no partition is ever owned by two members, and with
 // commitSync after every poll each record is read exactly once.
 func TestGroupsJavaMembers(t *testing.T) {
 	java := lookPath(t, "java")
@@ -300,12 +302,14 @@ func TestGroupsJavaMembers(t *testing.T) {
 	classes := t.TempDir()
 	runCmd(t, javaTimeout, "", javac, "-nowarn", "-cp", jars, "-d", classes, filepath.Join("testdata", "groups_java", "GroupCheck.java"))
 	b, _, adm := startGroupBroker(t)
-	for _, protocol := range []string{"classic", "consumer"} {
-		t.Run(protocol, func(t *testing.T) {
-			topic, group := "groups-java-members-"+protocol, "java-members-"+protocol
+	for _, tc := range []struct{ protocol, mode string }{
+		{"classic", "dynamic"}, {"consumer", "dynamic"}, {"classic", "static"}, {"consumer", "static"},
+	} {
+		t.Run(tc.protocol+"_"+tc.mode, func(t *testing.T) {
+			topic, group := "groups-java-members-"+tc.protocol+"-"+tc.mode, "java-members-"+tc.protocol+"-"+tc.mode
 			groupsCreateTopic(t, adm, topic, 4)
 			out := runCmd(t, 2*javaTimeout, "", java, "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx256m",
-				"-cp", classes+string(filepath.ListSeparator)+jars, "GroupCheck", b.Addr, topic, group, protocol, "4", "200")
+				"-cp", classes+string(filepath.ListSeparator)+jars, "GroupCheck", b.Addr, topic, group, tc.protocol, "4", "200", tc.mode)
 			if !strings.HasPrefix(lastLine(out), "OK ") {
 				t.Fatalf("GroupCheck did not report OK:\n%s", clip(out))
 			}

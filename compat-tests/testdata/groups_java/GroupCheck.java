@@ -1,10 +1,12 @@
 // Two Java KafkaConsumers in one group, each on its own thread, with synchronous commits after
-// every poll. usage: GroupCheck BOOTSTRAP TOPIC GROUP PROTOCOL PARTITIONS COUNT
+// every poll. usage: GroupCheck BOOTSTRAP TOPIC GROUP PROTOCOL PARTITIONS COUNT [static]
 // PROTOCOL is "classic" (with the CooperativeStickyAssignor) or "consumer" (KIP-848, the
 // broker assigns). Phases: A alone reads COUNT records; B joins and COUNT more are read by
-// both; A leaves and COUNT more are read by B. Every record must be read exactly once, and no
-// partition may be owned by both members at once (tracked in the rebalance listeners).
-// Prints "OK ..." and exits 0, or prints FAIL lines and exits 1.
+// both; A leaves and COUNT more are read by B. With "static" the members have a
+// group.instance.id and A instead restarts under the same instance id: the new A must get
+// exactly A's partitions back while B keeps its own without a revocation. Every record must be
+// read exactly once, and no partition may be owned by two members at once (tracked in the
+// rebalance listeners). Prints "OK ..." and exits 0, or prints FAIL lines and exits 1.
 
 import java.time.Duration;
 import java.util.*;
@@ -41,7 +43,12 @@ public class GroupCheck {
         volatile boolean stop;
         final CountDownLatch done = new CountDownLatch(1);
 
-        Member(String name) { this.name = name; }
+        final String instanceId; // group.instance.id, or null for a dynamic member
+
+        Member(String name, String instanceId) {
+            this.name = name;
+            this.instanceId = instanceId;
+        }
 
         public void run() {
             Properties p = new Properties();
@@ -49,6 +56,9 @@ public class GroupCheck {
             p.put("group.id", group);
             p.put("group.protocol", protocol);
             p.put("client.id", name);
+            if (instanceId != null) {
+                p.put("group.instance.id", instanceId);
+            }
             p.put("enable.auto.commit", "false");
             p.put("auto.offset.reset", "earliest");
             p.put("key.deserializer", StringDeserializer.class.getName());
@@ -173,7 +183,8 @@ public class GroupCheck {
         Set<Integer> all = new HashSet<>();
         for (int i = 0; i < partitions; i++) all.add(i);
 
-        Member a = new Member("A"), b = new Member("B");
+        boolean isStatic = args.length > 6 && args[6].equals("static");
+        Member a = new Member("A", isStatic ? "instance-a" : null), b = new Member("B", isStatic ? "instance-b" : null);
         produce("one");
         new Thread(a).start();
         await("A reads phase one", () -> reads.size() >= count && owns(a, all));
@@ -185,13 +196,33 @@ public class GroupCheck {
         await("A and B read phase two", () -> reads.size() >= 2 * count);
         if (a.read.get() == 0 || b.read.get() == 0) fail("phase two not shared: A read " + a.read + ", B read " + b.read);
 
-        a.stop = true;
-        a.done.await(60, TimeUnit.SECONDS);
-        await("B takes over A's partitions", () -> owns(b, all));
-        produce("three");
-        await("B reads phase three", () -> reads.size() >= 3 * count);
-        b.stop = true;
-        b.done.await(60, TimeUnit.SECONDS);
+        Member last = b;
+        if (isStatic) {
+            Set<Integer> aOwned = new HashSet<>(a.owned), bOwned = new HashSet<>(b.owned);
+            int mark = events.size();
+            a.stop = true;
+            a.done.await(60, TimeUnit.SECONDS);
+            Member a2 = new Member("A2", "instance-a");
+            new Thread(a2).start();
+            await("A2 (instance-a again) gets A's partitions " + aOwned, () -> owns(a2, aOwned) && owns(b, bOwned));
+            synchronized (owner) {
+                for (String e : events.subList(mark, events.size())) {
+                    if (e.startsWith("B ")) fail("B's partitions changed when the static member A restarted: " + e);
+                }
+            }
+            produce("three");
+            await("A2 and B read phase three", () -> reads.size() >= 3 * count);
+            a2.stop = true;
+            a2.done.await(60, TimeUnit.SECONDS);
+        } else {
+            a.stop = true;
+            a.done.await(60, TimeUnit.SECONDS);
+            await("B takes over A's partitions", () -> owns(b, all));
+            produce("three");
+            await("B reads phase three", () -> reads.size() >= 3 * count);
+        }
+        last.stop = true;
+        last.done.await(60, TimeUnit.SECONDS);
 
         int dups = 0;
         for (Map.Entry<String, AtomicInteger> e : reads.entrySet()) {
@@ -205,7 +236,7 @@ public class GroupCheck {
             System.out.println("events " + events);
             System.exit(1);
         }
-        System.out.println("OK " + protocol + ": A read " + a.read + ", B read " + b.read + "; commits retried after a rebalance: A "
+        System.out.println("OK " + protocol + (isStatic ? " static" : "") + ": A read " + a.read + ", B read " + b.read + "; commits retried after a rebalance: A "
                 + a.commitRetries + ", B " + b.commitRetries + "; events " + events);
         System.exit(0);
     }
