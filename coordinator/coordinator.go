@@ -255,7 +255,7 @@ func (c *Coordinator) Load(partition int32, log PartitionLog) error {
 		c.log.Error("loading coordinator shard failed", "partition", partition, "err", err)
 		return fmt.Errorf("coordinator: loading partition %d: %w", partition, err)
 	}
-	c.log.Info("loaded coordinator shard", "partition", partition,
+	c.log.Debug("loaded coordinator shard", "partition", partition,
 		"groups", s.numGroups(), "elapsed", c.cfg.Clock.Now().Sub(start))
 	return nil
 }
@@ -272,7 +272,7 @@ func (c *Coordinator) Unload(partition int32) {
 		return
 	}
 	s.unload()
-	c.log.Info("unloaded coordinator shard", "partition", partition)
+	c.log.Debug("unloaded coordinator shard", "partition", partition)
 }
 
 // Close unloads every shard. Later calls answer NOT_COORDINATOR.
