@@ -19,6 +19,12 @@ func kafkaGoRead(ctx context.Context, e *Env, cfg kafka.ReaderConfig, n int, com
 	cfg.Brokers, cfg.Topic, cfg.MaxWait = []string{e.Addr}, e.Topic, 200*time.Millisecond
 	r := kafka.NewReader(cfg)
 	defer r.Close()
+	if cfg.GroupID == "" {
+		// kafka-go's ReaderConfig.StartOffset applies to group readers only.
+		if err := r.SetOffset(cfg.StartOffset); err != nil {
+			return nil, err
+		}
+	}
 	var got []kafka.Message
 	for len(got) < n {
 		m, err := r.FetchMessage(ctx)
@@ -37,7 +43,11 @@ func kafkaGoRead(ctx context.Context, e *Env, cfg kafka.ReaderConfig, n int, com
 
 func runKafkaGo(ctx context.Context, e *Env) error {
 	s := e.Scenario
-	cl := &kafka.Client{Addr: kafka.TCP(e.Addr), Timeout: 20 * time.Second}
+	// A transport per cell: kafka-go's shared DefaultTransport caches metadata for seconds and
+	// reports a topic created since as unknown.
+	transport := &kafka.Transport{MetadataTTL: time.Second}
+	defer transport.CloseIdleConnections()
+	cl := &kafka.Client{Addr: kafka.TCP(e.Addr), Timeout: 20 * time.Second, Transport: transport}
 	switch {
 	case s.ID == "admin":
 		resp, err := cl.CreateTopics(ctx, &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{{Topic: e.Topic, NumPartitions: 3, ReplicationFactor: 1}}})
@@ -61,7 +71,7 @@ func runKafkaGo(ctx context.Context, e *Env) error {
 		return del.Errors[e.Topic]
 	case s.Codec != "" || s.ID == "keys-headers":
 		w := &kafka.Writer{Addr: kafka.TCP(e.Addr), Topic: e.Topic, Balancer: &kafka.Hash{}, BatchSize: seedCount,
-			BatchTimeout: 50 * time.Millisecond, RequiredAcks: kafka.RequireAll, Compression: kafkaGoCodecs[s.Codec]}
+			BatchTimeout: 50 * time.Millisecond, RequiredAcks: kafka.RequireAll, Compression: kafkaGoCodecs[s.Codec], Transport: transport}
 		defer w.Close()
 		var msgs []kafka.Message
 		for i := 0; i < seedCount; i++ {

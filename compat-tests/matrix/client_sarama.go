@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"log"
 	"strings"
 	"time"
 
@@ -128,6 +129,7 @@ func runSaramaOld(ctx context.Context, e *Env) error {
 }
 
 func runSarama(ctx context.Context, e *Env) error {
+	sarama.Logger = log.New(e.Log, "[sarama] ", log.Ltime) // cells run one at a time
 	s := e.Scenario
 	switch {
 	case s.ID == "admin":
@@ -146,13 +148,16 @@ func runSarama(ctx context.Context, e *Env) error {
 		if len(md) != 1 || len(md[0].Partitions) != 3 {
 			return fmt.Errorf("describe: %+v", md)
 		}
-		if err := adm.CreatePartitions(e.Topic, 5, nil, false); err != nil {
-			return err
+		if saramaVersion.IsAtLeast(sarama.V1_0_0_0) { // CreatePartitions needs Kafka 1.0's API
+			if err := adm.CreatePartitions(e.Topic, 5, nil, false); err != nil {
+				return err
+			}
 		}
 		return adm.DeleteTopic(e.Topic)
 	case s.Codec != "" || s.ID == "keys-headers" || s.ID == "transactions":
 		cfg := saramaConfig()
-		cfg.Producer.Idempotent = true
+		// Idempotence needs Version >= V0_11_0_0; the old-protocol row produces without it.
+		cfg.Producer.Idempotent = saramaVersion.IsAtLeast(sarama.V0_11_0_0)
 		cfg.Net.MaxOpenRequests = 1
 		cfg.Producer.Flush.Messages = seedCount
 		cfg.Producer.Flush.Frequency = 50 * time.Millisecond
