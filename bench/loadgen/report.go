@@ -110,7 +110,7 @@ func renderMarkdown(rep *report, png, plotErr string) string {
 	p("- Kafka's tools run with the Java client's defaults (linger.ms=5, batch.size=16384) and `--throughput -1`; their latencies are whole milliseconds.\n")
 	p("- Consumers read a backlog of %d MiB of 1 KiB records written just before by kafka-producer-perf-test (so it is mostly in the page cache for both brokers); "+
 		"throughput is from partition assignment to the last record (group join excluded, as the tool's fetch.* columns do).\n", cfg.BacklogMiB)
-	p("- Broker CPU seconds = utime+stime from /proc/<pid>/stat over the whole step (for loadgen produce workloads that includes serving the end-to-end consumer, also while it catches up after the producers stop; the step's wall time is in brackets); peak RSS = VmHWM from /proc/<pid>/status, reset before each workload (`echo 5 > /proc/<pid>/clear_refs`). The load generators run on the same 2 cores.\n\n")
+	p("- Broker CPU seconds = utime+stime from /proc/<pid>/stat over the whole step (for loadgen produce workloads that includes serving the end-to-end consumer, also while it catches up after the producers stop; the step's wall time is in brackets); peak RSS = VmHWM from /proc/<pid>/status, reset before each workload (`echo 5 > /proc/<pid>/clear_refs`), which resets it to the current RSS, so a step's peak can include memory retained from an earlier step (Go returns freed heap to the OS lazily; the JVM's heap never shrinks). The load generators run on the same 2 cores.\n\n")
 
 	if l := rep.Limits; l != nil {
 		p("## Physical limits, measured in this run\n\n")
