@@ -32,7 +32,7 @@ clean:
 
 # sluice vs Apache Kafka 4.1.1 on this machine, same run, same load; writes bench/results/<date>.md
 # and .png. Not part of `make test`. BENCH_QUICK=1 is a smoke run of a few minutes; the full run
-# takes about half an hour. BENCH_ARGS passes flags to `loadgen all` (e.g. -brokers sluice).
+# takes 12-30 minutes. BENCH_ARGS passes flags to `loadgen all` (e.g. -brokers sluice).
 BENCH_QUICK ?=
 BENCH_ARGS ?=
 .PHONY: bench
