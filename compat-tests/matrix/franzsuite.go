@@ -16,6 +16,9 @@ import (
 // franzSuiteTimeout bounds franz-go's live-broker suite.
 const franzSuiteTimeout = 10 * time.Minute
 
+// maxSuiteLog bounds the committed franz-go suite log (tail kept).
+const maxSuiteLog = 192 << 10
+
 // franzSkip is what scripts/franz-suite.sh skips: features sluice does not serve yet.
 const franzSkip = "TestTxnEtl|Share|TestSCRAM|TestOAuth"
 
@@ -93,6 +96,6 @@ func RunFranzSuite(ctx context.Context, bin, logsDir string) *SuiteResult {
 		res.Tests = append(res.Tests, *t)
 	}
 	sort.Slice(res.Tests, func(i, j int) bool { return res.Tests[i].Name < res.Tests[j].Name })
-	trimFile(filepath.Join(logsDir, res.LogPath), 512<<10)
+	trimFile(filepath.Join(logsDir, res.LogPath), maxSuiteLog)
 	return res
 }

@@ -48,7 +48,6 @@ func Report(cells []Cell, suite *SuiteResult, logs string, elapsed time.Duration
 		fmt.Fprintf(&b, ":-:|")
 	}
 	fmt.Fprintf(&b, "\n")
-	type note struct{ cell Cell }
 	var failures, nas2 []Cell
 	for _, cl := range clients {
 		ran := false
@@ -131,13 +130,40 @@ func Report(cells []Cell, suite *SuiteResult, logs string, elapsed time.Duration
 		sort.Strings(served)
 		fmt.Fprintf(&b, "| %s | %s | %s |\n", cl.Name, strings.Join(list, ", "), strings.Join(served, "; "))
 	}
+	var clean []string
+	for _, cl := range clients {
+		ran, old := false, false
+		for _, c := range cells {
+			if c.Client == cl.ID {
+				ran = true
+				old = old || len(c.Old) > 0
+			}
+		}
+		if ran && !old {
+			clean = append(clean, cl.Name)
+		}
+	}
 	if !anyOld {
 		fmt.Fprintf(&b, "| (none) | no client sent a version below Kafka 4's floor | |\n")
 	}
+	if len(clean) > 0 {
+		fmt.Fprintf(&b, "\nNo request below Kafka 4's floor was sent by: %s.\n", strings.Join(clean, "; "))
+	}
 
-	fmt.Fprintf(&b, "\n## n/a cells\n\n")
+	fmt.Fprintf(&b, "\n## n/a cells (scenarios a client or tool cannot express)\n\n")
+	// One line per client and reason, listing the scenarios it covers.
+	type naKey struct{ client, reason string }
+	var order []naKey
+	scen := map[naKey][]string{}
 	for _, c := range nas2 {
-		fmt.Fprintf(&b, "- %s × %s: %s\n", names[c.Client], c.Scenario, mdEscape(c.Detail))
+		k := naKey{c.Client, c.Detail}
+		if _, ok := scen[k]; !ok {
+			order = append(order, k)
+		}
+		scen[k] = append(scen[k], c.Scenario)
+	}
+	for _, k := range order {
+		fmt.Fprintf(&b, "- %s — %s: %s\n", names[k.client], strings.Join(scen[k], ", "), mdEscape(k.reason))
 	}
 
 	if suite != nil {
@@ -146,6 +172,11 @@ func Report(cells []Cell, suite *SuiteResult, logs string, elapsed time.Duration
 		if suite.Err != "" {
 			fmt.Fprintf(&b, "Suite error: `%s`\n\n", mdEscape(suite.Err))
 		}
+		counts := map[string]int{}
+		for _, t := range suite.Tests {
+			counts[t.Result]++
+		}
+		fmt.Fprintf(&b, "%d pass, %d fail, %d skip (a skip is franz-go's own decision, e.g. a test for a feature the broker does not advertise).\n\n", counts["pass"], counts["FAIL"], counts["skip"])
 		fmt.Fprintf(&b, "| test | result | seconds |\n|---|---|---:|\n")
 		for _, t := range suite.Tests {
 			fmt.Fprintf(&b, "| %s | %s | %.1f |\n", t.Name, t.Result, t.Seconds)
