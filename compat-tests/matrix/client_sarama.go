@@ -194,6 +194,9 @@ func runSarama(ctx context.Context, e *Env) error {
 			}
 		}
 		if err := p.SendMessages(msgs); err != nil {
+			if perrs, ok := err.(sarama.ProducerErrors); ok && len(perrs) > 0 {
+				return fmt.Errorf("%d records failed, first: %w", len(perrs), perrs[0].Err)
+			}
 			return err
 		}
 		if s.ID == "transactions" {
