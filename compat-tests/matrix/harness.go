@@ -144,7 +144,7 @@ func (b *Broker) Stop() {
 func (b *Broker) DataDir() string { return b.dataDir }
 
 // apiVersion is one (API key, version) pair seen on the wire.
-type apiVersion struct{ key, version int16 }
+type apiVersion struct{ Key, Version int16 }
 
 // proxy forwards TCP connections to the broker and records the API key and version of every
 // request frame a client sends. Responses are copied through untouched.
@@ -217,7 +217,7 @@ func (p *proxy) handle(client net.Conn) {
 		if _, err := io.ReadFull(client, hdr[4:8]); err != nil {
 			return
 		}
-		p.record(apiVersion{int16(binary.BigEndian.Uint16(hdr[4:6])), int16(binary.BigEndian.Uint16(hdr[6:8]))})
+		p.record(apiVersion{Key: int16(binary.BigEndian.Uint16(hdr[4:6])), Version: int16(binary.BigEndian.Uint16(hdr[6:8]))})
 		if _, err := server.Write(hdr[:8]); err != nil {
 			return
 		}
@@ -271,25 +271,25 @@ var apiNames = map[int16]string{
 func oldRequests(seen map[apiVersion]int) []apiVersion {
 	var old []apiVersion
 	for av := range seen {
-		if floor, ok := kafka4Floor[av.key]; ok && av.version < floor {
+		if floor, ok := kafka4Floor[av.Key]; ok && av.Version < floor {
 			old = append(old, av)
 		}
 	}
 	sort.Slice(old, func(i, j int) bool {
-		if old[i].key != old[j].key {
-			return old[i].key < old[j].key
+		if old[i].Key != old[j].Key {
+			return old[i].Key < old[j].Key
 		}
-		return old[i].version < old[j].version
+		return old[i].Version < old[j].Version
 	})
 	return old
 }
 
 func (av apiVersion) String() string {
-	name := apiNames[av.key]
+	name := apiNames[av.Key]
 	if name == "" {
-		name = "key" + strconv.Itoa(int(av.key))
+		name = "key" + strconv.Itoa(int(av.Key))
 	}
-	return fmt.Sprintf("%s v%d", name, av.version)
+	return fmt.Sprintf("%s v%d", name, av.Version)
 }
 
 // cellLog collects one cell's output and writes a bounded copy to disk.

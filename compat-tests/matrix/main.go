@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -231,7 +232,15 @@ func main() {
 	clients := flag.String("clients", "", "regexp of client ids to run (default all)")
 	scenarios := flag.String("scenarios", "", "regexp of scenario ids to run (default all)")
 	franz := flag.Bool("franz-suite", true, "also run franz-go's live-broker suite")
+	render := flag.Bool("render", false, "only re-render -out from the results.json a previous run left in -logs")
 	flag.Parse()
+	if *render {
+		if err := rerender(*out, *logsDir); err != nil {
+			fmt.Fprintln(os.Stderr, "matrix:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(*out, *logsDir, *bin, *clients, *scenarios, *franz); err != nil {
 		fmt.Fprintln(os.Stderr, "matrix:", err)
 		os.Exit(1)
@@ -281,8 +290,36 @@ func run(out, logsDir, bin, clientPat, scenarioPat string, franz bool) error {
 	if err != nil {
 		relLogs = absLogs
 	}
-	report := Report(cells, suite, relLogs, time.Since(start))
+	res := results{Cells: cells, Suite: suite, Elapsed: time.Since(start), At: time.Now().UTC()}
+	if data, err := json.MarshalIndent(res, "", " "); err == nil {
+		os.WriteFile(filepath.Join(absLogs, "results.json"), data, 0o644)
+	}
+	report := Report(cells, suite, relLogs, res.Elapsed, res.At)
 	return os.WriteFile(out, []byte(report), 0o644)
+}
+
+// results is what a run leaves in the logs dir, so that the report can be re-rendered.
+type results struct {
+	Cells   []Cell
+	Suite   *SuiteResult
+	Elapsed time.Duration
+	At      time.Time
+}
+
+func rerender(out, logsDir string) error {
+	data, err := os.ReadFile(filepath.Join(logsDir, "results.json"))
+	if err != nil {
+		return err
+	}
+	var res results
+	if err := json.Unmarshal(data, &res); err != nil {
+		return err
+	}
+	relLogs, err := filepath.Rel(filepath.Dir(mustAbs(out)), mustAbs(logsDir))
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(out, []byte(Report(res.Cells, res.Suite, relLogs, res.Elapsed, res.At)), 0o644)
 }
 
 func mustAbs(p string) string {
