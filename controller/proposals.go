@@ -101,19 +101,12 @@ func (c *Controller) CreateTopics(ctx context.Context, topics []CreateTopic, val
 			}
 		},
 	}
-	if err := c.submit(ctx, req); err != nil {
-		verr, ok := err.(*validationError)
-		if !ok {
-			return nil, err
+	return submitEach(ctx, c, req, results, func(r *CreateTopicResult, verr *validationError) {
+		if r.Err == nil {
+			setErr(&r.Err, &r.Message, verr)
+			r.Topic, r.ID = nil, TopicID{}
 		}
-		for i := range results {
-			if results[i].Err == nil {
-				setErr(&results[i].Err, &results[i].Message, verr)
-				results[i].Topic, results[i].ID = nil, TopicID{}
-			}
-		}
-	}
-	return results, nil
+	})
 }
 
 func planCreateTopic(w *Image, t CreateTopic, rng *rand.Rand) ([]Record, *validationError) {
@@ -237,18 +230,7 @@ func (c *Controller) DeleteTopics(ctx context.Context, names []string, ids []Top
 			return recs
 		},
 	}
-	if err := c.submit(ctx, req); err != nil {
-		verr, ok := err.(*validationError)
-		if !ok {
-			return nil, err
-		}
-		for i := range results {
-			if results[i].Err == nil {
-				setErr(&results[i].Err, &results[i].Message, verr)
-			}
-		}
-	}
-	return results, nil
+	return submitEach(ctx, c, req, results, failUnfailed)
 }
 
 // CreatePartitions is one topic of a CreatePartitions call: grow Topic to Count partitions,
@@ -298,18 +280,7 @@ func (c *Controller) CreatePartitions(ctx context.Context, reqs []CreatePartitio
 			return recs
 		},
 	}
-	if err := c.submit(ctx, req); err != nil {
-		verr, ok := err.(*validationError)
-		if !ok {
-			return nil, err
-		}
-		for i := range results {
-			if results[i].Err == nil {
-				setErr(&results[i].Err, &results[i].Message, verr)
-			}
-		}
-	}
-	return results, nil
+	return submitEach(ctx, c, req, results, failUnfailed)
 }
 
 func planCreatePartitions(w *Image, cp CreatePartitions, rng *rand.Rand) ([]Record, *validationError) {
@@ -400,18 +371,7 @@ func (c *Controller) AlterConfigs(ctx context.Context, reqs []AlterConfigs, vali
 			return recs
 		},
 	}
-	if err := c.submit(ctx, req); err != nil {
-		verr, ok := err.(*validationError)
-		if !ok {
-			return nil, err
-		}
-		for i := range results {
-			if results[i].Err == nil {
-				setErr(&results[i].Err, &results[i].Message, verr)
-			}
-		}
-	}
-	return results, nil
+	return submitEach(ctx, c, req, results, failUnfailed)
 }
 
 func planAlterConfigs(w *Image, ac AlterConfigs) ([]Record, *validationError) {
@@ -507,6 +467,36 @@ func (c *Controller) AllocateProducerIDs(ctx context.Context, brokerID int32, co
 	}
 	return firstID, nil
 }
+
+// submitEach submits req and returns results. A validation error that fails the whole
+// proposal (an oversized entry, say) becomes the error of the items failItem gives it to;
+// other errors (ctx done, controller closed) are returned as Go errors.
+func submitEach[T any](ctx context.Context, c *Controller, req *request, results []T, failItem func(*T, *validationError)) ([]T, error) {
+	if err := c.submit(ctx, req); err != nil {
+		verr, ok := err.(*validationError)
+		if !ok {
+			return nil, err
+		}
+		for i := range results {
+			failItem(&results[i], verr)
+		}
+	}
+	return results, nil
+}
+
+// failUnfailed gives verr to an item that has no error of its own.
+func failUnfailed[R any, P interface {
+	*R
+	errFields() (*error, *string)
+}](r P, verr *validationError) {
+	if err, msg := r.errFields(); *err == nil {
+		setErr(err, msg, verr)
+	}
+}
+
+func (r *DeleteTopicResult) errFields() (*error, *string)      { return &r.Err, &r.Message }
+func (r *CreatePartitionsResult) errFields() (*error, *string) { return &r.Err, &r.Message }
+func (r *AlterConfigsResult) errFields() (*error, *string)     { return &r.Err, &r.Message }
 
 func setErr(err *error, msg *string, v *validationError) {
 	*err, *msg = v.code, v.msg
