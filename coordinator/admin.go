@@ -17,28 +17,48 @@ import (
 // fills it when IncludeAuthorizedOperations is set.
 func (c *Coordinator) DescribeGroups(ctx context.Context, req *kmsg.DescribeGroupsRequest) (*kmsg.DescribeGroupsResponse, error) {
 	resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
-	for _, id := range req.Groups {
-		dg := kmsg.NewDescribeGroupsResponseGroup()
-		dg.Group = id
-		dg.AuthorizedOperations = math.MinInt32
+	groups, err := describeEach(ctx, c, req.Groups,
+		func(id string) kmsg.DescribeGroupsResponseGroup {
+			dg := kmsg.NewDescribeGroupsResponseGroup()
+			dg.Group, dg.AuthorizedOperations = id, math.MinInt32
+			return dg
+		},
+		func(dg *kmsg.DescribeGroupsResponseGroup, code int16) { dg.ErrorCode = code },
+		func(s *shard, dg kmsg.DescribeGroupsResponseGroup) kmsg.DescribeGroupsResponseGroup {
+			return s.describeGroup(req.Version, dg)
+		})
+	if err != nil {
+		return nil, err
+	}
+	resp.Groups = groups
+	return resp, nil
+}
+
+// describeEach describes each group on its shard's goroutine, for DescribeGroups and
+// ConsumerGroupDescribe: newGroup makes a group's answer, setCode puts an error code in it
+// (the group's lookup failed, or its shard unloaded meanwhile), describe fills it.
+func describeEach[G any](ctx context.Context, c *Coordinator, ids []string, newGroup func(id string) G, setCode func(*G, int16), describe func(*shard, G) G) ([]G, error) {
+	var out []G
+	for _, id := range ids {
+		g := newGroup(id)
 		s, code := c.lookup(id)
 		if code != 0 {
-			dg.ErrorCode = code
-			resp.Groups = append(resp.Groups, dg)
+			setCode(&g, code)
+			out = append(out, g)
 			continue
 		}
-		out, err := await(ctx, s, func(reply func(kmsg.DescribeGroupsResponseGroup)) {
-			reply(s.describeGroup(req.Version, dg))
-		}, func() kmsg.DescribeGroupsResponseGroup {
-			dg.ErrorCode = errNotCoordinator
-			return dg
+		described, err := await(ctx, s, func(reply func(G)) {
+			reply(describe(s, g))
+		}, func() G {
+			setCode(&g, errNotCoordinator)
+			return g
 		})
 		if err != nil {
 			return nil, err
 		}
-		resp.Groups = append(resp.Groups, out)
+		out = append(out, described)
 	}
-	return resp, nil
+	return out, nil
 }
 
 func (s *shard) describeGroup(version int16, dg kmsg.DescribeGroupsResponseGroup) kmsg.DescribeGroupsResponseGroup {

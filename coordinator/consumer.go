@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"hash/fnv"
+	"math"
 	"regexp"
 	"slices"
 	"sort"
@@ -684,27 +685,20 @@ func (g *group) scheduleConsumerSession(m *cgMember) {
 // ConsumerGroupDescribe handles ConsumerGroupDescribe (key 69) v0–v1.
 func (c *Coordinator) ConsumerGroupDescribe(ctx context.Context, req *kmsg.ConsumerGroupDescribeRequest) (*kmsg.ConsumerGroupDescribeResponse, error) {
 	resp := req.ResponseKind().(*kmsg.ConsumerGroupDescribeResponse)
-	for _, id := range req.Groups {
-		dg := kmsg.NewConsumerGroupDescribeResponseGroup()
-		dg.Group = id
-		dg.AuthorizedOperations = -2147483648
-		s, code := c.lookup(id)
-		if code != 0 {
-			dg.ErrorCode = code
-			resp.Groups = append(resp.Groups, dg)
-			continue
-		}
-		out, err := await(ctx, s, func(reply func(kmsg.ConsumerGroupDescribeResponseGroup)) {
-			reply(s.describeConsumerGroup(req.Version, dg))
-		}, func() kmsg.ConsumerGroupDescribeResponseGroup {
-			dg.ErrorCode = errNotCoordinator
+	groups, err := describeEach(ctx, c, req.Groups,
+		func(id string) kmsg.ConsumerGroupDescribeResponseGroup {
+			dg := kmsg.NewConsumerGroupDescribeResponseGroup()
+			dg.Group, dg.AuthorizedOperations = id, math.MinInt32
 			return dg
+		},
+		func(dg *kmsg.ConsumerGroupDescribeResponseGroup, code int16) { dg.ErrorCode = code },
+		func(s *shard, dg kmsg.ConsumerGroupDescribeResponseGroup) kmsg.ConsumerGroupDescribeResponseGroup {
+			return s.describeConsumerGroup(req.Version, dg)
 		})
-		if err != nil {
-			return nil, err
-		}
-		resp.Groups = append(resp.Groups, out)
+	if err != nil {
+		return nil, err
 	}
+	resp.Groups = groups
 	return resp, nil
 }
 
