@@ -703,16 +703,9 @@ func (c *Coordinator) Heartbeat(ctx context.Context, req *kmsg.HeartbeatRequest)
 		r.ErrorCode = code
 		return r
 	}
-	if req.Group == "" {
-		return resp(kerr.InvalidGroupID.Code), nil
-	}
-	s, code := c.lookup(req.Group)
-	if code != 0 {
-		return resp(code), nil
-	}
-	return await(ctx, s, func(reply func(*kmsg.HeartbeatResponse)) {
+	return onGroupShard(ctx, c, req.Group, resp, func(s *shard, reply func(*kmsg.HeartbeatResponse)) {
 		reply(resp(s.heartbeat(req)))
-	}, func() *kmsg.HeartbeatResponse { return resp(errNotCoordinator) })
+	})
 }
 
 func (s *shard) heartbeat(req *kmsg.HeartbeatRequest) int16 {
@@ -753,16 +746,9 @@ func (c *Coordinator) LeaveGroup(ctx context.Context, req *kmsg.LeaveGroupReques
 		r.ErrorCode = code
 		return r
 	}
-	if req.Group == "" {
-		return errResp(kerr.InvalidGroupID.Code), nil
-	}
-	s, code := c.lookup(req.Group)
-	if code != 0 {
-		return errResp(code), nil
-	}
-	return await(ctx, s, func(reply func(*kmsg.LeaveGroupResponse)) {
+	return onGroupShard(ctx, c, req.Group, errResp, func(s *shard, reply func(*kmsg.LeaveGroupResponse)) {
 		reply(s.leaveGroup(req))
-	}, func() *kmsg.LeaveGroupResponse { return errResp(errNotCoordinator) })
+	})
 }
 
 func (s *shard) leaveGroup(req *kmsg.LeaveGroupRequest) *kmsg.LeaveGroupResponse {

@@ -11,6 +11,20 @@ import (
 
 // await runs start as a shard event and waits for the reply it eventually
 // gives. If the shard was unloaded first, it answers onUnloaded() instead.
+// onGroupShard runs start on the shard of group and returns what it replies: an empty group ID
+// answers INVALID_GROUP_ID, a group not coordinated here the lookup's code (NOT_COORDINATOR,
+// COORDINATOR_LOAD_IN_PROGRESS), a shard unloaded meanwhile NOT_COORDINATOR.
+func onGroupShard[R any](ctx context.Context, c *Coordinator, group string, errResp func(code int16) R, start func(s *shard, reply func(R))) (R, error) {
+	if group == "" {
+		return errResp(kerr.InvalidGroupID.Code), nil
+	}
+	s, code := c.lookup(group)
+	if code != 0 {
+		return errResp(code), nil
+	}
+	return await(ctx, s, func(reply func(R)) { start(s, reply) }, func() R { return errResp(errNotCoordinator) })
+}
+
 func await[T any](ctx context.Context, s *shard, start func(reply func(T)), onUnloaded func() T) (T, error) {
 	ch := make(chan T, 1) // reply is called at most once, so it never blocks
 	s.submit(func() {
@@ -38,16 +52,9 @@ func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 		setCommitErrors(r, code)
 		return r
 	}
-	if req.Group == "" {
-		return errResp(kerr.InvalidGroupID.Code), nil
-	}
-	s, code := c.lookup(req.Group)
-	if code != 0 {
-		return errResp(code), nil
-	}
-	return await(ctx, s, func(reply func(*kmsg.OffsetCommitResponse)) {
+	return onGroupShard(ctx, c, req.Group, errResp, func(s *shard, reply func(*kmsg.OffsetCommitResponse)) {
 		s.offsetCommit(req, reply)
-	}, func() *kmsg.OffsetCommitResponse { return errResp(errNotCoordinator) })
+	})
 }
 
 func offsetCommitSkeleton(req *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse {
@@ -446,16 +453,9 @@ func (c *Coordinator) OffsetDelete(ctx context.Context, req *kmsg.OffsetDeleteRe
 		r.ErrorCode = code
 		return r
 	}
-	if req.Group == "" {
-		return errResp(kerr.InvalidGroupID.Code), nil
-	}
-	s, code := c.lookup(req.Group)
-	if code != 0 {
-		return errResp(code), nil
-	}
-	return await(ctx, s, func(reply func(*kmsg.OffsetDeleteResponse)) {
+	return onGroupShard(ctx, c, req.Group, errResp, func(s *shard, reply func(*kmsg.OffsetDeleteResponse)) {
 		s.offsetDelete(req, reply)
-	}, func() *kmsg.OffsetDeleteResponse { return errResp(errNotCoordinator) })
+	})
 }
 
 func (s *shard) offsetDelete(req *kmsg.OffsetDeleteRequest, reply func(*kmsg.OffsetDeleteResponse)) {
