@@ -110,3 +110,148 @@ func skipVarBytes(b []byte) ([]byte, bool) {
 	}
 	return b[n+int(l):], true
 }
+
+// CheckRecordsSequential checks count records in rest, a batch's records section (decompressed,
+// for a compressed batch), as WalkRecords does, and that their offset deltas are 0, 1, 2, ...,
+// as Kafka's LogValidator requires of a client's batch. It stops at the first record whose
+// offset delta is not its index and returns that index as walked with a nil error; walked ==
+// count means every record is sequential and rest holds exactly count records (a negative count
+// walks 0 records). It returns
+// ErrCorrupt for malformed framing in any record up to and including the first non-sequential
+// one, and never reads outside rest.
+//
+// It accepts and rejects exactly what WalkRecords with an "offset delta == index" callback does
+// (FuzzCheckRecordsSequential holds it to that), but runs on the produce path for every record,
+// so it avoids the callback and decodes the mostly 1-byte varints of a record inline.
+func CheckRecordsSequential(rest []byte, count int32) (walked int32, err error) {
+	p := 0
+	for ; walked < count; walked++ {
+		length, q := varintAt(rest, p)
+		if q < 0 || length < 0 || length > int64(len(rest)-q) {
+			return walked, ErrCorrupt
+		}
+		p = q + int(length)
+		offsetDelta, ok := checkRecord(rest[q:p])
+		if !ok {
+			return walked, ErrCorrupt
+		}
+		if offsetDelta != int64(walked) {
+			return walked, nil
+		}
+	}
+	// walked is count here, or 0 for a negative count (which only an empty rest satisfies).
+	if p != len(rest) {
+		return walked, ErrCorrupt
+	}
+	return walked, nil
+}
+
+// checkRecord checks one record body's framing as parseRecord does and returns its offset delta.
+//
+// Each varint is decoded in place: a 1-byte varint (attributes aside, most of a record's fields:
+// timestamp delta, small offset deltas, null key, header count) costs a compare and a shift;
+// longer ones go to varintAt. Go does not inline a helper that both does this and calls the
+// slow path, so the fast path is written out at each field.
+func checkRecord(rec []byte) (offsetDelta int64, ok bool) {
+	var p int
+	if len(rec) < 1 { // attributes int8
+		return 0, false
+	}
+	p = 1
+	// timestampDelta varlong: only its framing matters here.
+	if uint(p) < uint(len(rec)) && rec[p] < 0x80 {
+		p++
+	} else if _, p = varintAt(rec, p); p < 0 {
+		return 0, false
+	}
+	// offsetDelta varint.
+	if uint(p) < uint(len(rec)) && rec[p] < 0x80 {
+		c := rec[p]
+		offsetDelta, p = int64(c>>1)^-int64(c&1), p+1
+	} else if offsetDelta, p = varintAt(rec, p); p < 0 {
+		return 0, false
+	}
+	if offsetDelta < 0 || offsetDelta > 1<<31-1 {
+		return 0, false
+	}
+	// key, value: varint length (-1 = null) and bytes.
+	for range 2 {
+		var l int64
+		if uint(p) < uint(len(rec)) && rec[p] < 0x80 {
+			c := rec[p]
+			l, p = int64(c>>1)^-int64(c&1), p+1
+		} else if l, p = varintAt(rec, p); p < 0 {
+			return 0, false
+		}
+		if l < -1 || l > int64(len(rec)-p) {
+			return 0, false
+		}
+		if l > 0 {
+			p += int(l)
+		}
+	}
+	// header count varint; no headers is the common case.
+	if p == len(rec)-1 && rec[p] == 0 {
+		return offsetDelta, true
+	}
+	headers, p := varintAt(rec, p)
+	// Each header takes at least two bytes (two length varints), so more headers than half the
+	// remaining bytes cannot fit; the bound also keeps the loop short on garbage counts.
+	if p < 0 || headers < 0 || headers > int64(len(rec)-p)/2 {
+		return 0, false
+	}
+	for ; headers > 0; headers-- {
+		if p = skipVarBytesAt(rec, p); p < 0 { // header key (never null, but tolerate)
+			return 0, false
+		}
+		if p = skipVarBytesAt(rec, p); p < 0 { // header value
+			return 0, false
+		}
+	}
+	return offsetDelta, p == len(rec)
+}
+
+// skipVarBytesAt skips a varint-length-prefixed byte string (-1 = null) at b[p:] and returns the
+// index after it, or -1 if it is malformed or runs past b.
+func skipVarBytesAt(b []byte, p int) int {
+	l, q := varintAt(b, p)
+	if q < 0 || l < -1 || l > int64(len(b)-q) {
+		return -1
+	}
+	if l > 0 {
+		q += int(l)
+	}
+	return q
+}
+
+// varintAt decodes the zigzag varint at b[p:] as binary.Varint does (non-minimal encodings
+// accepted, more than 64 bits rejected) and returns it with the index after it, or next = -1 if
+// b ends first or the varint overflows. A p outside b also yields -1.
+func varintAt(b []byte, p int) (v int64, next int) {
+	if p < 0 || p > len(b) {
+		return 0, -1
+	}
+	b = b[p:]
+	if len(b) >= 2 && b[1] < 0x80 { // 2 bytes: lengths of 64..8191, offset deltas 64..8191
+		if b[0] < 0x80 {
+			return int64(b[0]>>1) ^ -int64(b[0]&1), p + 1
+		}
+		u := uint64(b[0]&0x7f) | uint64(b[1])<<7
+		return int64(u>>1) ^ -int64(u&1), p + 2
+	}
+	var u uint64
+	for i, c := range b {
+		if i == binary.MaxVarintLen64 {
+			return 0, -1
+		}
+		if c < 0x80 {
+			if i == binary.MaxVarintLen64-1 && c > 1 {
+				return 0, -1
+			}
+			u |= uint64(c) << (7 * i)
+			return int64(u>>1) ^ -int64(u&1), p + i + 1
+		}
+		u |= uint64(c&0x7f) << (7 * i)
+	}
+	return 0, -1
+}
