@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"net"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -18,6 +19,23 @@ type Request struct {
 	// Body is the decoded request; Body.GetVersion() == Version.
 	Body kmsg.Request
 	Conn *ConnInfo
+
+	// frame is the buffer Body aliases; release hands it back (ReleaseFrame).
+	frame   []byte
+	release func(r *Request, recycle bool)
+	// frameDone is set once the frame's bytes stopped counting against the connection.
+	frameDone atomic.Bool
+}
+
+// ReleaseFrame tells the wire layer that neither the handler nor anything it called still
+// refers to the request's bytes (Body's byte slices, such as produce records, alias them), so
+// the buffer can be reused for a later request and stops counting against the connection's
+// in-flight bytes. Body must not be used afterwards. Optional: without it the buffer is left to
+// the garbage collector once the response is written. Safe to call more than once.
+func (r *Request) ReleaseFrame() {
+	if r.release != nil {
+		r.release(r, true)
+	}
 }
 
 // ConnInfo describes the connection a request arrived on.
@@ -65,6 +83,11 @@ type Config struct {
 	MaxRequestBytes int32
 	// MaxInFlightPerConn bounds requests being processed at once on one connection.
 	MaxInFlightPerConn int
+	// MaxInFlightBytesPerConn bounds the request bytes a connection holds: the reader does not
+	// start a new frame while the frames read and not yet released (ReleaseFrame) or answered
+	// and written add up to this much. One frame is always allowed, so a connection holds at
+	// most this plus one frame (MaxRequestBytes).
+	MaxInFlightBytesPerConn int
 	// IdleTimeout is connections.max.idle.ms: a connection with no request for this long is closed.
 	IdleTimeout time.Duration
 	// Versions lists the APIs and versions the broker implements. A request for an unknown key

@@ -38,6 +38,7 @@ type pending struct {
 	key           int16
 	version       int16 // the version the response is encoded at
 	correlationID int32
+	req           *Request // nil for a request refused before decoding (ApiVersions fallback)
 
 	// Guarded by conn.mu.
 	answered bool
@@ -70,6 +71,12 @@ type conn struct {
 	requests chan handoff
 	// wake (capacity 1) tells writeLoop to look at the queue again.
 	wake chan struct{}
+
+	// heldBytes is the size of the frames read and not yet released (Request.ReleaseFrame) or
+	// taken by the writer. The reader starts no frame while it is at MaxInFlightBytesPerConn.
+	heldBytes atomic.Int64
+	// bytesFreed (capacity 1) tells a reader waiting on heldBytes to look again.
+	bytesFreed chan struct{}
 
 	draining  atomic.Bool // set by drain before drainCh is closed and the read deadline is forced
 	drainCh   chan struct{}
@@ -108,6 +115,8 @@ func newConn(s *Server, nc net.Conn, id uint64) *conn {
 		requests: make(chan handoff, s.cfg.MaxInFlightPerConn),
 		wake:     make(chan struct{}, 1),
 		drainCh:  make(chan struct{}),
+
+		bytesFreed: make(chan struct{}, 1),
 	}
 	c.br = bufio.NewReaderSize(idleReader{c}, readBufferSize)
 	return c
@@ -167,6 +176,16 @@ func (c *conn) readLoop() {
 		case <-c.drainCh:
 			return
 		}
+		for c.heldBytes.Load() >= int64(c.srv.cfg.MaxInFlightBytesPerConn) {
+			c.srv.budgetWaits.Add(1)
+			select {
+			case <-c.bytesFreed:
+			case <-c.ctx.Done():
+				return
+			case <-c.drainCh:
+				return
+			}
+		}
 		c.frameStarted = false
 		frame, err := readFrame(c.br, maxBytes, func() { c.frameStarted = true })
 		if err != nil {
@@ -197,12 +216,33 @@ func (c *conn) readLoop() {
 			return
 		}
 		req.Conn = c.info
-		p := &pending{key: req.Key, version: req.Version, correlationID: req.CorrelationID}
+		req.frame, req.release = frame, c.releaseFrame
+		c.heldBytes.Add(int64(len(frame)))
+		p := &pending{key: req.Key, version: req.Version, correlationID: req.CorrelationID, req: req}
 		c.enqueue(p)
 		select {
 		case c.requests <- handoff{p, req}:
 		case <-c.ctx.Done():
 			return
+		}
+	}
+}
+
+// releaseFrame stops counting r's frame against the connection, once, and with recycle (the
+// handler's ReleaseFrame: nothing aliases it) returns the buffer to its pool.
+func (c *conn) releaseFrame(r *Request, recycle bool) {
+	if !r.frameDone.CompareAndSwap(false, true) {
+		return
+	}
+	n := int64(len(r.frame))
+	if recycle {
+		putFrame(r.frame)
+	}
+	r.frame = nil
+	if c.heldBytes.Add(-n) < int64(c.srv.cfg.MaxInFlightBytesPerConn) {
+		select {
+		case c.bytesFreed <- struct{}{}:
+		default:
 		}
 	}
 }
@@ -326,6 +366,12 @@ func (c *conn) writeLoop() {
 			continue
 		}
 		written++
+		if p.req != nil {
+			// Answered: the frame no longer counts against the connection. It is not reused
+			// (the response may alias it) unless the handler released it.
+			c.releaseFrame(p.req, false)
+			p.req = nil
+		}
 		if p.resp == nil {
 			continue // acks=0: nothing to send
 		}

@@ -18,8 +18,8 @@
 //
 //   - The reader takes an in-flight slot, reads one frame (with a read deadline of IdleTimeout
 //     per read, so a stalled half frame is cut off too), decodes it and queues it. With
-//     MaxInFlightPerConn requests unanswered the reader holds no slot and reads nothing: TCP
-//     pushes back on the client. A frame declaring more than MaxRequestBytes is not read. A
+//     MaxInFlightPerConn requests unanswered, or MaxInFlightBytesPerConn bytes of frames held,
+//     the reader reads nothing: TCP pushes back on the client. A frame declaring more than MaxRequestBytes is not read. A
 //     client silent between frames while it waits for its own unanswered requests is not idle.
 //     When the client closes (or half-closes) between frames, the responses it is owed are
 //     still sent before the connection closes.
@@ -42,13 +42,16 @@
 // range) so the client retries lower. A bad frame size, a malformed header or body, an idle
 // timeout, respond with an error, or a panic in Handle closes that connection only; each is one
 // debug log line (a panic is logged at error level with its stack). Nothing a client sends can
-// panic the process or make it allocate more than about twice what the client actually sent
-// (bounded by MaxRequestBytes per frame and MaxInFlightPerConn frames per connection).
+// panic the process. A frame up to 8 MiB is allocated whole once its size is read, as Kafka
+// does; a larger one grows as its bytes arrive, so it costs about what the client sent. A
+// connection holds at most MaxInFlightBytesPerConn bytes of frames plus one frame.
 //
 // # Zero copy
 //
-// Decoded request bodies alias their frame buffer, which is never reused, so produce records
-// reach the broker uncopied. The writer encodes a response with kmsg AppendTo into a reused
+// Decoded request bodies alias their frame buffer, so produce records reach the broker
+// uncopied. Frames are read into pooled buffers; a handler that is done with a request's bytes
+// calls Request.ReleaseFrame and the buffer is reused (the produce path does, after the append),
+// otherwise it is left to the garbage collector. The writer encodes a response with kmsg AppendTo into a reused
 // buffer. A response that implements SplicedResponse (a fetch response) leaves byte ranges out of
 // that buffer and has them sent by their own writers (sendfile of segment bytes) in between.
 package wire

@@ -10,10 +10,10 @@ import (
 // correlation id (request header v0). Anything shorter cannot even name its request.
 const minFrameSize = 8
 
-// frameGrowStart is the first allocation for a frame body. The buffer then doubles as bytes
-// arrive, so a client that declares a large frame and sends little costs us only what it sent
-// (times two), not what it declared.
-const frameGrowStart = 64 << 10
+// frameGrowStart is the first allocation for a frame body larger than pooledFrameMax. The
+// buffer then doubles as bytes arrive, so a client that declares a huge frame and sends little
+// costs us about what it sent (times two), not what it declared.
+const frameGrowStart = 1 << 20
 
 // FrameSizeError is returned for a frame whose declared size is out of bounds. The frame body is
 // never read or allocated.
@@ -30,8 +30,9 @@ func (e *FrameSizeError) Error() string {
 }
 
 // readFrame reads one size-prefixed frame from r and returns its contents (without the size).
-// The returned slice is freshly allocated and owned by the caller: decoded requests alias it
-// (produce records are not copied), so it is never reused.
+// The returned slice is owned by the caller: decoded requests alias it (produce records are not
+// copied). Frames up to pooledFrameMax come from the frame pools (putFrame may return them once
+// nothing aliases them); larger ones grow as their bytes arrive.
 //
 // started is called (when non-nil) once the first byte of the frame has been read, so the caller
 // can tell a half-read frame from an idle connection.
@@ -50,7 +51,15 @@ func readFrame(r io.Reader, maxSize int32, started func()) ([]byte, error) {
 	if size < minFrameSize || size > maxSize {
 		return nil, &FrameSizeError{Size: size, Max: maxSize}
 	}
-	buf := make([]byte, 0, min(int(size), frameGrowStart))
+	if size <= pooledFrameMax {
+		buf := getFrame(int(size))
+		if _, err := io.ReadFull(r, buf); err != nil {
+			putFrame(buf)
+			return nil, noEOF(err)
+		}
+		return buf, nil
+	}
+	buf := make([]byte, 0, frameGrowStart)
 	for len(buf) < int(size) {
 		if len(buf) == cap(buf) {
 			grown := make([]byte, len(buf), min(int(size), 2*cap(buf)))

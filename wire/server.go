@@ -19,6 +19,10 @@ const (
 	// request at a time per connection; clients pipeline up to 5 (Java, franz-go idempotent) or
 	// more (librdkafka), so this only caps memory and lets a slow request not stall the reader.
 	DefaultMaxInFlightPerConn = 100
+	// DefaultMaxInFlightBytesPerConn bounds the request bytes one connection holds (plus one
+	// frame). A produce request is appended before the next is needed, so reading more ahead
+	// than a frame or two buys no throughput, only memory.
+	DefaultMaxInFlightBytesPerConn = 8 << 20
 	// DefaultIdleTimeout is Kafka's connections.max.idle.ms default (10 minutes).
 	DefaultIdleTimeout = 10 * time.Minute
 )
@@ -40,6 +44,8 @@ type Server struct {
 
 	// idleWhileWaiting counts read timeouts forgiven because the client was waiting on us.
 	idleWhileWaiting atomic.Uint64
+	// budgetWaits counts the times a reader stopped for MaxInFlightBytesPerConn.
+	budgetWaits atomic.Uint64
 
 	stopAccept chan struct{} // closed by Shutdown
 	acceptDone chan struct{} // closed when the accept loop has returned
@@ -68,6 +74,9 @@ func Listen(cfg Config, h Handler) (*Server, error) {
 	}
 	if cfg.MaxInFlightPerConn <= 0 {
 		cfg.MaxInFlightPerConn = DefaultMaxInFlightPerConn
+	}
+	if cfg.MaxInFlightBytesPerConn <= 0 {
+		cfg.MaxInFlightBytesPerConn = DefaultMaxInFlightBytesPerConn
 	}
 	if cfg.IdleTimeout <= 0 {
 		cfg.IdleTimeout = DefaultIdleTimeout
