@@ -70,6 +70,9 @@ func (b *Broker) handleProduce(_ context.Context, wreq *wire.Request, respond wi
 		}
 		resp.Topics = append(resp.Topics, t)
 	}
+	// The records are in the log (copied into its files) and nothing above kept a reference
+	// into the request, so its frame can serve the next request.
+	wreq.ReleaseFrame()
 	if req.Acks == 0 {
 		for _, t := range resp.Topics {
 			for _, p := range t.Partitions {

@@ -39,11 +39,13 @@ func checkProduceBatches(records []byte, produceVersion int16, s *config.TopicSe
 		logAppendTime = nowMs
 	}
 	for rest := records; len(rest) > 0; {
-		h, err := batch.Check(rest)
+		// The header only: the log verifies the CRC (once, on the append path), as Kafka's
+		// checks the size before the CRC.
+		h, err := batch.ParseHeader(rest)
 		if errors.Is(err, batch.ErrMagic) {
 			return kerr.InvalidRecord.Code, -1 // Kafka: produce v3+ must carry magic v2 batches
 		}
-		if err != nil {
+		if err != nil || h.Size() > int64(len(rest)) {
 			return 0, logAppendTime // the log rejects it with the precise code
 		}
 		size := h.Size()
@@ -63,6 +65,10 @@ func checkProduceBatches(records []byte, produceVersion int16, s *config.TopicSe
 			}
 		}
 		if logAppendTime >= 0 {
+			// Stamping rewrites the CRC, so a corrupt batch must be caught first.
+			if _, err := batch.Check(rest[:size]); err != nil {
+				return 0, logAppendTime // the log rejects it (CORRUPT_MESSAGE)
+			}
 			batch.SetLogAppendTime(rest[:size], nowMs)
 		} else if !timestampInWindow(h.BaseTimestamp, nowMs, s) || !timestampInWindow(h.MaxTimestamp, nowMs, s) {
 			return kerr.InvalidTimestamp.Code, -1

@@ -86,6 +86,22 @@ func TestCheckProduceBatchesStampsLogAppendTime(t *testing.T) {
 	}
 }
 
+// A batch with a bad CRC is not stamped for a LogAppendTime topic: stamping recomputes the CRC
+// and would turn a corrupt batch into a valid-looking one.
+func TestCheckProduceBatchesDoesNotStampCorruptBatch(t *testing.T) {
+	now := time.UnixMilli(1_700_000_000_000)
+	records := batch.Build(batch.Header{BaseTimestamp: 5, MaxTimestamp: 5, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1},
+		[]batch.Record{{Value: []byte("v")}})
+	records[len(records)-1] ^= 0xff // corrupt the last record byte: the CRC no longer matches
+	s := &config.TopicSettings{MaxMessageBytes: 1 << 20, MessageTimestampType: "LogAppendTime"}
+	if code, _ := checkProduceBatches(records, 9, s, now); code != 0 {
+		t.Fatalf("code %d, want 0 (left to the log)", code)
+	}
+	if _, err := batch.Check(records); err == nil {
+		t.Fatal("corrupt batch was stamped with a fresh CRC")
+	}
+}
+
 // compressedBatch builds a batch of values whose records section is compressed with codec; with
 // garbage set, the payload is replaced by bytes that do not decode.
 func compressedBatch(t *testing.T, codec int, garbage bool, values ...string) []byte {
