@@ -91,6 +91,7 @@ type runConfig struct {
 	Brokers                                          []string
 	Modes                                            []string
 	Profile                                          bool
+	Only                                             []string // workload IDs to run; empty = all
 	DiskMiB                                          int64
 }
 
@@ -131,7 +132,11 @@ func cmdAll(ctx context.Context, args []string) error {
 	brokers := fs.String("brokers", "kafka,sluice", "brokers to run, in order")
 	modes := fs.String("modes", "default,fsync", "flush modes to run")
 	fs.BoolVar(&cfg.Profile, "profile", true, "profile sluice with perf(1) during extra, unmeasured runs")
+	only := fs.String("only", "", "comma-separated workload IDs to run (e.g. 1k-all-p8,100-a1-p8); empty runs all")
 	_ = fs.Parse(args)
+	if *only != "" {
+		cfg.Only = strings.Split(*only, ",")
+	}
 	cfg.Brokers = strings.Split(*brokers, ",")
 	cfg.Modes = strings.Split(*modes, ",")
 	if cfg.Quick {
@@ -183,6 +188,14 @@ func cmdAll(ctx context.Context, args []string) error {
 const fixedRate = 2000
 
 func plan(cfg runConfig, mode string) []workload {
+	all := fullPlan(cfg, mode)
+	if len(cfg.Only) == 0 {
+		return all
+	}
+	return slices.DeleteFunc(all, func(w workload) bool { return !slices.Contains(cfg.Only, w.ID) })
+}
+
+func fullPlan(cfg runConfig, mode string) []workload {
 	backlogRecords := cfg.BacklogMiB << 10 // 1 KiB records
 	lg := []workload{
 		{ID: "1k-all-p1", Title: "1 KiB, acks=all, 1 producer", Tool: toolLoadgenProduce, RecordSize: 1024, AcksAll: true, Producers: 1},
