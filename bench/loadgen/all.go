@@ -352,6 +352,9 @@ func runWorkload(ctx context.Context, cfg runConfig, b *brokerProc, w workload, 
 		}
 		return r
 	}
+	// The previous step's dirty pages (often the other broker's) are written back now, not
+	// during this step, where the kernel would throttle this broker's writes for them.
+	writeBackDirtyPages()
 	load := loadAvg()
 	defer func() {
 		if r.Note != "" && !strings.HasSuffix(r.Note, "; ") {

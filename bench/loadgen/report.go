@@ -100,7 +100,7 @@ func renderMarkdown(rep *report, png, plotErr string) string {
 			kv = append(kv, "`"+k+"="+common[k]+"`")
 		}
 	}
-	p("%s. Topics have 6 partitions, replication factor 1. Both brokers are started on fresh directories for each flush mode, run side by side, and take turns workload by workload (which goes first alternates), so that load from other users of this shared machine falls on both alike; the broker not being measured is idle. Each gets an unmeasured warm-up (4 producers, 1 KiB, acks=all, %v) first, so the JVM has compiled its hot paths.\n", strings.Join(kv, ", "), cfg.Warmup)
+	p("%s. Topics have 6 partitions, replication factor 1. Both brokers are started on fresh directories for each flush mode, run side by side, and take turns workload by workload (which goes first alternates), so that load from other users of this shared machine falls on both alike; the broker not being measured is idle. Before every measured step the page cache's dirty pages are written back (`sync`), so that neither broker is throttled for the other's writes. Each gets an unmeasured warm-up (4 producers, 1 KiB, acks=all, %v) first, so the JVM has compiled its hot paths.\n", strings.Join(kv, ", "), cfg.Warmup)
 	p("- Flush modes: **default** = each broker's own default flush behaviour; **fsync** = an fsync per write on both (`log.flush.interval.messages=1`).\n")
 	p("- franz-go loadgen (bench/loadgen, franz-go v1.22.3, client defaults except acks and compression, which is off as in the Java producer's default; values are random bytes; acks=all is idempotent as franz-go and the Java client default, acks=1 is not): "+
 		"one client (own connection) per producer, unthrottled, %v per workload (%v with fsync). "+
