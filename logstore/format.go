@@ -39,19 +39,15 @@ func validateBatches(data []byte, leader bool, headers []batch.Header) ([]batch.
 			if err := batch.CheckCount(&h); err != nil {
 				return nil, fmt.Errorf("%w: batch %d: %d records but lastOffsetDelta %d", ErrInvalidRecord, len(headers), h.RecordCount, h.LastOffsetDelta)
 			}
-			next := int32(0)
-			_, err := batch.ForEachRecordOf(&h, rest[:h.Size()], func(r batch.RecordInfo) bool {
-				if r.OffsetDelta != next {
-					return false
+			// Compressed batches' records are checked by the broker after decompression.
+			if h.Compression() == 0 {
+				walked, err := batch.CheckRecordsSequential(rest[batch.HeaderSize:h.Size()], h.RecordCount)
+				if err != nil {
+					return nil, fmt.Errorf("%w: batch %d: malformed record: %v", ErrCorruptBatch, len(headers), err)
 				}
-				next++
-				return true
-			})
-			if err != nil {
-				return nil, fmt.Errorf("%w: batch %d: malformed record: %v", ErrCorruptBatch, len(headers), err)
-			}
-			if h.Compression() == 0 && next != h.RecordCount {
-				return nil, fmt.Errorf("%w: batch %d: record offset deltas not sequential", ErrInvalidRecord, len(headers))
+				if walked != h.RecordCount {
+					return nil, fmt.Errorf("%w: batch %d: record offset deltas not sequential", ErrInvalidRecord, len(headers))
+				}
 			}
 		}
 		headers = append(headers, h)
