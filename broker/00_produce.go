@@ -21,12 +21,14 @@ package broker
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"sluice/controller"
+	"sluice/logstore"
 	"sluice/wire"
 )
 
@@ -55,16 +57,22 @@ func (b *Broker) handleProduce(_ context.Context, wreq *wire.Request, respond wi
 		topLevelErr = kerr.InvalidRequest.Code
 	}
 
-	for _, rt := range req.Topics {
+	var syncs []pendingSync
+	resp.Topics = make([]kmsg.ProduceResponseTopic, 0, len(req.Topics))
+	for ti, rt := range req.Topics {
 		t := kmsg.NewProduceResponseTopic()
 		t.Topic, t.TopicID = rt.Topic, rt.TopicID
-		for _, rp := range rt.Partitions {
+		t.Partitions = make([]kmsg.ProduceResponseTopicPartition, 0, len(rt.Partitions))
+		for pi, rp := range rt.Partitions {
 			p := kmsg.NewProduceResponseTopicPartition()
 			p.Partition = rp.Partition
 			if topLevelErr != 0 {
 				p.ErrorCode = topLevelErr
 			} else {
-				b.producePartition(im, req.Version, rt.Topic, controller.TopicID(rt.TopicID), byID, req.Acks, &rp, &p)
+				durable := b.producePartition(im, req.Version, rt.Topic, controller.TopicID(rt.TopicID), byID, req.Acks, &rp, &p)
+				if durable != (logstore.SyncWait{}) {
+					syncs = append(syncs, pendingSync{durable, ti, pi})
+				}
 			}
 			t.Partitions = append(t.Partitions, p)
 		}
@@ -73,7 +81,38 @@ func (b *Broker) handleProduce(_ context.Context, wreq *wire.Request, respond wi
 	// The records are in the log (copied into its files) and nothing above kept a reference
 	// into the request, so its frame can serve the next request.
 	wreq.ReleaseFrame()
-	if req.Acks == 0 {
+	if len(syncs) == 0 {
+		finishProduce(req.Acks, resp, respond)
+		return
+	}
+	// An fsync per write is configured: wait for the partitions' fsyncs together, off the
+	// connection's handler, so the next request appends (and shares group commits) meanwhile.
+	// The wire layer still answers in request order.
+	go func() {
+		var wg sync.WaitGroup
+		for _, s := range syncs {
+			wg.Go(func() {
+				if err := s.sync.Wait(); err != nil {
+					p := &resp.Topics[s.topic].Partitions[s.partition]
+					p.ErrorCode, p.BaseOffset = storageErrorCode(err), -1
+				}
+			})
+		}
+		wg.Wait()
+		finishProduce(req.Acks, resp, respond)
+	}()
+}
+
+// pendingSync is a partition's append waiting to be durable, with its place in the response.
+type pendingSync struct {
+	sync             logstore.SyncWait
+	topic, partition int
+}
+
+// finishProduce answers a produce whose appends are done (and durable, if the flush policy
+// asks for it).
+func finishProduce(acks int16, resp *kmsg.ProduceResponse, respond wire.Respond) {
+	if acks == 0 {
 		for _, t := range resp.Topics {
 			for _, p := range t.Partitions {
 				if p.ErrorCode != 0 {
@@ -88,35 +127,36 @@ func (b *Broker) handleProduce(_ context.Context, wreq *wire.Request, respond wi
 	respond(resp, nil)
 }
 
-// producePartition appends one partition's records and fills its response.
-func (b *Broker) producePartition(im *controller.Image, version int16, topicName string, topicID controller.TopicID, byID bool, acks int16, rp *kmsg.ProduceRequestTopicPartition, out *kmsg.ProduceResponseTopicPartition) {
+// producePartition appends one partition's records and fills its response. When the flush
+// policy wants the append durable before it is acknowledged, it returns the wait.
+func (b *Broker) producePartition(im *controller.Image, version int16, topicName string, topicID controller.TopicID, byID bool, acks int16, rp *kmsg.ProduceRequestTopicPartition, out *kmsg.ProduceResponseTopicPartition) logstore.SyncWait {
 	rs := b.resolvePartition(im, topicName, topicID, byID, rp.Partition, true)
 	if rs.errCode != 0 {
 		out.ErrorCode = rs.errCode
-		return
+		return logstore.SyncWait{}
 	}
 	if rs.topic.Internal {
 		// Only the coordinators write the internal topics.
 		out.ErrorCode = kerr.InvalidTopicException.Code
-		return
+		return logstore.SyncWait{}
 	}
 	p := rs.partition
 	settings := p.settings.Load()
 	code, logAppendTime := checkProduceBatches(rp.Records, version, settings, time.Now())
 	if code != 0 {
 		out.ErrorCode = code
-		return
+		return logstore.SyncWait{}
 	}
 	if acks == -1 && p.isrSize() < int(settings.MinInsyncReplicas) {
 		out.ErrorCode = kerr.NotEnoughReplicas.Code
-		return
+		return logstore.SyncWait{}
 	}
 	_, leaderEpoch := p.leaderState()
-	res, err := p.log.AppendAsLeader(rp.Records, leaderEpoch)
+	res, sync, err := p.log.AppendAsLeaderDeferSync(rp.Records, leaderEpoch)
 	if err != nil {
 		out.ErrorCode = storageErrorCode(err)
 		out.LogStartOffset = p.log.LogStartOffset()
-		return
+		return logstore.SyncWait{}
 	}
 	if !res.Duplicate {
 		p.appended()
@@ -124,4 +164,5 @@ func (b *Broker) producePartition(im *controller.Image, version int16, topicName
 	out.BaseOffset = res.FirstOffset
 	out.LogStartOffset = res.LogStartOffset
 	out.LogAppendTime = logAppendTime
+	return sync
 }

@@ -88,18 +88,11 @@ func checkCompressedRecords(h *batch.Header, b []byte, s *config.TopicSettings) 
 	if err != nil {
 		return kerr.CorruptMessage.Code
 	}
-	next := int32(0)
-	err = batch.WalkRecords(records, h.RecordCount, func(r batch.RecordInfo) bool {
-		if r.OffsetDelta != next {
-			return false
-		}
-		next++
-		return true
-	})
+	walked, err := batch.CheckRecordsSequential(records, h.RecordCount)
 	switch {
 	case err != nil:
 		return kerr.CorruptMessage.Code
-	case next != h.RecordCount:
+	case walked != h.RecordCount:
 		return kerr.InvalidRecord.Code
 	}
 	return 0

@@ -204,7 +204,20 @@ func (l *Log) SetConfig(cfg Config) {
 // patching both header fields in place (they are outside the CRC; the caller's buffer is
 // modified), and appends the bytes unchanged. It returns once durable per the flush policy.
 func (l *Log) AppendAsLeader(batches []byte, leaderEpoch int32) (AppendResult, error) {
-	return l.append(batches, true, leaderEpoch)
+	res, sync, err := l.appendNoWait(batches, true, leaderEpoch)
+	if err != nil {
+		return res, err
+	}
+	return res, sync.Wait()
+}
+
+// AppendAsLeaderDeferSync is AppendAsLeader without the wait for durability: the batches are
+// in the log (readable, below the log end) when it returns, and the caller calls Wait on the
+// returned SyncWait before acknowledging them. A producer with several partitions or several
+// requests in flight appends them all and then waits once, so their fsyncs overlap and share
+// group commits instead of running one after another.
+func (l *Log) AppendAsLeaderDeferSync(batches []byte, leaderEpoch int32) (AppendResult, SyncWait, error) {
+	return l.appendNoWait(batches, true, leaderEpoch)
 }
 
 // AppendAsFollower appends batches replicated from the leader, keeping their offsets and
@@ -215,10 +228,34 @@ func (l *Log) AppendAsFollower(batches []byte) (AppendResult, error) {
 }
 
 func (l *Log) append(data []byte, leader bool, leaderEpoch int32) (AppendResult, error) {
+	res, sync, err := l.appendNoWait(data, leader, leaderEpoch)
+	if err != nil {
+		return res, err
+	}
+	return res, sync.Wait()
+}
+
+// SyncWait is the durability of one append under the log's flush policy.
+type SyncWait struct {
+	l      *Log // nil: nothing to wait for
+	target int64
+	gen    uint64
+}
+
+// Wait returns once the append is durable as the flush policy requires (at once when it
+// requires no fsync), or with the error that made the log unusable.
+func (s SyncWait) Wait() error {
+	if s.l == nil {
+		return nil
+	}
+	return s.l.syncTo(s.target, s.gen)
+}
+
+func (l *Log) appendNoWait(data []byte, leader bool, leaderEpoch int32) (AppendResult, SyncWait, error) {
 	var headerBuf [2]batch.Header
 	headers, err := validateBatches(data, leader, headerBuf[:0])
 	if err != nil {
-		return AppendResult{}, err
+		return AppendResult{}, SyncWait{}, err
 	}
 	groupCommit := l.groupCommit.Load()
 	if groupCommit {
@@ -232,12 +269,9 @@ func (l *Log) append(data []byte, leader bool, leaderEpoch int32) (AppendResult,
 		l.groupCommitExit()
 	}
 	if err != nil || syncTarget < 0 {
-		return res, err
+		return res, SyncWait{}, err
 	}
-	if err := l.syncTo(syncTarget, gen); err != nil {
-		return AppendResult{}, err
-	}
-	return res, nil
+	return res, SyncWait{l: l, target: syncTarget, gen: gen}, nil
 }
 
 // appendLocked does the append; syncTarget >= 0 asks the caller to wait for an fsync covering
