@@ -62,6 +62,53 @@ func TestGroupCommitDurability(t *testing.T) {
 	}
 }
 
+// AppendAsLeaderDeferSync appends at once and leaves the fsync to SyncWait.Wait: several
+// appends waited for together share fsyncs, and after Wait a crash keeps them all. Under the
+// default flush policy there is nothing to wait for.
+func TestAppendDeferSync(t *testing.T) {
+	fs := NewMemFS()
+	cfg := DefaultConfig()
+	cfg.FlushMessages = 1
+	l := openMem(t, fs, cfg)
+	var waits []SyncWait
+	for i := 0; i < 5; i++ {
+		res, w, err := l.AppendAsLeaderDeferSync(mkBatch(2, 1000, -1, 0, 0), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.FirstOffset != int64(2*i) || w == (SyncWait{}) {
+			t.Fatalf("append %d: first offset %d, wait %+v", i, res.FirstOffset, w)
+		}
+		waits = append(waits, w)
+	}
+	if got := l.flushedOffset(); got != 0 {
+		t.Fatalf("flushed offset %d before any Wait, want 0", got)
+	}
+	for _, w := range waits {
+		if err := w.Wait(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.flush.mu.Lock()
+	syncs := l.flush.syncs
+	l.flush.mu.Unlock()
+	if syncs != 1 {
+		t.Fatalf("%d fsyncs for 5 appends waited for together, want 1", syncs)
+	}
+	fs.Restart() // crash without Close
+	l2 := openMem(t, fs, cfg)
+	if got := l2.LogEndOffset(); got != 10 {
+		t.Fatalf("after crash log end %d, want 10", got)
+	}
+	l2.Close()
+
+	l3 := openMem(t, NewMemFS(), DefaultConfig())
+	defer l3.Close()
+	if _, w, err := l3.AppendAsLeaderDeferSync(mkBatch(1, 10, -1, 0, 0), 0); err != nil || w != (SyncWait{}) {
+		t.Fatalf("default flush policy: wait %+v err %v, want nothing to wait for", w, err)
+	}
+}
+
 // A crash in the middle of concurrent group-commit appends keeps every append that returned.
 func TestGroupCommitCrashMidway(t *testing.T) {
 	for crashAt := 5; crashAt < 200; crashAt += 13 {
