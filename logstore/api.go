@@ -42,6 +42,10 @@ type Options struct {
 	// batch's attribute bits 0-2). Timestamp lookups use it to find the exact record in a
 	// compressed batch; without it they answer with the batch's first offset.
 	Decompress func(codec int, records []byte) ([]byte, error)
+	// CacheWindowBytes, when positive, is how much of the active segment's most recent data
+	// the log keeps in the page cache; older appended bytes are written back and dropped from
+	// it (dropbehind.go). Zero leaves the page cache to the kernel.
+	CacheWindowBytes int64
 }
 
 // AppendResult describes a successful append.

@@ -48,6 +48,9 @@ type Log struct {
 	groupCommit atomic.Bool
 	// pendingRoll is the latest background fsync of a rolled segment (nil if none yet).
 	pendingRoll atomic.Pointer[rollSync]
+	// cacheWindow is Options.CacheWindowBytes; dropBehind is guarded by appendMu.
+	cacheWindow int64
+	dropBehind  dropBehindState
 
 	mu struct {
 		sync.RWMutex
@@ -72,7 +75,8 @@ type pendingClose struct {
 
 // Open opens (creating if missing) the log in dir and recovers it: see the package doc.
 func Open(dir string, cfg Config, opts Options) (*Log, error) {
-	l := &Log{dir: dir, fs: opts.FS, now: opts.Now, logger: opts.Logger, decompress: opts.Decompress, hdrBuf: make([]byte, batch.HeaderSize)}
+	l := &Log{dir: dir, fs: opts.FS, now: opts.Now, logger: opts.Logger, decompress: opts.Decompress, hdrBuf: make([]byte, batch.HeaderSize),
+		cacheWindow: opts.CacheWindowBytes}
 	if l.fs == nil {
 		l.fs = OSFS{}
 	}
@@ -263,6 +267,9 @@ func (l *Log) appendNoWait(data []byte, leader bool, leaderEpoch int32) (AppendR
 	}
 	l.appendMu.Lock()
 	res, syncTarget, err := l.appendLocked(data, headers, leader, leaderEpoch)
+	if err == nil && !res.Duplicate {
+		l.dropBehindLocked()
+	}
 	gen := l.flushGen()
 	l.appendMu.Unlock()
 	if groupCommit {

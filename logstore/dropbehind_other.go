@@ -1,0 +1,7 @@
+//go:build !linux
+
+package logstore
+
+func canDropCache(File) bool            { return false }
+func startWriteback(File, int64, int64) {}
+func dropCache(File, int64, int64)      {}
