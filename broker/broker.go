@@ -25,6 +25,8 @@ type Config struct {
 	// FS is the file system of the partition logs; nil means the OS's.
 	FS     logstore.FS
 	Logger *slog.Logger
+	// CacheWindowBytes is logstore.Options.CacheWindowBytes for every partition's log.
+	CacheWindowBytes int64
 }
 
 // Broker serves Kafka requests over the partitions this node hosts.

@@ -80,9 +80,10 @@ func (b *Broker) openPartition(tp topicPartition, id controller.TopicID, cfg log
 		return nil, fmt.Errorf("partition %s: %w", tp, err)
 	}
 	log, err := logstore.Open(dir, cfg, logstore.Options{
-		FS:         b.cfg.FS,
-		Logger:     b.logger.With("partition", tp.String()),
-		Decompress: compress.Decoder(maxDecompressedBatch), // exact timestamp lookups inside compressed batches
+		FS:               b.cfg.FS,
+		Logger:           b.logger.With("partition", tp.String()),
+		Decompress:       compress.Decoder(maxDecompressedBatch), // exact timestamp lookups inside compressed batches
+		CacheWindowBytes: b.cfg.CacheWindowBytes,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open partition %s: %w", tp, err)

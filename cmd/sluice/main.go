@@ -53,11 +53,18 @@ func (s setFlags) Set(kv string) error {
 // time; sluice overlaps waiting ones, e.g. acks=all produce, up to this many).
 const inFlightPerConnection = 32
 
+// defaultCacheWindowBytes is how much of each partition's newest data stays in the page cache
+// by default (logstore's drop-behind): enough for consumers at the tail, small enough that a
+// producer's stream recycles pages instead of pushing the machine into reclaim.
+const defaultCacheWindowBytes = 128 << 20
+
 func run(args []string) error {
 	fs := flag.NewFlagSet("sluice", flag.ContinueOnError)
 	configPath := fs.String("config", "", "Kafka-style server.properties file")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	debugAddr := fs.String("debug-addr", "", "serve Go's pprof profiles on this host:port (e.g. 127.0.0.1:6060); off when empty")
+	cacheWindow := fs.Int64("cache-window-bytes", defaultCacheWindowBytes,
+		"page cache kept per partition for its newest data; older appended bytes are written back and dropped from the cache (0: leave it to the kernel)")
 	overrides := setFlags{}
 	fs.Var(overrides, "set", "key=value broker config override (repeatable)")
 	if err := fs.Parse(args); err != nil {
@@ -123,7 +130,8 @@ func run(args []string) error {
 	}
 	defer ctrl.Close()
 
-	b, err := broker.New(broker.Config{Static: cfg, LogDir: logDir, Logger: logger.With("component", "broker")}, ctrl)
+	b, err := broker.New(broker.Config{Static: cfg, LogDir: logDir, Logger: logger.With("component", "broker"),
+		CacheWindowBytes: *cacheWindow}, ctrl)
 	if err != nil {
 		return fmt.Errorf("starting broker: %w", err)
 	}
