@@ -7,12 +7,16 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+	"unsafe"
 )
 
 // limits are the machine's physical ceilings, measured in the same run as the brokers.
 type limits struct {
-	DiskWriteMiBps  float64       // sequential 1 MiB writes, one fdatasync at the end
-	DiskWriteMiB    int64         // how much was written for that
+	DiskWriteMiBps float64 // sequential 1 MiB writes, one fdatasync at the end
+	DiskWriteMiB   int64   // how much was written for that
+	// DiskDirectMiBps is the same amount written with O_DIRECT (no page cache), then one
+	// fdatasync: what the device itself takes. On a VM the page-cache figure can be far lower.
+	DiskDirectMiBps float64
 	FsyncWritesPerS float64       // 4 KiB append + fdatasync, one after another
 	FsyncP50        time.Duration // median of those append+fdatasync pairs
 	LoopbackMiBps   float64       // one TCP connection on 127.0.0.1, 256 KiB writes, reader discards
@@ -24,6 +28,9 @@ func measureLimits(dir string, diskMiB int64, pumpFor time.Duration) (*limits, e
 	if l.DiskWriteMiBps, err = diskWrite(dir, diskMiB); err != nil {
 		return nil, err
 	}
+	if l.DiskDirectMiBps, err = diskWriteDirect(dir, diskMiB); err != nil {
+		return nil, err
+	}
 	if l.FsyncWritesPerS, l.FsyncP50, err = fsyncRate(dir, 2*time.Second); err != nil {
 		return nil, err
 	}
@@ -31,6 +38,34 @@ func measureLimits(dir string, diskMiB int64, pumpFor time.Duration) (*limits, e
 		return nil, err
 	}
 	return l, nil
+}
+
+// diskWriteDirect is `dd bs=1M oflag=direct conv=fdatasync` in Go.
+func diskWriteDirect(dir string, mib int64) (float64, error) {
+	path := filepath.Join(dir, "disk-write-direct.test")
+	f, err := openDirect(path)
+	if err != nil {
+		return 0, err
+	}
+	defer os.Remove(path)
+	defer f.Close()
+	const align = 4096
+	raw := make([]byte, 1<<20+align)
+	off := int(uintptr(align) - uintptr(unsafe.Pointer(&raw[0]))%align)
+	buf := raw[off : off+1<<20]
+	for i := range buf {
+		buf[i] = byte(i * 7)
+	}
+	start := time.Now()
+	for i := int64(0); i < mib; i++ {
+		if _, err := f.Write(buf); err != nil {
+			return 0, err
+		}
+	}
+	if err := fdatasync(f); err != nil {
+		return 0, err
+	}
+	return float64(mib) / time.Since(start).Seconds(), nil
 }
 
 // diskWrite is `dd bs=1M conv=fdatasync` in Go: MiB/s including the final flush to disk.

@@ -117,7 +117,7 @@ func cmdLimits(args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("disk %.0f MiB/s; fsync'd 4KiB writes %.0f/s (p50 %v); loopback %.0f MiB/s\n",
-		l.DiskWriteMiBps, l.FsyncWritesPerS, l.FsyncP50, l.LoopbackMiBps)
+	fmt.Printf("disk %.0f MiB/s (O_DIRECT %.0f MiB/s); fsync'd 4KiB writes %.0f/s (p50 %v); loopback %.0f MiB/s\n",
+		l.DiskWriteMiBps, l.DiskDirectMiBps, l.FsyncWritesPerS, l.FsyncP50, l.LoopbackMiBps)
 	return nil
 }
