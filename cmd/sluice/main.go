@@ -56,7 +56,7 @@ const inFlightPerConnection = 32
 // defaultCacheWindowBytes is how much of each partition's newest data stays in the page cache
 // by default (logstore's drop-behind): enough for consumers at the tail, small enough that a
 // producer's stream recycles pages instead of pushing the machine into reclaim.
-const defaultCacheWindowBytes = 128 << 20
+const defaultCacheWindowBytes = 512 << 20
 
 func run(args []string) error {
 	fs := flag.NewFlagSet("sluice", flag.ContinueOnError)
