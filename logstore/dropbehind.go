@@ -59,11 +59,31 @@ func (l *Log) dropBehindLocked() {
 	}
 }
 
+// readaheadBytes is how far past a fetch of data outside the cache window the log asks the
+// kernel to read ahead, so that a consumer catching up streams from disk instead of faulting
+// the next fetch in synchronously.
+const readaheadBytes = 8 << 20
+
+// readaheadLocked asks for [end, end+readaheadBytes) of seg to be read into the page cache in
+// the background when a read ended at end outside the cache window.
+// REQUIRES: l.mu held (read or write).
+func (l *Log) readaheadLocked(seg *segment, end int64) {
+	if l.cacheWindow <= 0 || end >= seg.size {
+		return
+	}
+	if seg == l.active() && end >= seg.size-l.cacheWindow {
+		return // inside the window: still cached
+	}
+	scheduleCacheJob(dropJob{f: seg.log, off: end, len: min(readaheadBytes, seg.size-end), readahead: true})
+}
+
 // dropJob is a byte range of a file to wait for and drop from the page cache.
 type dropJob struct {
 	f        File
 	off, len int64
 	done     chan struct{} // a marker, not a range: closed when the worker reaches it
+	// readahead asks for the range to be read in rather than dropped.
+	readahead bool
 }
 
 var (
@@ -71,40 +91,57 @@ var (
 	// dropJobs feeds the one drop worker. Full means the worker is behind (the disk is slower
 	// than the appends); a job that does not fit is skipped and its pages left to the kernel.
 	dropJobs chan dropJob
+	// readaheadJobs feeds the readahead worker; a job that does not fit is skipped.
+	readaheadJobs chan dropJob
 )
 
 // scheduleDrop hands [off, off+n) of f to the drop worker.
 func scheduleDrop(f File, off, n int64) {
-	if !canDropCache(f) || n <= 0 {
+	scheduleCacheJob(dropJob{f: f, off: off, len: n})
+}
+
+func scheduleCacheJob(j dropJob) {
+	if !canDropCache(j.f) || j.len <= 0 {
 		return
 	}
 	dropOnce.Do(func() {
 		dropJobs = make(chan dropJob, 1024)
-		go dropWorker()
+		readaheadJobs = make(chan dropJob, 64)
+		go dropWorker(dropJobs)
+		go dropWorker(readaheadJobs) // not queued behind drops that wait for writeback
 	})
+	jobs := dropJobs
+	if j.readahead {
+		jobs = readaheadJobs
+	}
 	select {
-	case dropJobs <- dropJob{f: f, off: off, len: n}:
+	case jobs <- j:
 	default:
 	}
 }
 
-func dropWorker() {
-	for j := range dropJobs {
-		if j.done != nil {
+func dropWorker(jobs chan dropJob) {
+	for j := range jobs {
+		switch {
+		case j.done != nil:
 			close(j.done)
-			continue
+		case j.readahead:
+			readIntoCache(j.f, j.off, j.len)
+		default:
+			dropCache(j.f, j.off, j.len)
 		}
-		dropCache(j.f, j.off, j.len)
 	}
 }
 
-// waitDrops returns once the drop worker has finished every job scheduled before the call
-// (for tests).
+// waitDrops returns once the drop and readahead workers have finished every job scheduled
+// before the call (for tests).
 func waitDrops() {
 	if dropJobs == nil {
 		return
 	}
-	done := make(chan struct{})
-	dropJobs <- dropJob{done: done}
-	<-done
+	for _, jobs := range []chan dropJob{dropJobs, readaheadJobs} {
+		done := make(chan struct{})
+		jobs <- dropJob{done: done}
+		<-done
+	}
 }

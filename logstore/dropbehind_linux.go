@@ -41,3 +41,9 @@ func withFd(f File, fn func(fd int)) {
 	}
 	_ = rc.Control(func(fd uintptr) { fn(int(fd)) })
 }
+
+// readIntoCache starts reading [off, off+n) of f into the page cache (POSIX_FADV_WILLNEED
+// submits the reads without waiting for them).
+func readIntoCache(f File, off, n int64) {
+	withFd(f, func(fd int) { _ = unix.Fadvise(fd, off, n, unix.FADV_WILLNEED) })
+}

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -93,5 +94,54 @@ func TestDropBehindKeepsOnlyTheWindowCached(t *testing.T) {
 	}
 	if _, err := batch.Check(buf); err != nil {
 		t.Fatalf("first batch read back from disk: %v", err)
+	}
+}
+
+// A read of bytes outside the cache window has the next readaheadBytes read into the page
+// cache in the background, so a consumer catching up does not fault each fetch in.
+func TestReadOutsideWindowReadsAhead(t *testing.T) {
+	const window = 8 << 20
+	dir := filepath.Join(t.TempDir(), "t-0")
+	l, err := Open(dir, DefaultConfig(), Options{Logger: quietLogger, CacheWindowBytes: window})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	for total := 0; total < 40<<20; {
+		b := benchBatch(256 << 10)
+		if _, err := l.AppendAsLeader(b, 0); err != nil {
+			t.Fatal(err)
+		}
+		total += len(b)
+	}
+	waitDrops()
+	path := filepath.Join(dir, "00000000000000000000.log")
+	pageSize := int64(os.Getpagesize())
+	if residentPages(t, path)[(1<<20)/pageSize] {
+		t.Fatal("page at 1 MiB still cached before the read; the test needs it dropped")
+	}
+	res, err := l.Read(0, 512<<10, l.LogEndOffset(), true)
+	if err != nil || len(res.Slices) == 0 {
+		t.Fatalf("read: %v", err)
+	}
+	end := res.Slices[0].Position + res.Slices[0].Length
+	waitDrops()
+	first, last := end/pageSize+1, (end+readaheadBytes)/pageSize-1
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		pages := residentPages(t, path)
+		missing := 0
+		for i := first; i <= last; i++ {
+			if !pages[i] {
+				missing++
+			}
+		}
+		if missing == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d pages after the read were not read ahead", missing, last-first+1)
+		}
+		time.Sleep(10 * time.Millisecond) // reads submitted by WILLNEED complete asynchronously
 	}
 }

@@ -75,6 +75,7 @@ func (l *Log) Read(offset int64, maxBytes int64, maxOffset int64, minOneBatch bo
 		}
 		res.Slices = []FileSlice{{File: seg.log, Position: start, Length: end - start}}
 		res.Bytes = end - start
+		l.readaheadLocked(seg, end)
 		return res, nil
 	}
 	return res, nil
