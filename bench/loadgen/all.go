@@ -31,6 +31,7 @@ type workload struct {
 	KeepTopic  bool // the backlog stays for the consumer workloads
 	Rate       int  // records/s for all producers together; 0 = as fast as possible
 	NoE2E      bool // no end-to-end consumer (profiling the produce path alone)
+	Sequential bool // one record at a time, linger 0: the broker's request round trip
 }
 
 const (
@@ -51,16 +52,18 @@ type pct struct {
 
 // result is one workload's row in the report.
 type result struct {
-	Mode     string  `json:"mode"` // "default" or "fsync"
-	Broker   string  `json:"broker"`
-	Workload string  `json:"workload"`
-	Title    string  `json:"title"`
-	Tool     string  `json:"tool"`
-	Consume  bool    `json:"consume"`
-	Rate     int     `json:"rate,omitempty"` // fixed records/s; 0 = unthrottled
-	Records  int64   `json:"records"`
-	MiB      float64 `json:"mib"`
-	Seconds  float64 `json:"seconds"` // the measured phase the rates are computed over
+	Mode     string `json:"mode"` // "default" or "fsync"
+	Broker   string `json:"broker"`
+	Workload string `json:"workload"`
+	Title    string `json:"title"`
+	Tool     string `json:"tool"`
+	Consume  bool   `json:"consume"`
+	Rate     int    `json:"rate,omitempty"` // fixed records/s; 0 = unthrottled
+	// Sequential: one record at a time (latency is the goal, not throughput).
+	Sequential bool    `json:"sequential,omitempty"`
+	Records    int64   `json:"records"`
+	MiB        float64 `json:"mib"`
+	Seconds    float64 `json:"seconds"` // the measured phase the rates are computed over
 	// WallSeconds is the whole step the CPU and RSS figures cover, including a loadgen
 	// workload's warm-up records and its end-to-end consumer catching up afterwards.
 	WallSeconds float64 `json:"wall_seconds"`
@@ -204,6 +207,8 @@ func fullPlan(cfg runConfig, mode string) []workload {
 		{ID: "100-a1-p8", Title: "100 B, acks=1, 8 producers", Tool: toolLoadgenProduce, RecordSize: 100, Producers: 8},
 		{ID: "1k-all-p1-fixed", Title: fmt.Sprintf("1 KiB, acks=all, 1 producer, fixed %d records/s", fixedRate), Tool: toolLoadgenProduce,
 			RecordSize: 1024, AcksAll: true, Producers: 1, Rate: fixedRate},
+		{ID: "100-a1-seq", Title: "100 B, acks=1, 1 producer, one record at a time (linger 0)", Tool: toolLoadgenProduce,
+			RecordSize: 100, Producers: 1, Sequential: true},
 	}
 	if mode == "fsync" {
 		return append(lg,
@@ -330,7 +335,8 @@ func runMode(ctx context.Context, cfg runConfig, rep *report, mode string) ([]re
 // topics of extra (profiling) runs apart.
 func runWorkload(ctx context.Context, cfg runConfig, b *brokerProc, w workload, mode, suffix string) (r result) {
 	r = result{Mode: mode, Broker: b.Name, Workload: w.ID, Title: w.Title, Tool: w.Tool,
-		Consume: w.Tool == toolPerfConsumer || w.Tool == toolLoadgenConsume || w.Tool == toolLoadgenConsumeNoSessions, Rate: w.Rate}
+		Consume: w.Tool == toolPerfConsumer || w.Tool == toolLoadgenConsume || w.Tool == toolLoadgenConsumeNoSessions, Rate: w.Rate,
+		Sequential: w.Sequential}
 	topic := w.Topic
 	if topic == "" {
 		topic = "bench-" + w.ID + suffix
@@ -371,7 +377,7 @@ func runWorkload(ctx context.Context, cfg runConfig, b *brokerProc, w workload, 
 	switch w.Tool {
 	case toolLoadgenProduce:
 		res, err := runProduce(ctx, produceSpec{Brokers: []string{b.Addr}, Topic: topic, Producers: w.Producers,
-			RecordSize: w.RecordSize, AcksAll: w.AcksAll, Duration: durationFor(cfg, mode), E2E: !w.NoE2E, Rate: w.Rate})
+			RecordSize: w.RecordSize, AcksAll: w.AcksAll, Duration: durationFor(cfg, mode), E2E: !w.NoE2E, Rate: w.Rate, Sequential: w.Sequential})
 		if res != nil {
 			r.Records, r.Seconds = res.Records, res.Elapsed.Seconds()
 			r.MiB = float64(res.Bytes) / (1 << 20)

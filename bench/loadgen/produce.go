@@ -25,6 +25,10 @@ type produceSpec struct {
 	// Rate, when positive, paces all producers together to this many records per second, so
 	// latency is measured below saturation instead of as client-side queueing.
 	Rate int
+	// Sequential sends one record at a time and waits for its acknowledgement, with linger 0:
+	// the latency is one produce request's round trip through the broker, without client
+	// batching or queueing.
+	Sequential bool
 }
 
 // produceResult is what one produce workload measured.
@@ -62,6 +66,9 @@ func runProduce(ctx context.Context, spec produceSpec) (*produceResult, error) {
 		opts = append(opts, kgo.DisableIdempotentWrite())
 	}
 	opts = append(opts, kgo.RequiredAcks(acks))
+	if spec.Sequential {
+		opts = append(opts, kgo.ProducerLinger(0))
+	}
 
 	var e2e *e2eConsumer
 	if spec.E2E {
@@ -128,6 +135,20 @@ func runProduce(ctx context.Context, spec produceSpec) (*produceResult, error) {
 				bp := pool.Get().(*[]byte)
 				sent := time.Now()
 				binary.BigEndian.PutUint64(*bp, uint64(sent.UnixNano()))
+				if spec.Sequential {
+					err := cl.ProduceSync(ctx, &kgo.Record{Value: *bp}).FirstErr()
+					lat := time.Since(sent)
+					pool.Put(bp)
+					if err != nil {
+						errs.Add(1)
+						continue
+					}
+					records.Add(1)
+					mu.Lock()
+					h.record(lat)
+					mu.Unlock()
+					continue
+				}
 				cl.Produce(ctx, &kgo.Record{Value: *bp}, func(_ *kgo.Record, err error) {
 					lat := time.Since(sent)
 					pool.Put(bp)
