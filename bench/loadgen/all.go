@@ -359,10 +359,17 @@ func runWorkload(ctx context.Context, cfg runConfig, b *brokerProc, w workload, 
 		return r
 	}
 	// The previous step's dirty pages (often the other broker's) are written back now, not
-	// during this step, where the kernel would throttle this broker's writes for them.
+	// during this step, where the kernel would throttle this broker's writes for them. Before
+	// a produce step the page cache is emptied too (when we may): what the other broker left
+	// cached otherwise decides how fast this one's writes get pages. Consumer steps keep the
+	// cache, since they read the backlog written just before.
 	writeBackDirtyPages()
+	cacheKept := !r.Consume && !dropPageCache()
 	load := loadAvg()
 	defer func() {
+		if cacheKept {
+			r.Note = "page cache not emptied before the step (not root); " + r.Note
+		}
 		if r.Note != "" && !strings.HasSuffix(r.Note, "; ") {
 			r.Note += "; "
 		}
