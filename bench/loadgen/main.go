@@ -77,9 +77,12 @@ func cmdProduce(ctx context.Context, args []string) error {
 	acks := fs.String("acks", "all", "all or 1")
 	dur := fs.Duration("duration", 10*time.Second, "how long to produce")
 	e2e := fs.Bool("e2e", true, "measure end-to-end latency with a consumer")
+	rate := fs.Int("rate", 0, "records/s for all producers together (0: as fast as possible)")
+	sequential := fs.Bool("sequential", false, "one record at a time with linger 0 (request round trip)")
 	_ = fs.Parse(args)
 	res, err := runProduce(ctx, produceSpec{Brokers: strings.Split(*brokers, ","), Topic: *topic,
-		Producers: *producers, RecordSize: *size, AcksAll: *acks == "all", Duration: *dur, E2E: *e2e})
+		Producers: *producers, RecordSize: *size, AcksAll: *acks == "all", Duration: *dur, E2E: *e2e,
+		Rate: *rate, Sequential: *sequential})
 	if res != nil {
 		s := res.Elapsed.Seconds()
 		fmt.Printf("%d records in %.1fs: %.0f rec/s %.1f MiB/s; produce p50 %v p99 %v p99.9 %v; errors %d\n",
