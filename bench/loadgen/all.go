@@ -362,9 +362,11 @@ func runWorkload(ctx context.Context, cfg runConfig, b *brokerProc, w workload, 
 	// during this step, where the kernel would throttle this broker's writes for them. Before
 	// a produce step the page cache is emptied too (when we may): what the other broker left
 	// cached otherwise decides how fast this one's writes get pages. Consumer steps keep the
-	// cache, since they read the backlog written just before.
+	// cache, since they read the backlog written just before, and so does the step that
+	// writes that backlog: emptying the cache before the second broker's backlog would throw
+	// out the first broker's.
 	writeBackDirtyPages()
-	cacheKept := !r.Consume && !dropPageCache()
+	cacheKept := !r.Consume && !w.KeepTopic && !dropPageCache()
 	load := loadAvg()
 	defer func() {
 		if cacheKept {
