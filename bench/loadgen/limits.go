@@ -25,10 +25,10 @@ type limits struct {
 func measureLimits(dir string, diskMiB int64, pumpFor time.Duration) (*limits, error) {
 	l := &limits{DiskWriteMiB: diskMiB}
 	var err error
-	if l.DiskWriteMiBps, err = diskWrite(dir, diskMiB); err != nil {
+	if l.DiskWriteMiBps, err = diskWrite(dir, diskMiB, false); err != nil {
 		return nil, err
 	}
-	if l.DiskDirectMiBps, err = diskWriteDirect(dir, diskMiB); err != nil {
+	if l.DiskDirectMiBps, err = diskWrite(dir, diskMiB, true); err != nil {
 		return nil, err
 	}
 	if l.FsyncWritesPerS, l.FsyncP50, err = fsyncRate(dir, 2*time.Second); err != nil {
@@ -40,44 +40,24 @@ func measureLimits(dir string, diskMiB int64, pumpFor time.Duration) (*limits, e
 	return l, nil
 }
 
-// diskWriteDirect is `dd bs=1M oflag=direct conv=fdatasync` in Go.
-func diskWriteDirect(dir string, mib int64) (float64, error) {
-	path := filepath.Join(dir, "disk-write-direct.test")
-	f, err := openDirect(path)
+// diskWrite is `dd bs=1M conv=fdatasync` in Go (with direct, `oflag=direct` too): MiB/s of
+// mib 1 MiB writes including the final flush to disk.
+func diskWrite(dir string, mib int64, direct bool) (float64, error) {
+	path := filepath.Join(dir, "disk-write.test")
+	open := os.Create
+	if direct {
+		open = openDirect
+	}
+	f, err := open(path)
 	if err != nil {
 		return 0, err
 	}
 	defer os.Remove(path)
 	defer f.Close()
-	const align = 4096
+	const align = 4096 // O_DIRECT wants an aligned buffer
 	raw := make([]byte, 1<<20+align)
 	off := int(uintptr(align) - uintptr(unsafe.Pointer(&raw[0]))%align)
 	buf := raw[off : off+1<<20]
-	for i := range buf {
-		buf[i] = byte(i * 7)
-	}
-	start := time.Now()
-	for i := int64(0); i < mib; i++ {
-		if _, err := f.Write(buf); err != nil {
-			return 0, err
-		}
-	}
-	if err := fdatasync(f); err != nil {
-		return 0, err
-	}
-	return float64(mib) / time.Since(start).Seconds(), nil
-}
-
-// diskWrite is `dd bs=1M conv=fdatasync` in Go: MiB/s including the final flush to disk.
-func diskWrite(dir string, mib int64) (float64, error) {
-	path := filepath.Join(dir, "disk-write.test")
-	f, err := os.Create(path)
-	if err != nil {
-		return 0, err
-	}
-	defer os.Remove(path)
-	defer f.Close()
-	buf := make([]byte, 1<<20)
 	for i := range buf {
 		buf[i] = byte(i * 7)
 	}

@@ -135,21 +135,7 @@ func runProduce(ctx context.Context, spec produceSpec) (*produceResult, error) {
 				bp := pool.Get().(*[]byte)
 				sent := time.Now()
 				binary.BigEndian.PutUint64(*bp, uint64(sent.UnixNano()))
-				if spec.Sequential {
-					err := cl.ProduceSync(ctx, &kgo.Record{Value: *bp}).FirstErr()
-					lat := time.Since(sent)
-					pool.Put(bp)
-					if err != nil {
-						errs.Add(1)
-						continue
-					}
-					records.Add(1)
-					mu.Lock()
-					h.record(lat)
-					mu.Unlock()
-					continue
-				}
-				cl.Produce(ctx, &kgo.Record{Value: *bp}, func(_ *kgo.Record, err error) {
+				acked := func(_ *kgo.Record, err error) {
 					lat := time.Since(sent)
 					pool.Put(bp)
 					if err != nil {
@@ -160,7 +146,12 @@ func runProduce(ctx context.Context, spec produceSpec) (*produceResult, error) {
 					mu.Lock()
 					h.record(lat)
 					mu.Unlock()
-				})
+				}
+				if spec.Sequential {
+					acked(nil, cl.ProduceSync(ctx, &kgo.Record{Value: *bp}).FirstErr())
+					continue
+				}
+				cl.Produce(ctx, &kgo.Record{Value: *bp}, acked)
 			}
 			if err := cl.Flush(context.WithoutCancel(ctx)); err != nil {
 				errs.Add(1)
