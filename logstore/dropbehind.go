@@ -74,15 +74,15 @@ func (l *Log) readaheadLocked(seg *segment, end int64) {
 	if seg == l.active() && end >= seg.size-l.cacheWindow {
 		return // inside the window: still cached
 	}
-	scheduleCacheJob(dropJob{f: seg.log, off: end, len: min(readaheadBytes, seg.size-end), readahead: true})
+	scheduleCacheJob(cacheJob{f: seg.log, off: end, len: min(readaheadBytes, seg.size-end), readahead: true})
 }
 
-// dropJob is a byte range of a file to wait for and drop from the page cache.
-type dropJob struct {
-	f        File
-	off, len int64
-	done     chan struct{} // a marker, not a range: closed when the worker reaches it
-	// readahead asks for the range to be read in rather than dropped.
+// cacheJob is a byte range of a file to drop from the page cache once written back or, with
+// readahead, to read into it.
+type cacheJob struct {
+	f         File
+	off, len  int64
+	done      chan struct{} // a marker, not a range: closed when the worker reaches it
 	readahead bool
 }
 
@@ -90,25 +90,25 @@ var (
 	dropOnce sync.Once
 	// dropJobs feeds the one drop worker. Full means the worker is behind (the disk is slower
 	// than the appends); a job that does not fit is skipped and its pages left to the kernel.
-	dropJobs chan dropJob
+	dropJobs chan cacheJob
 	// readaheadJobs feeds the readahead worker; a job that does not fit is skipped.
-	readaheadJobs chan dropJob
+	readaheadJobs chan cacheJob
 )
 
 // scheduleDrop hands [off, off+n) of f to the drop worker.
 func scheduleDrop(f File, off, n int64) {
-	scheduleCacheJob(dropJob{f: f, off: off, len: n})
+	scheduleCacheJob(cacheJob{f: f, off: off, len: n})
 }
 
-func scheduleCacheJob(j dropJob) {
+func scheduleCacheJob(j cacheJob) {
 	if !canDropCache(j.f) || j.len <= 0 {
 		return
 	}
 	dropOnce.Do(func() {
-		dropJobs = make(chan dropJob, 1024)
-		readaheadJobs = make(chan dropJob, 64)
-		go dropWorker(dropJobs)
-		go dropWorker(readaheadJobs) // not queued behind drops that wait for writeback
+		dropJobs = make(chan cacheJob, 1024)
+		readaheadJobs = make(chan cacheJob, 64)
+		go cacheWorker(dropJobs)
+		go cacheWorker(readaheadJobs) // not queued behind drops that wait for writeback
 	})
 	jobs := dropJobs
 	if j.readahead {
@@ -120,7 +120,7 @@ func scheduleCacheJob(j dropJob) {
 	}
 }
 
-func dropWorker(jobs chan dropJob) {
+func cacheWorker(jobs chan cacheJob) {
 	for j := range jobs {
 		switch {
 		case j.done != nil:
@@ -139,9 +139,9 @@ func waitDrops() {
 	if dropJobs == nil {
 		return
 	}
-	for _, jobs := range []chan dropJob{dropJobs, readaheadJobs} {
+	for _, jobs := range []chan cacheJob{dropJobs, readaheadJobs} {
 		done := make(chan struct{})
-		jobs <- dropJob{done: done}
+		jobs <- cacheJob{done: done}
 		<-done
 	}
 }

@@ -42,16 +42,17 @@ func residentPages(t *testing.T, path string) []bool {
 	return out
 }
 
-// With a cache window, appended bytes older than the window leave the page cache, the newest
-// window stays, and everything reads back.
-func TestDropBehindKeepsOnlyTheWindowCached(t *testing.T) {
-	const window = 8 << 20
+// windowedLog opens a log on the OS file system with a cache window of window bytes, appends
+// about 40 MiB in 256 KiB batches, and waits for the drop worker. It returns the log, the path
+// of its segment file and the bytes appended.
+func windowedLog(t *testing.T, window int64) (*Log, string, int) {
+	t.Helper()
 	dir := filepath.Join(t.TempDir(), "t-0")
 	l, err := Open(dir, DefaultConfig(), Options{Logger: quietLogger, CacheWindowBytes: window})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
+	t.Cleanup(func() { l.Close() })
 	total := 0
 	for total < 40<<20 {
 		b := benchBatch(256 << 10)
@@ -61,7 +62,15 @@ func TestDropBehindKeepsOnlyTheWindowCached(t *testing.T) {
 		total += len(b)
 	}
 	waitDrops()
-	pages := residentPages(t, filepath.Join(dir, "00000000000000000000.log"))
+	return l, filepath.Join(dir, "00000000000000000000.log"), total
+}
+
+// With a cache window, appended bytes older than the window leave the page cache, the newest
+// window stays, and everything reads back.
+func TestDropBehindKeepsOnlyTheWindowCached(t *testing.T) {
+	const window = 8 << 20
+	l, path, total := windowedLog(t, window)
+	pages := residentPages(t, path)
 	pageSize := os.Getpagesize()
 	oldEnd := (total - window - 2*dropBehindChunk) / pageSize // surely dropped
 	newStart := (total - window + dropBehindChunk) / pageSize // surely kept
@@ -101,21 +110,7 @@ func TestDropBehindKeepsOnlyTheWindowCached(t *testing.T) {
 // cache in the background, so a consumer catching up does not fault each fetch in.
 func TestReadOutsideWindowReadsAhead(t *testing.T) {
 	const window = 8 << 20
-	dir := filepath.Join(t.TempDir(), "t-0")
-	l, err := Open(dir, DefaultConfig(), Options{Logger: quietLogger, CacheWindowBytes: window})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	for total := 0; total < 40<<20; {
-		b := benchBatch(256 << 10)
-		if _, err := l.AppendAsLeader(b, 0); err != nil {
-			t.Fatal(err)
-		}
-		total += len(b)
-	}
-	waitDrops()
-	path := filepath.Join(dir, "00000000000000000000.log")
+	l, path, _ := windowedLog(t, window)
 	pageSize := int64(os.Getpagesize())
 	if residentPages(t, path)[(1<<20)/pageSize] {
 		t.Fatal("page at 1 MiB still cached before the read; the test needs it dropped")

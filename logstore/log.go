@@ -208,11 +208,7 @@ func (l *Log) SetConfig(cfg Config) {
 // patching both header fields in place (they are outside the CRC; the caller's buffer is
 // modified), and appends the bytes unchanged. It returns once durable per the flush policy.
 func (l *Log) AppendAsLeader(batches []byte, leaderEpoch int32) (AppendResult, error) {
-	res, sync, err := l.appendNoWait(batches, true, leaderEpoch)
-	if err != nil {
-		return res, err
-	}
-	return res, sync.Wait()
+	return l.append(batches, true, leaderEpoch)
 }
 
 // AppendAsLeaderDeferSync is AppendAsLeader without the wait for durability: the batches are
