@@ -38,16 +38,11 @@ type pending struct {
 	key           int16
 	version       int16 // the version the response is encoded at
 	correlationID int32
-	req           *Request // nil for a request refused before decoding (ApiVersions fallback)
+	req           *Request // nil for a request refused before decoding (ApiVersions fallback); set before it is queued
 
 	// Guarded by conn.mu.
 	answered bool
 	resp     kmsg.Response // nil with answered set: nothing to send (acks=0)
-}
-
-type handoff struct {
-	p   *pending
-	req *Request
 }
 
 // conn is one client connection, served by three goroutines: readLoop, handleLoop, writeLoop.
@@ -68,7 +63,7 @@ type conn struct {
 	// requests carries decoded requests from readLoop to handleLoop in read order. Its capacity
 	// equals slots', and each entry holds a token, so a send never waits on handleLoop for long.
 	// Closed by readLoop when it stops.
-	requests chan handoff
+	requests chan *pending
 	// wake (capacity 1) tells writeLoop to look at the queue again.
 	wake chan struct{}
 
@@ -112,7 +107,7 @@ func newConn(s *Server, nc net.Conn, id uint64) *conn {
 		ctx:      ctx,
 		cancel:   cancel,
 		slots:    make(chan struct{}, s.cfg.MaxInFlightPerConn),
-		requests: make(chan handoff, s.cfg.MaxInFlightPerConn),
+		requests: make(chan *pending, s.cfg.MaxInFlightPerConn),
 		wake:     make(chan struct{}, 1),
 		drainCh:  make(chan struct{}),
 
@@ -221,7 +216,7 @@ func (c *conn) readLoop() {
 		p := &pending{key: req.Key, version: req.Version, correlationID: req.CorrelationID, req: req}
 		c.enqueue(p)
 		select {
-		case c.requests <- handoff{p, req}:
+		case c.requests <- p:
 		case <-c.ctx.Done():
 			return
 		}
@@ -264,17 +259,18 @@ func (c *conn) handleLoop() {
 		select {
 		case <-c.ctx.Done():
 			return
-		case h, ok := <-c.requests:
+		case p, ok := <-c.requests:
 			if !ok {
 				return
 			}
-			c.handle(h.p, h.req)
+			c.handle(p)
 		}
 	}
 }
 
 // handle runs the Handler for one request. A panic closes this connection only.
-func (c *conn) handle(p *pending, req *Request) {
+func (c *conn) handle(p *pending) {
+	req := p.req
 	defer func() {
 		if r := recover(); r != nil {
 			c.log.Error("wire: handler panic; closing connection",
@@ -370,7 +366,6 @@ func (c *conn) writeLoop() {
 			// Answered: the frame no longer counts against the connection. It is not reused
 			// (the response may alias it) unless the handler released it.
 			c.releaseFrame(p.req, false)
-			p.req = nil
 		}
 		if p.resp == nil {
 			continue // acks=0: nothing to send
