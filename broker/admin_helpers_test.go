@@ -146,21 +146,27 @@ func (tb *testBroker) produce(t testing.TB, topic string, partition int32, n int
 	}
 }
 
-// direct serves req on the broker without a network or a client, at req's own version: for
-// versions kgo would not pick and for requests kgo would route elsewhere (a broker resource
-// naming another node).
-func (tb *testBroker) direct(t testing.TB, req kmsg.Request) kmsg.Response {
-	t.Helper()
+// serveDirect hands req to the broker as the wire layer would; its response arrives on the
+// returned channel.
+func (tb *testBroker) serveDirect(ctx context.Context, t testing.TB, req kmsg.Request) <-chan kmsg.Response {
 	done := make(chan kmsg.Response, 1)
 	conn := &wire.ConnInfo{ListenerName: "PLAINTEXT"}
-	tb.Broker.Handle(testContext(t), &wire.Request{Key: req.Key(), Version: req.GetVersion(), Body: req, Conn: conn}, func(resp kmsg.Response, err error) {
+	tb.Broker.Handle(ctx, &wire.Request{Key: req.Key(), Version: req.GetVersion(), Body: req, Conn: conn}, func(resp kmsg.Response, err error) {
 		if err != nil {
 			t.Errorf("handler error: %v", err)
 		}
 		done <- resp
 	})
+	return done
+}
+
+// direct serves req on the broker without a network or a client, at req's own version: for
+// versions kgo would not pick and for requests kgo would route elsewhere (a broker resource
+// naming another node).
+func (tb *testBroker) direct(t testing.TB, req kmsg.Request) kmsg.Response {
+	t.Helper()
 	select {
-	case resp := <-done:
+	case resp := <-tb.serveDirect(testContext(t), t, req):
 		if resp == nil {
 			t.Fatalf("no response to %s", kmsg.NameForKey(req.Key()))
 		}

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"net"
 	"testing"
@@ -23,18 +24,10 @@ func benchRecords(size int) []byte {
 	return batch.Build(batch.Header{BaseTimestamp: ts, MaxTimestamp: ts, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1}, recs)
 }
 
-// handleDirect serves req on the broker, as the wire layer would, and returns the response.
+// handleDirect serves req on the broker, as the wire layer would, and returns the response
+// (tb.direct without its per-call timeout and cleanup, which would be measured too).
 func handleDirect(b testing.TB, tb *testBroker, req kmsg.Request) kmsg.Response {
-	done := make(chan kmsg.Response, 1)
-	conn := &wire.ConnInfo{ListenerName: "PLAINTEXT"}
-	tb.Broker.Handle(testContext(b), &wire.Request{Key: req.Key(), Version: req.GetVersion(), Body: req, Conn: conn},
-		func(resp kmsg.Response, err error) {
-			if err != nil {
-				b.Errorf("handler error: %v", err)
-			}
-			done <- resp
-		})
-	return <-done
+	return <-tb.serveDirect(context.Background(), b, req)
 }
 
 // benchProduceRequest is an acks=1 produce request of records to partition 0 of topic.
