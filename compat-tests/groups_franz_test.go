@@ -275,13 +275,7 @@ func runChurn(t *testing.T, cfg churnConfig, cl *kgo.Client, adm *kadm.Client, g
 	if err := prod.failure(); err != nil {
 		t.Fatalf("producer: %v", err)
 	}
-	waitFor(t, churnSettle, "every produced record consumed", func() error {
-		if missing, _ := diffSets(dedup(sink.values()), produced); len(missing) > 0 {
-			return fmt.Errorf("%d distinct consumed of %d produced; missing e.g. %v", sink.distinct(), len(produced), missing)
-		}
-		return nil
-	})
-	waitCommittedAtEnd(t, adm, cfg.group, cfg.topic, churnSettle)
+	waitConsumedAndCommitted(t, sink, produced, adm, cfg.group, cfg.topic)
 	for name := range members {
 		leave(name)
 	}
@@ -322,6 +316,19 @@ func checkGroupType(t *testing.T, adm *kadm.Client, group, want string) {
 	if g.GroupType != want {
 		t.Fatalf("ListGroups: %s has type %q, want %q", group, g.GroupType, want)
 	}
+}
+
+// waitConsumedAndCommitted waits until sink has seen every produced value and the group has
+// committed the end of every partition of topic.
+func waitConsumedAndCommitted(t *testing.T, sink *consumedSink, produced []string, adm *kadm.Client, group, topic string) {
+	t.Helper()
+	waitFor(t, churnSettle, "every produced record consumed", func() error {
+		if missing, _ := diffSets(dedup(sink.values()), produced); len(missing) > 0 {
+			return fmt.Errorf("%d distinct consumed of %d produced; missing e.g. %v", sink.distinct(), len(produced), missing)
+		}
+		return nil
+	})
+	waitCommittedAtEnd(t, adm, group, topic, churnSettle)
 }
 
 func dedup(values []string) []string {

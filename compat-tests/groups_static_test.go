@@ -78,13 +78,7 @@ func TestGroupsFranzStatic(t *testing.T) {
 			if err := prod.failure(); err != nil {
 				t.Fatalf("producer: %v", err)
 			}
-			waitFor(t, churnSettle, "every produced record consumed", func() error {
-				if missing, _ := diffSets(dedup(sink.values()), produced); len(missing) > 0 {
-					return fmt.Errorf("%d distinct consumed of %d produced; missing e.g. %v", sink.distinct(), len(produced), missing)
-				}
-				return nil
-			})
-			waitCommittedAtEnd(t, adm, group, topic, churnSettle)
+			waitConsumedAndCommitted(t, sink, produced, adm, group, topic)
 			s1b.close(t)
 			s2.close(t)
 			for _, v := range append(own.violations(), sink.violations()...) {
