@@ -49,26 +49,30 @@ func TestAdminTopicConfigsRoundTrip(t *testing.T) {
 	// Incremental: SET, APPEND to a list, then SUBTRACT and DELETE.
 	ops := []kadm.AlterConfig{
 		{Op: kadm.SetConfig, Name: "retention.ms", Value: kmsg.StringPtr("1000")},
-		{Op: kadm.AppendConfig, Name: "cleanup.policy", Value: kmsg.StringPtr("compact")},
+		{Op: kadm.SetConfig, Name: "leader.replication.throttled.replicas", Value: kmsg.StringPtr("0:1")},
 	}
+	if resps, err := tb.Admin.AlterTopicConfigs(ctx, ops, "cfg"); err != nil || resps[0].Err != nil {
+		t.Fatalf("alter: %v %+v", err, resps)
+	}
+	ops = []kadm.AlterConfig{{Op: kadm.AppendConfig, Name: "leader.replication.throttled.replicas", Value: kmsg.StringPtr("1:1")}}
 	if resps, err := tb.Admin.AlterTopicConfigs(ctx, ops, "cfg"); err != nil || resps[0].Err != nil {
 		t.Fatalf("alter: %v %+v", err, resps)
 	}
 	if c := topicConfig(t, tb, "cfg", "retention.ms"); c.MaybeValue() != "1000" || c.Source != kmsg.ConfigSourceDynamicTopicConfig {
 		t.Fatalf("retention.ms after set = %q from %v", c.MaybeValue(), c.Source)
 	}
-	if c := topicConfig(t, tb, "cfg", "cleanup.policy"); c.MaybeValue() != "delete,compact" {
-		t.Fatalf("cleanup.policy after append = %q", c.MaybeValue())
+	if c := topicConfig(t, tb, "cfg", "leader.replication.throttled.replicas"); c.MaybeValue() != "0:1,1:1" {
+		t.Fatalf("throttled replicas after append = %q", c.MaybeValue())
 	}
 	ops = []kadm.AlterConfig{
-		{Op: kadm.SubtractConfig, Name: "cleanup.policy", Value: kmsg.StringPtr("delete")},
+		{Op: kadm.SubtractConfig, Name: "leader.replication.throttled.replicas", Value: kmsg.StringPtr("0:1")},
 		{Op: kadm.DeleteConfig, Name: "retention.ms"},
 	}
 	if resps, err := tb.Admin.AlterTopicConfigs(ctx, ops, "cfg"); err != nil || resps[0].Err != nil {
 		t.Fatalf("alter: %v %+v", err, resps)
 	}
-	if c := topicConfig(t, tb, "cfg", "cleanup.policy"); c.MaybeValue() != "compact" {
-		t.Fatalf("cleanup.policy after subtract = %q", c.MaybeValue())
+	if c := topicConfig(t, tb, "cfg", "leader.replication.throttled.replicas"); c.MaybeValue() != "1:1" {
+		t.Fatalf("throttled replicas after subtract = %q", c.MaybeValue())
 	}
 	if c := topicConfig(t, tb, "cfg", "retention.ms"); c.MaybeValue() != "172800000" {
 		t.Fatalf("retention.ms after delete = %q", c.MaybeValue())

@@ -8,6 +8,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"sluice/controller"
 )
 
 func TestAdminDeleteRecords(t *testing.T) {
@@ -79,7 +81,13 @@ func TestAdminDeleteRecords(t *testing.T) {
 
 func TestAdminDeleteRecordsCompactedTopic(t *testing.T) {
 	tb := startTestBroker(t, nil)
-	tb.createTopic(t, "compacted", 1, map[string]*string{"cleanup.policy": kmsg.StringPtr("compact")})
+	// Users cannot create compacted topics until compaction lands; sluice's own internal
+	// topics are compacted, so the rule is tested on one of those.
+	res, err := tb.Ctrl.CreateTopics(testContext(t), []controller.CreateTopic{{Name: "compacted", NumPartitions: 1,
+		ReplicationFactor: 1, Internal: true, Configs: map[string]string{"cleanup.policy": "compact"}}}, false)
+	if err != nil || res[0].Err != nil {
+		t.Fatalf("create compacted: %v %+v", err, res)
+	}
 	var offsets kadm.Offsets
 	offsets.Add(kadm.Offset{Topic: "compacted", Partition: 0, At: 0})
 	resps, _ := tb.Admin.DeleteRecords(testContext(t), offsets)

@@ -27,7 +27,15 @@ func (b *Broker) topicConfigValue(im *controller.Image, topic *controller.TopicI
 
 // logConfig is the storage configuration for a topic's settings and the broker's
 // producer.id.expiration.ms.
+//
+// Time and size retention apply only when cleanup.policy contains delete, as in Kafka: a
+// compacted topic (sluice's __consumer_offsets) keeps everything until compaction lands,
+// rather than losing the committed offsets of a group that has not committed for a week.
 func (b *Broker) logConfig(s *config.TopicSettings) logstore.Config {
+	retentionMs, retentionBytes := s.RetentionMs, s.RetentionBytes
+	if !s.CleanupDelete {
+		retentionMs, retentionBytes = -1, -1
+	}
 	return logstore.Config{
 		ProducerIDExpirationMs: int64(b.cfg.Static.ProducerIDExpirationMs),
 		SegmentBytes:           int64(s.SegmentBytes),
@@ -35,8 +43,8 @@ func (b *Broker) logConfig(s *config.TopicSettings) logstore.Config {
 		SegmentJitterMs:        s.SegmentJitterMs,
 		SegmentIndexBytes:      int64(s.SegmentIndexBytes),
 		IndexIntervalBytes:     int64(s.IndexIntervalBytes),
-		RetentionMs:            s.RetentionMs,
-		RetentionBytes:         s.RetentionBytes,
+		RetentionMs:            retentionMs,
+		RetentionBytes:         retentionBytes,
 		FlushMessages:          s.FlushMessages,
 		FlushMs:                s.FlushMs,
 		FileDeleteDelayMs:      s.FileDeleteDelayMs,

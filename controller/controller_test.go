@@ -144,7 +144,9 @@ func TestCreateTopicsValidation(t *testing.T) {
 		{"assignment ok", CreateTopic{Name: "t", NumPartitions: -1, ReplicationFactor: -1, Assignments: map[int32][]int32{0: {1}, 1: {1}}}, nil},
 		{"unknown config", CreateTopic{Name: "t", NumPartitions: 1, ReplicationFactor: 1, Configs: map[string]string{"no.such.config": "1"}}, kerr.InvalidConfig},
 		{"bad config value", CreateTopic{Name: "t", NumPartitions: 1, ReplicationFactor: 1, Configs: map[string]string{"retention.ms": "soon"}}, kerr.InvalidConfig},
-		{"good config", CreateTopic{Name: "t", NumPartitions: 1, ReplicationFactor: 1, Configs: map[string]string{"cleanup.policy": "compact"}}, nil},
+		{"good config", CreateTopic{Name: "t", NumPartitions: 1, ReplicationFactor: 1, Configs: map[string]string{"cleanup.policy": "delete"}}, nil},
+		{"config not supported yet", CreateTopic{Name: "t", NumPartitions: 1, ReplicationFactor: 1, Configs: map[string]string{"cleanup.policy": "compact"}}, kerr.InvalidConfig},
+		{"internal topic may be compacted", CreateTopic{Name: "t", NumPartitions: 1, ReplicationFactor: 1, Internal: true, Configs: map[string]string{"cleanup.policy": "compact"}}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			offset := c.Image().Offset
@@ -367,7 +369,7 @@ func TestDeleteTopics(t *testing.T) {
 
 func TestAlterConfigs(t *testing.T) {
 	c := startTest(t, testConfig(t.TempDir()))
-	mustCreate(t, c, CreateTopic{Name: "t", NumPartitions: 1, ReplicationFactor: 1, Configs: map[string]string{"retention.ms": "1000", "cleanup.policy": "compact"}})
+	mustCreate(t, c, CreateTopic{Name: "t", NumPartitions: 1, ReplicationFactor: 1, Configs: map[string]string{"retention.ms": "1000", "cleanup.policy": "delete"}})
 	ctx := testCtx(t)
 	res, err := c.AlterConfigs(ctx, []AlterConfigs{
 		{ResourceType: ResourceTopic, ResourceName: "t", Ops: []ConfigOp{{Key: "retention.ms", Value: str("2000")}, {Key: "cleanup.policy"}, {Key: "segment.ms", Value: str("60000")}}},

@@ -161,7 +161,7 @@ func planCreateTopic(w *Image, t CreateTopic, rng *rand.Rand) ([]Record, *valida
 		}
 		assignments = placeReplicas(brokers, 0, t.NumPartitions, t.ReplicationFactor, rng)
 	}
-	if err := validateTopicConfigs(t.Configs); err != nil {
+	if err := validateTopicConfigs(t.Configs, t.Internal); err != nil {
 		return nil, err
 	}
 	id := newTopicID()

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"sluice/internal/config"
 )
 
 // maxTopicNameLength is Kafka's Topic.MAX_NAME_LENGTH.
@@ -119,15 +121,20 @@ func validateAssignment(im *Image, partition int32, replicas []int32, wantReplic
 	return nil
 }
 
-// validateTopicConfigs checks topic config overrides with internal/config.
-func validateTopicConfigs(configs map[string]string) *validationError {
+// validateTopicConfigs checks topic config overrides with internal/config. Internal topics
+// (sluice's own __consumer_offsets) may use values users may not yet (cleanup.policy=compact).
+func validateTopicConfigs(configs map[string]string, internal bool) *validationError {
+	validate := validateTopicConfig
+	if internal {
+		validate = config.ValidateTopicValue
+	}
 	keys := make([]string, 0, len(configs))
 	for k := range configs {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
-		if err := validateTopicConfig(k, configs[k]); err != nil {
+		if err := validate(k, configs[k]); err != nil {
 			return fail(kerr.InvalidConfig, "%v", err)
 		}
 	}

@@ -113,6 +113,18 @@ func run(args []string) error {
 		return err
 	}
 	defer unlock()
+	// metadata.log.dir (default: the log directory) holds the metadata log, as in Kafka.
+	metadataDir := cfg.MetadataLogDir
+	if filepath.Clean(metadataDir) != filepath.Clean(logDir) {
+		if err := os.MkdirAll(metadataDir, 0o755); err != nil {
+			return err
+		}
+		unlockMetadata, err := lockDir(metadataDir)
+		if err != nil {
+			return err
+		}
+		defer unlockMetadata()
+	}
 
 	endpoints, err := advertisedEndpoints(cfg)
 	if err != nil {
@@ -120,7 +132,7 @@ func run(args []string) error {
 	}
 	ctrl, err := controller.Start(controller.Config{
 		NodeID:    cfg.NodeID,
-		Dir:       filepath.Join(logDir, "__cluster_metadata-0"),
+		Dir:       filepath.Join(metadataDir, "__cluster_metadata-0"),
 		Endpoints: endpoints,
 		Rack:      rack(cfg),
 		Logger:    logger.With("component", "controller"),
@@ -159,7 +171,7 @@ func run(args []string) error {
 		logger.Info("listening", "listener", l.Name, "addr", srv.Addr().String())
 	}
 	im := ctrl.Image()
-	logger.Info("sluice started", "node.id", cfg.NodeID, "cluster.id", im.ClusterID, "log.dir", logDir)
+	logger.Info("sluice started", "node.id", cfg.NodeID, "cluster.id", im.ClusterID, "log.dir", logDir, "metadata.log.dir", metadataDir)
 
 	signals := make(chan os.Signal, 1)
 	signal.Notify(signals, syscall.SIGTERM, syscall.SIGINT)

@@ -196,8 +196,22 @@ func DefaultBroker() *Broker {
 // ParseBroker checks and types a broker configuration: every key must be known and valid,
 // and related keys must agree (listeners, controller listeners, roles, session timeouts), as
 // Kafka's KafkaConfig checks them. Each error is an *Error naming the offending key.
-// props is not retained; Raw is a copy.
+// Then it refuses what sluice does not implement yet (checkSupported), so a file that Kafka
+// itself would refuse gets Kafka's message first. props is not retained; Raw is a copy.
 func ParseBroker(props map[string]string) (*Broker, error) {
+	b, err := parseBroker(props)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.checkSupported(); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// parseBroker is ParseBroker without the refusal of unimplemented features, so the parsing of
+// configurations sluice will serve later (clusters, TLS) stays tested.
+func parseBroker(props map[string]string) (*Broker, error) {
 	b := &Broker{Raw: make(map[string]string, len(props))}
 	keys := make([]string, 0, len(props))
 	for k := range props {
@@ -209,9 +223,10 @@ func ParseBroker(props map[string]string) (*Broker, error) {
 		if err := ValidateBroker(k, v); err != nil {
 			return nil, err
 		}
+		d, _ := BrokerDef(k)
 		b.Raw[k] = v
-		if d, _ := BrokerDef(k); d.NoEffect {
-			b.Warnings = append(b.Warnings, fmt.Sprintf("%s is accepted for compatibility with Kafka but has no effect in sluice", k))
+		if d.Support == NoEffect {
+			b.Warnings = append(b.Warnings, fmt.Sprintf("%s is accepted for compatibility with Kafka but has no effect in sluice: %s", k, d.supportWhy))
 		}
 	}
 
@@ -325,6 +340,61 @@ func ParseBroker(props map[string]string) (*Broker, error) {
 		return nil, err
 	}
 	return b, nil
+}
+
+// checkSupported refuses combinations of keys that ask for features sluice does not implement
+// yet (single keys are refused by Def.CheckSupported): listeners whose security protocol is
+// not PLAINTEXT, and a controller quorum that names other nodes.
+func (b *Broker) checkSupported() error {
+	keys := make([]string, 0, len(b.Raw))
+	for k := range b.Raw {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		d, _ := BrokerDef(k)
+		if err := d.CheckSupported(b.Raw[k]); err != nil {
+			return err
+		}
+	}
+	for _, l := range b.Listeners {
+		if l.SecurityProtocol != "PLAINTEXT" {
+			return notSupported("listeners", b.String("listeners"), fmt.Sprintf(
+				"listener %s uses security protocol %s; TLS and SASL are not implemented yet, only PLAINTEXT is served", l.Name, l.SecurityProtocol), false)
+		}
+	}
+	for _, v := range b.QuorumVoters {
+		if v.ID != b.NodeID {
+			return notSupported("controller.quorum.voters", b.ControllerQuorumVoters, fmt.Sprintf(
+				"voter %d is another node; a quorum of several nodes needs clustering, which is not implemented yet (a single-node quorum of node.id %d is)", v.ID, b.NodeID), false)
+		}
+	}
+	for _, server := range b.ControllerQuorumBootstrapServers {
+		if !b.isOwnControllerAddress(server) {
+			return notSupported("controller.quorum.bootstrap.servers", b.String("controller.quorum.bootstrap.servers"), fmt.Sprintf(
+				"%s is not one of this node's controller listeners; a quorum of several nodes needs clustering, which is not implemented yet", server), false)
+		}
+	}
+	return nil
+}
+
+// isOwnControllerAddress reports whether host:port names one of this node's controller
+// listeners (by port, on a loopback name, an unspecified address or the listener's own host).
+func (b *Broker) isOwnControllerAddress(server string) bool {
+	host, port, err := splitHostPort(server)
+	if err != nil {
+		return false
+	}
+	for _, l := range b.Listeners {
+		if !slices.Contains(b.ControllerListeners, l.Name) || l.Port != port {
+			continue
+		}
+		switch host {
+		case l.Host, "localhost", "127.0.0.1", "::1", "0.0.0.0", "::":
+			return true
+		}
+	}
+	return false
 }
 
 // HasRole reports whether process.roles includes role ("broker" or "controller").

@@ -113,7 +113,17 @@ var dynamicSecurityKeys = map[string]bool{
 // ValidateBrokerDynamic is ValidateBroker for AlterConfigs/IncrementalAlterConfigs of one
 // broker id on a running cluster: it also refuses keys that cannot change dynamically, with
 // Kafka's messages.
+// Values that ask for features sluice lacks are refused after Kafka's own rules.
 func ValidateBrokerDynamic(key, value string) error {
+	if err := validateBrokerDynamicRules(key, value); err != nil {
+		return err
+	}
+	d, _ := BrokerDef(key)
+	return d.CheckSupported(value)
+}
+
+// validateBrokerDynamicRules is ValidateBrokerDynamic with Kafka's rules alone.
+func validateBrokerDynamicRules(key, value string) error {
 	d, ok := BrokerDef(key)
 	if !ok {
 		return &Error{Key: key, Value: value, Unknown: true}
@@ -131,13 +141,14 @@ func ValidateBrokerDynamic(key, value string) error {
 // ValidateBrokerDynamicDefault is ValidateBrokerDynamic for the cluster-wide default broker
 // resource "": it also refuses per-broker keys (Def.PerBroker), as Kafka does.
 func ValidateBrokerDynamicDefault(key, value string) error {
-	if err := ValidateBrokerDynamic(key, value); err != nil {
+	if err := validateBrokerDynamicRules(key, value); err != nil {
 		return err
 	}
-	if d, _ := BrokerDef(key); d.PerBroker {
+	d, _ := BrokerDef(key)
+	if d.PerBroker {
 		return &Error{Key: key, Value: value, Message: "Cannot update these configs at default cluster level, broker id must be specified: " + key}
 	}
-	return nil
+	return d.CheckSupported(value)
 }
 
 func notSupportedTrue(what string) func(string) error {

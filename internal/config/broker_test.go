@@ -65,7 +65,7 @@ func TestParseBrokerDefaults(t *testing.T) {
 }
 
 func TestParseBrokerValues(t *testing.T) {
-	b, err := ParseBroker(map[string]string{
+	b, err := parseBroker(map[string]string{
 		"node.id":                        "4",
 		"process.roles":                  "broker",
 		"listeners":                      "plaintext://0.0.0.0:19092,INTERNAL://10.0.0.1:19093",
@@ -104,7 +104,7 @@ func TestParseBrokerValues(t *testing.T) {
 	if b.NumPartitions != 6 || b.DefaultReplicationFactor != 3 || b.AutoCreateTopicsEnable || b.BrokerRack != "eu-1a" {
 		t.Errorf("topic defaults: %+v", b)
 	}
-	if len(b.Warnings) != 1 || !strings.HasPrefix(b.Warnings[0], "num.io.threads ") {
+	if len(b.Warnings) != 2 || !strings.HasPrefix(b.Warnings[0], "inter.broker.listener.name ") || !strings.HasPrefix(b.Warnings[1], "num.io.threads ") {
 		t.Errorf("warnings %q", b.Warnings)
 	}
 }
@@ -181,7 +181,7 @@ func TestParseBrokerErrors(t *testing.T) {
 
 func TestParseBrokerMultiNode(t *testing.T) {
 	// A combined node of a three-node quorum, as the sluice docs suggest running it.
-	b, err := ParseBroker(map[string]string{
+	b, err := parseBroker(map[string]string{
 		"node.id":                   "2",
 		"listeners":                 "PLAINTEXT://127.0.0.2:9092,CONTROLLER://127.0.0.2:9093",
 		"controller.listener.names": "CONTROLLER",

@@ -50,10 +50,10 @@ var topicTable = []*Def{
 		Doc: "Replicas (partition:broker pairs, or '*') whose leader-side replication is subject to the replication throttle."},
 	{Name: "local.retention.bytes", Type: TypeLong, Default: str("-2"), Validate: atLeast(-2),
 		Doc:      "Tiered storage: bytes kept on local disk per partition (-2: use retention.bytes). sluice has no tiered storage.",
-		NoEffect: true, synonyms: syn("log.local.retention.bytes")},
+		synonyms: syn("log.local.retention.bytes")},
 	{Name: "local.retention.ms", Type: TypeLong, Default: str("-2"), Validate: atLeast(-2),
 		Doc:      "Tiered storage: time data stays on local disk (-2: use retention.ms). sluice has no tiered storage.",
-		NoEffect: true, synonyms: syn("log.local.retention.ms")},
+		synonyms: syn("log.local.retention.ms")},
 	{Name: "max.compaction.lag.ms", Type: TypeLong, Default: str("9223372036854775807"), Validate: atLeast(1),
 		Doc:      "Longest time a record may stay uncompacted on a compacted topic.",
 		synonyms: syn("log.cleaner.max.compaction.lag.ms")},
@@ -82,9 +82,9 @@ var topicTable = []*Def{
 		Doc:      "Allocate a new segment's file at full size when it is created.",
 		synonyms: syn("log.preallocate")},
 	{Name: "remote.log.copy.disable", Type: TypeBoolean, Default: str("false"),
-		Doc: "Tiered storage: stop copying segments to remote storage. sluice has no tiered storage.", NoEffect: true},
+		Doc: "Tiered storage: stop copying segments to remote storage. sluice has no tiered storage."},
 	{Name: "remote.log.delete.on.disable", Type: TypeBoolean, Default: str("false"),
-		Doc: "Tiered storage: delete remote data when tiering is turned off. sluice has no tiered storage.", NoEffect: true},
+		Doc: "Tiered storage: delete remote data when tiering is turned off. sluice has no tiered storage."},
 	{Name: "remote.storage.enable", Type: TypeBoolean, Default: str("false"), Validate: remoteStorageOff,
 		Doc: "Tiered storage for this topic. sluice has no tiered storage, so only false is accepted (as Kafka does when the broker has tiered storage disabled)."},
 	{Name: "retention.bytes", Type: TypeLong, Default: str("-1"),
@@ -166,7 +166,18 @@ func TopicDef(name string) (*Def, bool) {
 
 // ValidateTopic checks one topic key and value as CreateTopics and AlterConfigs require. The
 // error is an *Error: Unknown for a key sluice does not know, otherwise naming the problem.
+// A value asking for a feature sluice lacks (cleanup.policy=compact) is refused too.
 func ValidateTopic(key, value string) error {
+	if err := ValidateTopicValue(key, value); err != nil {
+		return err
+	}
+	return topicByName[key].CheckSupported(value)
+}
+
+// ValidateTopicValue is ValidateTopic without the refusal of unimplemented features, for the
+// internal topics sluice creates itself (__consumer_offsets is compacted in Kafka; sluice keeps
+// its cleanup.policy=compact, and only retains it whole until compaction lands).
+func ValidateTopicValue(key, value string) error {
 	d, ok := topicByName[key]
 	if !ok {
 		return &Error{Key: key, Value: value, Unknown: true, Topic: true}

@@ -110,9 +110,13 @@ type Def struct {
 	// Validate checks the value beyond its type (ranges, enumerations). May be nil. Check
 	// always applies the type check first, then Validate.
 	Validate func(value string) error
-	// NoEffect marks keys sluice accepts so that Kafka configuration files carry over, but
-	// does not act on (thread pool sizes, JVM-only plugins, tiered storage, ...).
-	NoEffect bool
+	// Support says what sluice does with the key when it is set (support.go classifies every
+	// key; supportWhy is the reason given to the user, refuseValue the honoured key's values
+	// that need a feature sluice lacks).
+	Support     Support
+	supportWhy  string
+	refuseValue func(value string) string
+	topic       bool // a topic key, for error messages
 	// Internal keys are accepted but, as in Kafka, not listed by DescribeConfigs.
 	Internal bool
 

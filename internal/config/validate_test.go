@@ -14,7 +14,7 @@ func TestValidateTopic(t *testing.T) {
 		want       string // "" = valid
 	}{
 		{"cleanup.policy", "delete", ""},
-		{"cleanup.policy", "delete, compact", ""},
+		{"cleanup.policy", "delete, compact", "cleanup.policy=delete, compact is not supported by sluice yet: log compaction is not implemented yet; use cleanup.policy=delete"},
 		{"cleanup.policy", "", ""},
 		{"cleanup.policy", "foo", "Invalid value foo for configuration cleanup.policy: String must be one of: compact, delete"},
 		{"cleanup.policy", "compact,,delete", "Invalid value  for configuration cleanup.policy: String must be one of: compact, delete"},
@@ -31,7 +31,7 @@ func TestValidateTopic(t *testing.T) {
 		{"compression.gzip.level", "9", ""},
 		{"compression.gzip.level", "0", "Invalid value 0 for configuration compression.gzip.level: Value must be between 1 and 9 or equal to -1"},
 		{"compression.zstd.level", "23", "Invalid value 23 for configuration compression.zstd.level: Value must be no more than 22"},
-		{"compression.type", "zstd", ""},
+		{"compression.type", "zstd", "compression.type=zstd is not supported by sluice yet: recompressing batches on the broker is not implemented yet; use producer (batches are stored as the producer compressed them)"},
 		{"compression.type", "ZSTD", "Invalid value ZSTD for configuration compression.type: String must be one of: uncompressed, zstd, lz4, snappy, gzip, producer"},
 		{"message.timestamp.type", "LogAppendTime", ""},
 		{"message.timestamp.type", "logappendtime", "Invalid value logappendtime for configuration message.timestamp.type: String must be one of: CreateTime, LogAppendTime"},
@@ -141,7 +141,7 @@ func TestValidateTopicConfigs(t *testing.T) {
 		want    string
 	}{
 		{nil, ""},
-		{map[string]string{"cleanup.policy": "compact", "min.compaction.lag.ms": "10", "max.compaction.lag.ms": "10"}, ""},
+		{map[string]string{"cleanup.policy": "delete", "min.compaction.lag.ms": "10", "max.compaction.lag.ms": "10"}, ""},
 		{map[string]string{"min.compaction.lag.ms": "10", "max.compaction.lag.ms": "5"}, "conflict topic config setting min.compaction.lag.ms (10) > max.compaction.lag.ms (5)"},
 		{map[string]string{"zzz": "1", "segment.bytes": "1"}, "Invalid value 1 for configuration segment.bytes: Value must be at least 1048576"},
 		{map[string]string{"foo.bar": "1"}, "Unknown topic config name: foo.bar"},
@@ -165,9 +165,9 @@ func TestValidateBrokerDynamicDefault(t *testing.T) {
 		{"log.retention.ms", "1000", "", ""},
 		{"message.max.bytes", "2000000", "", ""},
 		{"listeners", "PLAINTEXT://:9092", "", "Cannot update these configs at default cluster level, broker id must be specified: listeners"},
-		{"ssl.client.auth", "required", "", "Cannot update these configs at default cluster level, broker id must be specified: ssl.client.auth"},
-		{"listener.name.ssl.ssl.keystore.location", "/k.jks", "", "Cannot update these configs at default cluster level, broker id must be specified: listener.name.ssl.ssl.keystore.location"},
-		{"listener.name.sasl_ssl.plain.sasl.jaas.config", "x;", "", "Cannot update these configs at default cluster level, broker id must be specified: listener.name.sasl_ssl.plain.sasl.jaas.config"},
+		{"ssl.client.auth", "required", "ssl.client.auth=required is not supported by sluice yet: " + whySecurity, "Cannot update these configs at default cluster level, broker id must be specified: ssl.client.auth"},
+		{"listener.name.ssl.ssl.keystore.location", "/k.jks", "listener.name.ssl.ssl.keystore.location=/k.jks is not supported by sluice yet: " + whySecurity, "Cannot update these configs at default cluster level, broker id must be specified: listener.name.ssl.ssl.keystore.location"},
+		{"listener.name.sasl_ssl.plain.sasl.jaas.config", "x;", "listener.name.sasl_ssl.plain.sasl.jaas.config=[hidden] is not supported by sluice yet: " + whySecurity, "Cannot update these configs at default cluster level, broker id must be specified: listener.name.sasl_ssl.plain.sasl.jaas.config"},
 		{"ssl.keystore.location", "/k.jks", "Dynamic security configs can only be updated using listener prefix, base configs may be updated only using static broker configs: ssl.keystore.location", "Dynamic security configs can only be updated using listener prefix, base configs may be updated only using static broker configs: ssl.keystore.location"},
 		{"num.partitions", "2", "Cannot update these configs dynamically: Set(num.partitions)", "Cannot update these configs dynamically: Set(num.partitions)"},
 	} {

@@ -1,0 +1,74 @@
+package config
+
+import (
+	"fmt"
+	"io"
+	"strings"
+)
+
+// WriteReference writes docs/configuration.md: every broker and topic key, grouped by what
+// sluice does with it (Support), with its default and the reason for keys that are refused or
+// have no effect. TestConfigurationDocIsCurrent keeps the committed file equal to it.
+func WriteReference(w io.Writer) error {
+	var b strings.Builder
+	b.WriteString("# sluice configuration reference\n\n")
+	b.WriteString("Generated from internal/config (`go test ./internal/config -run TestConfigurationDocIsCurrent -update`); do not edit by hand.\n\n")
+	b.WriteString("sluice reads Apache Kafka's own keys. Each key is one of:\n\n")
+	b.WriteString("- **honoured**: it does what Kafka documents. A few values of an honoured key need a feature sluice does not have yet; those values are refused, as noted.\n")
+	b.WriteString("- **not supported yet**: setting it to anything but its default stops the start (broker keys) or fails CreateTopics / AlterConfigs (topic keys) with an error naming the key.\n")
+	b.WriteString("- **no effect**: accepted so that Kafka's files carry over; setting it is logged once at start, with the reason.\n\n")
+	b.WriteString("Unknown keys are always an error. Listener-prefixed keys (`listener.name.NAME.key`) follow the key they prefix.\n")
+	for _, part := range []struct {
+		title string
+		defs  []*Def
+	}{{"Broker keys", BrokerDefs()}, {"Topic keys", TopicDefs()}} {
+		for _, s := range []Support{Honoured, NotYet, NoEffect} {
+			fmt.Fprintf(&b, "\n## %s: %s\n\n", part.title, s)
+			b.WriteString("| key | default | note |\n|---|---|---|\n")
+			for _, d := range part.defs {
+				if d.Support != s {
+					continue
+				}
+				note := d.supportWhy
+				if s == Honoured {
+					note = refusedValuesNote[d.Name]
+				}
+				if d.Internal {
+					note = strings.TrimPrefix(note+"; internal (not listed by DescribeConfigs)", "; ")
+				}
+				fmt.Fprintf(&b, "| `%s` | %s | %s |\n", d.Name, defaultCell(d), note)
+			}
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// refusedValuesNote says, for honoured keys with refused values (valueRefusals, and the
+// several-key checks of Broker.checkSupported), which values those are.
+var refusedValuesNote = map[string]string{
+	"cleanup.policy":                        "`compact` is refused: log compaction is not implemented yet",
+	"log.cleanup.policy":                    "`compact` is refused: log compaction is not implemented yet",
+	"compression.type":                      "only `producer` is accepted: the broker does not recompress yet",
+	"log.dirs":                              "one directory only: several log directories (JBOD) are not supported yet",
+	"process.roles":                         "only `broker,controller` (combined): clustering is not implemented yet",
+	"group.consumer.assignors":              "the first (default) assignor must be `uniform`",
+	"group.coordinator.rebalance.protocols": "`share` and `streams` are refused, and `consumer` must be listed",
+	"listeners":                             "only PLAINTEXT listeners: TLS and SASL are not implemented yet",
+	"controller.quorum.voters":              "only this node as the single voter: clustering is not implemented yet",
+	"controller.quorum.bootstrap.servers":   "only this node's own controller listener: clustering is not implemented yet",
+	"remote.log.storage.system.enable":      "only `false`: sluice has no tiered storage",
+	"remote.storage.enable":                 "only `false`: sluice has no tiered storage",
+}
+
+func defaultCell(d *Def) string {
+	switch {
+	case d.Default == nil:
+		return "null"
+	case *d.Default == "":
+		return `""`
+	case d.Sensitive:
+		return "[hidden]"
+	}
+	return "`" + *d.Default + "`"
+}

@@ -1,0 +1,387 @@
+package config
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Support says what sluice does with a key that is set. Every key of the tables has exactly
+// one (TestEveryKeyIsClassified); docs/configuration.md is generated from it.
+type Support int8
+
+const (
+	// Unclassified is the zero value. No key may keep it: a key added to the tables without a
+	// place in supportGroups fails the tests.
+	Unclassified Support = iota
+	// Honoured keys do what Kafka documents. Some values of an honoured key may need a feature
+	// sluice does not have yet; those values are refused (Def.refuseValue).
+	Honoured
+	// NoEffect keys are accepted so that Kafka's files carry over, but change nothing: tuning
+	// hints (thread counts, buffer sizes, purgatory intervals) and settings of machinery a
+	// single sluice node does not have or does not need. Setting one is logged once at start.
+	NoEffect
+	// NotYet keys ask for a feature sluice does not implement yet (TLS, SASL, authorizers,
+	// Java plugins, delegation tokens). Setting one to anything but its default stops the start
+	// (broker keys) or fails CreateTopics / AlterConfigs, with an error naming the key.
+	NotYet
+)
+
+func (s Support) String() string {
+	switch s {
+	case Honoured:
+		return "honoured"
+	case NoEffect:
+		return "no effect"
+	case NotYet:
+		return "not supported yet"
+	}
+	return "unclassified"
+}
+
+// supportGroup classifies keys that share a reason.
+type supportGroup struct {
+	support Support
+	// why is said to the user: for NoEffect in the start-up log line, for NotYet in the error.
+	why  string
+	keys []string
+}
+
+// Reasons shared by several groups.
+const (
+	whyOneNode     = "a single sluice node has no other brokers or controllers to talk to; clustering is not implemented yet"
+	whySecurity    = "TLS, SASL and authorization are not implemented yet"
+	whyJava        = "sluice cannot load Java classes"
+	whyTiered      = "sluice has no tiered storage"
+	whyTuning      = "a Kafka tuning setting; sluice sizes this itself"
+	whyCompaction  = "log compaction is not implemented yet, and cleanup.policy=compact is refused for user topics"
+	whyTxn         = "transactions are not served yet (transactional producers are refused at once)"
+	whyShare       = "share groups (KIP-932) are not implemented yet"
+	whyStreams     = "streams groups (KIP-1071) are not implemented yet; Kafka Streams works over the classic protocol"
+	whyQuotas      = "client and replication quotas are not implemented yet"
+	whyMetrics     = "sluice has no metrics reporters yet"
+	whyMetadataLog = "the metadata log's segmenting and snapshots are sluice's own"
+)
+
+// brokerSupport classifies every broker key.
+var brokerSupport = []supportGroup{
+	{Honoured, "", []string{
+		"node.id", "broker.id", "process.roles", "broker.rack",
+		"listeners", "advertised.listeners", "listener.security.protocol.map", "controller.listener.names",
+		"controller.quorum.voters", "controller.quorum.bootstrap.servers",
+		"log.dir", "log.dirs", "metadata.log.dir",
+		"auto.create.topics.enable", "delete.topic.enable", "num.partitions", "default.replication.factor",
+		"min.insync.replicas", "message.max.bytes", "compression.type", "log.cleanup.policy",
+		"log.retention.ms", "log.retention.minutes", "log.retention.hours", "log.retention.bytes",
+		"log.retention.check.interval.ms", "log.roll.ms", "log.roll.hours", "log.roll.jitter.ms",
+		"log.roll.jitter.hours", "log.segment.bytes", "log.segment.delete.delay.ms",
+		"log.index.interval.bytes", "log.index.size.max.bytes", "log.flush.interval.messages",
+		"log.flush.interval.ms", "log.flush.scheduler.interval.ms", "log.message.timestamp.type",
+		"log.message.timestamp.after.max.ms", "log.message.timestamp.before.max.ms", "log.preallocate",
+		"socket.request.max.bytes", "connections.max.idle.ms", "max.incremental.fetch.session.cache.slots",
+		"max.request.partition.size.limit",
+		"offsets.topic.num.partitions", "offsets.topic.replication.factor", "offsets.topic.segment.bytes",
+		"offsets.retention.minutes", "offsets.retention.check.interval.ms", "offset.metadata.max.bytes",
+		"producer.id.expiration.ms",
+		"group.initial.rebalance.delay.ms", "group.min.session.timeout.ms", "group.max.session.timeout.ms",
+		"group.max.size", "group.consumer.session.timeout.ms", "group.consumer.heartbeat.interval.ms",
+		"group.consumer.max.size", "group.consumer.assignors", "group.coordinator.rebalance.protocols",
+		"remote.log.storage.system.enable",
+	}},
+	{NotYet, whySecurity, []string{
+		"authorizer.class.name", "sasl.enabled.mechanisms", "sasl.jaas.config",
+		"sasl.mechanism.controller.protocol", "sasl.mechanism.inter.broker.protocol",
+		"sasl.client.callback.handler.class", "sasl.server.callback.handler.class",
+		"sasl.login.callback.handler.class", "sasl.login.class", "sasl.kerberos.service.name",
+		"ssl.keystore.location", "ssl.keystore.password", "ssl.keystore.type", "ssl.keystore.key",
+		"ssl.keystore.certificate.chain", "ssl.key.password", "ssl.truststore.location",
+		"ssl.truststore.password", "ssl.truststore.type", "ssl.truststore.certificates",
+		"ssl.client.auth", "ssl.cipher.suites", "ssl.enabled.protocols", "ssl.protocol",
+		"ssl.principal.mapping.rules", "ssl.engine.factory.class", "ssl.provider",
+		"principal.builder.class", "security.providers",
+		"sasl.oauthbearer.jwks.endpoint.url", "sasl.oauthbearer.token.endpoint.url",
+		"sasl.oauthbearer.expected.audience", "sasl.oauthbearer.expected.issuer",
+		"sasl.oauthbearer.jwt.retriever.class", "sasl.oauthbearer.jwt.validator.class",
+		"sasl.oauthbearer.client.credentials.client.id", "sasl.oauthbearer.client.credentials.client.secret",
+		"sasl.oauthbearer.assertion.file", "sasl.oauthbearer.assertion.private.key.file",
+		"sasl.oauthbearer.assertion.private.key.passphrase", "sasl.oauthbearer.assertion.template.file",
+		"sasl.oauthbearer.scope", "sasl.kerberos.principal.to.local.rules",
+	}},
+	{NoEffect, "it only matters once TLS or SASL is in use, which is not implemented yet", []string{
+		"connection.failed.authentication.delay.ms", "connections.max.reauth.ms", "sasl.server.max.receive.size",
+		"ssl.allow.dn.changes", "ssl.allow.san.changes", "ssl.endpoint.identification.algorithm",
+		"ssl.keymanager.algorithm", "ssl.trustmanager.algorithm", "ssl.secure.random.implementation",
+		"sasl.kerberos.kinit.cmd", "sasl.kerberos.min.time.before.relogin", "sasl.kerberos.ticket.renew.jitter",
+		"sasl.kerberos.ticket.renew.window.factor", "sasl.login.connect.timeout.ms", "sasl.login.read.timeout.ms",
+		"sasl.login.refresh.buffer.seconds", "sasl.login.refresh.min.period.seconds",
+		"sasl.login.refresh.window.factor", "sasl.login.refresh.window.jitter", "sasl.login.retry.backoff.max.ms",
+		"sasl.login.retry.backoff.ms", "sasl.oauthbearer.assertion.algorithm", "sasl.oauthbearer.assertion.claim.aud",
+		"sasl.oauthbearer.assertion.claim.exp.seconds", "sasl.oauthbearer.assertion.claim.iss",
+		"sasl.oauthbearer.assertion.claim.jti.include", "sasl.oauthbearer.assertion.claim.nbf.seconds",
+		"sasl.oauthbearer.assertion.claim.sub", "sasl.oauthbearer.clock.skew.seconds",
+		"sasl.oauthbearer.jwks.endpoint.refresh.ms", "sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms",
+		"sasl.oauthbearer.jwks.endpoint.retry.backoff.ms", "sasl.oauthbearer.scope.claim.name",
+		"sasl.oauthbearer.sub.claim.name",
+	}},
+	{NotYet, whyJava, []string{
+		"alter.config.policy.class.name", "create.topic.policy.class.name", "client.quota.callback.class",
+		"replica.selector.class", "remote.log.storage.manager.class.name", "remote.log.metadata.manager.class.name",
+		"group.share.persister.class.name",
+	}},
+	{NotYet, "delegation tokens are not implemented yet", []string{"delegation.token.secret.key"}},
+	{NoEffect, "delegation tokens are not implemented yet", []string{
+		"delegation.token.expiry.check.interval.ms", "delegation.token.expiry.time.ms", "delegation.token.max.lifetime.ms",
+	}},
+	{NoEffect, whyOneNode, []string{
+		"inter.broker.listener.name", "security.inter.broker.protocol",
+		"broker.heartbeat.interval.ms", "broker.session.timeout.ms", "initial.broker.registration.timeout.ms",
+		"controlled.shutdown.enable", "auto.leader.rebalance.enable", "leader.imbalance.check.interval.seconds",
+		"unclean.leader.election.enable", "unclean.leader.election.interval.ms",
+		"controller.quorum.append.linger.ms", "controller.quorum.election.backoff.max.ms",
+		"controller.quorum.election.timeout.ms", "controller.quorum.fetch.timeout.ms",
+		"controller.quorum.request.timeout.ms", "controller.quorum.retry.backoff.ms", "controller.socket.timeout.ms",
+		"request.timeout.ms", "socket.connection.setup.timeout.ms", "socket.connection.setup.timeout.max.ms",
+		"num.replica.fetchers", "replica.fetch.backoff.ms", "replica.fetch.max.bytes", "replica.fetch.min.bytes",
+		"replica.fetch.response.max.bytes", "replica.fetch.wait.max.ms", "replica.lag.time.max.ms",
+		"replica.socket.receive.buffer.bytes", "replica.socket.timeout.ms", "offsets.commit.timeout.ms",
+		"log.dir.failure.timeout.ms", "internal.metadata.max.fetch.size.in.bytes",
+	}},
+	{NoEffect, whyCompaction, []string{
+		"log.cleaner.enable", "log.cleaner.backoff.ms", "log.cleaner.dedupe.buffer.size", "log.cleaner.delete.retention.ms",
+		"log.cleaner.io.buffer.load.factor", "log.cleaner.io.buffer.size", "log.cleaner.io.max.bytes.per.second",
+		"log.cleaner.max.compaction.lag.ms", "log.cleaner.min.cleanable.ratio", "log.cleaner.min.compaction.lag.ms",
+		"log.cleaner.threads",
+	}},
+	{NoEffect, "only used when the broker recompresses, which sluice does not do yet (compression.type other than producer is refused)", []string{
+		"compression.gzip.level", "compression.lz4.level", "compression.zstd.level",
+	}},
+	{NoEffect, whyTxn, []string{
+		"add.partitions.to.txn.retry.backoff.max.ms", "add.partitions.to.txn.retry.backoff.ms",
+		"transaction.abort.timed.out.transaction.cleanup.interval.ms", "transaction.max.timeout.ms",
+		"transaction.partition.verification.enable", "transaction.remove.expired.transaction.cleanup.interval.ms",
+		"transaction.state.log.load.buffer.size", "transaction.state.log.min.isr", "transaction.state.log.num.partitions",
+		"transaction.state.log.replication.factor", "transaction.state.log.segment.bytes",
+		"transaction.two.phase.commit.enable", "transactional.id.expiration.ms",
+	}},
+	{NoEffect, whyShare, []string{
+		"group.share.assignors", "group.share.delivery.count.limit", "group.share.enable",
+		"group.share.heartbeat.interval.ms", "group.share.max.heartbeat.interval.ms",
+		"group.share.max.record.lock.duration.ms", "group.share.max.session.timeout.ms", "group.share.max.share.sessions",
+		"group.share.max.size", "group.share.min.heartbeat.interval.ms", "group.share.min.record.lock.duration.ms",
+		"group.share.min.session.timeout.ms", "group.share.partition.max.record.locks", "group.share.record.lock.duration.ms",
+		"group.share.session.timeout.ms", "share.coordinator.append.linger.ms",
+		"share.coordinator.cold.partition.snapshot.interval.ms", "share.coordinator.load.buffer.size",
+		"share.coordinator.snapshot.update.records.per.snapshot", "share.coordinator.state.topic.compression.codec",
+		"share.coordinator.state.topic.min.isr", "share.coordinator.state.topic.num.partitions",
+		"share.coordinator.state.topic.prune.interval.ms", "share.coordinator.state.topic.replication.factor",
+		"share.coordinator.state.topic.segment.bytes", "share.coordinator.threads", "share.coordinator.write.timeout.ms",
+		"share.fetch.purgatory.purge.interval.requests",
+	}},
+	{NoEffect, whyStreams, []string{
+		"group.streams.heartbeat.interval.ms", "group.streams.max.heartbeat.interval.ms",
+		"group.streams.max.session.timeout.ms", "group.streams.max.size", "group.streams.max.standby.replicas",
+		"group.streams.min.heartbeat.interval.ms", "group.streams.min.session.timeout.ms",
+		"group.streams.num.standby.replicas", "group.streams.session.timeout.ms",
+	}},
+	{NoEffect, "sluice does not take per-group session and heartbeat overrides yet, which these bound", []string{
+		"group.consumer.max.heartbeat.interval.ms", "group.consumer.max.session.timeout.ms",
+		"group.consumer.min.heartbeat.interval.ms", "group.consumer.min.session.timeout.ms",
+	}},
+	{NoEffect, "sluice does not move groups between the classic and consumer protocols yet (it behaves as DISABLED)", []string{
+		"group.consumer.migration.policy",
+	}},
+	{NoEffect, "sluice does not serve regular-expression subscriptions of the consumer protocol yet", []string{
+		"group.consumer.regex.refresh.interval.ms",
+	}},
+	{NoEffect, whyQuotas, []string{
+		"quota.window.num", "quota.window.size.seconds", "replication.quota.window.num",
+		"replication.quota.window.size.seconds", "controller.quota.window.num", "controller.quota.window.size.seconds",
+		"alter.log.dirs.replication.quota.window.num", "alter.log.dirs.replication.quota.window.size.seconds",
+	}},
+	{NoEffect, whyMetrics, []string{
+		"metric.reporters", "metrics.num.samples", "metrics.recording.level", "metrics.sample.window.ms",
+		"kafka.metrics.polling.interval.secs", "kafka.metrics.reporters", "controller.performance.always.log.threshold.ms",
+		"controller.performance.sample.period.ms", "telemetry.max.bytes",
+	}},
+	{NoEffect, whyMetadataLog, []string{
+		"metadata.log.max.record.bytes.between.snapshots", "metadata.log.max.snapshot.interval.ms",
+		"metadata.log.segment.bytes", "metadata.log.segment.ms", "metadata.max.idle.interval.ms",
+		"metadata.max.retention.bytes", "metadata.max.retention.ms", "internal.metadata.log.segment.bytes",
+		"internal.metadata.max.batch.size.in.bytes", "internal.metadata.delete.delay.millis",
+	}},
+	{NoEffect, whyTiered, []string{
+		"log.local.retention.bytes", "log.local.retention.ms", "remote.fetch.max.wait.ms",
+		"remote.list.offsets.request.timeout.ms", "remote.log.index.file.cache.total.size.bytes",
+		"remote.log.manager.copier.thread.pool.size", "remote.log.manager.copy.max.bytes.per.second",
+		"remote.log.manager.copy.quota.window.num", "remote.log.manager.copy.quota.window.size.seconds",
+		"remote.log.manager.expiration.thread.pool.size", "remote.log.manager.fetch.max.bytes.per.second",
+		"remote.log.manager.fetch.quota.window.num", "remote.log.manager.fetch.quota.window.size.seconds",
+		"remote.log.manager.task.interval.ms", "remote.log.manager.task.retry.backoff.max.ms",
+		"remote.log.manager.task.retry.backoff.ms", "remote.log.manager.task.retry.jitter",
+		"remote.log.manager.thread.pool.size", "remote.log.metadata.custom.metadata.max.bytes",
+		"remote.log.metadata.manager.class.path", "remote.log.metadata.manager.impl.prefix",
+		"remote.log.metadata.manager.listener.name", "remote.log.reader.max.pending.tasks", "remote.log.reader.threads",
+		"remote.log.storage.manager.class.path", "remote.log.storage.manager.impl.prefix",
+	}},
+	{NoEffect, whyTuning, []string{
+		"background.threads", "num.io.threads", "num.network.threads", "num.recovery.threads.per.data.dir",
+		"num.replica.alter.log.dirs.threads", "group.coordinator.threads", "group.coordinator.append.linger.ms",
+		"delete.records.purgatory.purge.interval.requests", "fetch.purgatory.purge.interval.requests",
+		"producer.purgatory.purge.interval.requests", "offsets.load.buffer.size", "offsets.topic.compression.codec",
+		"queued.max.requests", "socket.listen.backlog.size", "socket.receive.buffer.bytes",
+		"socket.send.buffer.bytes", "log.flush.offset.checkpoint.interval.ms",
+		"log.flush.start.offset.checkpoint.interval.ms", "replica.high.watermark.checkpoint.interval.ms",
+		"log.initial.task.delay.ms", "producer.id.expiration.check.interval.ms", "server.max.startup.time.ms",
+		"early.start.listeners", "unstable.api.versions.enable", "unstable.feature.versions.enable",
+	}},
+	{NoEffect, "sluice does not enforce this limit yet", []string{
+		"max.connections", "max.connections.per.ip", "max.connections.per.ip.overrides", "max.connection.creation.rate",
+		"queued.max.request.bytes", "fetch.max.bytes",
+	}},
+}
+
+// topicSupport classifies every topic key.
+var topicSupport = []supportGroup{
+	{Honoured, "", []string{
+		"cleanup.policy", "compression.type", "file.delete.delay.ms", "flush.messages", "flush.ms",
+		"index.interval.bytes", "max.message.bytes", "message.timestamp.after.max.ms",
+		"message.timestamp.before.max.ms", "message.timestamp.type", "min.insync.replicas", "preallocate",
+		"remote.storage.enable", "retention.bytes", "retention.ms", "segment.bytes", "segment.index.bytes",
+		"segment.jitter.ms", "segment.ms", "internal.segment.bytes",
+	}},
+	{NoEffect, whyCompaction, []string{
+		"delete.retention.ms", "max.compaction.lag.ms", "min.compaction.lag.ms", "min.cleanable.dirty.ratio",
+	}},
+	{NoEffect, "only used when the broker recompresses, which sluice does not do yet (compression.type other than producer is refused)", []string{
+		"compression.gzip.level", "compression.lz4.level", "compression.zstd.level",
+	}},
+	{NoEffect, whyOneNode, []string{
+		"unclean.leader.election.enable", "follower.replication.throttled.replicas", "leader.replication.throttled.replicas",
+	}},
+	{NoEffect, whyTiered, []string{
+		"local.retention.bytes", "local.retention.ms", "remote.log.copy.disable", "remote.log.delete.on.disable",
+	}},
+}
+
+// valueRefusals are the values of honoured keys that need a feature sluice lacks; each returns
+// why the value is refused, "" when it is fine. Checks involving several keys (listeners and
+// their protocols, voters naming other nodes) are in Broker.checkSupported.
+var valueRefusals = map[string]func(value string) string{
+	"cleanup.policy":     refuseCompact,
+	"log.cleanup.policy": refuseCompact,
+	"compression.type":   refuseRecompression,
+	"log.dirs": func(v string) string {
+		if len(ParseList(v)) > 1 {
+			return "several log directories (JBOD) are not supported yet; give one directory"
+		}
+		return ""
+	},
+	"process.roles": func(v string) string {
+		roles := ParseList(v)
+		if !slices.Contains(roles, "broker") || !slices.Contains(roles, "controller") {
+			return "nodes with only the broker or only the controller role need clustering, which is not implemented yet; use broker,controller"
+		}
+		return ""
+	},
+	"group.consumer.assignors": func(v string) string {
+		if list := ParseList(v); len(list) > 0 && list[0] != "uniform" {
+			return "sluice's default server-side assignor is uniform; choosing another default is not supported yet (clients may still ask for range)"
+		}
+		return ""
+	},
+	"group.coordinator.rebalance.protocols": func(v string) string {
+		for _, p := range ParseList(v) {
+			switch p {
+			case "share":
+				return "share groups (KIP-932) are not implemented yet"
+			case "streams":
+				return "streams groups (KIP-1071) are not implemented yet"
+			}
+		}
+		if !slices.Contains(ParseList(v), "consumer") {
+			return "turning off the consumer protocol (KIP-848) is not supported yet"
+		}
+		return ""
+	},
+}
+
+func refuseCompact(v string) string {
+	if slices.Contains(ParseList(v), "compact") {
+		return "log compaction is not implemented yet; use cleanup.policy=delete"
+	}
+	return ""
+}
+
+func refuseRecompression(v string) string {
+	if strings.TrimSpace(v) != "producer" {
+		return "recompressing batches on the broker is not implemented yet; use producer (batches are stored as the producer compressed them)"
+	}
+	return ""
+}
+
+// notSupported is the error for a key, or a value of it, that sluice does not implement.
+func notSupported(key, value, why string, topic bool) *Error {
+	return &Error{Key: key, Value: value, Topic: topic,
+		Message: fmt.Sprintf("%s=%s is not supported by sluice yet: %s", key, value, why)}
+}
+
+// CheckSupported returns an *Error when setting the key to value asks for something sluice
+// does not implement yet: a NotYet key set to anything but its default, or a refused value of
+// an honoured key. REQUIRES: value passed Check.
+func (d *Def) CheckSupported(value string) error {
+	switch d.Support {
+	case NotYet:
+		if d.Default != nil && Canonical(d.Type, value) == Canonical(d.Type, *d.Default) {
+			return nil
+		}
+		if d.Default == nil && strings.TrimSpace(value) == "" {
+			return nil
+		}
+		shown := value
+		if d.Sensitive {
+			shown = "[hidden]"
+		}
+		return notSupported(d.Name, shown, d.supportWhy, d.topic)
+	case Honoured:
+		if d.refuseValue != nil {
+			if why := d.refuseValue(value); why != "" {
+				return notSupported(d.Name, value, why, d.topic)
+			}
+		}
+	}
+	return nil
+}
+
+// SupportNote is the reason given with the key's classification ("" for honoured keys).
+func (d *Def) SupportNote() string { return d.supportWhy }
+
+// classify sets Support (and its reason) on every Def of table from groups. It panics on a
+// name in groups that is not in the table or is listed twice: both are programming errors
+// that package initialisation must catch.
+func classify(table []*Def, groups []supportGroup, topic bool) {
+	byName := make(map[string]*Def, len(table))
+	for _, d := range table {
+		byName[d.Name] = d
+		d.topic = topic
+	}
+	for _, g := range groups {
+		for _, name := range g.keys {
+			d, ok := byName[name]
+			if !ok {
+				panic("config: support table names unknown key " + name)
+			}
+			if d.Support != Unclassified {
+				panic("config: support table lists " + name + " twice")
+			}
+			d.Support, d.supportWhy = g.support, g.why
+			if g.support == Honoured {
+				d.refuseValue = valueRefusals[name]
+			}
+		}
+	}
+}
+
+func init() {
+	classify(brokerTable, brokerSupport, false)
+	classify(topicTable, topicSupport, true)
+}
