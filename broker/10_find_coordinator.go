@@ -4,8 +4,13 @@ package broker
 //
 // v4+ batches keys (CoordinatorKeys) and answers per key. A group's coordinator is the leader of
 // partition PartitionFor(group) of __consumer_offsets, which is created on the first group
-// lookup as Kafka does. Transaction coordinators (key type 1) answer COORDINATOR_NOT_AVAILABLE
-// until transactions land; other key types INVALID_REQUEST.
+// lookup as Kafka does. Other key types answer INVALID_REQUEST.
+//
+// Transaction coordinators (key type 1) answer TRANSACTIONAL_ID_AUTHORIZATION_FAILED with a
+// message saying sluice does not serve transactions yet (errTransactionsNotServed). It is the
+// one code that every client family treats as fatal at this step: with the retriable
+// COORDINATOR_NOT_AVAILABLE, Java's initTransactions waited 60 s, sarama over 4 minutes, and
+// the Java admin client retried FindCoordinator some 400,000 times a minute.
 
 import (
 	"context"
@@ -17,6 +22,9 @@ import (
 )
 
 func init() { registerSync(10, 0, 6, (*Broker).handleFindCoordinator) }
+
+// errTransactionsNotServed is the message of every refusal of a transactional client.
+const errTransactionsNotServed = "sluice does not serve transactions yet: unset transactional.id (idempotent producers are served)"
 
 // Coordinator key types.
 const (
@@ -37,8 +45,11 @@ func (b *Broker) handleFindCoordinator(ctx context.Context, conn *wire.ConnInfo,
 		if req.Version < 4 {
 			resp.ErrorCode, resp.NodeID, resp.Host, resp.Port = c.ErrorCode, c.NodeID, c.Host, c.Port
 			if c.ErrorCode != 0 {
-				msg := kerr.ErrorForCode(c.ErrorCode).Error()
-				resp.ErrorMessage = &msg
+				resp.ErrorMessage = c.ErrorMessage
+				if resp.ErrorMessage == nil {
+					msg := kerr.ErrorForCode(c.ErrorCode).Error()
+					resp.ErrorMessage = &msg
+				}
 			}
 			break
 		}
@@ -51,7 +62,7 @@ func (b *Broker) findCoordinator(ctx context.Context, conn *wire.ConnInfo, keyTy
 	switch keyType {
 	case coordinatorGroup:
 	case coordinatorTransaction:
-		out.ErrorCode = kerr.CoordinatorNotAvailable.Code
+		out.ErrorCode, out.ErrorMessage = kerr.TransactionalIDAuthorizationFailed.Code, kmsg.StringPtr(errTransactionsNotServed)
 		return
 	default:
 		out.ErrorCode = kerr.InvalidRequest.Code

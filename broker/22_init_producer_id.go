@@ -5,7 +5,8 @@ package broker
 // For an idempotent producer (no transactional ID) every call hands out a fresh producer ID
 // with epoch 0, as Kafka does, including the KIP-360 re-initialisation of v3+ that names the
 // old ID and epoch. IDs come from blocks reserved through the controller, so they are unique
-// across the cluster and restarts. Transactional producers get COORDINATOR_NOT_AVAILABLE until
+// across the cluster and restarts. Transactional producers get the fatal
+// TRANSACTIONAL_ID_AUTHORIZATION_FAILED with a message, as FindCoordinator gives them, until
 // the transaction coordinator lands.
 
 import (
@@ -23,7 +24,9 @@ func (b *Broker) handleInitProducerID(ctx context.Context, _ *wire.ConnInfo, req
 	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
 	if req.TransactionalID != nil {
-		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
+		// InitProducerId has no error message field; FindCoordinator, which every client sends
+		// first, carries the explanation.
+		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
 		return resp, nil
 	}
 	id, err := b.nextProducerID(ctx)
