@@ -1,0 +1,127 @@
+package compattests
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// TestUnsupportedSettingsStopTheStart runs the real binary as a new user would, with each
+// setting that asks for something sluice does not implement yet: it must exit at once, non-zero,
+// with an error naming the key, and never serve (an SSL listener serving plaintext, three
+// voters becoming three clusters, a second log directory left unused).
+func TestUnsupportedSettingsStopTheStart(t *testing.T) {
+	bin := sluiceBinary(t)
+	for _, tc := range []struct {
+		settings []string
+		key      string
+	}{
+		{[]string{"listeners=SSL://127.0.0.1:0", "security.inter.broker.protocol=SSL"}, "listeners"},
+		{[]string{"listeners=SASL_PLAINTEXT://127.0.0.1:0", "security.inter.broker.protocol=SASL_PLAINTEXT"}, "listeners"},
+		{[]string{"listeners=SASL_SSL://127.0.0.1:0", "security.inter.broker.protocol=SASL_SSL"}, "listeners"},
+		{[]string{"ssl.keystore.location=/etc/kafka/server.keystore.jks"}, "ssl.keystore.location"},
+		{[]string{"sasl.enabled.mechanisms=SCRAM-SHA-512"}, "sasl.enabled.mechanisms"},
+		{[]string{"authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer"}, "authorizer.class.name"},
+		{[]string{"listeners=PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0", "controller.listener.names=CONTROLLER",
+			"controller.quorum.voters=1@127.0.0.1:19093,2@127.0.0.1:19095,3@127.0.0.1:19097"}, "controller.quorum.voters"},
+		{[]string{"log.dirs=" + t.TempDir() + "," + t.TempDir()}, "log.dirs"},
+		{[]string{"log.cleanup.policy=compact"}, "log.cleanup.policy"},
+	} {
+		args := []string{"--set", "log.dirs=" + t.TempDir(), "--set", "listeners=PLAINTEXT://127.0.0.1:0"}
+		for _, s := range tc.settings {
+			args = append(args, "--set", s)
+		}
+		stdout, stderr, err := runCmdErr(startDeadline, "", bin, args...)
+		if err == nil {
+			t.Errorf("%v: sluice exited 0\n%s%s", tc.settings, stdout, stderr)
+			continue
+		}
+		if !strings.Contains(stderr, tc.key+"=") || !strings.Contains(stderr, "is not supported by sluice yet") {
+			t.Errorf("%v: %v, stderr does not name %s as not supported yet:\n%s", tc.settings, err, tc.key, clip(stderr))
+		}
+		if strings.Contains(stderr, "listening") {
+			t.Errorf("%v: sluice listened before refusing:\n%s", tc.settings, clip(stderr))
+		}
+	}
+}
+
+// TestNoEffectSettingsAreLogged: a Kafka tuning hint starts, with one log line saying it has
+// no effect and why.
+func TestNoEffectSettingsAreLogged(t *testing.T) {
+	b := StartBroker(t, "num.io.threads=16")
+	waitFor(t, 10*time.Second, "the no-effect line", func() error {
+		if !strings.Contains(b.Log(), "num.io.threads is accepted for compatibility with Kafka but has no effect in sluice") {
+			return os.ErrNotExist
+		}
+		return nil
+	})
+}
+
+// TestCompactedTopicsRefused: CreateTopics and AlterConfigs refuse cleanup.policy=compact
+// with INVALID_CONFIG and a message naming it, rather than keep every record of a topic the
+// user believes is compacted.
+func TestCompactedTopicsRefused(t *testing.T) {
+	b := StartBroker(t)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	compact := "compact"
+	resp, _ := adm.CreateTopic(ctx, 1, 1, map[string]*string{"cleanup.policy": &compact}, "compacted")
+	if resp.Err != kerr.InvalidConfig || !strings.Contains(resp.ErrMessage, "cleanup.policy=compact is not supported by sluice yet") {
+		t.Fatalf("create compacted topic: %v %q", resp.Err, resp.ErrMessage)
+	}
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "plain"); err != nil {
+		t.Fatal(err)
+	}
+	alter, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "cleanup.policy", Value: &compact}}, "plain")
+	if err != nil || len(alter) != 1 || alter[0].Err != kerr.InvalidConfig || !strings.Contains(alter[0].ErrMessage, "not supported by sluice yet") {
+		t.Fatalf("alter to compact: %v %+v", err, alter)
+	}
+}
+
+// TestMetadataLogDirHonoured: metadata.log.dir holds the metadata log, and the cluster it
+// describes survives a restart.
+func TestMetadataLogDirHonoured(t *testing.T) {
+	metaDir := t.TempDir()
+	b := StartBroker(t, "metadata.log.dir="+metaDir)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := adm.CreateTopic(ctx, 2, 1, nil, "kept"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(metaDir, "__cluster_metadata-0")); err != nil {
+		t.Fatalf("metadata log not in metadata.log.dir: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(b.Dir, "__cluster_metadata-0")); err == nil {
+		t.Fatal("metadata log written to log.dirs as well")
+	}
+	b.Stop()
+	b.Restart()
+	cl2, err := kgo.NewClient(kgo.SeedBrokers(b.Addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl2.Close()
+	topics, err := kadm.NewClient(cl2).ListTopics(ctx, "kept")
+	if err != nil || topics["kept"].Err != nil || len(topics["kept"].Partitions) != 2 {
+		t.Fatalf("after restart: %v %+v", err, topics)
+	}
+}
