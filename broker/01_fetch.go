@@ -81,6 +81,8 @@ func (b *Broker) readTargets(req *kmsg.FetchRequest, im *controller.Image, targe
 	if req.Version < 3 || maxBytes <= 0 {
 		maxBytes = 1<<31 - 1
 	}
+	// fetch.max.bytes caps what any one fetch may ask for, as Kafka's KafkaApis does.
+	maxBytes = min(maxBytes, int64(b.cfg.Static.FetchMaxBytes))
 	for i, t := range targets {
 		r := &results[i]
 		r.highWatermark, r.lastStableOffset, r.logStartOffset = -1, -1, -1

@@ -27,3 +27,21 @@ func TestCompactedTopicKeepsItsDataPastRetention(t *testing.T) {
 		}
 	}
 }
+
+// TestFetchMaxBytesCapsTheRequest: fetch.max.bytes bounds a fetch that asks for more, as in
+// Kafka; the first batch is still returned whole.
+func TestFetchMaxBytesCapsTheRequest(t *testing.T) {
+	tb := startTestBroker(t, map[string]string{"fetch.max.bytes": "1024"})
+	tb.createTopic(t, "capped", 1, nil)
+	tb.produce(t, "capped", 0, 20) // one small batch per record
+	got := partitionsIn(t, tb.direct(t, fetchReq(0, -1, "capped", map[int32]int64{0: 0})))
+	if got[0] == 0 || got[0] > 1024+200 {
+		t.Fatalf("fetch.max.bytes=1024, a 1 MiB fetch returned %d record bytes", got[0])
+	}
+	uncapped := startTestBroker(t, nil)
+	uncapped.createTopic(t, "capped", 1, nil)
+	uncapped.produce(t, "capped", 0, 20)
+	if all := partitionsIn(t, uncapped.direct(t, fetchReq(0, -1, "capped", map[int32]int64{0: 0}))); all[0] <= got[0] {
+		t.Fatalf("without the cap the same fetch returned %d bytes, with it %d", all[0], got[0])
+	}
+}

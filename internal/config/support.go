@@ -79,7 +79,7 @@ var brokerSupport = []supportGroup{
 		"log.flush.interval.ms", "log.flush.scheduler.interval.ms", "log.message.timestamp.type",
 		"log.message.timestamp.after.max.ms", "log.message.timestamp.before.max.ms", "log.preallocate",
 		"socket.request.max.bytes", "connections.max.idle.ms", "max.incremental.fetch.session.cache.slots",
-		"max.request.partition.size.limit",
+		"max.request.partition.size.limit", "fetch.max.bytes",
 		"offsets.topic.num.partitions", "offsets.topic.replication.factor", "offsets.topic.segment.bytes",
 		"offsets.retention.minutes", "offsets.retention.check.interval.ms", "offset.metadata.max.bytes",
 		"producer.id.expiration.ms",
@@ -236,7 +236,7 @@ var brokerSupport = []supportGroup{
 	}},
 	{NoEffect, "sluice does not enforce this limit yet", []string{
 		"max.connections", "max.connections.per.ip", "max.connections.per.ip.overrides", "max.connection.creation.rate",
-		"queued.max.request.bytes", "fetch.max.bytes",
+		"queued.max.request.bytes",
 	}},
 }
 
