@@ -92,7 +92,7 @@ func runFranz(ctx context.Context, e *Env) error {
 		}
 		defer cl.Close()
 		adm := kadm.NewClient(cl)
-		if resp, err := adm.CreateTopic(ctx, 3, 1, map[string]*string{"cleanup.policy": kadm.StringPtr("compact")}, e.Topic); err != nil || resp.Err != nil {
+		if resp, err := adm.CreateTopic(ctx, 3, 1, map[string]*string{"retention.ms": kadm.StringPtr("86400000")}, e.Topic); err != nil || resp.Err != nil {
 			return fmt.Errorf("create: %v %v", err, resp.Err)
 		}
 		td, err := adm.ListTopics(ctx, e.Topic)

@@ -216,7 +216,7 @@ public class Compat {
       ConfigResource res = new ConfigResource(ConfigResource.Type.TOPIC, topic);
       switch (scenario) {
         case "admin": {
-          ad.createTopics(List.of(new NewTopic(topic, 3, (short) 1).configs(Map.of("cleanup.policy", "compact")))).all().get();
+          ad.createTopics(List.of(new NewTopic(topic, 3, (short) 1).configs(Map.of("retention.ms", "86400000")))).all().get();
           check(ad.listTopics().names().get().contains(topic), "listTopics lacks " + topic);
           TopicDescription d = ad.describeTopics(List.of(topic)).allTopicNames().get().get(topic);
           check(d.partitions().size() == 3, "partitions " + d.partitions().size());

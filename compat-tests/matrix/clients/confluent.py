@@ -54,7 +54,7 @@ def produce(records, conf):
 def main():
     admin = AdminClient({"bootstrap.servers": bootstrap})
     if scenario == "admin":
-        fs = admin.create_topics([NewTopic(topic, 3, 1, config={"cleanup.policy": "compact"})])
+        fs = admin.create_topics([NewTopic(topic, 3, 1, config={"retention.ms": "86400000"})])
         fs[topic].result(30)
         md = admin.list_topics(timeout=30)
         assert topic in md.topics and len(md.topics[topic].partitions) == 3, md.topics.get(topic)

@@ -38,7 +38,7 @@ async function main() {
   await admin.connect();
   switch (scenario) {
     case 'admin': {
-      await admin.createTopics({ topics: [{ topic, numPartitions: 3, replicationFactor: 1, configEntries: [{ name: 'cleanup.policy', value: 'compact' }] }], waitForLeaders: true });
+      await admin.createTopics({ topics: [{ topic, numPartitions: 3, replicationFactor: 1, configEntries: [{ name: 'retention.ms', value: '86400000' }] }], waitForLeaders: true });
       check((await admin.listTopics()).includes(topic), 'listTopics lacks topic');
       const md = await admin.fetchTopicMetadata({ topics: [topic] });
       check(md.topics[0].partitions.length === 3, `partitions ${md.topics[0].partitions.length}`);

@@ -40,7 +40,7 @@ def poll(c, n, timeout=30):
 def main():
     if scenario == "admin":
         a = KafkaAdminClient(bootstrap_servers=bootstrap)
-        a.create_topics([NewTopic(topic, 3, 1, topic_configs={"cleanup.policy": "compact"})])
+        a.create_topics([NewTopic(topic, 3, 1, topic_configs={"retention.ms": "86400000"})])
         assert topic in a.list_topics()
         d = a.describe_topics([topic])[0]
         assert len(d["partitions"]) == 3, d
