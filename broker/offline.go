@@ -19,6 +19,8 @@ package broker
 // system accepts writes again (space freed, device back).
 
 import (
+	"context"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -80,8 +82,13 @@ func (b *Broker) markOffline(tp topicPartition, id controller.TopicID, cause err
 	if fresh {
 		op = &offlinePartition{since: time.Now()}
 		s.mu.partitions[tp] = op
-		s.count.Add(1)
-		b.logger.Error("partition offline after a storage error; answering KAFKA_STORAGE_ERROR and retrying in the background",
+		// One error line for the first partition to go offline names the cause; a full
+		// disk takes every partition down with the same one, which would bury it.
+		level := slog.LevelDebug
+		if s.count.Add(1) == 1 {
+			level = slog.LevelError
+		}
+		b.logger.Log(context.Background(), level, "partition offline after a storage error; answering KAFKA_STORAGE_ERROR and retrying in the background",
 			"partition", tp.String(), "err", cause)
 	}
 	op.topicID, op.cause, op.opened = id, cause, opened
@@ -123,8 +130,9 @@ func (b *Broker) markOnline(tp topicPartition, gen uint64) {
 		return
 	}
 	delete(s.mu.partitions, tp)
-	s.count.Add(-1)
-	b.logger.Info("partition back online", "partition", tp.String(), "offline_for", time.Since(op.since).Round(time.Millisecond).String())
+	left := s.count.Add(-1)
+	b.logger.Info("partition back online", "partition", tp.String(), "offline_for", time.Since(op.since).Round(time.Millisecond).String(),
+		"still_offline", left)
 }
 
 // offlineCause returns why tp is offline, or nil.

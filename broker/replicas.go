@@ -41,8 +41,9 @@ func (b *Broker) reconcile(im *controller.Image) error {
 			if p == nil {
 				var err error
 				if p, err = b.openPartition(tp, topic.ID, logCfg, settings); err != nil {
+					// Offline, reported and retried there (offline.go); not an error of
+					// the image, which would repeat it on every retry.
 					b.markOffline(tp, topic.ID, err, false)
-					errs = append(errs, err)
 					continue
 				}
 				b.markOnline(tp, 0)

@@ -297,3 +297,123 @@ func TestStorageFullProduceRecovers(t *testing.T) {
 		t.Fatal("sluice logged a panic")
 	}
 }
+
+// firstErrorLine returns the first log line at level ERROR (or sluice's exit message).
+func firstErrorLine(log string) string {
+	for _, line := range strings.Split(log, "\n") {
+		if strings.Contains(line, "level=ERROR") || strings.HasPrefix(line, "sluice: ") {
+			return line
+		}
+	}
+	return ""
+}
+
+// TestStartOnFullDiskNamesCause: a start on a full disk after a kill -9 (recovery has work to
+// do on 50 partitions) used to exit with 50 joined errors. The first error line must name the
+// real cause — ENOSPC and the path it hit — without a flood after it; the node serves (the
+// partitions it cannot open are offline, KAFKA_STORAGE_ERROR) and once space returns every
+// partition serves by itself, without a restart, with every acknowledged record.
+func TestStartOnFullDiskNamesCause(t *testing.T) {
+	mnt := mountTmpfs(t, "8m")
+	b := startBrokerIn(t, filepath.Join(mnt, "data"))
+	cl := franzClient(t, b.Addr)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	const topic, partitions = "start-full", 50
+	if _, err := kadm.NewClient(cl).CreateTopic(ctx, partitions, 1, nil, topic); err != nil {
+		t.Fatal(err)
+	}
+	var acked []string
+	for i := range 200 {
+		v := fmt.Sprintf("start-%04d", i)
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Partition: int32(i % partitions), Value: []byte(v)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		acked = append(acked, v)
+	}
+	cl.Close()
+	b.Kill()
+	filler := fillDisk(t, mnt)
+	logBefore := len(b.Log())
+	b.Restart() // fails the test if sluice exits instead of serving
+
+	cl = franzClient(t, b.Addr)
+	offlineCount := 0
+	for p := range int32(partitions) {
+		code, _, _ := produceRaw(t, b.Addr, produceRequestTo(topic, p, bigBatch("while-full")))
+		if code != 0 && code != int16(kerr.KafkaStorageError.Code) {
+			t.Fatalf("produce to partition %d on a full disk: code %d, want 0 or KAFKA_STORAGE_ERROR", p, code)
+		}
+		if code != 0 {
+			offlineCount++
+		}
+	}
+	if offlineCount == 0 {
+		t.Fatal("every partition took a 96 KiB batch on a full disk")
+	}
+	runLog := b.Log()[logBefore:]
+	first := firstErrorLine(runLog)
+	if !strings.Contains(first, "no space left on device") || !strings.Contains(first, mnt) {
+		t.Fatalf("first error line does not name ENOSPC and the path it hit:\n%s", first)
+	}
+	if n := strings.Count(runLog, "level=ERROR"); n > 2*partitions {
+		t.Fatalf("%d error lines for %d partitions on a full disk", n, partitions)
+	}
+
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	for p := range int32(partitions) {
+		waitFor(t, storageRecoverTimeout, fmt.Sprintf("partition %d serves after space returns", p), func() error {
+			code, _, _ := produceRaw(t, b.Addr, produceRequestTo(topic, p, recordBatch("after")))
+			if code != 0 {
+				return fmt.Errorf("produce error code %d", code)
+			}
+			return nil
+		})
+	}
+	var consumed []string
+	for p := range int32(partitions) {
+		consumed = append(consumed, consumePartition(t, b.Addr, topic, p)...)
+	}
+	checkAllPresent(t, consumed, acked)
+}
+
+// produceRequestTo is produceRequest to another partition.
+func produceRequestTo(topic string, partition int32, batch []byte) *kmsg.ProduceRequest {
+	req := produceRequest(topic, batch)
+	req.Topics[0].Partitions[0].Partition = partition
+	return req
+}
+
+// consumePartition reads one partition from the start to its end.
+func consumePartition(t *testing.T, addr, topic string, partition int32) []string {
+	t.Helper()
+	cl := franzClient(t, addr)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	end, _ := ends.Lookup(topic, partition)
+	if end.Err != nil {
+		t.Fatalf("end offset of %s-%d: %v", topic, partition, end.Err)
+	}
+	consumer := franzClient(t, addr, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {partition: kgo.NewOffset().AtStart()}}))
+	var values []string
+	for next := int64(0); next < end.Offset; {
+		fetches := consumer.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("%s-%d: consumed up to %d of %d: %v", topic, partition, next, end.Offset, err)
+		}
+		fetches.EachError(func(_ string, _ int32, err error) { t.Fatalf("fetch: %v", err) })
+		fetches.EachRecord(func(r *kgo.Record) {
+			values = append(values, string(r.Value))
+			next = r.Offset + 1
+		})
+	}
+	cl.Close()
+	consumer.Close()
+	return values
+}
