@@ -417,3 +417,116 @@ func consumePartition(t *testing.T, addr, topic string, partition int32) []strin
 	consumer.Close()
 	return values
 }
+
+// createTopicErr creates topic with kadm and returns the per-topic error (nil on success).
+func createTopicErr(t *testing.T, cl *kgo.Client, partitions int32, topic string) error {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+	defer cancel()
+	resp, err := kadm.NewClient(cl).CreateTopic(ctx, partitions, 1, nil, topic)
+	if err != nil {
+		return err
+	}
+	return resp.Err
+}
+
+// commitErr commits offset for group on topic's partition 0 and returns the error.
+func commitErr(t *testing.T, cl *kgo.Client, group, topic string, offset int64) error {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+	defer cancel()
+	var os kadm.Offsets
+	os.Add(kadm.Offset{Topic: topic, Partition: 0, At: offset, LeaderEpoch: -1})
+	resp, err := kadm.NewClient(cl).CommitOffsets(ctx, group, os)
+	if err != nil {
+		return err
+	}
+	return resp.Error()
+}
+
+// TestStorageFullCreateTopicsAndCommits: on a full disk CreateTopics must not answer success
+// (its partition files, or the metadata WAL, cannot be written) and must answer
+// KAFKA_STORAGE_ERROR rather than NOT_CONTROLLER after its timeout; an offset commit must be
+// answered with an error, not hang. Once the filler is deleted both work again without a
+// restart: the metadata WAL recovers, the topic serves, commits are stored.
+func TestStorageFullCreateTopicsAndCommits(t *testing.T) {
+	mnt := mountTmpfs(t, "8m")
+	b := startBrokerIn(t, filepath.Join(mnt, "data"))
+	cl := franzClient(t, b.Addr)
+	if err := createTopicErr(t, cl, 1, "orders"); err != nil {
+		t.Fatal(err)
+	}
+	produceAcked(t, cl, "orders", "o", 20)
+	if err := commitErr(t, cl, "g", "orders", 10); err != nil {
+		t.Fatalf("commit before the disk filled: %v", err)
+	}
+
+	filler := fillDisk(t, mnt)
+	// One partition: the metadata records may fit the WAL's last page, the partition's files
+	// cannot. Two hundred: the WAL write itself fails.
+	for _, c := range []struct {
+		topic      string
+		partitions int32
+	}{{"one-partition", 1}, {"many-partitions", 200}} {
+		err := createTopicErr(t, cl, c.partitions, c.topic)
+		if err == nil {
+			t.Fatalf("CreateTopics %s on a full disk answered success", c.topic)
+		}
+		if !errors.Is(err, kerr.KafkaStorageError) {
+			t.Fatalf("CreateTopics %s on a full disk: %v, want KAFKA_STORAGE_ERROR", c.topic, err)
+		}
+	}
+	// The 200-partition CreateTopics must have hit the metadata WAL itself, or the test lost
+	// its point (the log line may reach us a little after the answer).
+	waitFor(t, 10*time.Second, "a failed metadata WAL write in the log", func() error {
+		if !strings.Contains(b.Log(), "metadata WAL write failed") {
+			return errors.New("not logged")
+		}
+		return nil
+	})
+	for i := range 5 {
+		if err := commitErr(t, cl, "g", "orders", 11+int64(i)); err == nil {
+			// A small commit may still fit the offsets log's last page; keep going
+			// until one needs a new one.
+			continue
+		} else if errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("offset commit on a full disk hung: %v", err)
+		}
+		break
+	}
+	if !b.Alive() {
+		t.Fatal("sluice exited on a full disk")
+	}
+
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, storageRecoverTimeout, "CreateTopics succeeds after space returns", func() error {
+		return createTopicErr(t, cl, 3, "after-space")
+	})
+	for _, topic := range []string{"one-partition", "many-partitions"} {
+		waitFor(t, storageRecoverTimeout, topic+" exists and serves", func() error {
+			if err := createTopicErr(t, cl, 1, topic); err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+				return err
+			}
+			code, _, _ := produceRaw(t, b.Addr, produceRequest(topic, recordBatch("v")))
+			if code != 0 {
+				return fmt.Errorf("produce error code %d", code)
+			}
+			return nil
+		})
+	}
+	waitFor(t, storageRecoverTimeout, "offset commit succeeds after space returns", func() error {
+		return commitErr(t, cl, "g", "orders", 19)
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	fetched, err := kadm.NewClient(cl).FetchOffsets(ctx, "g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, ok := fetched.Lookup("orders", 0); !ok || o.Err != nil || o.At != 19 {
+		t.Fatalf("committed offset after recovery: %+v (found %v), want 19", o, ok)
+	}
+	checkAllPresent(t, consumeAll(t, b.Addr, "orders"), nil)
+}
