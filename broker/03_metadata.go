@@ -35,6 +35,7 @@ func (b *Broker) handleMetadata(ctx context.Context, conn *wire.ConnInfo, req *k
 	resp.ClusterID = &im.ClusterID
 	resp.ControllerID = b.nodeID
 	resp.Brokers = brokersFor(im, conn.ListenerName)
+	offline := b.offlineSnapshot()
 
 	if allTopics {
 		names := make([]string, 0, len(im.Topics))
@@ -43,7 +44,7 @@ func (b *Broker) handleMetadata(ctx context.Context, conn *wire.ConnInfo, req *k
 		}
 		sort.Strings(names)
 		for _, name := range names {
-			resp.Topics = append(resp.Topics, topicMetadata(im.Topics[name], req.Version))
+			resp.Topics = append(resp.Topics, topicMetadata(im.Topics[name], req.Version, b.nodeID, offline))
 		}
 		return resp, nil
 	}
@@ -66,7 +67,7 @@ func (b *Broker) handleMetadata(ctx context.Context, conn *wire.ConnInfo, req *k
 			resp.Topics = append(resp.Topics, t)
 			continue
 		}
-		resp.Topics = append(resp.Topics, topicMetadata(topic, req.Version))
+		resp.Topics = append(resp.Topics, topicMetadata(topic, req.Version, b.nodeID, offline))
 	}
 	return resp, nil
 }
@@ -136,7 +137,11 @@ func endpointFor(br *controller.BrokerInfo, listener string) (controller.Endpoin
 	return controller.Endpoint{}, false
 }
 
-func topicMetadata(topic *controller.TopicInfo, version int16) kmsg.MetadataResponseTopic {
+// topicMetadata describes topic as the image has it, except that replicas on this node that a
+// storage error took offline (offline.go) are listed as offline replicas, and a partition this
+// node led then has no leader (LEADER_NOT_AVAILABLE), as Kafka reports a partition whose only
+// replica is in an offline log directory.
+func topicMetadata(topic *controller.TopicInfo, version int16, nodeID int32, offline map[topicPartition]bool) kmsg.MetadataResponseTopic {
 	t := kmsg.NewMetadataResponseTopic()
 	name := topic.Name
 	t.Topic = &name
@@ -150,7 +155,13 @@ func topicMetadata(topic *controller.TopicInfo, version int16) kmsg.MetadataResp
 		p.Replicas = pi.Replicas
 		p.ISR = pi.ISR
 		p.OfflineReplicas = []int32{}
-		if pi.Leader < 0 {
+		if offline[topicPartition{topic.Name, pi.Partition}] {
+			p.OfflineReplicas = []int32{nodeID}
+			if p.Leader == nodeID {
+				p.Leader = -1
+			}
+		}
+		if p.Leader < 0 {
 			p.ErrorCode = kerr.LeaderNotAvailable.Code
 		}
 		t.Partitions = append(t.Partitions, p)

@@ -19,6 +19,9 @@ package broker
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -95,6 +98,9 @@ func (b *Broker) handleCreateTopics(ctx context.Context, _ *wire.ConnInfo, req *
 				}
 				answered[j] = true
 				b.fillCreateTopicResult(im, &results[createIdx[j]], &create[j], &r, req.Version)
+				if !req.ValidateOnly && results[createIdx[j]].ErrorCode == 0 {
+					b.checkCreatedPartitions(&results[createIdx[j]], r.Topic)
+				}
 			}
 			for j, done := range answered {
 				if !done {
@@ -105,6 +111,34 @@ func (b *Broker) handleCreateTopics(ctx context.Context, _ *wire.ConnInfo, req *
 	}
 	resp.Topics = results
 	return resp, nil
+}
+
+// checkCreatedPartitions fails a created topic's result when this node could not create the
+// files of one of its partitions (a full disk, an I/O error): the topic exists in the metadata
+// but cannot take data here, so success would be a lie. The answer is KAFKA_STORAGE_ERROR with
+// the cause; the partition is offline and is created by the background retry once the disk
+// takes writes again (offline.go), after which the topic serves.
+func (b *Broker) checkCreatedPartitions(out *kmsg.CreateTopicsResponseTopic, topic *controller.TopicInfo) {
+	if topic == nil {
+		return
+	}
+	for _, pi := range topic.Partitions {
+		if !slices.Contains(pi.Replicas, b.nodeID) {
+			continue
+		}
+		tp := topicPartition{topic.Name, pi.Partition}
+		cause := b.offlineCause(tp)
+		if cause == nil && b.partition(tp.topic, tp.partition) != nil {
+			continue
+		}
+		if cause == nil {
+			cause = errors.New("its log was not opened")
+		}
+		out.ErrorCode = kerr.KafkaStorageError.Code
+		out.ErrorMessage = strPtr(fmt.Sprintf("The topic was created, but partition %d could not be created on node %d: %v. "+
+			"It is retried in the background and serves once the log directory takes writes again.", pi.Partition, b.nodeID, cause))
+		return
+	}
 }
 
 // createTopicFromRequest checks one requested topic's shape and resolves defaults; a non-zero

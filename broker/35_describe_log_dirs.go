@@ -8,6 +8,10 @@ package broker
 // code. v4+ (KIP-827): the file system's total and usable bytes, as Kafka reads them from the
 // directory's FileStore.
 //
+// While a storage error keeps partitions offline (offline.go) the directory is answered with
+// KAFKA_STORAGE_ERROR, as Kafka answers for an offline log directory, and the offline
+// partitions are left out; the healthy ones are still listed.
+//
 // Not done: multiple log directories, v5 (cordoned directories, KIP-1066).
 
 import (
@@ -15,6 +19,7 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"sluice/wire"
@@ -52,8 +57,12 @@ func (b *Broker) handleDescribeLogDirs(_ context.Context, _ *wire.ConnInfo, req 
 			}
 		}
 	}
+	offline := b.offlineSnapshot()
+	if len(offline) > 0 {
+		dir.ErrorCode = kerr.KafkaStorageError.Code
+	}
 	for _, p := range b.hostedPartitions() {
-		if want != nil && !want[p.tp.topic][p.tp.partition] {
+		if want != nil && !want[p.tp.topic][p.tp.partition] || offline[p.tp] {
 			continue
 		}
 		if n := len(dir.Topics); n == 0 || dir.Topics[n-1].Topic != p.tp.topic {

@@ -51,6 +51,9 @@ type Broker struct {
 	// loading) here. Owned by the reconcile goroutine.
 	coordinatorLoaded map[int32]*offsetsPartitionLog
 
+	// offline are the partitions a storage error took offline (offline.go).
+	offline offlineSet
+
 	producerIDs   producerIDBlock
 	fetchSessions *fetchSessionCache
 	purgatory     *fetchPurgatory
@@ -87,6 +90,7 @@ func New(cfg Config, ctrl *controller.Controller) (*Broker, error) {
 	}
 	b.mu.partitions = make(map[topicPartition]*Partition)
 	b.mu.appliedChanged = make(chan struct{})
+	b.offline.init()
 	b.coord = newCoordinator(b)
 	b.coordinatorLoaded = make(map[int32]*offsetsPartitionLog)
 	if err := b.reconcile(ctrl.Image()); err != nil {
@@ -94,7 +98,8 @@ func New(cfg Config, ctrl *controller.Controller) (*Broker, error) {
 		b.closePartitions()
 		return nil, err
 	}
-	b.done.Add(3)
+	b.done.Add(4)
+	go b.storageRecoveryLoop()
 	go b.followImages()
 	go b.retentionLoop()
 	go b.purgatoryLoop()
@@ -168,6 +173,7 @@ func (b *Broker) followImages() {
 		}
 		select {
 		case <-im.Changed():
+		case <-b.offline.reconcile: // partitions whose open failed are opened again
 		case <-b.closing:
 			return
 		}

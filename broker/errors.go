@@ -30,7 +30,11 @@ func storageErrorCode(err error) int16 {
 		return kerr.InvalidTimestamp.Code
 	case errors.Is(err, logstore.ErrRecordListTooLarge):
 		return kerr.RecordListTooLarge.Code
+	case errors.Is(err, logstore.ErrStorage):
+		// The log failed (ENOSPC, EIO): the partition is offline until it recovers.
+		return kerr.KafkaStorageError.Code
 	case errors.Is(err, logstore.ErrClosed):
+		// Closed without a failure: the replica is being removed or moved.
 		return kerr.NotLeaderForPartition.Code
 	default:
 		return kerr.KafkaStorageError.Code

@@ -41,9 +41,12 @@ func (b *Broker) reconcile(im *controller.Image) error {
 			if p == nil {
 				var err error
 				if p, err = b.openPartition(tp, topic.ID, logCfg, settings); err != nil {
-					errs = append(errs, err)
+					// Offline, reported and retried there (offline.go); not an error of
+					// the image, which would repeat it on every retry.
+					b.markOffline(tp, topic.ID, err, false)
 					continue
 				}
+				b.markOnline(tp, 0)
 			} else {
 				p.log.SetConfig(logCfg)
 			}
@@ -62,6 +65,7 @@ func (b *Broker) reconcile(im *controller.Image) error {
 	for _, tp := range gone {
 		b.removePartition(tp)
 	}
+	b.forgetOfflineExcept(want)
 
 	b.reconcileCoordinator(im)
 
@@ -84,6 +88,7 @@ func (b *Broker) openPartition(tp topicPartition, id controller.TopicID, cfg log
 		Logger:           b.logger.With("partition", tp.String()),
 		Decompress:       compress.Decoder(maxDecompressedBatch), // exact timestamp lookups inside compressed batches
 		CacheWindowBytes: b.cfg.CacheWindowBytes,
+		OnFailure:        func(err error) { b.markOffline(tp, id, err, true) },
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open partition %s: %w", tp, err)

@@ -27,6 +27,9 @@ func (b *Broker) retentionLoop() {
 		}
 		b.mu.RUnlock()
 		for _, p := range parts {
+			if b.offlineCause(p.tp) != nil {
+				continue // a failed log refuses work; the storage recovery loop owns it
+			}
 			if err := p.log.EnforceRetention(); err != nil {
 				b.logger.Warn("retention", "partition", p.tp.String(), "err", err)
 				continue

@@ -33,6 +33,10 @@ func (b *Broker) resolvePartition(im *controller.Image, name string, id controll
 	if partition < 0 || int(partition) >= len(topic.Partitions) {
 		return resolvedPartition{topic: topic, errCode: kerr.UnknownTopicOrPartition.Code}
 	}
+	if err := b.offlineCause(topicPartition{topic.Name, partition}); err != nil {
+		// A storage error took this replica offline (offline.go); Kafka answers so too.
+		return resolvedPartition{topic: topic, errCode: kerr.KafkaStorageError.Code}
+	}
 	p := b.partition(topic.Name, partition)
 	if p == nil || p.topicID != topic.ID {
 		return resolvedPartition{topic: topic, errCode: kerr.NotLeaderForPartition.Code}

@@ -351,7 +351,9 @@ func (c *Controller) run() {
 	}
 	for {
 		if err := c.processReady(); err != nil {
-			c.logger.Error("controller stopped", "err", err)
+			if !errors.Is(err, ErrClosed) {
+				c.logger.Error("controller stopped", "err", err)
+			}
 			exitErr = err
 			return
 		}
@@ -445,7 +447,11 @@ func (c *Controller) processReady() error {
 			}
 		}
 		if err := c.storage.save(rd.HardState, rd.Entries, rd.MustSync); err != nil {
-			return err
+			// Nothing of this Ready was sent, applied or Advanced: persisting it again once
+			// the disk takes writes keeps etcd-raft's contract.
+			if err := c.persistWithRetry(rd, err); err != nil {
+				return err
+			}
 		}
 		if len(rd.Messages) > 0 {
 			c.transport.Send(rd.Messages)
@@ -458,9 +464,13 @@ func (c *Controller) processReady() error {
 		if c.sinceSnapshot >= c.cfg.SnapshotEvery {
 			img := c.image.Load()
 			if err := c.storage.createSnapshot(c.applied, c.confState, encodeImage(img)); err != nil {
-				return fmt.Errorf("controller: snapshot at %d: %w", c.applied, err)
+				// Not fatal: the WAL still holds everything. The storage is repaired
+				// before the next write (persistWithRetry) and the snapshot is tried
+				// again after another SnapshotEvery entries.
+				c.logger.Warn("metadata snapshot failed; the WAL keeps the entries", "index", c.applied, "dir", c.cfg.Dir, "err", err)
+			} else {
+				c.logger.Debug("metadata snapshot", "index", c.applied)
 			}
-			c.logger.Debug("metadata snapshot", "index", c.applied)
 			c.sinceSnapshot = 0
 		}
 		if c.leaderReady && len(c.waiting) > 0 {
@@ -472,6 +482,66 @@ func (c *Controller) processReady() error {
 		}
 	}
 	return nil
+}
+
+// Bounds of the backoff between attempts to write the metadata WAL after a write failed.
+const (
+	minWALRetry = 100 * time.Millisecond
+	maxWALRetry = 5 * time.Second
+)
+
+// persistWithRetry persists rd after storage.save failed with cause (ENOSPC, EIO): it repairs
+// the WAL and writes rd again, backing off from minWALRetry to maxWALRetry, until that
+// succeeds or the controller is closed (ErrClosed). A failed persist is never followed by
+// sending rd's messages, applying its entries or Advance, as etcd-raft's Ready contract
+// requires; the driver just does not move until the write went through. Meanwhile new
+// proposals are answered at once with KAFKA_STORAGE_ERROR naming the cause, and proposals
+// already in flight are too (they may still commit once the disk recovers, as after a lost
+// leadership; a retry finds the outcome), except the start's own registration, which waits.
+// REQUIRES: driver goroutine.
+func (c *Controller) persistWithRetry(rd raft.Ready, cause error) error {
+	c.logger.Error("metadata WAL write failed; the controller waits for the disk and retries",
+		"file", c.storage.walPath(), "err", cause)
+	unavailable := func(cause error) error {
+		return fail(kerr.KafkaStorageError, "The metadata log %s cannot be written: %v. The controller retries until it can.",
+			c.storage.walPath(), cause)
+	}
+	for id, r := range c.inflight {
+		if !r.waitForLeader {
+			r.finish(fail(kerr.KafkaStorageError, "The metadata log %s cannot be written: %v. The change may still be applied once it can; check before retrying.",
+				c.storage.walPath(), cause))
+			delete(c.inflight, id)
+		}
+	}
+	backoff := minWALRetry
+	timer := time.NewTimer(backoff)
+	defer timer.Stop()
+	for {
+		select {
+		case <-c.stop:
+			return ErrClosed
+		case r := <-c.requests:
+			if r.waitForLeader {
+				c.waiting = append(c.waiting, r)
+			} else {
+				r.finish(unavailable(cause))
+			}
+			continue
+		case <-timer.C:
+		}
+		err := c.storage.repair()
+		if err == nil {
+			err = c.storage.save(rd.HardState, rd.Entries, rd.MustSync)
+		}
+		if err == nil {
+			c.logger.Info("metadata WAL writable again; the controller continues", "file", c.storage.walPath())
+			return nil
+		}
+		cause = err
+		c.logger.Debug("metadata WAL still not writable", "file", c.storage.walPath(), "err", err)
+		backoff = min(2*backoff, maxWALRetry)
+		timer.Reset(backoff)
+	}
 }
 
 func (c *Controller) leadershipChanged(ss *raft.SoftState) {

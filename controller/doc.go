@@ -61,6 +61,14 @@
 // indexes, a hard state committing past the log) means durable data was lost, and Start
 // fails with ErrCorruptStorage rather than serve a wrong image or mint a new cluster ID.
 //
+// A failed WAL write or fsync (ENOSPC, EIO) stops nothing for good: the Ready whose persist
+// failed is neither sent, applied nor Advanced (etcd-raft's contract), the WAL is rewritten
+// whole from the in-memory log and last hard state (dropping the torn tail and not trusting
+// pages a failed fsync may have lost) and the Ready is persisted again, with a backoff of 100
+// ms doubling to 5 s, until it succeeds. Meanwhile proposals are answered at once with
+// KAFKA_STORAGE_ERROR naming the file; one error line names it when the failure starts and
+// one info line when it ends. A failed snapshot is not fatal: the WAL still holds everything.
+//
 // Every Config.SnapshotEvery applied entries the driver fsyncs the WAL, writes a snapshot
 // (whose Data is the JSON-encoded state machine, encodeImage) to a temporary file, fsyncs and
 // renames it, then rewrites the WAL to hold only the hard state and the entries after the

@@ -359,6 +359,30 @@ func (s *diskStorage) save(hard *pb.HardState, ents []*pb.Entry, sync bool) erro
 	return nil
 }
 
+// walPath is the WAL's path, for messages.
+func (s *diskStorage) walPath() string { return filepath.Join(s.dir, walFileName) }
+
+// failed returns the sticky write error, nil while the storage is healthy.
+func (s *diskStorage) failed() error { return s.err }
+
+// repair makes a storage whose write failed usable again, once the file system takes writes:
+// the WAL is rewritten whole from mem and the last hard state written (which mirror exactly
+// what was persisted before the failure, save appends to mem only after their write and
+// fsync succeeded), through a synced temporary file and a rename. That drops whatever a
+// failed write left at the tail (a torn frame that would make later frames unreadable) and
+// does not trust pages a failed fsync may have lost. On success the sticky error is cleared.
+func (s *diskStorage) repair() error {
+	if s.err == nil {
+		return nil
+	}
+	s.err = nil
+	if err := s.rewriteWAL(); err != nil {
+		s.err = err
+		return err
+	}
+	return nil
+}
+
 // applySnapshot installs a snapshot received from the leader (multi-voter clusters).
 func (s *diskStorage) applySnapshot(snap *pb.Snapshot) error {
 	if s.err != nil {

@@ -46,6 +46,12 @@ type Options struct {
 	// the log keeps in the page cache; older appended bytes are written back and dropped from
 	// it (dropbehind.go). Zero leaves the page cache to the kernel.
 	CacheWindowBytes int64
+	// OnFailure, if set, is called once each time the log fails (a write, fsync, create,
+	// rename or truncate error makes it refuse further mutations), with the error that made
+	// it fail. It runs on the failing goroutine, possibly with the log's locks held: it must
+	// not call into the log or block. The owner typically takes the log offline and calls
+	// Reopen later.
+	OnFailure func(err error)
 }
 
 // AppendResult describes a successful append.
@@ -94,6 +100,9 @@ var (
 	ErrOutOfOrderSequence   = errors.New("logstore: out of order sequence number")   // OUT_OF_ORDER_SEQUENCE_NUMBER
 	ErrInvalidProducerEpoch = errors.New("logstore: invalid producer epoch")         // INVALID_PRODUCER_EPOCH
 	ErrClosed               = errors.New("logstore: log closed")                     // a failed or closed log refuses work
+	// ErrStorage marks an error of the file system under the log (ENOSPC, EIO, ...): the
+	// sticky error of a failed log wraps both it and ErrClosed. KAFKA_STORAGE_ERROR.
+	ErrStorage = errors.New("logstore: storage error")
 )
 
 // WriteSlice copies a FileSlice's bytes to w (sendfile when w is a TCP connection and the file is

@@ -112,5 +112,10 @@
 // below each segment's published size; appenders write file bytes first and publish under
 // Log.mu exclusively. Files of deleted segments are unlinked at once but closed only after
 // file.delete.delay.ms, so FileSlices handed to readers stay readable. A write error makes the
-// log refuse further mutations (sticky error wrapping ErrClosed).
+// log refuse further mutations (sticky error wrapping ErrClosed and ErrStorage) and calls
+// Options.OnFailure once. Reopen makes a failed log serve again: it probes the directory with
+// a write and an fsync, re-runs recovery on it as Open does (cutting the torn tail a failed
+// write left) and continues from the recovered state; an append that was waiting for an
+// fsync from before the failure is answered with an error. ErrorFS (errorfs.go) injects
+// errors at chosen operations for tests.
 package logstore

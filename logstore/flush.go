@@ -2,6 +2,7 @@ package logstore
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"runtime"
 	"sync"
@@ -31,6 +32,9 @@ type flushState struct {
 	syncs uint64
 	// settledGen is gen as of the last completed truncation.
 	settledGen uint64
+	// incarnation counts Reopens: an append made before one is never reported durable after
+	// it (its fsync may have been the one that failed).
+	incarnation uint64
 }
 
 // groupCommitEnter/Exit bracket an append that will wait for an fsync.
@@ -60,6 +64,15 @@ func (l *Log) flushGen() uint64 {
 	defer l.flush.mu.Unlock()
 	return l.flush.gen
 }
+
+func (l *Log) flushGenIncarnation() (gen, incarnation uint64) {
+	l.flush.mu.Lock()
+	defer l.flush.mu.Unlock()
+	return l.flush.gen, l.flush.incarnation
+}
+
+// errReopenedBeforeDurable answers a wait for an append made before a Reopen.
+var errReopenedBeforeDurable = fmt.Errorf("%w: %w: the log failed before the append was durable", ErrClosed, ErrStorage)
 
 // markFlushed records that offsets below upto are durable.
 func (l *Log) markFlushed(upto int64) {
@@ -109,12 +122,15 @@ func (l *Log) settleTruncation(logEnd int64) {
 // syncTo returns once every offset below target (appended when the flush generation was gen)
 // is durable, fsyncing if needed, or once a later truncation settled. Called without appendMu
 // so that concurrent appenders share one fsync.
-func (l *Log) syncTo(target int64, gen uint64) error {
+func (l *Log) syncTo(target int64, gen, incarnation uint64) error {
 	l.flush.mu.Lock()
 	defer l.flush.mu.Unlock()
 	for l.flush.flushedOffset < target && l.flush.settledGen <= gen {
 		if p := l.failure.Load(); p != nil {
 			return *p
+		}
+		if l.flush.incarnation != incarnation {
+			return errReopenedBeforeDurable
 		}
 		if l.flush.syncing {
 			l.flush.cond.Wait()
@@ -177,6 +193,9 @@ func (l *Log) syncTo(target int64, gen uint64) error {
 		if syncGen == l.flush.gen && upto > l.flush.flushedOffset {
 			l.flush.flushedOffset = upto
 		}
+	}
+	if l.flush.incarnation != incarnation {
+		return errReopenedBeforeDurable
 	}
 	return nil
 }

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -41,6 +43,7 @@ type Log struct {
 	// slices handed to readers stay readable (Kafka renames and deletes later; we unlink now).
 	pendingClose []pendingClose
 	hdrBuf       []byte
+	onFailure    func(error)
 
 	// failure is the sticky error: once a write fails, the log refuses further mutations.
 	failure atomic.Pointer[error]
@@ -76,7 +79,7 @@ type pendingClose struct {
 // Open opens (creating if missing) the log in dir and recovers it: see the package doc.
 func Open(dir string, cfg Config, opts Options) (*Log, error) {
 	l := &Log{dir: dir, fs: opts.FS, now: opts.Now, logger: opts.Logger, decompress: opts.Decompress, hdrBuf: make([]byte, batch.HeaderSize),
-		cacheWindow: opts.CacheWindowBytes}
+		cacheWindow: opts.CacheWindowBytes, onFailure: opts.OnFailure}
 	if l.fs == nil {
 		l.fs = OSFS{}
 	}
@@ -100,7 +103,8 @@ func Open(dir string, cfg Config, opts Options) (*Log, error) {
 	return l, nil
 }
 
-// fail records a write failure; the log refuses further mutations.
+// fail records a write failure; the log refuses further mutations until Reopen. The sticky
+// error wraps ErrClosed (the log refuses work), ErrStorage (the file system failed) and err.
 func (l *Log) fail(err error) error {
 	if err == nil {
 		return nil
@@ -108,14 +112,115 @@ func (l *Log) fail(err error) error {
 	if errors.Is(err, ErrClosed) {
 		return err
 	}
-	wrapped := fmt.Errorf("%w: write failed: %w", ErrClosed, err)
-	l.failure.CompareAndSwap(nil, &wrapped)
+	wrapped := fmt.Errorf("%w: %w: write failed in %s: %w", ErrClosed, ErrStorage, l.dir, err)
+	first := l.failure.CompareAndSwap(nil, &wrapped)
 	// Wake group-commit waiters so they see the failure.
 	l.flush.mu.Lock()
 	l.flush.cond.Broadcast()
 	l.flush.mu.Unlock()
+	if !first {
+		return *l.failure.Load()
+	}
 	l.logger.Error("logstore: log failed, refusing further writes", "dir", l.dir, "err", err)
+	if l.onFailure != nil {
+		l.onFailure(wrapped)
+	}
 	return wrapped
+}
+
+// Failure returns the error that made the log fail (nil while it is usable or after a
+// successful Reopen).
+func (l *Log) Failure() error {
+	if p := l.failure.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// probeFile is written and removed by Reopen to check that the directory accepts writes; its
+// .tmp suffix makes recovery remove it should the process die in between.
+const probeFile = ".write-probe" + tmpSuffix
+
+// probeBytes is how much Reopen's probe writes: more than one page, so that a file system with
+// a few blocks left does not pass, small enough to cost nothing.
+const probeBytes = 64 << 10
+
+// probeWritable checks that dir takes a write, an fsync and a removal.
+func probeWritable(fs FS, dir string) error {
+	path := filepath.Join(dir, probeFile)
+	f, err := fs.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteAt(make([]byte, probeBytes), 0)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if rerr := fs.Remove(path); err == nil && rerr != nil && !isNotExist(rerr) {
+		err = rerr
+	}
+	return err
+}
+
+// Reopen makes a failed log serve again once its file system accepts writes. It probes the
+// directory with a write and an fsync, then re-runs recovery on it exactly as Open does (a
+// torn tail left by the failed write is cut; indexes, epochs and producer state are rebuilt
+// from what is on disk) and continues from the recovered state. A batch whose append failed
+// may or may not be in the recovered log, as after a crash: it was never acknowledged. An
+// append still waiting for an fsync from before the failure gets an error (SyncWait), never a
+// success. Readers keep the slices they were handed: the old files are closed after
+// file.delete.delay.ms. On error the log stays failed and Reopen may be called again. A log
+// that has not failed is left alone (nil); a closed one answers ErrClosed.
+func (l *Log) Reopen() error {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	l.mu.RLock()
+	closed := l.mu.closed
+	l.mu.RUnlock()
+	if closed {
+		return ErrClosed
+	}
+	if l.failure.Load() == nil {
+		return nil
+	}
+	l.waitRollSyncs() // its files are about to be replaced; its error is already sticky
+	if err := probeWritable(l.fs, l.dir); err != nil {
+		return fmt.Errorf("%w: %w: %s does not accept writes: %w", ErrClosed, ErrStorage, l.dir, err)
+	}
+	fresh, err := Open(l.dir, l.cfg(), Options{FS: l.fs, Now: l.now, Logger: l.logger,
+		Decompress: l.decompress, CacheWindowBytes: l.cacheWindow})
+	if err != nil {
+		return fmt.Errorf("%w: %w: %w", ErrClosed, ErrStorage, err)
+	}
+	// fresh is only a vessel for the recovered state: its files now belong to l, and it is
+	// dropped without Close.
+	l.producers, l.snapshots = fresh.producers, fresh.snapshots
+	l.recoveryPoint, l.checkpointedLogStart = fresh.recoveryPoint, fresh.checkpointedLogStart
+	l.producersDirty, l.lastFlush = fresh.producersDirty, fresh.lastFlush
+	l.pendingRoll.Store(nil)
+	l.dropBehind = dropBehindState{}
+	l.mu.Lock()
+	old := l.mu.segments
+	l.mu.segments = fresh.mu.segments
+	l.mu.logStart, l.mu.logEnd = fresh.mu.logStart, fresh.mu.logEnd
+	l.mu.epochs = fresh.mu.epochs
+	logEnd := l.mu.logEnd
+	l.mu.Unlock()
+	l.scheduleCloseLocked(old)
+	l.flush.mu.Lock()
+	// Waiters from before see a new incarnation and fail; a new generation keeps an fsync
+	// that was running on the old files from marking anything.
+	l.flush.incarnation++
+	l.flush.gen++
+	l.flush.flushedOffset = logEnd
+	l.failure.Store(nil)
+	l.flush.cond.Broadcast()
+	l.flush.mu.Unlock()
+	l.logger.Info("logstore: log recovered after a storage failure and serves again", "dir", l.dir, "logEnd", logEnd)
+	return nil
 }
 
 // usableLocked returns the sticky error or ErrClosed.
@@ -240,6 +345,8 @@ type SyncWait struct {
 	l      *Log // nil: nothing to wait for
 	target int64
 	gen    uint64
+	// incarnation is the log's as of the append: a Reopen in between fails the wait.
+	incarnation uint64
 }
 
 // Wait returns once the append is durable as the flush policy requires (at once when it
@@ -248,7 +355,7 @@ func (s SyncWait) Wait() error {
 	if s.l == nil {
 		return nil
 	}
-	return s.l.syncTo(s.target, s.gen)
+	return s.l.syncTo(s.target, s.gen, s.incarnation)
 }
 
 func (l *Log) appendNoWait(data []byte, leader bool, leaderEpoch int32) (AppendResult, SyncWait, error) {
@@ -266,7 +373,7 @@ func (l *Log) appendNoWait(data []byte, leader bool, leaderEpoch int32) (AppendR
 	if err == nil && !res.Duplicate {
 		l.dropBehindLocked()
 	}
-	gen := l.flushGen()
+	gen, incarnation := l.flushGenIncarnation()
 	l.appendMu.Unlock()
 	if groupCommit {
 		l.groupCommitExit()
@@ -274,7 +381,7 @@ func (l *Log) appendNoWait(data []byte, leader bool, leaderEpoch int32) (AppendR
 	if err != nil || syncTarget < 0 {
 		return res, SyncWait{}, err
 	}
-	return res, SyncWait{l: l, target: syncTarget, gen: gen}, nil
+	return res, SyncWait{l: l, target: syncTarget, gen: gen, incarnation: incarnation}, nil
 }
 
 // appendLocked does the append; syncTarget >= 0 asks the caller to wait for an fsync covering

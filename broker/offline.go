@@ -1,0 +1,237 @@
+package broker
+
+// Offline partitions: replicas hosted here that cannot serve because of a storage error. A
+// partition goes offline when its log fails (a write, fsync, create, rename or truncate
+// error: ENOSPC, EIO; logstore reports it through Options.OnFailure) or when its log cannot
+// be opened or created at all. While offline it is answered with KAFKA_STORAGE_ERROR, as
+// Kafka answers for a replica in an offline log directory; Metadata lists this node among
+// its offline replicas (with no leader when this node led it) and DescribeLogDirs reports the
+// log directory with KAFKA_STORAGE_ERROR.
+//
+// It never stays a zombie: the recovery loop retries with a backoff from minStorageRetry
+// doubling to maxStorageRetry. A failed log is Reopened (a write probe, then the same
+// recovery as at start, so the tail the failed write left is cut) and serves again at once;
+// a partition that could not be opened is opened again by a reconcile. Acknowledged data is
+// untouched by either; an append that failed was never acknowledged.
+//
+// Unlike Kafka, which takes the whole log directory offline and needs a restart to bring it
+// back, sluice takes single partitions offline and brings them back by itself once the file
+// system accepts writes again (space freed, device back).
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"sluice/controller"
+)
+
+// Bounds of the storage recovery loop's retry backoff.
+const (
+	minStorageRetry = 100 * time.Millisecond
+	maxStorageRetry = 5 * time.Second
+)
+
+// offlineSet is the broker's offline partitions. Its lock is a leaf: it is taken from
+// logstore's failure callback with the log's locks held, so nothing may call into a log while
+// holding it.
+type offlineSet struct {
+	mu struct {
+		sync.Mutex
+		partitions map[topicPartition]*offlinePartition
+	}
+	// count mirrors len(mu.partitions), so the produce and fetch paths skip the lock while
+	// every partition is healthy.
+	count atomic.Int64
+	// wake (capacity 1) tells the recovery loop that a partition went offline.
+	wake chan struct{}
+	// reconcile (capacity 1) asks followImages to reconcile again, reopening partitions whose
+	// open failed.
+	reconcile chan struct{}
+}
+
+// offlinePartition is why and since when one partition is offline.
+type offlinePartition struct {
+	topicID controller.TopicID
+	cause   error
+	since   time.Time
+	// opened: the partition's log is open (it failed later), so recovery Reopens it;
+	// otherwise the open itself failed and recovery opens it again.
+	opened bool
+	// gen changes whenever the partition fails again, so a recovery that started before does
+	// not bring it back online.
+	gen uint64
+}
+
+func (s *offlineSet) init() {
+	s.mu.partitions = make(map[topicPartition]*offlinePartition)
+	s.wake = make(chan struct{}, 1)
+	s.reconcile = make(chan struct{}, 1)
+}
+
+// markOffline takes tp offline because of cause. opened says whether its log is open (it failed
+// while serving) or could not be opened. Safe from any goroutine, including logstore's failure
+// callback.
+func (b *Broker) markOffline(tp topicPartition, id controller.TopicID, cause error, opened bool) {
+	s := &b.offline
+	s.mu.Lock()
+	op := s.mu.partitions[tp]
+	fresh := op == nil
+	if fresh {
+		op = &offlinePartition{since: time.Now()}
+		s.mu.partitions[tp] = op
+		// One error line for the first partition to go offline names the cause; a full
+		// disk takes every partition down with the same one, which would bury it.
+		level := slog.LevelDebug
+		if s.count.Add(1) == 1 {
+			level = slog.LevelError
+		}
+		b.logger.Log(context.Background(), level, "partition offline after a storage error; answering KAFKA_STORAGE_ERROR and retrying in the background",
+			"partition", tp.String(), "err", cause)
+	}
+	op.topicID, op.cause, op.opened = id, cause, opened
+	op.gen++
+	s.mu.Unlock()
+	if fresh {
+		// A retry that fails again (a partition still unable to open) keeps backing off.
+		select {
+		case s.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// forgetOfflineExcept drops the offline partitions that are no longer hosted here (their
+// topic was deleted or moved), keeping those in want.
+func (b *Broker) forgetOfflineExcept(want map[topicPartition]bool) {
+	s := &b.offline
+	if s.count.Load() == 0 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for tp := range s.mu.partitions {
+		if !want[tp] {
+			delete(s.mu.partitions, tp)
+			s.count.Add(-1)
+		}
+	}
+}
+
+// markOnline brings tp back, unless it failed again since gen (gen 0: unconditionally).
+func (b *Broker) markOnline(tp topicPartition, gen uint64) {
+	s := &b.offline
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	op := s.mu.partitions[tp]
+	if op == nil || (gen != 0 && op.gen != gen) {
+		return
+	}
+	delete(s.mu.partitions, tp)
+	left := s.count.Add(-1)
+	b.logger.Info("partition back online", "partition", tp.String(), "offline_for", time.Since(op.since).Round(time.Millisecond).String(),
+		"still_offline", left)
+}
+
+// offlineCause returns why tp is offline, or nil.
+func (b *Broker) offlineCause(tp topicPartition) error {
+	s := &b.offline
+	if s.count.Load() == 0 {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if op := s.mu.partitions[tp]; op != nil {
+		return op.cause
+	}
+	return nil
+}
+
+// offlineSnapshot returns the offline partitions (nil when there are none).
+func (b *Broker) offlineSnapshot() map[topicPartition]bool {
+	s := &b.offline
+	if s.count.Load() == 0 {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[topicPartition]bool, len(s.mu.partitions))
+	for tp := range s.mu.partitions {
+		out[tp] = true
+	}
+	return out
+}
+
+// storageRecoveryLoop retries offline partitions until they serve again or the broker closes.
+func (b *Broker) storageRecoveryLoop() {
+	defer b.done.Done()
+	backoff := minStorageRetry
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	for {
+		select {
+		case <-b.closing:
+			timer.Stop()
+			return
+		case <-b.offline.wake:
+			// A new failure: first retry soon (the cause may be gone already, e.g. a
+			// transient EIO), then back off.
+			backoff = minStorageRetry
+			timer.Reset(backoff)
+			continue
+		case <-timer.C:
+		}
+		if b.retryOffline() {
+			backoff = min(2*backoff, maxStorageRetry)
+			timer.Reset(backoff)
+		} else {
+			backoff = minStorageRetry
+		}
+	}
+}
+
+// retryOffline tries once to bring every offline partition back and reports whether some are
+// still offline.
+func (b *Broker) retryOffline() (stillOffline bool) {
+	type attempt struct {
+		tp     topicPartition
+		gen    uint64
+		opened bool
+	}
+	s := &b.offline
+	s.mu.Lock()
+	attempts := make([]attempt, 0, len(s.mu.partitions))
+	for tp, op := range s.mu.partitions {
+		attempts = append(attempts, attempt{tp, op.gen, op.opened})
+	}
+	s.mu.Unlock()
+	needReconcile := false
+	for _, a := range attempts {
+		if !a.opened {
+			needReconcile = true
+			continue
+		}
+		p := b.partition(a.tp.topic, a.tp.partition)
+		if p == nil {
+			// Removed meanwhile, or to be reopened by reconcile.
+			needReconcile = true
+			continue
+		}
+		if err := p.log.Reopen(); err != nil {
+			b.logger.Debug("partition still offline", "partition", a.tp.String(), "err", err)
+			continue
+		}
+		p.truncatedOrMoved()
+		p.appended()
+		b.markOnline(a.tp, a.gen)
+	}
+	if needReconcile {
+		select {
+		case s.reconcile <- struct{}{}:
+		default:
+		}
+	}
+	return s.count.Load() > 0
+}

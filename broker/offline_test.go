@@ -1,0 +1,164 @@
+package broker
+
+import (
+	"context"
+	"encoding/binary"
+	"hash/crc32"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"sluice/controller"
+	"sluice/internal/config"
+	"sluice/logstore"
+	"sluice/wire"
+)
+
+// startTestBrokerFS is startTestBroker with the partition logs on fs.
+func startTestBrokerFS(t *testing.T, fs logstore.FS) *testBroker {
+	t.Helper()
+	logger := slog.New(slog.DiscardHandler)
+	h := &lateHandler{}
+	srv, err := wire.Listen(wire.Config{Addr: "127.0.0.1:0", ListenerName: "PLAINTEXT", Versions: Versions, Logger: logger}, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := srv.Addr().String()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), testWait)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	})
+	host, portText, _ := net.SplitHostPort(addr)
+	port, _ := strconv.Atoi(portText)
+	static, err := config.ParseBroker(map[string]string{"node.id": "1", "log.dirs": filepath.Join(t.TempDir(), "data"), "listeners": "PLAINTEXT://" + addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	logDir := static.LogDirs[0]
+	ctrl, err := controller.Start(controller.Config{NodeID: 1, Dir: filepath.Join(logDir, "__cluster_metadata-0"),
+		Endpoints: []controller.Endpoint{{Listener: "PLAINTEXT", Host: host, Port: int32(port)}}, Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ctrl.Close() })
+	b, err := New(Config{Static: static, LogDir: logDir, Logger: logger, FS: fs}, ctrl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.b.Store(b)
+	t.Cleanup(func() { _ = b.Close() })
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return &testBroker{Addr: addr, Dir: logDir, Static: static, Ctrl: ctrl, Broker: b, Client: cl, Admin: kadm.NewClient(cl)}
+}
+
+func produceDirect(t *testing.T, tb *testBroker, topic string, value string) int16 {
+	t.Helper()
+	req := kmsg.NewPtrProduceRequest()
+	req.Version, req.Acks, req.TimeoutMillis = 9, 1, 10000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Records = testBatch(value)
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	return tb.direct(t, req).(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode
+}
+
+// testBatch is a one-record v2 batch, encoded by franz-go's kmsg with its CRC.
+func testBatch(value string) []byte {
+	r := kmsg.Record{Value: []byte(value)}
+	body := r.AppendTo(nil)
+	r.Length = int32(len(body) - 1)
+	now := time.Now().UnixMilli()
+	rb := kmsg.RecordBatch{Magic: 2, FirstTimestamp: now, MaxTimestamp: now, ProducerID: -1, ProducerEpoch: -1,
+		FirstSequence: -1, NumRecords: 1, Records: r.AppendTo(nil)}
+	raw := rb.AppendTo(nil)
+	binary.BigEndian.PutUint32(raw[8:12], uint32(len(raw)-12))
+	binary.BigEndian.PutUint32(raw[17:21], crc32.Checksum(raw[21:], crc32.MakeTable(crc32.Castagnoli)))
+	return raw
+}
+
+// TestPartitionWriteErrorGoesOfflineAndRecovers: an EIO on a partition's writes used to fail it
+// for good behind NOT_LEADER_OR_FOLLOWER while Metadata showed it healthy. It must answer
+// KAFKA_STORAGE_ERROR, be offline in Metadata and DescribeLogDirs, and serve again by itself
+// once writes succeed, with every acknowledged record readable.
+func TestPartitionWriteErrorGoesOfflineAndRecovers(t *testing.T) {
+	efs := logstore.NewErrorFS(nil)
+	efs.SetPartialWrites(true)
+	tb := startTestBrokerFS(t, efs)
+	tb.createTopic(t, "eio", 1, nil)
+	tb.produce(t, "eio", 0, 20)
+
+	efs.FailNow(logstore.OpWrite, logstore.ErrIO)
+	if code := produceDirect(t, tb, "eio", "lost"); code != kerr.KafkaStorageError.Code {
+		t.Fatalf("produce after EIO: code %d, want KAFKA_STORAGE_ERROR", code)
+	}
+	if code := produceDirect(t, tb, "eio", "lost-again"); code != kerr.KafkaStorageError.Code {
+		t.Fatalf("second produce: code %d, want KAFKA_STORAGE_ERROR", code)
+	}
+	mreq := kmsg.NewPtrMetadataRequest()
+	mreq.Version = 12
+	mt := kmsg.NewMetadataRequestTopic()
+	mt.Topic = kmsg.StringPtr("eio")
+	mreq.Topics = append(mreq.Topics, mt)
+	mp := tb.direct(t, mreq).(*kmsg.MetadataResponse).Topics[0].Partitions[0]
+	if mp.Leader != -1 || len(mp.OfflineReplicas) != 1 || mp.OfflineReplicas[0] != 1 || mp.ErrorCode != kerr.LeaderNotAvailable.Code {
+		t.Fatalf("metadata of the failed partition: leader %d, offline %v, error %d", mp.Leader, mp.OfflineReplicas, mp.ErrorCode)
+	}
+	dreq := kmsg.NewPtrDescribeLogDirsRequest()
+	dreq.Version = 4
+	if d := tb.direct(t, dreq).(*kmsg.DescribeLogDirsResponse).Dirs[0]; d.ErrorCode != kerr.KafkaStorageError.Code {
+		t.Fatalf("DescribeLogDirs error %d, want KAFKA_STORAGE_ERROR", d.ErrorCode)
+	}
+
+	efs.Heal()
+	deadline := time.Now().Add(testWait)
+	for produceDirect(t, tb, "eio", "after") != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("partition did not serve again after writes succeeded")
+		}
+		select {
+		case <-tb.Broker.offline.wake:
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	if mp := tb.direct(t, mreq).(*kmsg.MetadataResponse).Topics[0].Partitions[0]; mp.Leader != 1 || len(mp.OfflineReplicas) != 0 {
+		t.Fatalf("metadata after recovery: leader %d, offline %v", mp.Leader, mp.OfflineReplicas)
+	}
+	// Every acknowledged record is there, in order.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(tb.Addr), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"eio": {0: kgo.NewOffset().AtStart()}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx := testContext(t)
+	var values []string
+	for len(values) < 21 {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("consumed %v", values)
+		}
+		fs.EachRecord(func(r *kgo.Record) { values = append(values, string(r.Value)) })
+	}
+	for i := range 20 {
+		if values[i] != "v"+strconv.Itoa(i) {
+			t.Fatalf("record %d is %q, want v%d (all: %v)", i, values[i], i, values)
+		}
+	}
+	if last := values[len(values)-1]; last != "after" && last != "lost" {
+		t.Fatalf("last record %q", last)
+	}
+}
