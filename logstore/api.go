@@ -46,6 +46,9 @@ type Options struct {
 	// the log keeps in the page cache; older appended bytes are written back and dropped from
 	// it (dropbehind.go). Zero leaves the page cache to the kernel.
 	CacheWindowBytes int64
+	// FileCache bounds the segment files open at once (nil = DefaultFileCache(), shared by
+	// the process). Segment files are reopened on use after the cache closed them.
+	FileCache *FileCache
 }
 
 // AppendResult describes a successful append.
@@ -101,6 +104,9 @@ var (
 // s.Length (the segment was truncated meanwhile) is io.ErrUnexpectedEOF: the caller must drop
 // the connection, since it has announced s.Length bytes.
 func WriteSlice(w io.Writer, s FileSlice) (int64, error) {
+	if cf, ok := s.File.(*cachedFile); ok {
+		return cf.writeSlice(w, s) // pinned: the cache cannot close it during the send
+	}
 	if f, ok := s.File.(*os.File); ok {
 		if conn, ok := w.(syscall.Conn); ok {
 			if n, handled, err := sendfile(conn, f, s.Position, s.Length); handled {
