@@ -41,8 +41,9 @@ type FileCache struct {
 		// is its index. Invariant: len(open)+opening <= limit, unless every file in open is
 		// pinned.
 		open []*cachedFile
-		// opening counts opens in progress (a slot is reserved before the open).
-		opening int
+		// opening counts opens in progress (a slot is reserved before the open), closing the
+		// evicted files not closed yet; both count against the limit.
+		opening, closing int
 		// hand is the clock hand: the next index in open that eviction looks at.
 		hand int
 	}
@@ -127,7 +128,7 @@ func (c *FileCache) openLocked(cf *cachedFile, flag int, perm os.FileMode) error
 	c.mu.opening++
 	victims := c.evictLocked(false)
 	c.mu.Unlock()
-	closeAllFiles(victims)
+	c.closeVictims(victims)
 	f, err := cf.fs.OpenFile(cf.path, flag, perm)
 	if err != nil && isTooManyOpenFiles(err) {
 		// The process is at its limit anyway (sockets, other files): give up every idle
@@ -135,7 +136,7 @@ func (c *FileCache) openLocked(cf *cachedFile, flag int, perm os.FileMode) error
 		c.mu.Lock()
 		victims = c.evictLocked(true)
 		c.mu.Unlock()
-		closeAllFiles(victims)
+		c.closeVictims(victims)
 		f, err = cf.fs.OpenFile(cf.path, flag, perm)
 	}
 	c.mu.Lock()
@@ -163,11 +164,11 @@ func (c *FileCache) openLocked(cf *cachedFile, flag int, perm os.FileMode) error
 // REQUIRES: c.mu held; the caller may hold one cachedFile's mu (that file is not in open).
 func (c *FileCache) evictLocked(all bool) []File {
 	var victims []File
-	target := c.limit - c.mu.opening
+	target := c.limit - c.mu.opening - c.mu.closing
 	if all {
 		target = 0
 	}
-	for steps, n := 0, 2*len(c.mu.open)+1; len(c.mu.open) > target && steps < n; steps++ {
+	for steps, n := 0, 2*len(c.mu.open)+1; len(c.mu.open) > max(target, 0) && steps < n; steps++ {
 		if c.mu.hand >= len(c.mu.open) {
 			c.mu.hand = 0
 		}
@@ -188,6 +189,7 @@ func (c *FileCache) evictLocked(all bool) []File {
 		v.mu.Unlock()
 		c.evictions.Add(1)
 	}
+	c.mu.closing += len(victims)
 	return victims
 }
 
@@ -203,16 +205,30 @@ func (c *FileCache) removeLocked(cf *cachedFile) {
 	cf.slot = -1
 }
 
-func (c *FileCache) remove(cf *cachedFile) {
+// removeForClose takes cf out of open, its file counted as closing until closed(1).
+func (c *FileCache) removeForClose(cf *cachedFile) {
 	c.mu.Lock()
 	c.removeLocked(cf)
+	c.mu.closing++
 	c.mu.Unlock()
 }
 
-func closeAllFiles(files []File) {
+// closed records that n files counted as closing are closed.
+func (c *FileCache) closed(n int) {
+	c.mu.Lock()
+	c.mu.closing -= n
+	c.mu.Unlock()
+}
+
+// closeVictims closes files evictLocked returned.
+func (c *FileCache) closeVictims(files []File) {
+	if len(files) == 0 {
+		return
+	}
 	for _, f := range files {
 		_ = f.Close() // an idle descriptor: closing it loses nothing (see above)
 	}
+	c.closed(len(files))
 }
 
 func isTooManyOpenFiles(err error) bool {
@@ -284,11 +300,11 @@ func (cf *cachedFile) unpin() {
 	var f File
 	if cf.pins == 0 && cf.closed && cf.f != nil {
 		f, cf.f = cf.f, nil
-		cf.cache.remove(cf)
+		cf.cache.removeForClose(cf)
 	}
 	cf.mu.Unlock()
 	if f != nil {
-		_ = f.Close() // Close already returned; as os.File, the last user closes
+		cf.cache.closeVictims([]File{f}) // Close already returned; as os.File, the last user closes
 	}
 }
 
@@ -366,13 +382,15 @@ func (cf *cachedFile) Close() error {
 	var f File
 	if cf.f != nil && cf.pins == 0 {
 		f, cf.f = cf.f, nil
-		cf.cache.remove(cf)
+		cf.cache.removeForClose(cf)
 	}
 	cf.mu.Unlock()
-	if f != nil {
-		return f.Close()
+	if f == nil {
+		return nil
 	}
-	return nil
+	err := f.Close()
+	cf.cache.closed(1)
+	return err
 }
 
 // writeSlice sends [s.Position, s.Position+s.Length) of the file to w with the file pinned,
