@@ -84,9 +84,10 @@ func (b *Broker) autoCreateTopics(ctx context.Context, im *controller.Image, req
 			continue
 		}
 		create = append(create, controller.CreateTopic{
-			Name:              *rt.Topic,
-			NumPartitions:     b.cfg.Static.NumPartitions,
-			ReplicationFactor: b.cfg.Static.DefaultReplicationFactor,
+			Name:                 *rt.Topic,
+			NumPartitions:        b.cfg.Static.NumPartitions,
+			ReplicationFactor:    b.cfg.Static.DefaultReplicationFactor,
+			MaxReplicasPerBroker: b.maxHostedPartitions(),
 		})
 	}
 	if len(create) == 0 {

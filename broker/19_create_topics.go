@@ -15,6 +15,10 @@ package broker
 //
 // __cluster_metadata cannot be created (TOPIC_AUTHORIZATION_FAILED, as Kafka answers).
 //
+// A topic that would make a broker host more partition replicas than maxHostedPartitions (from
+// the open-file limit) is refused with POLICY_VIOLATION, as Kafka refuses creates past its own
+// partition limits, and nothing of it is created; CreatePartitions and auto-creation likewise.
+//
 // Not done: CreateTopicPolicy (create.topic.policy.class.name), controller mutation quotas.
 
 import (
@@ -27,6 +31,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"sluice/controller"
+	"sluice/logstore"
 	"sluice/wire"
 )
 
@@ -145,9 +150,10 @@ func (b *Broker) checkCreatedPartitions(out *kmsg.CreateTopicsResponseTopic, top
 // code rejects it with Kafka's message.
 func (b *Broker) createTopicFromRequest(rt *kmsg.CreateTopicsRequestTopic) (controller.CreateTopic, int16, *string) {
 	ct := controller.CreateTopic{
-		Name:              rt.Topic,
-		NumPartitions:     rt.NumPartitions,
-		ReplicationFactor: rt.ReplicationFactor,
+		Name:                 rt.Topic,
+		NumPartitions:        rt.NumPartitions,
+		ReplicationFactor:    rt.ReplicationFactor,
+		MaxReplicasPerBroker: b.maxHostedPartitions(),
 	}
 	if len(rt.ReplicaAssignment) > 0 {
 		// As Kafka's ReplicationControlManager words it.
@@ -219,4 +225,19 @@ func (b *Broker) fillCreateTopicResult(im *controller.Image, out *kmsg.CreateTop
 		c.Name, c.Value, c.ReadOnly, c.Source, c.IsSensitive = e.name, e.value, e.readOnly, int8(e.source), e.sensitive
 		out.Configs = append(out.Configs, c)
 	}
+}
+
+// maxHostedPartitions is the most partition replicas a broker may host (0 = no bound), which
+// CreateTopics, CreatePartitions and auto-creation must not pass: Config.MaxHostedPartitions,
+// or else one per segment file the process's file cache keeps open, so that every hosted
+// partition can keep its active segment open and the rest of the descriptor limit stays free
+// for client connections.
+func (b *Broker) maxHostedPartitions() int {
+	switch n := b.cfg.MaxHostedPartitions; {
+	case n > 0:
+		return n
+	case n < 0:
+		return 0
+	}
+	return logstore.DefaultFileCache().Limit()
 }

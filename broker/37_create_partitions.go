@@ -37,7 +37,7 @@ func (b *Broker) handleCreatePartitions(ctx context.Context, _ *wire.ConnInfo, r
 		if counts[rt.Topic] > 1 {
 			continue
 		}
-		cp := controller.CreatePartitions{Topic: rt.Topic, Count: rt.Count}
+		cp := controller.CreatePartitions{Topic: rt.Topic, Count: rt.Count, MaxReplicasPerBroker: b.maxHostedPartitions()}
 		if rt.Assignment != nil {
 			cp.Assignments = make([][]int32, len(rt.Assignment))
 			for i, a := range rt.Assignment {

@@ -27,6 +27,9 @@ type Config struct {
 	Logger *slog.Logger
 	// CacheWindowBytes is logstore.Options.CacheWindowBytes for every partition's log.
 	CacheWindowBytes int64
+	// MaxHostedPartitions bounds the partition replicas a broker may host: creates past it are
+	// refused. 0 derives it from the open-file limit (maxHostedPartitions); negative: none.
+	MaxHostedPartitions int
 }
 
 // Broker serves Kafka requests over the partitions this node hosts.

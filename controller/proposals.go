@@ -35,6 +35,9 @@ type CreateTopic struct {
 	Assignments       map[int32][]int32 // explicit replica assignment, optional
 	Configs           map[string]string // topic overrides; validated with internal/config
 	Internal          bool              // e.g. __consumer_offsets
+	// MaxReplicasPerBroker, if positive, refuses the topic with POLICY_VIOLATION when a
+	// broker would then host more partition replicas than that (see hostedReplicas).
+	MaxReplicasPerBroker int
 }
 
 // CreateTopicResult is the outcome for one topic. Topic is set when the topic was created
@@ -59,6 +62,7 @@ func (c *Controller) CreateTopics(ctx context.Context, topics []CreateTopic, val
 	req := &request{
 		plan: func(w *Image) []Record {
 			var recs []Record
+			var hosted hostedReplicas
 			// Topics planned earlier in this request, by unified name, so later ones cannot
 			// collide with them (exact duplicates are refused outright).
 			planned := map[string]string{}
@@ -75,6 +79,9 @@ func (c *Controller) CreateTopics(ctx context.Context, topics []CreateTopic, val
 				}
 				if verr == nil && len(recs)+len(trecs) > maxRecordsPerRequest {
 					verr = fail(kerr.PolicyViolation, "Unable to perform excessively large batch operation.")
+				}
+				if verr == nil && t.MaxReplicasPerBroker > 0 {
+					verr = hosted.admit(w, trecs, t.MaxReplicasPerBroker)
 				}
 				if verr != nil {
 					setErr(&results[i].Err, &results[i].Message, verr)
@@ -239,6 +246,8 @@ type CreatePartitions struct {
 	Topic       string
 	Count       int32
 	Assignments [][]int32
+	// MaxReplicasPerBroker: as CreateTopic's.
+	MaxReplicasPerBroker int
 }
 
 // CreatePartitionsResult is the outcome for one topic.
@@ -260,6 +269,7 @@ func (c *Controller) CreatePartitions(ctx context.Context, reqs []CreatePartitio
 	req := &request{
 		plan: func(w *Image) []Record {
 			var recs []Record
+			var hosted hostedReplicas
 			for i, cp := range reqs {
 				if counts[cp.Topic] > 1 {
 					setErr(&results[i].Err, &results[i].Message, fail(kerr.InvalidRequest, "Duplicate topic name %q in request.", cp.Topic))
@@ -268,6 +278,9 @@ func (c *Controller) CreatePartitions(ctx context.Context, reqs []CreatePartitio
 				precs, verr := planCreatePartitions(w, cp, rng)
 				if verr == nil && len(recs)+len(precs) > maxRecordsPerRequest {
 					verr = fail(kerr.PolicyViolation, "Unable to perform excessively large batch operation.")
+				}
+				if verr == nil && cp.MaxReplicasPerBroker > 0 {
+					verr = hosted.admit(w, precs, cp.MaxReplicasPerBroker)
 				}
 				if verr != nil {
 					setErr(&results[i].Err, &results[i].Message, verr)
@@ -321,6 +334,45 @@ func planCreatePartitions(w *Image, cp CreatePartitions, rng *rand.Rand) ([]Reco
 		assignments = placeReplicas(brokers, current, add, int16(replicationFactor), rng)
 	}
 	return partitionRecords(t.ID, current, assignments), nil
+}
+
+// hostedReplicas counts the partition replicas each broker hosts: those of the working image
+// plus those admitted so far in one request. A broker opens a log for each replica it hosts,
+// and the number it can keep serving is bounded by its open-file limit; Kafka has no such
+// per-broker bound, so a create past it is refused as Kafka refuses creates past its own
+// limits (MAX_PARTITIONS_PER_BATCH): POLICY_VIOLATION, creating nothing of the topic.
+type hostedReplicas map[int32]int
+
+// admit adds the replicas of recs' PartitionRecords, or refuses them all if a broker would
+// host more than limit.
+func (h *hostedReplicas) admit(w *Image, recs []Record, limit int) *validationError {
+	if *h == nil {
+		*h = hostedReplicas{}
+		for _, t := range w.Topics {
+			for i := range t.Partitions {
+				for _, r := range t.Partitions[i].Replicas {
+					(*h)[r]++
+				}
+			}
+		}
+	}
+	adding := map[int32]int{}
+	for _, rec := range recs {
+		if pr, ok := rec.(*PartitionRecord); ok {
+			for _, r := range pr.Replicas {
+				adding[r]++
+			}
+		}
+	}
+	for broker, n := range adding {
+		if have := (*h)[broker]; have+n > limit {
+			return fail(kerr.PolicyViolation, "Unable to add %d partition replica(s) to broker %d: it hosts %d and its limit is %d (derived from its open-file limit).", n, broker, have, limit)
+		}
+	}
+	for broker, n := range adding {
+		(*h)[broker] += n
+	}
+	return nil
 }
 
 // ConfigOp sets (Value non-nil) or deletes (Value nil: revert to the default) one key.

@@ -52,6 +52,9 @@ type Options struct {
 	// not call into the log or block. The owner typically takes the log offline and calls
 	// Reopen later.
 	OnFailure func(err error)
+	// FileCache bounds the segment files open at once (nil = DefaultFileCache(), shared by
+	// the process). Segment files are reopened on use after the cache closed them.
+	FileCache *FileCache
 }
 
 // AppendResult describes a successful append.
@@ -110,6 +113,9 @@ var (
 // s.Length (the segment was truncated meanwhile) is io.ErrUnexpectedEOF: the caller must drop
 // the connection, since it has announced s.Length bytes.
 func WriteSlice(w io.Writer, s FileSlice) (int64, error) {
+	if cf, ok := s.File.(*cachedFile); ok {
+		return cf.writeSlice(w, s) // pinned: the cache cannot close it during the send
+	}
 	if f, ok := s.File.(*os.File); ok {
 		if conn, ok := w.(syscall.Conn); ok {
 			if n, handled, err := sendfile(conn, f, s.Position, s.Length); handled {

@@ -110,12 +110,23 @@
 //
 // Mutations are serialized by Log.appendMu. Readers hold Log.mu shared and only look at bytes
 // below each segment's published size; appenders write file bytes first and publish under
-// Log.mu exclusively. Files of deleted segments are unlinked at once but closed only after
-// file.delete.delay.ms, so FileSlices handed to readers stay readable. A write error makes the
-// log refuse further mutations (sticky error wrapping ErrClosed and ErrStorage) and calls
+// Log.mu exclusively. Files of deleted segments are unlinked at once, but the .log file stays
+// open until file.delete.delay.ms has passed, so FileSlices handed to readers stay readable. A
+// write error makes the log refuse further mutations (sticky error wrapping ErrClosed and
+// ErrStorage) and calls
 // Options.OnFailure once. Reopen makes a failed log serve again: it probes the directory with
 // a write and an fsync, re-runs recovery on it as Open does (cutting the torn tail a failed
 // write left) and continues from the recovered state; an append that was waiting for an
 // fsync from before the failure is answered with an error. ErrorFS (errorfs.go) injects
 // errors at chosen operations for tests.
+//
+// # Open files
+//
+// Segment files are opened through a FileCache (filecache.go; Options.FileCache, by default
+// one per process sized to half of RLIMIT_NOFILE, whose soft limit is raised to the hard one
+// first). Each operation on a segment file pins it, reopening it by path if the cache closed
+// it; idle files are closed, least recently used first (clock), when the cache is full. A
+// FileSlice's File is such a file: WriteSlice pins it for the whole sendfile. The bound can be
+// passed only while more files than it are pinned at the same moment. Files written and closed
+// at once (checkpoints, snapshots) are outside the cache.
 package logstore

@@ -6,10 +6,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-func canDropCache(f File) bool {
-	_, ok := f.(*os.File)
-	return ok
-}
+func canDropCache(f File) bool { return isOSBacked(f) }
 
 // startWriteback asks the kernel to start writing [off, off+n) of f back, without waiting.
 // Errors are ignored: it is advice, and a failing disk shows up in the next fsync.
@@ -29,17 +26,16 @@ func dropCache(f File, off, n int64) {
 	})
 }
 
-// withFd runs fn with f's descriptor while f cannot be closed under it.
+// withFd runs fn with f's descriptor while f cannot be closed under it; a segment file the
+// file cache has closed is skipped (advice is not worth reopening it).
 func withFd(f File, fn func(fd int)) {
-	of, ok := f.(*os.File)
-	if !ok {
-		return
-	}
-	rc, err := of.SyscallConn()
-	if err != nil {
-		return // closed
-	}
-	_ = rc.Control(func(fd uintptr) { fn(int(fd)) })
+	withOpenOSFile(f, func(of *os.File) {
+		rc, err := of.SyscallConn()
+		if err != nil {
+			return // closed
+		}
+		_ = rc.Control(func(fd uintptr) { fn(int(fd)) })
+	})
 }
 
 // readIntoCache starts reading [off, off+n) of f into the page cache (POSIX_FADV_WILLNEED

@@ -83,6 +83,9 @@ func Open(dir string, cfg Config, opts Options) (*Log, error) {
 	if l.fs == nil {
 		l.fs = OSFS{}
 	}
+	if opts.FileCache != nil {
+		l.fs = cachingFS{FS: l.fs, cache: opts.FileCache}
+	}
 	if l.now == nil {
 		l.now = time.Now
 	}

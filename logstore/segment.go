@@ -73,6 +73,9 @@ type segment struct {
 	lastModified time.Time
 	// lazy is set for a segment opened as trusted whose index entries are not loaded yet.
 	lazy *lazyIndexes
+	// logHeld: removeFiles pinned the log file so that it outlives its unlink until
+	// closeAll. Set and cleared with Log.appendMu held.
+	logHeld bool
 }
 
 // lazyIndexes loads a trusted segment's index files on first use.
@@ -114,23 +117,25 @@ func (s *segment) largestTimestamp() int64 {
 	return s.lastModified.UnixMilli()
 }
 
-// openSegmentFiles opens (creating if asked) the three files of a segment.
-func openSegmentFiles(fs FS, dir string, base int64, create bool, cfg *Config) (*segment, error) {
+// openSegmentFiles opens (creating if asked) the three files of a segment, through the file
+// cache of fsys (see cachingFS): they are closed when idle and reopened on use.
+func openSegmentFiles(fsys FS, dir string, base int64, create bool, cfg *Config) (*segment, error) {
+	fsys, cache := segmentFileCache(fsys)
 	flag := os.O_RDWR
 	if create {
 		flag |= os.O_CREATE | os.O_TRUNC
 	}
-	lf, err := fs.OpenFile(fileName(dir, base, logSuffix), flag, 0o644)
+	lf, err := cache.openFile(fsys, fileName(dir, base, logSuffix), flag, 0o644)
 	if err != nil {
 		return nil, err
 	}
 	// Indexes are always created if missing: recovery rebuilds them.
-	xf, err := fs.OpenFile(fileName(dir, base, indexSuffix), flag|os.O_CREATE, 0o644)
+	xf, err := cache.openFile(fsys, fileName(dir, base, indexSuffix), flag|os.O_CREATE, 0o644)
 	if err != nil {
 		lf.Close()
 		return nil, err
 	}
-	tf, err := fs.OpenFile(fileName(dir, base, timeIndexSuffix), flag|os.O_CREATE, 0o644)
+	tf, err := cache.openFile(fsys, fileName(dir, base, timeIndexSuffix), flag|os.O_CREATE, 0o644)
 	if err != nil {
 		lf.Close()
 		xf.Close()
@@ -185,8 +190,8 @@ func (s *segment) indexBatchLocked(h *batch.Header, pos int64, indexInterval int
 	return nil
 }
 
-// files returns the segment's open files.
-func (s *segment) files() []File { return []File{s.log, s.index.file, s.timeIndex.file} }
+// files returns the segment's files.
+func (s *segment) files() []File { return []File{s.log, s.indexFile(), s.timeIndexFile()} }
 
 // syncAll writes pending index entries and fsyncs the segment's three files.
 // REQUIRES: Log.appendMu held.
@@ -205,9 +210,17 @@ func (s *segment) syncAll() error {
 	return nil
 }
 
+// closeAll closes the segment's files (a file in use is closed when its operation ends).
 func (s *segment) closeAll() error {
 	var first error
+	if s.logHeld {
+		s.logHeld = false
+		s.log.(*cachedFile).unpin()
+	}
 	for _, f := range s.files() {
+		if f == nil {
+			continue
+		}
 		if err := f.Close(); err != nil && first == nil {
 			first = err
 		}
@@ -215,7 +228,20 @@ func (s *segment) closeAll() error {
 	return first
 }
 
+// removeFiles unlinks the segment's files. The log file is kept open (pinned in the file
+// cache) until closeAll, so that FileSlices handed to readers stay readable until the
+// segment's delayed close.
 func (s *segment) removeFiles(fs FS, dir string) error {
+	if cf, ok := s.log.(*cachedFile); ok && !s.logHeld {
+		if _, err := cf.pin(); err == nil {
+			s.logHeld = true
+		}
+	}
+	for _, f := range []File{s.log, s.indexFile(), s.timeIndexFile()} {
+		if cf, ok := f.(*cachedFile); ok {
+			cf.markRemoved()
+		}
+	}
 	var first error
 	for _, suffix := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
 		if err := fs.Remove(fileName(dir, s.baseOffset, suffix)); err != nil && !errors.Is(err, os.ErrNotExist) && first == nil {
@@ -223,6 +249,20 @@ func (s *segment) removeFiles(fs FS, dir string) error {
 		}
 	}
 	return first
+}
+
+func (s *segment) indexFile() File {
+	if s.index == nil {
+		return nil
+	}
+	return s.index.file
+}
+
+func (s *segment) timeIndexFile() File {
+	if s.timeIndex == nil {
+		return nil
+	}
+	return s.timeIndex.file
 }
 
 // readHeaderAt reads and parses the batch header at pos. limit is the end of valid data.
