@@ -36,7 +36,7 @@ type Config struct {
 type Broker struct {
 	cfg    Config
 	nodeID int32
-	ctrl   *controller.Controller
+	ctrl   Metadata
 	logger *slog.Logger
 
 	mu struct {
@@ -78,7 +78,7 @@ var errUnexpectedBody = errors.New("broker: request body does not match its key"
 
 // New opens the partitions this node hosts according to the controller's current image and
 // starts following image changes.
-func New(cfg Config, ctrl *controller.Controller) (*Broker, error) {
+func New(cfg Config, ctrl Metadata) (*Broker, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}

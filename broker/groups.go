@@ -41,7 +41,7 @@ func newCoordinator(b *Broker) *coordinator.Coordinator {
 }
 
 // imageTopics answers the coordinator's topic questions from the newest metadata image.
-type imageTopics struct{ ctrl *controller.Controller }
+type imageTopics struct{ ctrl Metadata }
 
 func (t imageTopics) TopicByName(name string) ([16]byte, int32, bool) {
 	topic := t.ctrl.Image().Topics[name]
