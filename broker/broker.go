@@ -40,6 +40,9 @@ type Broker struct {
 		sync.RWMutex
 		// partitions holds the replicas hosted here, by topic name and partition.
 		partitions map[topicPartition]*Partition
+		// offline holds the replicas assigned here that are not served because their storage
+		// failed (see markOffline). Disjoint from partitions.
+		offline map[topicPartition]*offlinePartition
 		// appliedImage is the newest metadata image reconcile has acted on; appliedChanged is
 		// closed (and replaced) whenever it changes.
 		appliedImage   *controller.Image
@@ -86,6 +89,8 @@ func New(cfg Config, ctrl *controller.Controller) (*Broker, error) {
 		fetchSessions: newFetchSessionCache(int(cfg.Static.MaxIncrementalFetchSessionCacheSlots)),
 	}
 	b.mu.partitions = make(map[topicPartition]*Partition)
+	b.mu.offline = make(map[topicPartition]*offlinePartition)
+	b.removeDeletedDirs()
 	b.mu.appliedChanged = make(chan struct{})
 	b.coord = newCoordinator(b)
 	b.coordinatorLoaded = make(map[int32]*offsetsPartitionLog)

@@ -1,10 +1,10 @@
 package broker
 
 import (
-	"bytes"
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -20,7 +20,6 @@ import (
 // deletes those whose topic is gone, and applies leadership and config changes. It is called
 // for every published image, in order, from one goroutine (and once from New).
 func (b *Broker) reconcile(im *controller.Image) error {
-	var errs []error
 	want := make(map[topicPartition]bool)
 	for name, topic := range im.Topics {
 		settings := b.topicSettings(im, topic)
@@ -39,9 +38,16 @@ func (b *Broker) reconcile(im *controller.Image) error {
 				p = nil
 			}
 			if p == nil {
+				if id, _, offline := b.offline(tp); offline {
+					if id == topic.ID {
+						continue // offline until restart
+					}
+					b.forgetOffline(tp) // its topic was replaced by a new one of the same name
+				}
 				var err error
 				if p, err = b.openPartition(tp, topic.ID, logCfg, settings); err != nil {
-					errs = append(errs, err)
+					// Never a reason to delete anything: the data stays for the operator.
+					b.markOffline(tp, topic.ID, err)
 					continue
 				}
 			} else {
@@ -58,9 +64,18 @@ func (b *Broker) reconcile(im *controller.Image) error {
 			gone = append(gone, tp)
 		}
 	}
+	var goneOffline []topicPartition
+	for tp := range b.mu.offline {
+		if !want[tp] {
+			goneOffline = append(goneOffline, tp)
+		}
+	}
 	b.mu.RUnlock()
 	for _, tp := range gone {
 		b.removePartition(tp)
+	}
+	for _, tp := range goneOffline {
+		b.forgetOffline(tp) // a deleted topic's partition that failed to open: remove its directory
 	}
 
 	b.reconcileCoordinator(im)
@@ -70,7 +85,7 @@ func (b *Broker) reconcile(im *controller.Image) error {
 	close(b.mu.appliedChanged)
 	b.mu.appliedChanged = make(chan struct{})
 	b.mu.Unlock()
-	return errors.Join(errs...)
+	return nil
 }
 
 // openPartition opens (or creates) the log of tp and starts hosting it.
@@ -111,30 +126,54 @@ func (b *Broker) removePartition(tp topicPartition) {
 	}
 }
 
-// partitionMetadataFile is Kafka's per-partition file naming the topic ID the directory belongs
-// to, so that a directory left from a deleted topic is never taken for a new topic of the same
-// name.
-const partitionMetadataFile = "partition.metadata"
-
-// claimPartitionDir makes dir belong to topic id: a directory of another topic ID is removed,
-// and the partition.metadata file is written in Kafka's format.
+// claimPartitionDir makes dir belong to topic id. A directory whose partition.metadata names
+// another topic ID is a leftover of a deleted topic of the same name and is discarded, as Kafka
+// does — only on a positively parsed, different ID. A directory without the file, or with an
+// empty one, keeps its data and gets the file (re)written. A file that cannot be read or
+// parsed is an error naming it: the caller takes the partition offline and deletes nothing.
 func (b *Broker) claimPartitionDir(dir string, id controller.TopicID) error {
-	content := []byte("version: 0\ntopic_id: " + base64.RawURLEncoding.EncodeToString(id[:]) + "\n")
 	path := filepath.Join(dir, partitionMetadataFile)
-	existing, err := os.ReadFile(path)
+	existing, err := readSmallFile(path, maxPartitionMetadataBytes)
 	switch {
-	case err == nil && bytes.Equal(existing, content):
-		return nil
-	case err == nil:
-		b.logger.Warn("removing partition directory of a previous topic with the same name", "dir", dir)
-		if err := os.RemoveAll(dir); err != nil {
-			return err
-		}
-	case !errors.Is(err, fs.ErrNotExist):
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
 		return err
+	default:
+		onDisk, perr := parsePartitionMetadata(existing)
+		switch {
+		case perr == nil && onDisk == id:
+			return nil
+		case perr == nil:
+			b.logger.Warn("discarding the partition directory of a deleted topic with the same name", "dir", dir,
+				"dirTopicID", base64.RawURLEncoding.EncodeToString(onDisk[:]), "topicID", base64.RawURLEncoding.EncodeToString(id[:]))
+			if err := b.discardPartitionDir(dir, onDisk); err != nil {
+				return err
+			}
+		case errors.Is(perr, errNoPartitionMetadata):
+			b.logger.Warn("partition.metadata is empty: keeping the directory's data and rewriting the file", "file", path)
+		default:
+			return &fs.PathError{Op: "parse", Path: path, Err: perr}
+		}
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	return logstore.WriteFileAtomic(b.fs(), dir, partitionMetadataFile, content)
+	return logstore.WriteFileAtomic(b.fs(), dir, partitionMetadataFile, encodePartitionMetadata(id))
+}
+
+// readSmallFile reads a file expected to be small; one longer than limit is an error.
+func readSmallFile(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, &fs.PathError{Op: "read", Path: path, Err: err}
+	}
+	if int64(len(data)) > limit {
+		return nil, &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("longer than %d bytes", limit)}
+	}
+	return data, nil
 }
