@@ -118,9 +118,19 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
+	// A log directory of a cluster whose metadata is gone must not become a new cluster.
+	metadataDir := filepath.Join(logDir, "__cluster_metadata-0")
+	hasMetadata, err := controller.HasState(metadataDir)
+	if err != nil {
+		return fmt.Errorf("metadata directory %s: %w", metadataDir, err)
+	}
+	metaProps, err := broker.CheckLogDir(logDir, hasMetadata)
+	if err != nil {
+		return err
+	}
 	ctrl, err := controller.Start(controller.Config{
 		NodeID:    cfg.NodeID,
-		Dir:       filepath.Join(logDir, "__cluster_metadata-0"),
+		Dir:       metadataDir,
 		Endpoints: endpoints,
 		Rack:      rack(cfg),
 		Logger:    logger.With("component", "controller"),
@@ -129,6 +139,9 @@ func run(args []string) error {
 		return fmt.Errorf("starting controller: %w", err)
 	}
 	defer ctrl.Close()
+	if err := broker.ClaimLogDir(logDir, metaProps, ctrl.Image().ClusterID, cfg.NodeID); err != nil {
+		return err
+	}
 
 	b, err := broker.New(broker.Config{Static: cfg, LogDir: logDir, Logger: logger.With("component", "broker"),
 		CacheWindowBytes: *cacheWindow}, ctrl)
