@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 
 	"sluice/controller"
 	"sluice/internal/compress"
@@ -21,6 +22,7 @@ import (
 // for every published image, in order, from one goroutine (and once from New).
 func (b *Broker) reconcile(im *controller.Image) error {
 	want := make(map[topicPartition]bool)
+	var opens []openJob
 	for name, topic := range im.Topics {
 		settings := b.topicSettings(im, topic)
 		logCfg := b.logConfig(settings)
@@ -44,19 +46,15 @@ func (b *Broker) reconcile(im *controller.Image) error {
 					}
 					b.forgetOffline(tp) // its topic was replaced by a new one of the same name
 				}
-				var err error
-				if p, err = b.openPartition(tp, topic.ID, logCfg, settings); err != nil {
-					// Never a reason to delete anything: the data stays for the operator.
-					b.markOffline(tp, topic.ID, err)
-					continue
-				}
-			} else {
-				p.log.SetConfig(logCfg)
+				opens = append(opens, openJob{tp: tp, id: topic.ID, cfg: logCfg, settings: settings, info: info})
+				continue
 			}
+			p.log.SetConfig(logCfg)
 			p.settings.Store(settings)
 			p.applyMetadata(info, b.nodeID)
 		}
 	}
+	b.openPartitions(opens)
 	b.mu.RLock()
 	var gone []topicPartition
 	for tp := range b.mu.partitions {
@@ -86,6 +84,55 @@ func (b *Broker) reconcile(im *controller.Image) error {
 	b.mu.appliedChanged = make(chan struct{})
 	b.mu.Unlock()
 	return nil
+}
+
+// openJob is a partition reconcile must open: its log may need recovery.
+type openJob struct {
+	tp       topicPartition
+	id       controller.TopicID
+	cfg      logstore.Config
+	settings *config.TopicSettings
+	info     *controller.PartitionInfo
+}
+
+// openPartitions opens the partitions of jobs with num.recovery.threads.per.data.dir workers
+// (sluice has one data directory), as Kafka's LogManager loads logs: after an unclean stop
+// each open may scan segments, and one at a time leaves the port closed for the sum of them.
+// A partition that fails to open goes offline; nothing is deleted.
+func (b *Broker) openPartitions(jobs []openJob) {
+	workers := int(b.cfg.Static.Int32("num.recovery.threads.per.data.dir"))
+	runBounded(workers, len(jobs), func(i int) {
+		j := &jobs[i]
+		p, err := b.openPartition(j.tp, j.id, j.cfg, j.settings)
+		if err != nil {
+			// Never a reason to delete anything: the data stays for the operator.
+			b.markOffline(j.tp, j.id, err)
+			return
+		}
+		p.applyMetadata(j.info, b.nodeID)
+	})
+}
+
+// runBounded calls fn(0..n-1) on at most workers goroutines (at least one) and returns when
+// all calls returned.
+func runBounded(workers, n int, fn func(i int)) {
+	workers = max(1, min(workers, n))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				fn(i)
+			}
+		}()
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
 }
 
 // openPartition opens (or creates) the log of tp and starts hosting it.
