@@ -215,3 +215,29 @@ func containsOffset(offs []int64, o int64) bool {
 	}
 	return false
 }
+
+// A log-start-offset-checkpoint beyond the log end of a cleanly closed log can only be a
+// damaged file; it used to be clamped to the log end, which deleted every segment but the
+// last. Now it is ignored (and logged): every segment stays.
+func TestLogStartCheckpointBeyondEndKeepsSegments(t *testing.T) {
+	fs := NewMemFS()
+	dir := "/d/t-0"
+	segmentedLog(t, fs, dir, 40)
+	before := segmentFiles(t, fs, dir)
+	fs.WriteFileForTest(filepath.Join(dir, logStartOffsetFile), encodeOffsetCheckpoint(dir, 1<<40))
+	rec := &recordingHandler{}
+	l, err := Open(dir, DefaultConfig(), Options{FS: fs, Logger: slog.New(rec)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if after := segmentFiles(t, fs, dir); !equalStrings(after, before) {
+		t.Fatalf("segments removed:\n before %v\n after  %v", before, after)
+	}
+	if l.LogStartOffset() != 0 {
+		t.Fatalf("log start %d, want 0", l.LogStartOffset())
+	}
+	if rec.find(slog.LevelError, logStartOffsetFile) == "" {
+		t.Fatalf("the damaged checkpoint was not logged at ERROR: %v", rec.lines)
+	}
+}

@@ -94,6 +94,7 @@ func (l *Log) load() error {
 			return err
 		}
 	}
+	lostTail := false // recovery cut bytes off some segment
 	for i, base := range bases {
 		seg, err := openSegmentFiles(l.fs, l.dir, base, false, &l.mu.cfg)
 		if err != nil {
@@ -117,6 +118,7 @@ func (l *Log) load() error {
 		if err != nil {
 			return fmt.Errorf("segment %d: %w", base, err)
 		}
+		lostTail = lostTail || truncated
 		if flushed {
 			continue
 		}
@@ -129,6 +131,7 @@ func (l *Log) load() error {
 		// compaction gaps and are left alone.
 		hole := recovered && rpOK && i+1 < len(bases) && seg.nextOffset < nextBase
 		if (truncated || hole) && i+1 < len(bases) {
+			lostTail = true
 			// Kafka deletes every unflushed segment after one with a corrupt tail.
 			l.logger.Warn("logstore: corrupt or lost tail of an unflushed segment; deleting later (unflushed) segments",
 				"dir", l.dir, "segment", base, "recoveryPoint", recoveryPoint, "deleted", len(bases)-i-1)
@@ -149,8 +152,19 @@ func (l *Log) load() error {
 	logEnd := segs[len(segs)-1].nextOffset
 	logStart = max(logStart, segs[0].baseOffset)
 	if logStart > logEnd {
-		l.logger.Warn("logstore: log start checkpoint beyond log end; clamping", "dir", l.dir, "logStart", logStart, "logEnd", logEnd)
-		logStart = logEnd
+		if lostTail {
+			// Recovery cut the log below a log start that DeleteRecords or retention had
+			// already checkpointed: everything below it was deleted by the user anyway.
+			l.logger.Warn("logstore: log start checkpoint beyond the recovered log end; clamping", "dir", l.dir, "logStart", logStart, "logEnd", logEnd)
+			logStart = logEnd
+		} else {
+			// Nothing was cut, so the log end is what it was when the checkpoint was written,
+			// and a log start beyond it cannot have been: the file is damaged. Trusting it
+			// would delete every segment but the last.
+			l.logger.Error("logstore: ignoring a log-start-offset-checkpoint beyond the log end (damaged file); keeping every segment",
+				"file", filepath.Join(l.dir, logStartOffsetFile), "logStart", logStart, "logEnd", logEnd)
+			logStart = segs[0].baseOffset
+		}
 	}
 	// Segments wholly below the log start (a retention or DeleteRecords interrupted by a crash).
 	removed := false
