@@ -114,7 +114,7 @@ func (l *Log) load() error {
 		// so damage found in it is damage to the disk's contents, not a lost unsynced tail.
 		// It costs the damaged segment its invalid bytes and nothing else.
 		flushed := nextBase >= 0 && nextBase <= recoveryPoint
-		recovered, truncated, err := l.loadSegment(seg, nextBase, rp, flushed)
+		recovered, truncated, err := l.loadSegment(seg, nextBase, rp, recoveryPoint)
 		if err != nil {
 			return fmt.Errorf("segment %d: %w", base, err)
 		}
@@ -214,9 +214,9 @@ func (l *Log) load() error {
 // is checked (length, magic, CRC, increasing offsets), the file is truncated after the last
 // valid one, and its indexes are rebuilt. nextBase is the following segment's base, -1 for
 // the last segment. truncated reports a torn or corrupt tail that was cut off.
-// flushed says the segment lies wholly below the recovery point checkpoint (damage in it is
-// logged as an error).
-func (l *Log) loadSegment(seg *segment, nextBase, recoveryPoint int64, flushed bool) (recovered, truncated bool, err error) {
+// durableBelow is the recovery point checkpoint: a cut below it loses data known durable and
+// is logged as an error.
+func (l *Log) loadSegment(seg *segment, nextBase, recoveryPoint, durableBelow int64) (recovered, truncated bool, err error) {
 	st, err := seg.log.Stat()
 	if err != nil {
 		return false, false, err
@@ -256,7 +256,7 @@ func (l *Log) loadSegment(seg *segment, nextBase, recoveryPoint int64, flushed b
 			return false, false, nil
 		}
 	}
-	truncated, err = l.recoverSegment(seg, size, flushed)
+	truncated, err = l.recoverSegment(seg, size, durableBelow)
 	return true, truncated, err
 }
 
@@ -336,9 +336,10 @@ func readAll(f File) ([]byte, error) {
 }
 
 // recoverSegment scans every batch of a segment, truncates it after the last valid batch and
-// rebuilds both indexes, as Kafka's LogSegment.recover. The cut is logged at ERROR when the
-// segment was flushed (its bytes were damaged on disk), else at WARN (an unsynced tail).
-func (l *Log) recoverSegment(seg *segment, size int64, flushed bool) (truncated bool, err error) {
+// rebuilds both indexes, as Kafka's LogSegment.recover. The cut is logged at ERROR when it
+// lies below durableBelow, the recovery point (flushed bytes were damaged on disk), else at
+// WARN (an unsynced tail lost in a crash).
+func (l *Log) recoverSegment(seg *segment, size, durableBelow int64) (truncated bool, err error) {
 	end, err := l.reindexSegment(seg, size, true)
 	if err != nil {
 		return false, err
@@ -346,8 +347,8 @@ func (l *Log) recoverSegment(seg *segment, size int64, flushed bool) (truncated 
 	if end < size {
 		file := fileName(l.dir, seg.baseOffset, logSuffix)
 		damaged := fmt.Sprintf("[%d, %d)", end, size)
-		if flushed {
-			l.logger.Error("logstore: damaged segment below the recovery point: cutting its invalid bytes; later segments are kept, offsets after the cut up to the next segment are lost",
+		if seg.nextOffset < durableBelow {
+			l.logger.Error("logstore: damaged segment below the recovery point: cutting its invalid bytes; later segments are kept, the offsets after the cut and before the next segment are lost",
 				"file", file, "bytes", damaged, "lastValidOffset", seg.nextOffset-1)
 		} else {
 			l.logger.Warn("logstore: truncating invalid bytes at the tail of an unflushed segment", "file", file, "bytes", damaged)
