@@ -54,6 +54,10 @@ type Broker struct {
 	// loading) here. Owned by the reconcile goroutine.
 	coordinatorLoaded map[int32]*offsetsPartitionLog
 
+	// metadataCheckpointed is the offset in the log directory's metadata-offset-checkpoint.
+	// Owned by the reconcile goroutine (and New before it starts).
+	metadataCheckpointed int64
+
 	producerIDs   producerIDBlock
 	fetchSessions *fetchSessionCache
 	purgatory     *fetchPurgatory
@@ -90,8 +94,11 @@ func New(cfg Config, ctrl *controller.Controller) (*Broker, error) {
 	}
 	b.mu.partitions = make(map[topicPartition]*Partition)
 	b.mu.offline = make(map[topicPartition]*offlinePartition)
-	b.removeDeletedDirs()
 	b.mu.appliedChanged = make(chan struct{})
+	b.removeDeletedDirs()
+	if err := b.checkMetadataNotRewound(ctrl.Image()); err != nil {
+		return nil, err
+	}
 	b.coord = newCoordinator(b)
 	b.coordinatorLoaded = make(map[int32]*offsetsPartitionLog)
 	if err := b.reconcile(ctrl.Image()); err != nil {

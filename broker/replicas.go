@@ -23,6 +23,9 @@ import (
 func (b *Broker) reconcile(im *controller.Image) error {
 	want := make(map[topicPartition]bool)
 	var opens []openJob
+	// Before the first directory is created or deleted for im, record that this node acted on
+	// metadata up to im.Offset (see checkMetadataNotRewound).
+	changing := func() { b.checkpointMetadataOffset(im.Offset) }
 	for name, topic := range im.Topics {
 		settings := b.topicSettings(im, topic)
 		logCfg := b.logConfig(settings)
@@ -36,6 +39,7 @@ func (b *Broker) reconcile(im *controller.Image) error {
 			p := b.partition(tp.topic, tp.partition)
 			if p != nil && p.topicID != topic.ID {
 				// Same name, new topic: the old replica's data must not leak into it.
+				changing()
 				b.removePartition(tp)
 				p = nil
 			}
@@ -44,6 +48,7 @@ func (b *Broker) reconcile(im *controller.Image) error {
 					if id == topic.ID {
 						continue // offline until restart
 					}
+					changing()
 					b.forgetOffline(tp) // its topic was replaced by a new one of the same name
 				}
 				opens = append(opens, openJob{tp: tp, id: topic.ID, cfg: logCfg, settings: settings, info: info})
@@ -54,7 +59,10 @@ func (b *Broker) reconcile(im *controller.Image) error {
 			p.applyMetadata(info, b.nodeID)
 		}
 	}
-	b.openPartitions(opens)
+	if len(opens) > 0 {
+		changing()
+		b.openPartitions(opens)
+	}
 	b.mu.RLock()
 	var gone []topicPartition
 	for tp := range b.mu.partitions {
@@ -69,6 +77,9 @@ func (b *Broker) reconcile(im *controller.Image) error {
 		}
 	}
 	b.mu.RUnlock()
+	if len(gone)+len(goneOffline) > 0 {
+		changing()
+	}
 	for _, tp := range gone {
 		b.removePartition(tp)
 	}

@@ -2,16 +2,20 @@ package broker
 
 import (
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"sluice/controller"
 	"sluice/internal/batch"
+	"sluice/internal/config"
 )
 
 // Each test here runs a broker over a log directory, stops it, damages a file the way a crash,
@@ -230,4 +234,104 @@ func equalFileSets(a, b map[string]int64) bool {
 		}
 	}
 	return true
+}
+
+// copyDir copies a directory tree (files and subdirectories) from src to dst.
+func copyDir(t *testing.T, src, dst string) {
+	t.Helper()
+	err := filepath.WalkDir(src, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, path)
+		target := filepath.Join(dst, rel)
+		if d.IsDir() {
+			return os.MkdirAll(target, 0o755)
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(target, data, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A metadata log that comes back older than what the node acted on (restored from an older
+// copy) used to be taken as the truth: partitions of topics created later looked like
+// leftovers, and creating such a topic again discarded its data. The broker now refuses to
+// start, naming the directory and both offsets.
+func TestRewoundMetadataWALRefusesStart(t *testing.T) {
+	logDir := filepath.Join(t.TempDir(), "data")
+	metadata := filepath.Join(logDir, metadataDirName)
+	old := filepath.Join(t.TempDir(), "old-metadata")
+	withBroker(t, logDir, func(t *testing.T, tb *testBroker) {
+		tb.createTopic(t, "early", 1, nil)
+	})
+	copyDir(t, metadata, old)
+	withBroker(t, logDir, func(t *testing.T, tb *testBroker) {
+		tb.createTopic(t, "late", 1, nil)
+		tb.produce(t, "late", 0, 10)
+	})
+	if err := os.RemoveAll(metadata); err != nil {
+		t.Fatal(err)
+	}
+	copyDir(t, old, metadata)
+
+	ctrl, err := controller.Start(controller.Config{NodeID: 1, Dir: metadata,
+		Endpoints: []controller.Endpoint{{Listener: "PLAINTEXT", Host: "127.0.0.1", Port: 1}}, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ctrl.Close()
+	static, err := config.ParseBroker(map[string]string{"node.id": "1", "log.dirs": logDir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := New(Config{Static: static, LogDir: logDir, Logger: slog.New(slog.DiscardHandler)}, ctrl)
+	if err == nil {
+		b.Close()
+		t.Fatal("broker started on a rewound metadata log")
+	}
+	if !strings.Contains(err.Error(), logDir) || !strings.Contains(err.Error(), "rewound") {
+		t.Fatalf("refusal does not name the directory and the cause: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(logDir, "late-0", "00000000000000000000.log")); err != nil {
+		t.Fatalf("the unknown topic's data is gone: %v", err)
+	}
+}
+
+// A topic deletion a crash interrupted (committed, directory not yet removed) leaves a
+// directory of a topic ID the metadata no longer knows: it is removed at start, so a new
+// topic of the same name starts empty.
+func TestInterruptedDeletionDirectoryRemovedAtStart(t *testing.T) {
+	logDir := filepath.Join(t.TempDir(), "data")
+	saved := filepath.Join(t.TempDir(), "gone-0")
+	withBroker(t, logDir, func(t *testing.T, tb *testBroker) {
+		tb.createTopic(t, "gone", 1, nil)
+		tb.produce(t, "gone", 0, 10)
+	})
+	copyDir(t, filepath.Join(logDir, "gone-0"), saved)
+	withBroker(t, logDir, func(t *testing.T, tb *testBroker) {
+		resp, err := tb.Admin.DeleteTopics(testContext(t), "gone")
+		if err != nil || resp["gone"].Err != nil {
+			t.Fatalf("delete: %v %v", err, resp["gone"].Err)
+		}
+	})
+	copyDir(t, saved, filepath.Join(logDir, "gone-0")) // as if the removal never ran
+	withBroker(t, logDir, func(t *testing.T, tb *testBroker) {
+		if _, err := os.Stat(filepath.Join(logDir, "gone-0")); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("stray directory of the deleted topic still there: %v", err)
+		}
+		tb.createTopic(t, "gone", 1, nil)
+		offs, err := tb.Admin.ListEndOffsets(testContext(t), "gone")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o, _ := offs.Lookup("gone", 0); o.Err != nil || o.Offset != 0 {
+			t.Fatalf("recreated topic is not empty: %+v", o)
+		}
+	})
 }

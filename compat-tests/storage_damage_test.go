@@ -289,3 +289,38 @@ func TestMissingMetadataWALRefusesStart(t *testing.T) {
 		}
 	}
 }
+
+// A metadata directory restored from an older copy (it lacks a topic created since) must not
+// be taken as the truth: the node refuses to start and says why; the newer topic's data stays.
+func TestRewoundMetadataWALRefusesStartRealProcess(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), damageTimeout)
+	defer cancel()
+	b := StartBroker(t)
+	createTopic(ctx, t, b, "early", nil)
+	if !b.Stop() {
+		t.Fatal("sluice did not stop on SIGTERM")
+	}
+	metadata := filepath.Join(b.Dir, "__cluster_metadata-0")
+	old := filepath.Join(t.TempDir(), "old")
+	runCmd(t, 30*time.Second, "", "cp", "-a", metadata, old)
+	b.Restart()
+	createTopic(ctx, t, b, "late", nil)
+	acked := produceAcked(ctx, t, b, "late", 200, 100)
+	if !b.Stop() {
+		t.Fatal("sluice did not stop on SIGTERM")
+	}
+	if err := os.RemoveAll(metadata); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(old, metadata); err != nil {
+		t.Fatal(err)
+	}
+	out := startExpectingExit(ctx, t, b)
+	if !strings.Contains(out, b.Dir) || !strings.Contains(out, "rewound") {
+		t.Fatalf("refusal does not name the directory and the cause:\n%s", out)
+	}
+	segment := filepath.Join(b.Dir, "late-0", "00000000000000000000.log")
+	if info, err := os.Stat(segment); err != nil || info.Size() == 0 {
+		t.Fatalf("the newer topic's %d acknowledged records are gone: %v", len(acked), err)
+	}
+}
