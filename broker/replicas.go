@@ -179,7 +179,12 @@ func (b *Broker) removePartition(tp topicPartition) {
 		return
 	}
 	p.truncatedOrMoved() // wake parked fetches so they answer promptly
-	if err := p.log.Delete(); err != nil {
+	if err := p.log.Close(); err != nil && !errors.Is(err, logstore.ErrClosed) {
+		b.logger.Warn("closing a deleted partition", "partition", tp.String(), "err", err)
+	}
+	// Renamed first, so that a crash during the removal never leaves a directory that a new
+	// topic of the same name could adopt (one whose partition.metadata was removed already).
+	if err := b.discardPartitionDir(b.partitionDir(tp), p.topicID); err != nil {
 		b.logger.Error("deleting partition", "partition", tp.String(), "err", err)
 	}
 }
