@@ -241,3 +241,52 @@ func TestLogStartCheckpointBeyondEndKeepsSegments(t *testing.T) {
 		t.Fatalf("the damaged checkpoint was not logged at ERROR: %v", rec.lines)
 	}
 }
+
+// A power loss (unsynced writes dropped) after a flushed segment in the middle was damaged:
+// the flushed batches outside the damage all survive — the unflushed tail follows Kafka's rule
+// (cut at the first bad batch, later unflushed segments deleted) without reaching below the
+// recovery point.
+func TestCrashAfterDamagedFlushedSegment(t *testing.T) {
+	fs := NewMemFS()
+	dir := "/c/t-0"
+	flushed := segmentedLog(t, fs, dir, 60) // closed cleanly: everything below the recovery point
+	segs := segmentFiles(t, fs, dir)
+	victim := filepath.Join(dir, segs[1])
+	data, _ := fs.ReadFileForTest(victim)
+	fs.WriteFileForTest(victim, data[:len(data)/3])
+	fs.Restart() // the damage is on disk
+	victimBase, _ := parseOffsetName(segs[1], logSuffix)
+	nextBase, _ := parseOffsetName(segs[2], logSuffix)
+
+	cfg := DefaultConfig()
+	cfg.SegmentBytes = 1000
+	l, err := Open(dir, cfg, Options{FS: fs, Logger: quietLogger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 30; i++ { // more segments, never flushed
+		if _, err := l.AppendAsLeader(mkBatch(3, int64(5000+i), -1, 0, 0), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fs.Restart() // power loss: unsynced writes are gone
+	l.Close()
+
+	l2, err := Open(dir, cfg, Options{FS: fs, Logger: quietLogger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l2.Close()
+	got := map[int64]bool{}
+	for _, b := range consumeBatchBases(t, l2) {
+		got[b] = true
+	}
+	for _, off := range flushed {
+		if !got[off] && (off < victimBase || off >= nextBase) {
+			t.Fatalf("flushed batch %d outside the damaged segment [%d, %d) lost", off, victimBase, nextBase)
+		}
+	}
+	if l2.LogEndOffset() < flushed[len(flushed)-1]+3 {
+		t.Fatalf("log end %d below the flushed end %d", l2.LogEndOffset(), flushed[len(flushed)-1]+3)
+	}
+}
