@@ -43,6 +43,9 @@ type Broker struct {
 		sync.RWMutex
 		// partitions holds the replicas hosted here, by topic name and partition.
 		partitions map[topicPartition]*Partition
+		// offline holds the replicas assigned here that are not served because their storage
+		// failed (see markOffline). Disjoint from partitions.
+		offline map[topicPartition]*offlinePartition
 		// appliedImage is the newest metadata image reconcile has acted on; appliedChanged is
 		// closed (and replaced) whenever it changes.
 		appliedImage   *controller.Image
@@ -56,6 +59,9 @@ type Broker struct {
 
 	// offline are the partitions a storage error took offline (offline.go).
 	offline offlineSet
+	// metadataCheckpointed is the offset in the log directory's metadata-offset-checkpoint.
+	// Owned by the reconcile goroutine (and New before it starts).
+	metadataCheckpointed int64
 
 	producerIDs   producerIDBlock
 	fetchSessions *fetchSessionCache
@@ -94,6 +100,10 @@ func New(cfg Config, ctrl Metadata) (*Broker, error) {
 	b.mu.partitions = make(map[topicPartition]*Partition)
 	b.mu.appliedChanged = make(chan struct{})
 	b.offline.init()
+	b.removeDeletedDirs()
+	if err := b.checkMetadataNotRewound(ctrl.Image()); err != nil {
+		return nil, err
+	}
 	b.coord = newCoordinator(b)
 	b.coordinatorLoaded = make(map[int32]*offsetsPartitionLog)
 	if err := b.reconcile(ctrl.Image()); err != nil {

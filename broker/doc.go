@@ -14,4 +14,20 @@
 // Requests that wait — a long-poll fetch, an acks=all produce — do not block the connection's
 // handler: they park a waiter on the partitions they need and answer when an append or a high
 // watermark move wakes them, or when their timeout fires.
+//
+// # The log directory
+//
+// Besides one directory per partition ("<topic>-<partition>", with Kafka's partition.metadata
+// naming its topic ID) the log directory holds Kafka's meta.properties (cluster.id, node.id,
+// directory.id, version=1) and sluice's metadata-offset-checkpoint (the metadata offset up to
+// which this node created or deleted partition directories, written before it does). At start
+// the node refuses a log directory of another cluster or node, one holding a cluster's data
+// while the metadata log is missing (CheckLogDir), and a metadata log older than the
+// checkpoint (rewound). Damage never deletes data: only a partition.metadata that parses to a
+// different topic ID marks a directory as a deleted topic's leftover (renamed
+// "<dir>.<id>-delete", then removed, as Kafka does); an unreadable one takes that partition
+// offline (offline.go: KAFKA_STORAGE_ERROR for every partition API, listed among the offline
+// replicas in Metadata, logged with the file, files untouched; opened again in the background,
+// and its directory removed only when its topic is deleted). Partitions are opened and
+// recovered by num.recovery.threads.per.data.dir workers.
 package broker

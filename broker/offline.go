@@ -20,7 +20,12 @@ package broker
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"io/fs"
 	"log/slog"
+	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -88,8 +93,12 @@ func (b *Broker) markOffline(tp topicPartition, id controller.TopicID, cause err
 		if s.count.Add(1) == 1 {
 			level = slog.LevelError
 		}
-		b.logger.Log(context.Background(), level, "partition offline after a storage error; answering KAFKA_STORAGE_ERROR and retrying in the background",
-			"partition", tp.String(), "err", cause)
+		attrs := []any{"partition", tp.String(), "dir", b.partitionDir(tp), "err", cause}
+		var pe *fs.PathError
+		if errors.As(cause, &pe) {
+			attrs = append(attrs, "file", pe.Path)
+		}
+		b.logger.Log(context.Background(), level, "partition offline after a storage error; answering KAFKA_STORAGE_ERROR and retrying in the background", attrs...)
 	}
 	op.topicID, op.cause, op.opened = id, cause, opened
 	op.gen++
@@ -103,20 +112,55 @@ func (b *Broker) markOffline(tp topicPartition, id controller.TopicID, cause err
 	}
 }
 
-// forgetOfflineExcept drops the offline partitions that are no longer hosted here (their
-// topic was deleted or moved), keeping those in want.
-func (b *Broker) forgetOfflineExcept(want map[topicPartition]bool) {
+// offlineTopic reports whether tp is offline and for which topic ID.
+func (b *Broker) offlineTopic(tp topicPartition) (controller.TopicID, bool) {
 	s := &b.offline
 	if s.count.Load() == 0 {
-		return
+		return controller.TopicID{}, false
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if op := s.mu.partitions[tp]; op != nil {
+		return op.topicID, true
+	}
+	return controller.TopicID{}, false
+}
+
+// offlineNotIn lists the offline partitions that are not in want (no longer assigned here).
+func (b *Broker) offlineNotIn(want map[topicPartition]bool) []topicPartition {
+	s := &b.offline
+	if s.count.Load() == 0 {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []topicPartition
 	for tp := range s.mu.partitions {
 		if !want[tp] {
-			delete(s.mu.partitions, tp)
-			s.count.Add(-1)
+			out = append(out, tp)
 		}
+	}
+	return out
+}
+
+// forgetOffline drops tp from the offline set and deletes its directory: its topic was
+// deleted (or replaced by a new topic of the same name), so its data belongs to no topic any
+// more. Without this, DeleteTopics left the directories of partitions that failed to open.
+func (b *Broker) forgetOffline(tp topicPartition) {
+	s := &b.offline
+	s.mu.Lock()
+	op := s.mu.partitions[tp]
+	if op != nil {
+		delete(s.mu.partitions, tp)
+		s.count.Add(-1)
+	}
+	s.mu.Unlock()
+	if op == nil {
+		return
+	}
+	dir := b.partitionDir(tp)
+	if err := b.discardPartitionDir(dir, op.topicID); err != nil {
+		b.logger.Error("deleting directory of an offline partition whose topic is gone", "partition", tp.String(), "dir", dir, "err", err)
 	}
 }
 
@@ -234,4 +278,42 @@ func (b *Broker) retryOffline() (stillOffline bool) {
 		}
 	}
 	return s.count.Load() > 0
+}
+
+// deleteDirSuffix marks a partition directory renamed for deletion, as Kafka's
+// "<topic>-<partition>.<id>-delete". A partition directory ends in its partition number, so
+// no live directory has this suffix.
+const deleteDirSuffix = "-delete"
+
+// discardPartitionDir renames dir out of the way (so a new topic of the same name starts from
+// an empty directory even if the removal is interrupted) and removes it. A missing dir is
+// fine.
+func (b *Broker) discardPartitionDir(dir string, id controller.TopicID) error {
+	target := fmt.Sprintf("%s.%x%s", dir, id[:], deleteDirSuffix)
+	if err := b.fs().Rename(dir, target); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		return err
+	}
+	if err := b.fs().SyncDir(filepath.Dir(dir)); err != nil {
+		return err
+	}
+	return b.fs().RemoveAll(target)
+}
+
+// removeDeletedDirs finishes deletions a crash interrupted: directories renamed for deletion.
+func (b *Broker) removeDeletedDirs() {
+	names, err := b.fs().ReadDir(b.cfg.LogDir)
+	if err != nil {
+		return
+	}
+	for _, name := range names {
+		if strings.HasSuffix(name, deleteDirSuffix) {
+			path := filepath.Join(b.cfg.LogDir, name)
+			if err := b.fs().RemoveAll(path); err != nil {
+				b.logger.Warn("removing directory left for deletion", "dir", path, "err", err)
+			}
+		}
+	}
 }

@@ -1,14 +1,15 @@
 package broker
 
 import (
-	"bytes"
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 
 	"sluice/controller"
 	"sluice/internal/compress"
@@ -20,8 +21,11 @@ import (
 // deletes those whose topic is gone, and applies leadership and config changes. It is called
 // for every published image, in order, from one goroutine (and once from New).
 func (b *Broker) reconcile(im *controller.Image) error {
-	var errs []error
 	want := make(map[topicPartition]bool)
+	var opens []openJob
+	// Before the first directory is created or deleted for im, record that this node acted on
+	// metadata up to im.Offset (see checkMetadataNotRewound).
+	changing := func() { b.checkpointMetadataOffset(im.Offset) }
 	for name, topic := range im.Topics {
 		settings := b.topicSettings(im, topic)
 		logCfg := b.logConfig(settings)
@@ -35,24 +39,28 @@ func (b *Broker) reconcile(im *controller.Image) error {
 			p := b.partition(tp.topic, tp.partition)
 			if p != nil && p.topicID != topic.ID {
 				// Same name, new topic: the old replica's data must not leak into it.
+				changing()
 				b.removePartition(tp)
 				p = nil
 			}
 			if p == nil {
-				var err error
-				if p, err = b.openPartition(tp, topic.ID, logCfg, settings); err != nil {
-					// Offline, reported and retried there (offline.go); not an error of
-					// the image, which would repeat it on every retry.
-					b.markOffline(tp, topic.ID, err, false)
-					continue
+				if id, offline := b.offlineTopic(tp); offline && id != topic.ID {
+					changing()
+					b.forgetOffline(tp) // its topic was replaced by a new one of the same name
 				}
-				b.markOnline(tp, 0)
-			} else {
-				p.log.SetConfig(logCfg)
+				// Opened again even when offline: a partition whose open failed comes back
+				// once its cause is gone (offline.go).
+				opens = append(opens, openJob{tp: tp, id: topic.ID, cfg: logCfg, settings: settings, info: info})
+				continue
 			}
+			p.log.SetConfig(logCfg)
 			p.settings.Store(settings)
 			p.applyMetadata(info, b.nodeID)
 		}
+	}
+	if len(opens) > 0 {
+		changing()
+		b.openPartitions(opens)
 	}
 	b.mu.RLock()
 	var gone []topicPartition
@@ -62,10 +70,16 @@ func (b *Broker) reconcile(im *controller.Image) error {
 		}
 	}
 	b.mu.RUnlock()
+	goneOffline := b.offlineNotIn(want)
+	if len(gone)+len(goneOffline) > 0 {
+		changing()
+	}
 	for _, tp := range gone {
 		b.removePartition(tp)
 	}
-	b.forgetOfflineExcept(want)
+	for _, tp := range goneOffline {
+		b.forgetOffline(tp) // a deleted topic's partition that failed to open: remove its directory
+	}
 
 	b.reconcileCoordinator(im)
 
@@ -74,7 +88,58 @@ func (b *Broker) reconcile(im *controller.Image) error {
 	close(b.mu.appliedChanged)
 	b.mu.appliedChanged = make(chan struct{})
 	b.mu.Unlock()
-	return errors.Join(errs...)
+	return nil
+}
+
+// openJob is a partition reconcile must open: its log may need recovery.
+type openJob struct {
+	tp       topicPartition
+	id       controller.TopicID
+	cfg      logstore.Config
+	settings *config.TopicSettings
+	info     *controller.PartitionInfo
+}
+
+// openPartitions opens the partitions of jobs with num.recovery.threads.per.data.dir workers
+// (sluice has one data directory), as Kafka's LogManager loads logs: after an unclean stop
+// each open may scan segments, and one at a time leaves the port closed for the sum of them.
+// A partition that fails to open goes offline; nothing is deleted.
+func (b *Broker) openPartitions(jobs []openJob) {
+	workers := int(b.cfg.Static.Int32("num.recovery.threads.per.data.dir"))
+	runBounded(workers, len(jobs), func(i int) {
+		j := &jobs[i]
+		p, err := b.openPartition(j.tp, j.id, j.cfg, j.settings)
+		if err != nil {
+			// Never a reason to delete anything: the data stays for the operator. Offline,
+			// reported and retried there (offline.go); not an error of the image.
+			b.markOffline(j.tp, j.id, err, false)
+			return
+		}
+		b.markOnline(j.tp, 0)
+		p.applyMetadata(j.info, b.nodeID)
+	})
+}
+
+// runBounded calls fn(0..n-1) on at most workers goroutines (at least one) and returns when
+// all calls returned.
+func runBounded(workers, n int, fn func(i int)) {
+	workers = max(1, min(workers, n))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				fn(i)
+			}
+		}()
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
 }
 
 // openPartition opens (or creates) the log of tp and starts hosting it.
@@ -111,35 +176,64 @@ func (b *Broker) removePartition(tp topicPartition) {
 		return
 	}
 	p.truncatedOrMoved() // wake parked fetches so they answer promptly
-	if err := p.log.Delete(); err != nil {
+	if err := p.log.Close(); err != nil && !errors.Is(err, logstore.ErrClosed) {
+		b.logger.Warn("closing a deleted partition", "partition", tp.String(), "err", err)
+	}
+	// Renamed first, so that a crash during the removal never leaves a directory that a new
+	// topic of the same name could adopt (one whose partition.metadata was removed already).
+	if err := b.discardPartitionDir(b.partitionDir(tp), p.topicID); err != nil {
 		b.logger.Error("deleting partition", "partition", tp.String(), "err", err)
 	}
 }
 
-// partitionMetadataFile is Kafka's per-partition file naming the topic ID the directory belongs
-// to, so that a directory left from a deleted topic is never taken for a new topic of the same
-// name.
-const partitionMetadataFile = "partition.metadata"
-
-// claimPartitionDir makes dir belong to topic id: a directory of another topic ID is removed,
-// and the partition.metadata file is written in Kafka's format.
+// claimPartitionDir makes dir belong to topic id. A directory whose partition.metadata names
+// another topic ID is a leftover of a deleted topic of the same name and is discarded, as Kafka
+// does — only on a positively parsed, different ID. A directory without the file, or with an
+// empty one, keeps its data and gets the file (re)written. A file that cannot be read or
+// parsed is an error naming it: the caller takes the partition offline and deletes nothing.
 func (b *Broker) claimPartitionDir(dir string, id controller.TopicID) error {
-	content := []byte("version: 0\ntopic_id: " + base64.RawURLEncoding.EncodeToString(id[:]) + "\n")
 	path := filepath.Join(dir, partitionMetadataFile)
-	existing, err := os.ReadFile(path)
+	existing, err := readSmallFile(path, maxPartitionMetadataBytes)
 	switch {
-	case err == nil && bytes.Equal(existing, content):
-		return nil
-	case err == nil:
-		b.logger.Warn("removing partition directory of a previous topic with the same name", "dir", dir)
-		if err := os.RemoveAll(dir); err != nil {
-			return err
-		}
-	case !errors.Is(err, fs.ErrNotExist):
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
 		return err
+	default:
+		onDisk, perr := parsePartitionMetadata(existing)
+		switch {
+		case perr == nil && onDisk == id:
+			return nil
+		case perr == nil:
+			b.logger.Warn("discarding the partition directory of a deleted topic with the same name", "dir", dir,
+				"dirTopicID", base64.RawURLEncoding.EncodeToString(onDisk[:]), "topicID", base64.RawURLEncoding.EncodeToString(id[:]))
+			if err := b.discardPartitionDir(dir, onDisk); err != nil {
+				return err
+			}
+		case errors.Is(perr, errNoPartitionMetadata):
+			b.logger.Warn("partition.metadata is empty: keeping the directory's data and rewriting the file", "file", path)
+		default:
+			return &fs.PathError{Op: "parse", Path: path, Err: perr}
+		}
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	return logstore.WriteFileAtomic(b.fs(), dir, partitionMetadataFile, content)
+	return logstore.WriteFileAtomic(b.fs(), dir, partitionMetadataFile, encodePartitionMetadata(id))
+}
+
+// readSmallFile reads a file expected to be small; one longer than limit is an error.
+func readSmallFile(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, &fs.PathError{Op: "read", Path: path, Err: err}
+	}
+	if int64(len(data)) > limit {
+		return nil, &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("longer than %d bytes", limit)}
+	}
+	return data, nil
 }

@@ -16,7 +16,8 @@ type resolvedPartition struct {
 
 // resolvePartition finds a partition by topic name, or by topic ID when byID is set (request
 // versions that carry topic IDs). It answers UNKNOWN_TOPIC_ID / UNKNOWN_TOPIC_OR_PARTITION for
-// unknown topics and partitions, and NOT_LEADER_OR_FOLLOWER when this node does not lead it.
+// unknown topics and partitions, KAFKA_STORAGE_ERROR for a partition taken offline by a
+// storage failure, and NOT_LEADER_OR_FOLLOWER when this node does not lead it.
 func (b *Broker) resolvePartition(im *controller.Image, name string, id controller.TopicID, byID bool, partition int32, needLeader bool) resolvedPartition {
 	var topic *controller.TopicInfo
 	if byID {

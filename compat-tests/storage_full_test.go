@@ -115,9 +115,9 @@ func franzClient(t *testing.T, addr string, opts ...kgo.Opt) *kgo.Client {
 	return cl
 }
 
-// produceAcked produces n records with franz-go (acks=all, idempotent) and returns their
+// produceAckedValues produces n records with franz-go (acks=all, idempotent) and returns their
 // values; every one was acknowledged.
-func produceAcked(t *testing.T, cl *kgo.Client, topic, prefix string, n int) []string {
+func produceAckedValues(t *testing.T, cl *kgo.Client, topic, prefix string, n int) []string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -237,7 +237,7 @@ func TestStorageFullProduceRecovers(t *testing.T) {
 	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 1, nil, topic); err != nil {
 		t.Fatal(err)
 	}
-	acked := produceAcked(t, cl, topic, "before", 200)
+	acked := produceAckedValues(t, cl, topic, "before", 200)
 
 	filler := fillDisk(t, mnt)
 	// A small append may still fit in the segment's last page; one larger than a page cannot.
@@ -285,7 +285,7 @@ func TestStorageFullProduceRecovers(t *testing.T) {
 	if err := logDirError(t, cl); err != nil {
 		t.Fatalf("DescribeLogDirs after recovery: %v", err)
 	}
-	acked = append(acked, produceAcked(t, cl, topic, "after", 50)...)
+	acked = append(acked, produceAckedValues(t, cl, topic, "after", 50)...)
 	consumed := consumeAll(t, b.Addr, topic)
 	checkAllPresent(t, consumed, acked)
 	for _, v := range consumed {
@@ -456,7 +456,7 @@ func TestStorageFullCreateTopicsAndCommits(t *testing.T) {
 	if err := createTopicErr(t, cl, 1, "orders"); err != nil {
 		t.Fatal(err)
 	}
-	produceAcked(t, cl, "orders", "o", 20)
+	produceAckedValues(t, cl, "orders", "o", 20)
 	if err := commitErr(t, cl, "g", "orders", 10); err != nil {
 		t.Fatalf("commit before the disk filled: %v", err)
 	}

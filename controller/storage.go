@@ -558,3 +558,33 @@ func (s *diskStorage) close() error {
 	}
 	return err
 }
+
+// HasState reports whether dir holds metadata: a snapshot file or a WAL with at least one
+// frame. A node whose log directory holds partitions but whose metadata directory has no
+// state must not start a new cluster over them (see broker.CheckLogDir); this is how it
+// tells, before Start creates anything.
+func HasState(dir string) (bool, error) {
+	names, err := os.ReadDir(dir)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return false, nil
+		}
+		return false, err
+	}
+	for _, de := range names {
+		name := de.Name()
+		if strings.HasPrefix(name, snapPrefix) && strings.HasSuffix(name, snapSuffix) {
+			return true, nil
+		}
+		if name == walFileName {
+			info, err := de.Info()
+			if err != nil {
+				return false, err
+			}
+			if info.Size() > int64(len(walMagic)) {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
+}

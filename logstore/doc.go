@@ -92,14 +92,32 @@
 // exactly at the recovery point, as after a clean close. Every other segment is scanned batch
 // by batch — header length, magic, CRC-32C, offsets increasing — and cut at the first invalid
 // batch; its indexes are rebuilt and leader epochs from batch headers are added to the epoch
-// cache. If a segment other than the last had a bad tail, all later segments are deleted, as
-// Kafka does; so are they when, in a directory sluice wrote, a recovered segment ends before
-// the next one's base (its unsynced tail was lost while the next segment already existed:
-// sluice always rolls at the log end, so such a hole cannot be legitimate). The
-// log start is max(checkpoint, first segment base); segments wholly below it are deleted (an
-// interrupted retention). The epoch cache is cut to the log end. The producer state is loaded
-// from the newest valid snapshot at or below the log end and the batches after it are
-// replayed. Checkpoints are rewritten only when they changed.
+// cache.
+//
+// What a bad segment may cost depends on whether it was flushed:
+//
+//   - A segment wholly below the recovery point was fsynced: damage found in it (a truncated
+//     file, a bad batch after the last index entry, a damaged index that demotes it to a scan)
+//     is damage to the disk's contents. The segment is cut at its first invalid batch, the
+//     cut is logged at ERROR naming the file and byte range, and every later segment is kept.
+//     The offsets between the segment's new end and the next segment's base are then a gap:
+//     a read at an offset in the gap returns the next segment's first batch (offsets jump
+//     forward, as a Kafka fetch into a compacted range does); the log end is unchanged.
+//   - A segment at or above the recovery point was not known durable: if one other than the
+//     last had a bad tail, all later segments are deleted, as Kafka does; so are they when,
+//     in a directory sluice wrote, such a recovered segment ends before the next one's base
+//     (its unsynced tail was lost while the next segment already existed: sluice always
+//     rolls at the log end, so such a hole cannot be legitimate).
+//
+// The log start is max(checkpoint, first segment base); segments wholly below it are deleted
+// (an interrupted retention). A log start checkpoint beyond the log end is clamped to it when
+// recovery cut something (DeleteRecords had passed the lost tail); when nothing was cut it
+// can only be a damaged file, and it is ignored (logged at ERROR) rather than allowed to
+// delete every segment but the last. A checkpoint or snapshot that does not parse is ignored
+// and rebuilt: a damaged small file never removes a segment. The epoch cache is cut to the
+// log end. The producer state is loaded from the newest valid snapshot at or below the log
+// end and the batches after it are replayed. Checkpoints are rewritten only when they
+// changed.
 //
 // Ordering rules that make every crash point recoverable: a new segment's directory entry is
 // fsynced before anything depends on it; the log start checkpoint is written before segments

@@ -66,6 +66,10 @@ func (l *Log) load() error {
 	recoveryPoint, rpOK := readOffsetCheckpoint(l.fs, l.dir, recoveryPointFile)
 	logStart, lsOK := readOffsetCheckpoint(l.fs, l.dir, logStartOffsetFile)
 	rpRead, lsRead := recoveryPoint, logStart
+	// trustBelow is the offset below which segments are trusted without a scan; recoveryPoint
+	// stays the offset below which every segment was flushed, which decides what a damaged
+	// segment may cost (see below).
+	trustBelow := recoveryPoint
 	epochData, err := readFile(l.fs, filepath.Join(l.dir, leaderEpochFile))
 	if err != nil {
 		return err
@@ -74,7 +78,7 @@ func (l *Log) load() error {
 		c, err := decodeEpochCache(data)
 		if err != nil {
 			l.logger.Warn("logstore: ignoring bad leader-epoch-checkpoint; rebuilding from batches", "dir", l.dir, "err", err)
-			recoveryPoint = 0 // the scan restores epochs from batch headers
+			trustBelow = 0 // the scan restores epochs from batch headers
 		}
 		l.mu.epochs = c
 	}
@@ -90,6 +94,7 @@ func (l *Log) load() error {
 			return err
 		}
 	}
+	lostTail := false // recovery cut bytes off some segment
 	for i, base := range bases {
 		seg, err := openSegmentFiles(l.fs, l.dir, base, false, &l.mu.cfg)
 		if err != nil {
@@ -101,13 +106,21 @@ func (l *Log) load() error {
 		if i+1 < len(bases) {
 			nextBase = bases[i+1]
 		}
-		rp := recoveryPoint
+		rp := trustBelow
 		if indexFiles[base] < 2 {
 			rp = 0 // a missing index: rebuild it by recovering the segment, as Kafka does
 		}
-		recovered, truncated, err := l.loadSegment(seg, nextBase, rp)
+		// A segment wholly below the recovery point was flushed: its batches were durable,
+		// so damage found in it is damage to the disk's contents, not a lost unsynced tail.
+		// It costs the damaged segment its invalid bytes and nothing else.
+		flushed := nextBase >= 0 && nextBase <= recoveryPoint
+		recovered, truncated, err := l.loadSegment(seg, nextBase, rp, recoveryPoint)
 		if err != nil {
 			return fmt.Errorf("segment %d: %w", base, err)
+		}
+		lostTail = lostTail || truncated
+		if flushed {
+			continue
 		}
 		// A recovered segment that ends before the next one starts lost its unsynced tail in
 		// a crash after the next segment was created (rolled segments are fsynced in the
@@ -118,8 +131,10 @@ func (l *Log) load() error {
 		// compaction gaps and are left alone.
 		hole := recovered && rpOK && i+1 < len(bases) && seg.nextOffset < nextBase
 		if (truncated || hole) && i+1 < len(bases) {
-			// Kafka deletes every segment after one with a corrupt tail.
-			l.logger.Warn("logstore: corrupt or lost segment tail; deleting later segments", "dir", l.dir, "segment", base)
+			lostTail = true
+			// Kafka deletes every unflushed segment after one with a corrupt tail.
+			l.logger.Warn("logstore: corrupt or lost tail of an unflushed segment; deleting later (unflushed) segments",
+				"dir", l.dir, "segment", base, "recoveryPoint", recoveryPoint, "deleted", len(bases)-i-1)
 			for _, b := range bases[i+1:] {
 				dead := &segment{baseOffset: b}
 				if err := dead.removeFiles(l.fs, l.dir); err != nil {
@@ -137,8 +152,19 @@ func (l *Log) load() error {
 	logEnd := segs[len(segs)-1].nextOffset
 	logStart = max(logStart, segs[0].baseOffset)
 	if logStart > logEnd {
-		l.logger.Warn("logstore: log start checkpoint beyond log end; clamping", "dir", l.dir, "logStart", logStart, "logEnd", logEnd)
-		logStart = logEnd
+		if lostTail {
+			// Recovery cut the log below a log start that DeleteRecords or retention had
+			// already checkpointed: everything below it was deleted by the user anyway.
+			l.logger.Warn("logstore: log start checkpoint beyond the recovered log end; clamping", "dir", l.dir, "logStart", logStart, "logEnd", logEnd)
+			logStart = logEnd
+		} else {
+			// Nothing was cut, so the log end is what it was when the checkpoint was written,
+			// and a log start beyond it cannot have been: the file is damaged. Trusting it
+			// would delete every segment but the last.
+			l.logger.Error("logstore: ignoring a log-start-offset-checkpoint beyond the log end (damaged file); keeping every segment",
+				"file", filepath.Join(l.dir, logStartOffsetFile), "logStart", logStart, "logEnd", logEnd)
+			logStart = segs[0].baseOffset
+		}
 	}
 	// Segments wholly below the log start (a retention or DeleteRecords interrupted by a crash).
 	removed := false
@@ -188,7 +214,9 @@ func (l *Log) load() error {
 // is checked (length, magic, CRC, increasing offsets), the file is truncated after the last
 // valid one, and its indexes are rebuilt. nextBase is the following segment's base, -1 for
 // the last segment. truncated reports a torn or corrupt tail that was cut off.
-func (l *Log) loadSegment(seg *segment, nextBase, recoveryPoint int64) (recovered, truncated bool, err error) {
+// durableBelow is the recovery point checkpoint: a cut below it loses data known durable and
+// is logged as an error.
+func (l *Log) loadSegment(seg *segment, nextBase, recoveryPoint, durableBelow int64) (recovered, truncated bool, err error) {
 	st, err := seg.log.Stat()
 	if err != nil {
 		return false, false, err
@@ -228,7 +256,7 @@ func (l *Log) loadSegment(seg *segment, nextBase, recoveryPoint int64) (recovere
 			return false, false, nil
 		}
 	}
-	truncated, err = l.recoverSegment(seg, size)
+	truncated, err = l.recoverSegment(seg, size, durableBelow)
 	return true, truncated, err
 }
 
@@ -308,14 +336,23 @@ func readAll(f File) ([]byte, error) {
 }
 
 // recoverSegment scans every batch of a segment, truncates it after the last valid batch and
-// rebuilds both indexes, as Kafka's LogSegment.recover.
-func (l *Log) recoverSegment(seg *segment, size int64) (truncated bool, err error) {
+// rebuilds both indexes, as Kafka's LogSegment.recover. The cut is logged at ERROR when it
+// lies below durableBelow, the recovery point (flushed bytes were damaged on disk), else at
+// WARN (an unsynced tail lost in a crash).
+func (l *Log) recoverSegment(seg *segment, size, durableBelow int64) (truncated bool, err error) {
 	end, err := l.reindexSegment(seg, size, true)
 	if err != nil {
 		return false, err
 	}
 	if end < size {
-		l.logger.Warn("logstore: truncating invalid bytes at segment tail", "dir", l.dir, "segment", seg.baseOffset, "validBytes", end, "fileBytes", size)
+		file := fileName(l.dir, seg.baseOffset, logSuffix)
+		damaged := fmt.Sprintf("[%d, %d)", end, size)
+		if seg.nextOffset < durableBelow {
+			l.logger.Error("logstore: damaged segment below the recovery point: cutting its invalid bytes; later segments are kept, the offsets after the cut and before the next segment are lost",
+				"file", file, "bytes", damaged, "lastValidOffset", seg.nextOffset-1)
+		} else {
+			l.logger.Warn("logstore: truncating invalid bytes at the tail of an unflushed segment", "file", file, "bytes", damaged)
+		}
 		if err := seg.log.Truncate(end); err != nil {
 			return false, err
 		}

@@ -130,9 +130,25 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
+	// A log directory of a cluster whose metadata is gone must not become a new cluster.
+	metadataLog := filepath.Join(metadataDir, "__cluster_metadata-0")
+	hasMetadata, err := controller.HasState(metadataLog)
+	if err != nil {
+		return fmt.Errorf("metadata directory %s: %w", metadataLog, err)
+	}
+	identityDirs := []string{logDir}
+	if filepath.Clean(metadataDir) != filepath.Clean(logDir) {
+		identityDirs = append(identityDirs, metadataDir)
+	}
+	metaProps := make([]*broker.MetaProperties, len(identityDirs))
+	for i, dir := range identityDirs {
+		if metaProps[i], err = broker.CheckLogDir(dir, hasMetadata); err != nil {
+			return err
+		}
+	}
 	ctrl, err := controller.Start(controller.Config{
 		NodeID:    cfg.NodeID,
-		Dir:       filepath.Join(metadataDir, "__cluster_metadata-0"),
+		Dir:       metadataLog,
 		Endpoints: endpoints,
 		Rack:      rack(cfg),
 		Logger:    logger.With("component", "controller"),
@@ -141,6 +157,11 @@ func run(args []string) error {
 		return fmt.Errorf("starting controller: %w", err)
 	}
 	defer ctrl.Close()
+	for i, dir := range identityDirs {
+		if err := broker.ClaimLogDir(dir, metaProps[i], ctrl.Image().ClusterID, cfg.NodeID); err != nil {
+			return err
+		}
+	}
 
 	b, err := broker.New(broker.Config{Static: cfg, LogDir: logDir, Logger: logger.With("component", "broker"),
 		CacheWindowBytes: *cacheWindow}, ctrl)

@@ -79,7 +79,7 @@ var brokerSupport = []supportGroup{
 		"log.flush.interval.ms", "log.flush.scheduler.interval.ms", "log.message.timestamp.type",
 		"log.message.timestamp.after.max.ms", "log.message.timestamp.before.max.ms", "log.preallocate",
 		"socket.request.max.bytes", "connections.max.idle.ms", "max.incremental.fetch.session.cache.slots",
-		"max.request.partition.size.limit", "fetch.max.bytes",
+		"max.request.partition.size.limit", "fetch.max.bytes", "num.recovery.threads.per.data.dir",
 		"offsets.topic.num.partitions", "offsets.topic.replication.factor", "offsets.topic.segment.bytes",
 		"offsets.retention.minutes", "offsets.retention.check.interval.ms", "offset.metadata.max.bytes",
 		"producer.id.expiration.ms",
@@ -224,7 +224,7 @@ var brokerSupport = []supportGroup{
 		"remote.log.storage.manager.class.path", "remote.log.storage.manager.impl.prefix",
 	}},
 	{NoEffect, whyTuning, []string{
-		"background.threads", "num.io.threads", "num.network.threads", "num.recovery.threads.per.data.dir",
+		"background.threads", "num.io.threads", "num.network.threads",
 		"num.replica.alter.log.dirs.threads", "group.coordinator.threads", "group.coordinator.append.linger.ms",
 		"delete.records.purgatory.purge.interval.requests", "fetch.purgatory.purge.interval.requests",
 		"producer.purgatory.purge.interval.requests", "offsets.load.buffer.size", "offsets.topic.compression.codec",
