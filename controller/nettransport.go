@@ -891,9 +891,9 @@ func (p *netPeer) stream(conn net.Conn) error {
 				return t.ctx.Err()
 			}
 		}
-		for i, it := range items {
+		for _, it := range items {
 			if err := p.write(conn, bw, it); err != nil {
-				p.lost(items[i:])
+				p.lost(items) // the earlier ones may still sit in bw: lost as well
 				return err
 			}
 		}
