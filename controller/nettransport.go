@@ -821,13 +821,12 @@ func (p *netPeer) run() {
 func (p *netPeer) dial() (net.Conn, error) {
 	t := p.t
 	d := net.Dialer{Timeout: t.cfg.DialTimeout, KeepAlive: 15 * time.Second}
-	conn, err := d.DialContext(t.ctx, "tcp", p.addr)
+	raw, err := d.DialContext(t.ctx, "tcp", p.addr)
 	if err != nil {
 		return nil, err
 	}
 	// Close unblocks a handshake or a write stuck on a peer that stopped reading.
-	stop := context.AfterFunc(t.ctx, func() { conn.Close() })
-	conn = &stoppableConn{Conn: conn, stop: stop}
+	conn := &stoppableConn{Conn: raw, stop: context.AfterFunc(t.ctx, func() { raw.Close() })}
 	conn.SetDeadline(time.Now().Add(t.cfg.DialTimeout))
 	if _, err := conn.Write(appendHello(nil, hello{from: t.cfg.NodeID, to: p.id, clusterID: t.clusterID()})); err != nil {
 		conn.Close()
