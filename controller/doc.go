@@ -65,7 +65,8 @@
 // peer dials (2 s connect-and-handshake timeout), streams the queue through a buffered writer
 // (each frame or chunk write has a 5 s deadline, so a peer that stops reading is dropped
 // instead of stalling), and notices the peer hanging up by reading from the connection.
-// After a failure it reports the peer unreachable, fails a queued snapshot, and redials after
+// After a failure it reports the peer unreachable, drops what is queued (stale by the time the
+// peer is back; a snapshot among it is reported failed), and redials after
 // an exponential backoff from 50 ms doubling to at most 1 s (Kafka's reconnect.backoff.ms and
 // reconnect.backoff.max.ms defaults), each delay jittered uniformly in [d/2, d]; a successful
 // handshake resets it. After a MsgSnap is flushed it reports Controller.ReportSnapshot

@@ -430,7 +430,7 @@ func setDefault[T int | time.Duration](v *T, def T) {
 }
 
 // Attach makes c the receiver of inbound messages and of delivery reports. The controller
-// calls it from Start when this is its Config.Transport; attaching a restarted controller
+// calls it when it opens with this as its Config.Transport; attaching a restarted controller
 // replaces the previous one.
 func (t *NetTransport) Attach(c *Controller) { t.ctrl.Store(c) }
 
@@ -789,23 +789,11 @@ func (p *netPeer) run() {
 			return
 		}
 		t.reportUnreachable(p.id)
-		// A snapshot waiting for a connection would hold raft's snapshot state for this
-		// follower as long as it is away; fail it now, raft sends a new one when it is back.
-		var snaps []outItem
-		p.mu.Lock()
-		if p.mu.snapshotHeld {
-			kept := p.mu.queue[:0]
-			for _, it := range p.mu.queue {
-				if it.snapshot {
-					snaps = append(snaps, it)
-				} else {
-					kept = append(kept, it)
-				}
-			}
-			p.mu.queue, p.mu.snapshotHeld = kept, false
-		}
-		p.mu.Unlock()
-		p.lost(snaps)
+		// What queued up meanwhile is stale by the time the peer is back (raft retransmits
+		// what still matters), and a snapshot waiting for a connection would hold raft's
+		// snapshot state for this follower as long as it is away: drop it all, so a dead
+		// peer's queue holds at most one backoff period's messages.
+		p.lost(p.take())
 		t.warn.log(t.logger, fmt.Sprintf("peer-%d", p.id), "raft peer unreachable", "peer", p.id, "addr", p.addr, "err", err, "retry_in", backoff)
 		delay := backoff/2 + rand.N(backoff/2+1) // jittered in [backoff/2, backoff]
 		backoff = min(2*backoff, t.cfg.ReconnectBackoffMax)
