@@ -80,6 +80,8 @@ type Controller struct {
 	stop     chan struct{}    // closed by Close
 	done     chan struct{}    // closed when the driver has exited
 	stopOnce sync.Once
+	// calls carries transport reports and queries into the driver (see driverCalls).
+	calls driverCalls
 
 	mu struct {
 		sync.Mutex
@@ -226,6 +228,10 @@ func open(cfg Config) (*Controller, error) {
 		nextProposal: binary.BigEndian.Uint64(seed[:]) | 1,
 	}
 	c.image.Store(img)
+	c.calls.signal = make(chan struct{}, 1)
+	if a, ok := transport.(interface{ Attach(*Controller) }); ok {
+		a.Attach(c) // a network transport delivers received messages to c.Step
+	}
 
 	// A voter that is alone in the configuration need not wait for an election timeout.
 	if cs := c.confState.GetVoters(); len(cs) == 1 && cs[0] == raftID(cfg.NodeID) {
@@ -367,6 +373,8 @@ func (c *Controller) run() {
 			return
 		case <-ticks:
 			c.node.Tick()
+		case <-c.calls.signal:
+			c.runDriverCalls()
 		case m := <-c.inbound:
 			if err := c.node.Step(m); err != nil {
 				c.logger.Debug("raft rejected message", "type", m.GetType().String(), "err", err)

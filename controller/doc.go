@@ -23,6 +23,66 @@
 // Such a voter campaigns at start and so leads at once; its Transport sends nothing. Raft node
 // IDs are Kafka node IDs plus one, because raft reserves 0.
 //
+// # Transport
+//
+// Raft messages travel between voters over TCP (NetTransport, nettransport.go), on the
+// controller listener. Each voter dials every other voter (the entries of
+// controller.quorum.voters, id@host:port) and sends on that connection only; it receives on
+// the connections the others dialled. A connection starts with a handshake, then carries
+// frames. All integers are big endian; these constants must not change within a protocol
+// version:
+//
+//	hello  (dialer → listener)  "SLCR" | version uint8 = 1 | from int32 | to int32 |
+//	                            cluster ID length uint8 | cluster ID
+//	ack    (listener → dialer)  "SLCR" | version uint8 = 1 | status uint8
+//	frame                       length uint32 (of type and payload) | type uint8 | payload
+//
+// from and to are Kafka node IDs; the cluster ID is empty while the sender does not know
+// one (a new cluster before its first record commits). The listener answers status 0 (ok)
+// or refuses — 1 the sender is not a configured voter (or is itself), 2 both sides know a
+// cluster ID and they differ, 3 the hello names another node as its target, 4 unsupported
+// version — and closes the connection. Bytes that do not start with the magic get no answer.
+// As a Kafka request size "SLCR" is 1.4 GB, beyond any request bound, so a listener shared
+// with the Kafka protocol can tell the two apart by the first four bytes (ServeConn).
+//
+// Frame types: 1 a raftpb.Message (protobuf), never a MsgSnap; 2 a snapshot header: data
+// length uint64 | the MsgSnap with its Snapshot.Data left empty; 3 a snapshot chunk: the next
+// bytes of that data (the sender cuts 1 MiB chunks). A frame is at most 16 MiB (an append
+// carries at most 1 MiB of entries or one entry of at most 8 MiB); a snapshot at most 1 GiB,
+// the bound on a snapshot file, and it is reassembled in memory as its chunks arrive. Every
+// length is checked before anything is allocated. A message must be from the voter of the
+// handshake and to this node, of a type raft sends between nodes (not one of its local
+// types), and in the frame type that matches it; chunks must follow a header and not exceed
+// its length. Anything else is ErrBadRaftFrame: the connection is closed, the refusal counted
+// and logged at most once per 10 s per kind; the quorum is not affected. There is no
+// authentication: like Kafka's PLAINTEXT controller listener, it belongs on a trusted network.
+//
+// Sending: Send (in the driver goroutine) encodes each message at once — raft's messages are
+// not the transport's to keep — and appends it to its peer's queue, bounded at 1024 messages
+// and 64 MiB of encoded bytes (a snapshot's data is shared with storage and not counted; at
+// most one snapshot is queued per peer). A message for a full queue is dropped, counted
+// (Stats) and reported with Controller.ReportUnreachable; raft retransmits. One goroutine per
+// peer dials (2 s connect-and-handshake timeout), streams the queue through a buffered writer
+// (each frame or chunk write has a 5 s deadline, so a peer that stops reading is dropped
+// instead of stalling), and notices the peer hanging up by reading from the connection.
+// After a failure it reports the peer unreachable, drops what is queued (stale by the time the
+// peer is back; a snapshot among it is reported failed), and redials after
+// an exponential backoff from 50 ms doubling to at most 1 s (Kafka's reconnect.backoff.ms and
+// reconnect.backoff.max.ms defaults), each delay jittered uniformly in [d/2, d]; a successful
+// handshake resets it. After a MsgSnap is flushed it reports Controller.ReportSnapshot
+// (finished); a snapshot dropped or lost with its connection is reported failed, so raft sends
+// another when the follower answers again instead of waiting for it forever.
+//
+// Receiving: Serve accepts connections (at most 64 at a time; a hello must arrive within
+// 10 s), and a voter's new connection replaces its previous one. Messages go to
+// Controller.Step, which blocks while the driver's inbound queue is full: TCP back-pressure,
+// bounded on the sending side by the write deadline. The controller calls the transport's
+// Attach from open, so messages are delivered from the start.
+//
+// Delivery reports and DescribeQuorum reach the driver through driverCalls: recorded under a
+// mutex (per voter, so bounded by the voters; queries bounded at 64) and signalled on a
+// channel of capacity 1, so a transport never blocks on the driver.
+//
 // # Records
 //
 // The state machine (applyRecords) is a pure function of the record sequence. A raft entry

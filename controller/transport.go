@@ -2,9 +2,13 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
+	"time"
 
+	"go.etcd.io/raft/v3"
 	pb "go.etcd.io/raft/v3/raftpb"
 )
 
@@ -12,8 +16,17 @@ import (
 // IDs plus one (raft reserves 0 for "none"); see raftID.
 //
 // Send must not block the driver: a transport queues messages (bounded) and drops what it
-// cannot deliver; raft retransmits. Messages arriving from other voters are handed to
-// Controller.Step.
+// cannot deliver; raft retransmits. Send runs in the driver goroutine and owns msgs until it
+// returns: a transport that keeps a message past Send must copy or encode it first. Messages
+// arriving from other voters are handed to Controller.Step.
+//
+// A transport should tell the controller what it learns about delivery:
+// Controller.ReportUnreachable when a voter cannot be reached (so raft stops streaming to it
+// and probes instead), and Controller.ReportSnapshot after every MsgSnap it was given — raft
+// sends nothing more to a voter with a snapshot outstanding until it hears the outcome.
+//
+// If the Transport has a method Attach(*Controller), the controller calls it once, before its
+// driver starts: that is how a network transport learns where to deliver what it receives.
 type Transport interface {
 	Send(msgs []*pb.Message)
 }
@@ -41,6 +54,7 @@ func (c *Controller) Step(ctx context.Context, m *pb.Message) error {
 	if m == nil {
 		return fmt.Errorf("controller: nil raft message")
 	}
+	c.calls.contacted(m.GetFrom())
 	select {
 	case <-c.done:
 		return ErrClosed
@@ -53,6 +67,125 @@ func (c *Controller) Step(ctx context.Context, m *pb.Message) error {
 		return ctx.Err()
 	case <-c.done:
 		return ErrClosed
+	}
+}
+
+// ReportUnreachable tells raft that the voter nodeID could not be reached (a dial failed, a
+// connection broke, its queue overflowed). It never blocks; reports are coalesced per voter.
+func (c *Controller) ReportUnreachable(nodeID int32) {
+	c.calls.report(raftID(nodeID), func(p *pendingReport) { p.unreachable = true })
+}
+
+// ReportSnapshot tells raft whether the MsgSnap it asked to send to nodeID was sent (failed
+// == false) or lost. It never blocks; reports are coalesced per voter, the last one winning.
+func (c *Controller) ReportSnapshot(nodeID int32, failed bool) {
+	status := raft.SnapshotFinish
+	if failed {
+		status = raft.SnapshotFailure
+	}
+	c.calls.report(raftID(nodeID), func(p *pendingReport) { p.snapshot = status })
+}
+
+// maxDriverQueries bounds queries (DescribeQuorum) waiting for the driver.
+const maxDriverQueries = 64
+
+var errDriverBusy = errors.New("controller: too many queries waiting for the driver")
+
+// driverCalls hands work from other goroutines to the driver without ever blocking them: a
+// report or query is recorded under mu and the driver is woken through signal (capacity 1),
+// the bounded-queue-with-signal pattern. Reports are per voter, so their number is bounded by
+// the voters; queries by maxDriverQueries.
+type driverCalls struct {
+	signal chan struct{} // made by open; a send that finds it full is coalesced
+	mu     struct {
+		sync.Mutex
+		reports map[uint64]*pendingReport // by raft ID
+		queries []func()
+		// lastContact is when a raft message from each voter (by raft ID) last arrived.
+		lastContact map[uint64]time.Time
+	}
+}
+
+type pendingReport struct {
+	unreachable bool
+	snapshot    raft.SnapshotStatus // 0 = none
+}
+
+func (d *driverCalls) wake() {
+	select {
+	case d.signal <- struct{}{}:
+	default:
+	}
+}
+
+func (d *driverCalls) report(id uint64, set func(*pendingReport)) {
+	d.mu.Lock()
+	if d.mu.reports == nil {
+		d.mu.reports = map[uint64]*pendingReport{}
+	}
+	p := d.mu.reports[id]
+	if p == nil {
+		p = &pendingReport{}
+		d.mu.reports[id] = p
+	}
+	set(p)
+	d.mu.Unlock()
+	d.wake()
+}
+
+func (d *driverCalls) contacted(id uint64) {
+	now := time.Now()
+	d.mu.Lock()
+	if d.mu.lastContact == nil {
+		d.mu.lastContact = map[uint64]time.Time{}
+	}
+	d.mu.lastContact[id] = now
+	d.mu.Unlock()
+}
+
+// query runs fn in the driver and waits for it to finish.
+func (c *Controller) query(ctx context.Context, fn func()) error {
+	done := make(chan struct{})
+	c.calls.mu.Lock()
+	if len(c.calls.mu.queries) >= maxDriverQueries {
+		c.calls.mu.Unlock()
+		return errDriverBusy
+	}
+	c.calls.mu.queries = append(c.calls.mu.queries, func() { fn(); close(done) })
+	c.calls.mu.Unlock()
+	c.calls.wake()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-c.done:
+		select {
+		case <-done:
+			return nil
+		default:
+			return ErrClosed
+		}
+	}
+}
+
+// runDriverCalls applies pending reports to raft and runs pending queries. REQUIRES: driver
+// goroutine.
+func (c *Controller) runDriverCalls() {
+	c.calls.mu.Lock()
+	reports, queries := c.calls.mu.reports, c.calls.mu.queries
+	c.calls.mu.reports, c.calls.mu.queries = nil, nil
+	c.calls.mu.Unlock()
+	for id, p := range reports {
+		if p.unreachable {
+			c.node.ReportUnreachable(id)
+		}
+		if p.snapshot != 0 {
+			c.node.ReportSnapshot(id, p.snapshot)
+		}
+	}
+	for _, fn := range queries {
+		fn()
 	}
 }
 

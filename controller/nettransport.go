@@ -1,0 +1,952 @@
+package controller
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.etcd.io/raft/v3"
+	pb "go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
+)
+
+// Wire protocol of the raft transport between voters; see the package doc. These constants
+// must not change within a protocol version: voters of different builds talk to each other.
+const (
+	raftMagic           = "SLCR" // as a Kafka request size (0x534C4352) it is far above any limit
+	raftProtocolVersion = 1
+
+	helloFixedLen = 4 + 1 + 4 + 4 + 1 // magic | version | from | to | cluster ID length
+	ackLen        = 4 + 1 + 1         // magic | version | status
+
+	frameHeaderLen     = 5 // length uint32 BE (of type and payload) | type uint8
+	frameMessage       = 1 // payload: raftpb.Message (never MsgSnap)
+	frameSnapshot      = 2 // payload: data length uint64 BE | raftpb.Message (MsgSnap, Snapshot.Data empty)
+	frameSnapshotChunk = 3 // payload: the next bytes of the snapshot's data
+
+	// maxRaftFrame bounds one frame (type and payload), checked before anything is
+	// allocated. An append carries at most MaxSizePerMsg (1 MiB) of entries, or a single
+	// entry of at most maxEntryBytes (8 MiB), so every message raft sends fits.
+	maxRaftFrame = 16 << 20
+	// snapshotChunkLen is the size of the chunks a snapshot's data is sent in.
+	snapshotChunkLen = 1 << 20
+	// maxRaftSnapshot bounds the data of a reassembled snapshot: the bound on a snapshot
+	// file, so whatever a leader can store a follower can receive.
+	maxRaftSnapshot = maxSnapshotSize
+)
+
+// Handshake answers (the status byte of the ack).
+const (
+	helloOK           = 0
+	helloUnknownNode  = 1 // the sender is not one of this node's voters
+	helloWrongCluster = 2 // both sides know a cluster ID and they differ
+	helloWrongTarget  = 3 // the sender meant to reach another node ID
+	helloBadVersion   = 4 // protocol version not supported
+)
+
+var helloStatusText = map[byte]string{
+	helloUnknownNode:  "unknown node ID",
+	helloWrongCluster: "wrong cluster ID",
+	helloWrongTarget:  "wrong target node ID",
+	helloBadVersion:   "unsupported protocol version",
+}
+
+// Defaults of NetTransportConfig.
+const (
+	defaultQueueMessages       = 1024
+	defaultQueueBytes          = 64 << 20
+	defaultDialTimeout         = 2 * time.Second
+	defaultWriteTimeout        = 5 * time.Second
+	defaultReconnectBackoff    = 50 * time.Millisecond // Kafka's reconnect.backoff.ms default
+	defaultReconnectBackoffMax = time.Second           // Kafka's reconnect.backoff.max.ms default
+	// helloTimeout bounds how long an accepted connection may take to identify itself.
+	helloTimeout = 10 * time.Second
+	// maxInboundConns bounds accepted raft connections (handshaking or established); each
+	// voter keeps one, so this only stops a flood.
+	maxInboundConns = 64
+	// logEvery rate-limits repeated warnings (refused connections, unreachable peers).
+	logEvery = 10 * time.Second
+)
+
+// ErrBadRaftFrame is returned by the raft stream decoder for input that is not a valid
+// frame of the protocol (bad magic, a length out of bounds, an undecodable or misaddressed
+// message, a chunk out of sequence).
+var ErrBadRaftFrame = errors.New("controller: bad raft transport frame")
+
+var errBadVersion = fmt.Errorf("%w: unsupported protocol version", ErrBadRaftFrame)
+
+func badFrame(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrBadRaftFrame, fmt.Sprintf(format, args...))
+}
+
+// hello is the handshake a dialing voter sends first.
+type hello struct {
+	from, to  int32  // Kafka node IDs of the sender and of the node it means to reach
+	clusterID string // the sender's cluster ID, empty while it does not know one
+}
+
+func appendHello(b []byte, h hello) []byte {
+	b = append(b, raftMagic...)
+	b = append(b, raftProtocolVersion)
+	b = binary.BigEndian.AppendUint32(b, uint32(h.from))
+	b = binary.BigEndian.AppendUint32(b, uint32(h.to))
+	b = append(b, byte(len(h.clusterID)))
+	return append(b, h.clusterID...)
+}
+
+// readHello reads a handshake. An error wrapping errBadVersion means the magic matched but
+// the version is not ours; any other error means the peer does not speak this protocol.
+func readHello(r io.Reader) (hello, error) {
+	var fixed [helloFixedLen]byte
+	if _, err := io.ReadFull(r, fixed[:5]); err != nil {
+		return hello{}, err
+	}
+	if string(fixed[:4]) != raftMagic {
+		return hello{}, badFrame("bad magic %q", fixed[:4])
+	}
+	if fixed[4] != raftProtocolVersion {
+		return hello{}, fmt.Errorf("%w %d", errBadVersion, fixed[4])
+	}
+	if _, err := io.ReadFull(r, fixed[5:]); err != nil {
+		return hello{}, err
+	}
+	h := hello{
+		from: int32(binary.BigEndian.Uint32(fixed[5:9])),
+		to:   int32(binary.BigEndian.Uint32(fixed[9:13])),
+	}
+	if h.from < 0 || h.to < 0 {
+		return hello{}, badFrame("negative node ID")
+	}
+	if n := int(fixed[13]); n > 0 {
+		id := make([]byte, n) // n <= 255
+		if _, err := io.ReadFull(r, id); err != nil {
+			return hello{}, err
+		}
+		h.clusterID = string(id)
+	}
+	return h, nil
+}
+
+func appendAck(b []byte, status byte) []byte {
+	b = append(b, raftMagic...)
+	return append(b, raftProtocolVersion, status)
+}
+
+func readAck(r io.Reader) (byte, error) {
+	var a [ackLen]byte
+	if _, err := io.ReadFull(r, a[:]); err != nil {
+		return 0, err
+	}
+	if string(a[:4]) != raftMagic || a[4] != raftProtocolVersion {
+		return 0, badFrame("bad handshake answer %q", a[:])
+	}
+	return a[5], nil
+}
+
+// encodeMessageFrame encodes a non-snapshot message as one frame.
+func encodeMessageFrame(m *pb.Message) ([]byte, error) {
+	buf := make([]byte, frameHeaderLen, frameHeaderLen+proto.Size(m))
+	buf, err := proto.MarshalOptions{}.MarshalAppend(buf, m)
+	if err != nil {
+		return nil, err
+	}
+	n := len(buf) - 4
+	if n > maxRaftFrame {
+		return nil, fmt.Errorf("controller: raft message of %d bytes exceeds the frame bound %d", n, maxRaftFrame)
+	}
+	binary.BigEndian.PutUint32(buf, uint32(n))
+	buf[4] = frameMessage
+	return buf, nil
+}
+
+// encodeSnapshotHeader encodes a MsgSnap's header frame and returns the snapshot data, to be
+// sent after it in chunks. The message is left as it was. REQUIRES: the caller owns m (the
+// driver, during Send).
+func encodeSnapshotHeader(m *pb.Message) (frame, data []byte, err error) {
+	snap := m.GetSnapshot()
+	if snap == nil {
+		return nil, nil, errors.New("controller: MsgSnap without a snapshot")
+	}
+	data = snap.Data
+	if len(data) > maxRaftSnapshot {
+		return nil, nil, fmt.Errorf("controller: snapshot of %d bytes exceeds %d", len(data), maxRaftSnapshot)
+	}
+	snap.Data = nil
+	defer func() { snap.Data = data }()
+	buf := make([]byte, frameHeaderLen+8, frameHeaderLen+8+proto.Size(m))
+	binary.BigEndian.PutUint64(buf[frameHeaderLen:], uint64(len(data)))
+	buf, err = proto.MarshalOptions{}.MarshalAppend(buf, m)
+	if err != nil {
+		return nil, nil, err
+	}
+	n := len(buf) - 4
+	if n > maxRaftFrame {
+		return nil, nil, fmt.Errorf("controller: snapshot header of %d bytes exceeds the frame bound %d", n, maxRaftFrame)
+	}
+	binary.BigEndian.PutUint32(buf, uint32(n))
+	buf[4] = frameSnapshot
+	return buf, data, nil
+}
+
+func chunkHeader(n int) [frameHeaderLen]byte {
+	var h [frameHeaderLen]byte
+	binary.BigEndian.PutUint32(h[:], uint32(n+1))
+	h[4] = frameSnapshotChunk
+	return h
+}
+
+// frameReader decodes the frames that follow an accepted handshake into raft messages,
+// reassembling snapshots. Every length is checked before it is used; a message must be from
+// the voter that identified itself and to this node.
+type frameReader struct {
+	r        io.Reader
+	from, to uint64 // raft IDs every message must carry
+	hdr      [frameHeaderLen]byte
+
+	// A snapshot being reassembled: snap is its header message, snapData the data so far.
+	// Invariant: len(snapData) < snapLen <= maxRaftSnapshot while snap != nil.
+	snap     *pb.Message
+	snapData []byte
+	snapLen  uint64
+}
+
+// next returns the next complete message; io.EOF at a frame boundary means the peer closed.
+func (fr *frameReader) next() (*pb.Message, error) {
+	for {
+		if _, err := io.ReadFull(fr.r, fr.hdr[:]); err != nil {
+			if err == io.EOF && fr.snap != nil {
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, err
+		}
+		n := binary.BigEndian.Uint32(fr.hdr[:4])
+		if n < 1 || n > maxRaftFrame {
+			return nil, badFrame("frame length %d out of bounds [1, %d]", n, maxRaftFrame)
+		}
+		typ := fr.hdr[4]
+		if typ < frameMessage || typ > frameSnapshotChunk {
+			return nil, badFrame("unknown frame type %d", typ)
+		}
+		if typ == frameSnapshotChunk {
+			if fr.snap == nil {
+				return nil, badFrame("snapshot chunk without a snapshot header")
+			}
+			if uint64(len(fr.snapData))+uint64(n-1) > fr.snapLen {
+				return nil, badFrame("snapshot chunks exceed the announced %d bytes", fr.snapLen)
+			}
+			// Grow with what actually arrives, not with what the header announced.
+			start := len(fr.snapData)
+			fr.snapData = slices.Grow(fr.snapData, int(n-1))[:start+int(n-1)]
+			if _, err := io.ReadFull(fr.r, fr.snapData[start:]); err != nil {
+				return nil, unexpectedEOF(err)
+			}
+			if uint64(len(fr.snapData)) == fr.snapLen {
+				return fr.finishSnapshot(), nil
+			}
+			continue
+		}
+		if fr.snap != nil {
+			return nil, badFrame("frame type %d inside a snapshot", typ)
+		}
+		payload := make([]byte, n-1)
+		if _, err := io.ReadFull(fr.r, payload); err != nil {
+			return nil, unexpectedEOF(err)
+		}
+		var dataLen uint64
+		if typ == frameSnapshot {
+			if len(payload) < 8 {
+				return nil, badFrame("snapshot header of %d bytes", len(payload))
+			}
+			dataLen = binary.BigEndian.Uint64(payload)
+			if dataLen > maxRaftSnapshot {
+				return nil, badFrame("snapshot of %d bytes exceeds %d", dataLen, maxRaftSnapshot)
+			}
+			payload = payload[8:]
+		}
+		m := new(pb.Message)
+		if err := proto.Unmarshal(payload, m); err != nil {
+			return nil, badFrame("undecodable raft message: %v", err)
+		}
+		if err := fr.check(m, typ == frameSnapshot); err != nil {
+			return nil, err
+		}
+		if typ == frameMessage {
+			return m, nil
+		}
+		if m.GetSnapshot() == nil {
+			m.Snapshot = &pb.Snapshot{}
+		}
+		fr.snap, fr.snapLen = m, dataLen
+		fr.snapData = make([]byte, 0, min(dataLen, snapshotChunkLen))
+		if dataLen == 0 {
+			return fr.finishSnapshot(), nil
+		}
+	}
+}
+
+func (fr *frameReader) finishSnapshot() *pb.Message {
+	m := fr.snap
+	m.Snapshot.Data = fr.snapData
+	fr.snap, fr.snapData, fr.snapLen = nil, nil, 0
+	return m
+}
+
+// check refuses messages a voter never sends: addressed from or to someone else, raft's
+// local message types, or a snapshot outside a snapshot frame (and the reverse).
+func (fr *frameReader) check(m *pb.Message, snapshotFrame bool) error {
+	if m.GetFrom() != fr.from || m.GetTo() != fr.to {
+		return badFrame("message from %d to %d on the connection of %d to %d", m.GetFrom(), m.GetTo(), fr.from, fr.to)
+	}
+	if raft.IsLocalMsg(m.GetType()) {
+		return badFrame("local message type %s", m.GetType())
+	}
+	if (m.GetType() == pb.MessageType_MsgSnap) != snapshotFrame {
+		return badFrame("message type %s in frame of the wrong type", m.GetType())
+	}
+	return nil
+}
+
+func unexpectedEOF(err error) error {
+	if err == io.EOF {
+		return io.ErrUnexpectedEOF
+	}
+	return err
+}
+
+// NetTransportConfig configures a NetTransport. Zero durations and sizes mean the defaults.
+type NetTransportConfig struct {
+	// NodeID is this node's Kafka node ID.
+	NodeID int32
+	// Peers maps every other voter's node ID to its controller listener's host:port (the
+	// entries of controller.quorum.voters); an entry for NodeID itself is ignored.
+	Peers map[int32]string
+	// ClusterID, if set, is the cluster ID this node belongs to. If empty, the attached
+	// controller's image supplies it once known.
+	ClusterID string
+	Logger    *slog.Logger
+
+	QueueMessages       int           // per-peer queue bound in messages; 0 = 1024
+	QueueBytes          int           // per-peer queue bound in encoded bytes; 0 = 64 MiB
+	DialTimeout         time.Duration // connect and handshake; 0 = 2s
+	WriteTimeout        time.Duration // a write (a frame, a snapshot chunk) stalled this long drops the connection; 0 = 5s
+	ReconnectBackoff    time.Duration // first redial delay, doubled per failure; 0 = 50ms
+	ReconnectBackoffMax time.Duration // bound on the redial delay; 0 = 1s
+}
+
+// NetTransport carries raft messages between voters over TCP: one outbound connection per
+// peer, fed from a bounded queue by its own goroutine, and inbound connections served by
+// Serve or ServeConn, whose messages go to the attached Controller. See the package doc for
+// the protocol.
+type NetTransport struct {
+	cfg    NetTransportConfig
+	logger *slog.Logger
+	ctx    context.Context // cancelled by Close
+	cancel context.CancelFunc
+	peers  map[int32]*netPeer // immutable after NewNetTransport
+	ctrl   atomic.Pointer[Controller]
+	warn   logLimiter
+
+	refused       atomic.Uint64 // inbound connections refused
+	unknownDrops  atomic.Uint64 // messages for node IDs that are not peers
+	partitionedTo atomic.Pointer[map[int32]bool]
+
+	wg sync.WaitGroup // peer goroutines, accept loops, served connections
+	mu struct {
+		sync.Mutex
+		closed    bool
+		listeners map[net.Listener]struct{}
+		conns     map[net.Conn]struct{} // accepted connections; bounded by maxInboundConns
+		inbound   map[int32]net.Conn    // the established connection of each peer
+	}
+}
+
+// NewNetTransport validates cfg and starts a sender goroutine per peer; they dial (with
+// backoff) until Close.
+func NewNetTransport(cfg NetTransportConfig) (*NetTransport, error) {
+	if cfg.NodeID < 0 {
+		return nil, fmt.Errorf("controller: node ID %d is negative", cfg.NodeID)
+	}
+	if len(cfg.ClusterID) > 255 {
+		return nil, fmt.Errorf("controller: cluster ID of %d bytes is too long", len(cfg.ClusterID))
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	setDefault(&cfg.QueueMessages, defaultQueueMessages)
+	setDefault(&cfg.QueueBytes, defaultQueueBytes)
+	setDefault(&cfg.DialTimeout, defaultDialTimeout)
+	setDefault(&cfg.WriteTimeout, defaultWriteTimeout)
+	setDefault(&cfg.ReconnectBackoff, defaultReconnectBackoff)
+	setDefault(&cfg.ReconnectBackoffMax, defaultReconnectBackoffMax)
+	cfg.ReconnectBackoffMax = max(cfg.ReconnectBackoffMax, cfg.ReconnectBackoff)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	t := &NetTransport{
+		cfg:    cfg,
+		logger: cfg.Logger.With("node", cfg.NodeID),
+		ctx:    ctx,
+		cancel: cancel,
+		peers:  map[int32]*netPeer{},
+		warn:   logLimiter{every: logEvery},
+	}
+	t.mu.listeners = map[net.Listener]struct{}{}
+	t.mu.conns = map[net.Conn]struct{}{}
+	t.mu.inbound = map[int32]net.Conn{}
+	for id, addr := range cfg.Peers {
+		if id == cfg.NodeID {
+			continue
+		}
+		if id < 0 {
+			cancel()
+			return nil, fmt.Errorf("controller: peer node ID %d is negative", id)
+		}
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			cancel()
+			return nil, fmt.Errorf("controller: address of voter %d: %w", id, err)
+		}
+		t.peers[id] = &netPeer{t: t, id: id, addr: addr, wake: make(chan struct{}, 1)}
+	}
+	for _, p := range t.peers {
+		t.wg.Add(1)
+		go p.run()
+	}
+	return t, nil
+}
+
+func setDefault[T int | time.Duration](v *T, def T) {
+	if *v <= 0 {
+		*v = def
+	}
+}
+
+// Attach makes c the receiver of inbound messages and of delivery reports. The controller
+// calls it when it opens with this as its Config.Transport; attaching a restarted controller
+// replaces the previous one.
+func (t *NetTransport) Attach(c *Controller) { t.ctrl.Store(c) }
+
+// clusterID is the cluster ID this node announces and checks, "" while unknown.
+func (t *NetTransport) clusterID() string {
+	if t.cfg.ClusterID != "" {
+		return t.cfg.ClusterID
+	}
+	if c := t.ctrl.Load(); c != nil {
+		return c.Image().ClusterID
+	}
+	return ""
+}
+
+func (t *NetTransport) reportUnreachable(id int32) {
+	if c := t.ctrl.Load(); c != nil {
+		c.ReportUnreachable(id)
+	}
+}
+
+func (t *NetTransport) reportSnapshot(id int32, failed bool) {
+	if c := t.ctrl.Load(); c != nil {
+		c.ReportSnapshot(id, failed)
+	}
+}
+
+// partitioned is the test-only partition hook: messages to and from these peers are dropped.
+func (t *NetTransport) partitioned(id int32) bool {
+	p := t.partitionedTo.Load()
+	return p != nil && (*p)[id]
+}
+
+// setPartitioned (tests only) drops every message to and from the given peers, as a network
+// partition would; no arguments heals it.
+func (t *NetTransport) setPartitioned(ids ...int32) {
+	m := map[int32]bool{}
+	for _, id := range ids {
+		m[id] = true
+	}
+	t.partitionedTo.Store(&m)
+}
+
+// Send queues msgs for their peers. It never blocks: a message for a full queue is dropped,
+// counted and reported to raft as the peer being unreachable (raft retransmits). Runs in the
+// driver goroutine.
+func (t *NetTransport) Send(msgs []*pb.Message) {
+	for _, m := range msgs {
+		to := kafkaID(m.GetTo())
+		p := t.peers[to]
+		if p == nil {
+			t.unknownDrops.Add(1)
+			t.warn.log(t.logger, "send-unknown", "dropping raft message for a node that is not a configured voter", "to", to, "type", m.GetType().String())
+			continue
+		}
+		isSnap := m.GetType() == pb.MessageType_MsgSnap
+		if t.partitioned(to) {
+			p.drops.Add(1)
+			if isSnap {
+				t.reportSnapshot(to, true)
+			}
+			continue
+		}
+		var it outItem
+		var err error
+		if isSnap {
+			it.snapshot = true
+			it.frame, it.snapData, err = encodeSnapshotHeader(m)
+		} else {
+			it.frame, err = encodeMessageFrame(m)
+		}
+		if err != nil {
+			p.drops.Add(1)
+			t.warn.log(t.logger, "send-encode", "dropping raft message that cannot be sent", "to", to, "type", m.GetType().String(), "err", err)
+			if isSnap {
+				t.reportSnapshot(to, true)
+			}
+			continue
+		}
+		if !p.enqueue(it) {
+			p.drops.Add(1)
+			t.reportUnreachable(to)
+			if isSnap {
+				t.reportSnapshot(to, true)
+			}
+		}
+	}
+}
+
+// NetTransportStats are counters for metrics and tests.
+type NetTransportStats struct {
+	Dropped      map[int32]uint64 // messages dropped per peer (queue full, partitioned, unencodable, lost with a connection)
+	Connected    map[int32]bool   // whether the outbound connection to each peer is up
+	Refused      uint64           // inbound connections refused (not our protocol, unknown node, wrong cluster, too many)
+	UnknownDrops uint64           // messages raft addressed to a node that is not a configured peer
+}
+
+func (t *NetTransport) Stats() NetTransportStats {
+	s := NetTransportStats{
+		Dropped:      map[int32]uint64{},
+		Connected:    map[int32]bool{},
+		Refused:      t.refused.Load(),
+		UnknownDrops: t.unknownDrops.Load(),
+	}
+	for id, p := range t.peers {
+		s.Dropped[id] = p.drops.Load()
+		s.Connected[id] = p.connected.Load()
+	}
+	return s
+}
+
+// Serve accepts raft connections on l until Close (then it returns nil) or until Accept
+// fails otherwise. Close closes l.
+func (t *NetTransport) Serve(l net.Listener) error {
+	t.mu.Lock()
+	if t.mu.closed {
+		t.mu.Unlock()
+		l.Close()
+		return nil
+	}
+	t.mu.listeners[l] = struct{}{}
+	t.mu.Unlock()
+	var tempDelay time.Duration
+	for {
+		conn, err := l.Accept()
+		if err != nil {
+			if t.ctx.Err() != nil {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				// Out of file descriptors and the like: back off as net/http does.
+				tempDelay = min(max(2*tempDelay, 5*time.Millisecond), time.Second)
+				select {
+				case <-time.After(tempDelay):
+				case <-t.ctx.Done():
+					return nil
+				}
+				continue
+			}
+			return err
+		}
+		tempDelay = 0
+		go t.ServeConn(conn)
+	}
+}
+
+// ServeConn serves one inbound raft connection until it ends: the handshake, then frames.
+// For mounting the transport on a listener shared with other protocols: a connection whose
+// first four bytes are "SLCR" is a raft connection (the caller passes a conn that replays
+// what it peeked). ServeConn closes conn.
+func (t *NetTransport) ServeConn(conn net.Conn) {
+	if !t.trackConn(conn) {
+		return
+	}
+	defer t.untrackConn(conn)
+
+	conn.SetDeadline(time.Now().Add(helloTimeout))
+	br := bufio.NewReaderSize(conn, 64<<10)
+	h, err := readHello(br)
+	if err != nil {
+		if errors.Is(err, errBadVersion) {
+			conn.Write(appendAck(nil, helloBadVersion))
+		}
+		t.refuse("refuse-hello", "refused raft connection: not a valid handshake", "remote", conn.RemoteAddr().String(), "err", err)
+		return
+	}
+	status := byte(helloOK)
+	own := t.clusterID()
+	switch {
+	case h.to != t.cfg.NodeID:
+		status = helloWrongTarget
+	case t.peers[h.from] == nil:
+		status = helloUnknownNode
+	case own != "" && h.clusterID != "" && h.clusterID != own:
+		status = helloWrongCluster
+	}
+	if _, err := conn.Write(appendAck(nil, status)); err != nil {
+		return
+	}
+	if status != helloOK {
+		t.refuse("refuse-"+helloStatusText[status], "refused raft connection: "+helloStatusText[status],
+			"remote", conn.RemoteAddr().String(), "from", h.from, "to", h.to, "cluster_id", h.clusterID, "own_cluster_id", own)
+		return
+	}
+	conn.SetDeadline(time.Time{}) // voters that have nothing to say stay connected
+	t.setInbound(h.from, conn)
+
+	fr := &frameReader{r: br, from: raftID(h.from), to: raftID(t.cfg.NodeID)}
+	for {
+		m, err := fr.next()
+		if err != nil {
+			if errors.Is(err, ErrBadRaftFrame) {
+				t.refuse(fmt.Sprintf("refuse-frame-%d", h.from), "closing raft connection: bad frame", "from", h.from, "err", err)
+			}
+			return
+		}
+		if t.partitioned(h.from) {
+			continue
+		}
+		c := t.ctrl.Load()
+		if c == nil {
+			continue // not attached yet: raft retransmits
+		}
+		if err := c.Step(t.ctx, m); err != nil {
+			return // closed
+		}
+	}
+}
+
+func (t *NetTransport) refuse(key, msg string, args ...any) {
+	t.refused.Add(1)
+	t.warn.log(t.logger, key, msg, args...)
+}
+
+// trackConn registers an accepted connection, or refuses it when the transport is closed
+// or at maxInboundConns.
+func (t *NetTransport) trackConn(conn net.Conn) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.mu.closed {
+		conn.Close()
+		return false
+	}
+	if len(t.mu.conns) >= maxInboundConns {
+		conn.Close()
+		t.refused.Add(1)
+		t.warn.log(t.logger, "refuse-too-many", "refused raft connection: too many connections", "limit", maxInboundConns)
+		return false
+	}
+	t.mu.conns[conn] = struct{}{}
+	t.wg.Add(1)
+	return true
+}
+
+func (t *NetTransport) untrackConn(conn net.Conn) {
+	conn.Close()
+	t.mu.Lock()
+	delete(t.mu.conns, conn)
+	for id, c := range t.mu.inbound {
+		if c == conn {
+			delete(t.mu.inbound, id)
+		}
+	}
+	t.mu.Unlock()
+	t.wg.Done()
+}
+
+// setInbound records conn as from's connection, closing the one it replaces (the peer
+// redialled, so the old one is dead or half-open).
+func (t *NetTransport) setInbound(from int32, conn net.Conn) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if old := t.mu.inbound[from]; old != nil && old != conn {
+		old.Close()
+	}
+	t.mu.inbound[from] = conn
+}
+
+// Close stops the senders, closes the listeners given to Serve and every connection, and
+// waits for all of the transport's goroutines.
+func (t *NetTransport) Close() error {
+	t.cancel()
+	t.mu.Lock()
+	t.mu.closed = true
+	for l := range t.mu.listeners {
+		l.Close()
+	}
+	for c := range t.mu.conns {
+		c.Close()
+	}
+	t.mu.Unlock()
+	t.wg.Wait()
+	return nil
+}
+
+// outItem is one queued message, already encoded (Send's messages are not ours to keep).
+type outItem struct {
+	frame    []byte // a frameMessage, or a frameSnapshot header
+	snapshot bool
+	snapData []byte // a snapshot's data, sent in chunks after the header; shared, never modified
+}
+
+// netPeer sends to one voter. Its queue is filled by Send and drained by run.
+type netPeer struct {
+	t    *NetTransport
+	id   int32
+	addr string
+	wake chan struct{} // capacity 1: the queue became non-empty
+
+	drops     atomic.Uint64
+	connected atomic.Bool
+
+	mu struct {
+		sync.Mutex
+		// Invariant: len(queue) <= QueueMessages, bytes (sum of len(frame)) <= QueueBytes,
+		// and at most one snapshot is queued (raft sends one at a time per follower).
+		queue        []outItem
+		bytes        int
+		snapshotHeld bool
+	}
+}
+
+func (p *netPeer) enqueue(it outItem) bool {
+	p.mu.Lock()
+	if len(p.mu.queue) >= p.t.cfg.QueueMessages || p.mu.bytes+len(it.frame) > p.t.cfg.QueueBytes || it.snapshot && p.mu.snapshotHeld {
+		p.mu.Unlock()
+		return false
+	}
+	p.mu.queue = append(p.mu.queue, it)
+	p.mu.bytes += len(it.frame)
+	p.mu.snapshotHeld = p.mu.snapshotHeld || it.snapshot
+	p.mu.Unlock()
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+// take removes and returns everything queued.
+func (p *netPeer) take() []outItem {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	q := p.mu.queue
+	p.mu.queue, p.mu.bytes, p.mu.snapshotHeld = nil, 0, false
+	return q
+}
+
+// lost accounts for items that will never be delivered: dropped, and a snapshot among them
+// reported failed so that raft sends a fresh one later.
+func (p *netPeer) lost(items []outItem) {
+	for _, it := range items {
+		p.drops.Add(1)
+		if it.snapshot {
+			p.t.reportSnapshot(p.id, true)
+		}
+	}
+}
+
+// run keeps a connection to the peer and streams the queue into it, redialling with
+// exponential, jittered backoff.
+func (p *netPeer) run() {
+	t := p.t
+	defer t.wg.Done()
+	backoff := t.cfg.ReconnectBackoff
+	for {
+		conn, err := p.dial()
+		if err == nil {
+			backoff = t.cfg.ReconnectBackoff
+			p.connected.Store(true)
+			t.logger.Debug("connected to raft peer", "peer", p.id, "addr", p.addr)
+			err = p.stream(conn)
+			p.connected.Store(false)
+		}
+		if t.ctx.Err() != nil {
+			return
+		}
+		t.reportUnreachable(p.id)
+		// What queued up meanwhile is stale by the time the peer is back (raft retransmits
+		// what still matters), and a snapshot waiting for a connection would hold raft's
+		// snapshot state for this follower as long as it is away: drop it all, so a dead
+		// peer's queue holds at most one backoff period's messages.
+		p.lost(p.take())
+		t.warn.log(t.logger, fmt.Sprintf("peer-%d", p.id), "raft peer unreachable", "peer", p.id, "addr", p.addr, "err", err, "retry_in", backoff)
+		delay := backoff/2 + rand.N(backoff/2+1) // jittered in [backoff/2, backoff]
+		backoff = min(2*backoff, t.cfg.ReconnectBackoffMax)
+		select {
+		case <-time.After(delay):
+		case <-t.ctx.Done():
+			return
+		}
+	}
+}
+
+// dial connects and performs the handshake.
+func (p *netPeer) dial() (net.Conn, error) {
+	t := p.t
+	d := net.Dialer{Timeout: t.cfg.DialTimeout, KeepAlive: 15 * time.Second}
+	raw, err := d.DialContext(t.ctx, "tcp", p.addr)
+	if err != nil {
+		return nil, err
+	}
+	// Close unblocks a handshake or a write stuck on a peer that stopped reading.
+	conn := &stoppableConn{Conn: raw, stop: context.AfterFunc(t.ctx, func() { raw.Close() })}
+	conn.SetDeadline(time.Now().Add(t.cfg.DialTimeout))
+	if _, err := conn.Write(appendHello(nil, hello{from: t.cfg.NodeID, to: p.id, clusterID: t.clusterID()})); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	status, err := readAck(conn)
+	if err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("handshake: %w", err)
+	}
+	if status != helloOK {
+		conn.Close()
+		text := helloStatusText[status]
+		if text == "" {
+			text = fmt.Sprintf("status %d", status)
+		}
+		return nil, fmt.Errorf("handshake refused by the peer: %s", text)
+	}
+	conn.SetDeadline(time.Time{})
+	return conn, nil
+}
+
+// stoppableConn is an outbound connection that Close of the transport closes; closing it
+// first disarms that.
+type stoppableConn struct {
+	net.Conn
+	stop func() bool
+}
+
+func (c *stoppableConn) Close() error {
+	c.stop()
+	return c.Conn.Close()
+}
+
+var errPeerHungUp = errors.New("peer closed the connection")
+
+// stream writes queued items to conn until a write fails, the peer hangs up or the
+// transport closes. It closes conn.
+func (p *netPeer) stream(conn net.Conn) error {
+	t := p.t
+	hungUp := make(chan struct{})
+	go func() {
+		// The peer sends nothing after its ack: a read returning means it hung up.
+		io.Copy(io.Discard, conn)
+		close(hungUp)
+	}()
+	defer func() {
+		conn.Close()
+		<-hungUp
+	}()
+	bw := bufio.NewWriterSize(conn, 64<<10)
+	for {
+		items := p.take()
+		if len(items) == 0 {
+			select {
+			case <-p.wake:
+				continue
+			case <-hungUp:
+				return errPeerHungUp
+			case <-t.ctx.Done():
+				return t.ctx.Err()
+			}
+		}
+		for _, it := range items {
+			if err := p.write(conn, bw, it); err != nil {
+				p.lost(items) // the earlier ones may still sit in bw: lost as well
+				return err
+			}
+		}
+		conn.SetWriteDeadline(time.Now().Add(t.cfg.WriteTimeout))
+		if err := bw.Flush(); err != nil {
+			p.lost(items) // some may have reached the peer; raft copes with either
+			return err
+		}
+		for _, it := range items {
+			if it.snapshot {
+				t.reportSnapshot(p.id, false)
+			}
+		}
+	}
+}
+
+// write writes one item; each write gets its own deadline, so a large snapshot is limited
+// per chunk, not as a whole.
+func (p *netPeer) write(conn net.Conn, bw *bufio.Writer, it outItem) error {
+	conn.SetWriteDeadline(time.Now().Add(p.t.cfg.WriteTimeout))
+	if _, err := bw.Write(it.frame); err != nil {
+		return err
+	}
+	for data := it.snapData; len(data) > 0; {
+		n := min(len(data), snapshotChunkLen)
+		h := chunkHeader(n)
+		conn.SetWriteDeadline(time.Now().Add(p.t.cfg.WriteTimeout))
+		if _, err := bw.Write(h[:]); err != nil {
+			return err
+		}
+		if _, err := bw.Write(data[:n]); err != nil {
+			return err
+		}
+		data = data[n:]
+	}
+	return nil
+}
+
+// logLimiter logs each kind of warning at most once per interval, counting what it
+// suppressed. Keys are a fixed set of kinds (per peer at most), so its maps stay small.
+type logLimiter struct {
+	every time.Duration
+	mu    struct {
+		sync.Mutex
+		last       map[string]time.Time
+		suppressed map[string]int
+	}
+}
+
+func (l *logLimiter) log(logger *slog.Logger, key, msg string, args ...any) {
+	now := time.Now()
+	l.mu.Lock()
+	if l.mu.last == nil {
+		l.mu.last, l.mu.suppressed = map[string]time.Time{}, map[string]int{}
+	}
+	if last, ok := l.mu.last[key]; ok && now.Sub(last) < l.every {
+		l.mu.suppressed[key]++
+		l.mu.Unlock()
+		return
+	}
+	n := l.mu.suppressed[key]
+	delete(l.mu.suppressed, key)
+	l.mu.last[key] = now
+	l.mu.Unlock()
+	if n > 0 {
+		args = append(args, "suppressed", n)
+	}
+	logger.Warn(msg, args...)
+}
