@@ -85,7 +85,8 @@ type conn struct {
 	// frameStarted is true while readLoop is inside a frame. Only readLoop touches it.
 	frameStarted bool
 	// reserved is what the frame being read holds of the server's MemoryPool. Only readLoop
-	// touches it. Once a frame is read it holds exactly len(frame), given back by releaseFrame.
+	// touches it. Once a frame is read it holds frameCharge(len(frame)), given back by
+	// releaseFrame.
 	reserved int64
 	// remoteIP is the address the connection counts against in the server's ConnLimits.
 	remoteIP netip.Addr
@@ -245,11 +246,11 @@ func (c *conn) readLoop() {
 			return
 		}
 		// A large frame was reserved at twice its size while its chunks were assembled.
-		c.srv.pool.release(c.reserved - int64(len(frame)))
+		c.srv.pool.release(c.reserved - frameCharge(len(frame)))
 		c.reserved = 0
 		req, err := decodeRequest(frame, c.vt)
 		if err != nil {
-			c.srv.pool.release(int64(len(frame))) // the frame is dropped
+			c.srv.pool.release(frameCharge(len(frame))) // the frame is dropped
 			var unsupported *UnsupportedError
 			if errors.As(err, &unsupported) && unsupported.Key == keyApiVersions {
 				c.enqueue(&pending{
@@ -293,7 +294,7 @@ func (c *conn) releaseFrame(r *Request, recycle bool) {
 		putFrame(r.frame)
 	}
 	r.frame = nil
-	c.srv.pool.release(n)
+	c.srv.pool.release(frameCharge(int(n)))
 	if c.heldBytes.Add(-n) < int64(c.srv.cfg.MaxInFlightBytesPerConn) {
 		select {
 		case c.bytesFreed <- struct{}{}:

@@ -18,8 +18,8 @@ func DefaultQueuedMaxRequestBytes(maxRequestBytes int32) int64 {
 
 // MemoryPool bounds the request bytes held across every connection that shares it, as Kafka's
 // memory pool (queued.max.request.bytes) does: a frame's memory is reserved once its size is
-// read and before any of its body is, and given back when the request no longer holds it
-// (Request.ReleaseFrame, or its response written). A frame that does not fit waits with its
+// read and before any of its body is (at its buffer's capacity), and given back when the
+// request no longer holds it (Request.ReleaseFrame, or its response written). A frame that does not fit waits with its
 // connection muted, its bytes left in the kernel; nothing is failed for want of memory.
 //
 // Unlike Kafka's pool, a quarter of the capacity is kept for frames of at most pooledFrameMax
@@ -74,12 +74,23 @@ func (p *MemoryPool) Used() int64 {
 // Waits counts reservations that had to wait for memory.
 func (p *MemoryPool) Waits() uint64 { return p.waits.Load() }
 
-// reservation is what a frame of size bytes reserves while it is read.
+// frameCharge is what a frame of size bytes holds of the pool once read: the capacity of its
+// buffer (a pooled frame's buffer is its size class, up to twice its size).
+func frameCharge(size int) int64 {
+	if c := frameClass(size); c >= 0 {
+		return 1 << (c + minPooledShift)
+	}
+	return int64(size)
+}
+
+// reservation is what a frame of size bytes reserves while it is read: its charge, or for a
+// frame larger than pooledFrameMax twice its size, its chunks and the buffer they are copied
+// into.
 func reservation(size int) int64 {
 	if size > pooledFrameMax {
 		return 2 * int64(size)
 	}
-	return int64(size)
+	return frameCharge(size)
 }
 
 var errPoolWaitTimeout = errors.New("wire: waited too long for request memory")
