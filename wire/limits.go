@@ -15,8 +15,9 @@ import (
 // value or math.MaxInt32 (Kafka's default for each) means no limit.
 type ConnLimitsConfig struct {
 	// MaxConnections is max.connections: the most connections open at once across every
-	// listener sharing the ConnLimits. At the limit the listeners stop accepting (new
-	// connections wait in the kernel's backlog) until one closes, as Kafka's acceptor blocks.
+	// listener sharing the ConnLimits. At the limit each listener holds the connection it just
+	// accepted unserved and accepts no more (the rest wait in the kernel's backlog) until one
+	// closes, as Kafka's acceptor blocks.
 	MaxConnections int
 	// MaxConnectionsPerIP is max.connections.per.ip: a connection from an address that already
 	// has this many is closed at once, as Kafka closes it. 0 is allowed only with overrides
@@ -43,8 +44,8 @@ type ConnLimits struct {
 
 	mu struct {
 		sync.Mutex
-		// total counts connections accepted and not yet released, plus accepts in progress.
-		// Invariant: total <= maxConns when maxConns > 0.
+		// total counts the slots taken by acquire and not yet given back.
+		// Invariant: total <= maxConns when maxConns >= 0.
 		total int
 		// byIP counts registered connections per address. Invariant: sum(byIP) <= total.
 		byIP map[netip.Addr]int
@@ -81,8 +82,9 @@ func NewConnLimits(cfg ConnLimitsConfig) *ConnLimits {
 	return l
 }
 
-// acquire takes a connection slot before Accept: it waits while max.connections are open and
-// while the creation rate is spent. It returns false, holding nothing, when stop is closed.
+// acquire takes a connection slot for a connection just accepted: it waits while
+// max.connections are open and while the creation rate is spent. It returns false, holding
+// nothing, when stop is closed.
 func (l *ConnLimits) acquire(stop <-chan struct{}) bool {
 	for {
 		l.mu.Lock()
@@ -129,14 +131,6 @@ func (l *ConnLimits) takeTokenLocked(now time.Time) time.Duration {
 		return 0
 	}
 	return max(time.Duration((1-l.mu.tokens)/l.rate*float64(time.Second)), time.Millisecond)
-}
-
-// cancel gives back a slot taken by acquire for an Accept that produced no connection.
-func (l *ConnLimits) cancel() {
-	l.mu.Lock()
-	l.mu.total--
-	l.freedLocked()
-	l.mu.Unlock()
 }
 
 // admit registers an accepted connection from addr under the slot acquire took. Over

@@ -167,14 +167,8 @@ func (s *Server) acceptLoop() {
 	defer close(s.acceptDone)
 	backoff := time.Duration(0)
 	for {
-		if s.limits != nil && !s.limits.acquire(s.stopAccept) {
-			return
-		}
 		nc, err := s.ln.Accept()
 		if err != nil {
-			if s.limits != nil {
-				s.limits.cancel()
-			}
 			select {
 			case <-s.stopAccept:
 				return
@@ -196,6 +190,12 @@ func (s *Server) acceptLoop() {
 		}
 		backoff = 0
 		if s.limits != nil {
+			// As Kafka's acceptor does, with the new connection in hand: wait for a slot under
+			// max.connections and for the creation rate, then check its address.
+			if !s.limits.acquire(s.stopAccept) {
+				_ = nc.Close()
+				return
+			}
 			ip := remoteIP(nc.RemoteAddr())
 			if ok, limit := s.limits.admit(ip); !ok {
 				// As Kafka's acceptor does on TooManyConnectionsException.

@@ -116,6 +116,10 @@ func run(args []string) error {
 	for _, w := range cfg.Warnings {
 		logger.Warn(w)
 	}
+	memory, limits, err := requestLimits(cfg, logger)
+	if err != nil {
+		return err
+	}
 
 	logDir := cfg.LogDirs[0]
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
@@ -160,10 +164,6 @@ func run(args []string) error {
 		}
 	}()
 
-	memory, limits, err := requestLimits(cfg, logger)
-	if err != nil {
-		return err
-	}
 	var servers []*wire.Server
 	for _, l := range cfg.Listeners {
 		if slices.Contains(cfg.ControllerListeners, l.Name) {
