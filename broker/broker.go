@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"sluice/controller"
@@ -152,14 +153,16 @@ func (b *Broker) Close() error {
 }
 
 // closePartitions closes every hosted partition's log, closeWorkers at a time, and returns how
-// many it closed.
+// many it closed. While it runs it logs its progress every closeProgressEvery.
 func (b *Broker) closePartitions() (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	n := len(b.mu.partitions)
 	work := make(chan topicPartition)
 	errCh := make(chan error, closeWorkers)
+	var closed atomic.Int64
 	var wg sync.WaitGroup
-	for range min(closeWorkers, max(len(b.mu.partitions), 1)) {
+	for range min(closeWorkers, max(n, 1)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -168,16 +171,33 @@ func (b *Broker) closePartitions() (int, error) {
 				if err := b.mu.partitions[tp].log.Close(); err != nil {
 					errs = append(errs, fmt.Errorf("close %s: %w", tp, err))
 				}
+				closed.Add(1)
 			}
 			errCh <- errors.Join(errs...)
 		}()
 	}
-	n := len(b.mu.partitions)
+	stopProgress := make(chan struct{})
+	progressDone := make(chan struct{})
+	go func() {
+		defer close(progressDone)
+		tick := time.NewTicker(closeProgressEvery)
+		defer tick.Stop()
+		for {
+			select {
+			case <-tick.C:
+				b.logger.Info("closing partition logs", "closed", closed.Load(), "of", n)
+			case <-stopProgress:
+				return
+			}
+		}
+	}()
 	for tp := range b.mu.partitions {
 		work <- tp
 	}
 	close(work)
 	wg.Wait()
+	close(stopProgress)
+	<-progressDone
 	close(errCh)
 	var errs []error
 	for err := range errCh {
@@ -186,6 +206,9 @@ func (b *Broker) closePartitions() (int, error) {
 	clear(b.mu.partitions)
 	return n, errors.Join(errs...)
 }
+
+// closeProgressEvery is how often a long close of the partition logs says how far it is.
+const closeProgressEvery = 5 * time.Second
 
 // partition returns the hosted replica of tp, or nil.
 func (b *Broker) partition(topic string, partition int32) *Partition {
