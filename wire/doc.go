@@ -45,7 +45,7 @@
 // before any of its body is read, and given back when the request is released or answered. A
 // frame that does not fit waits with its connection muted (bytes stay in the kernel), for at
 // most IdleTimeout, as Kafka closes a muted connection idle that long; nothing is refused for
-// want of memory. A quarter of the pool is kept for frames of at most 8 MiB, so clients that
+// want of memory. A quarter of the pool is kept for frames of at most 1 MiB, so clients that
 // declare huge frames and send them slowly mute each other rather than ordinary clients. A frame
 // larger than 8 MiB is read in 1 MiB chunks as its bytes arrive (memory follows what the client
 // sent) and reserved at twice its size until the chunks are copied into one buffer. A frame is

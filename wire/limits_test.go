@@ -12,7 +12,7 @@ import (
 )
 
 func TestMemoryPoolAdmission(t *testing.T) {
-	const capacity = 64 << 20 // large frames may fill 48 MiB of it
+	const capacity = 64 << 20 // frames over 1 MiB may fill 48 MiB of it
 	large := pooledFrameMax + 1
 	for _, tc := range []struct {
 		name string
@@ -21,8 +21,10 @@ func TestMemoryPoolAdmission(t *testing.T) {
 		want bool
 	}{
 		{"anything alone", 0, 100 << 20, true},
-		{"small fits", 60 << 20, 4 << 20, true},
-		{"small over capacity", 61 << 20, 4 << 20, false},
+		{"ordinary fits", 63 << 20, 1 << 20, true},
+		{"ordinary over capacity", 63<<20 + 1, 1 << 20, false},
+		{"pooled over 1 MiB past three quarters", 45 << 20, 4 << 20, false},
+		{"pooled over 1 MiB within three quarters", 44 << 20, 4 << 20, true},
 		{"large within three quarters", 20 << 20, large, true},
 		{"large past three quarters", 40 << 20, large, false},
 	} {

@@ -22,16 +22,17 @@ func DefaultQueuedMaxRequestBytes(maxRequestBytes int32) int64 {
 // request no longer holds it (Request.ReleaseFrame, or its response written). A frame that does not fit waits with its
 // connection muted, its bytes left in the kernel; nothing is failed for want of memory.
 //
-// Unlike Kafka's pool, a quarter of the capacity is kept for frames of at most pooledFrameMax
-// (8 MiB), which is every ordinary request: clients that declare huge frames and send them
-// slowly (a slowloris) mute each other, not the producers and consumers beside them. A frame
+// Unlike Kafka's pool, a quarter of the capacity is kept for frames of at most ordinaryFrameMax
+// (1 MiB, the Java producer's and librdkafka's default request size): clients that declare big
+// frames and send them slowly (a slowloris) mute each other, not the producers and consumers
+// beside them. A frame
 // larger than that is reserved at twice its size until its bytes are assembled (it is read in
 // chunks as they arrive and copied into one buffer at the end), then at its size.
 //
 // Safe for concurrent use.
 type MemoryPool struct {
 	capacity   int64 // > 0
-	largeLimit int64 // frames above pooledFrameMax are admitted while used stays within this
+	largeLimit int64 // frames above ordinaryFrameMax are admitted while used stays within this
 	log        *slog.Logger
 
 	waits atomic.Uint64 // reservations that had to wait
@@ -93,6 +94,10 @@ func reservation(size int) int64 {
 	return frameCharge(size)
 }
 
+// ordinaryFrameMax is the largest frame that may use the quarter of a MemoryPool kept from
+// larger ones.
+const ordinaryFrameMax = 1 << 20
+
 var errPoolWaitTimeout = errors.New("wire: waited too long for request memory")
 
 // fitsLocked reports whether a reservation of n bytes for a frame of size bytes is admitted now.
@@ -102,7 +107,7 @@ func (p *MemoryPool) fitsLocked(n int64, size int) bool {
 		return true // alone it is always read, so any frame up to MaxRequestBytes is served
 	}
 	limit := p.capacity
-	if size > pooledFrameMax {
+	if size > ordinaryFrameMax {
 		limit = p.largeLimit
 	}
 	return p.mu.used+n <= limit
