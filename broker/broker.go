@@ -141,9 +141,9 @@ func (b *Broker) Drain() {
 // logging one line per phase with its duration. It drains first if Drain was not called.
 func (b *Broker) Close() error {
 	b.Drain()
-	close(b.closing)
-	b.done.Wait()
 	start := time.Now()
+	close(b.closing)
+	b.done.Wait() // metadata following, retention and the purgatory worker; timed with the coordinator
 	b.coord.Close()
 	b.logger.Info("shutdown phase done", "phase", "coordinator", "took", time.Since(start))
 	start = time.Now()
