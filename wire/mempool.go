@@ -134,7 +134,7 @@ func (p *MemoryPool) reserve(size int, drain, stopped <-chan struct{}, timeout t
 		}
 		if !p.mu.exhausted {
 			p.mu.exhausted = true
-			p.log.Warn("wire: request memory bound reached; reading of large requests paused until memory is freed",
+			p.log.Warn("wire: request memory bound reached; connections whose next request does not fit are paused until memory is freed",
 				"queued.max.request.bytes", p.capacity, "used", p.mu.used)
 		}
 		p.mu.waiting = true
