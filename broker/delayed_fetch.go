@@ -2,8 +2,10 @@ package broker
 
 // Delayed fetches, Kafka's fetch purgatory: a fetch that finds less than MinBytes parks on its
 // partitions. An append (or high watermark move) to any of them, its timeout, its connection
-// closing, or the broker shutting down queues it for one worker goroutine, which re-reads and
-// answers once enough is there or the wait is over. No goroutine waits per request; the queue
+// closing, or the broker draining for shutdown (Drain) queues it for one worker goroutine, which
+// re-reads and answers once enough is there or the wait is over. Once draining, a fetch is
+// answered with what there is instead of parking, so a long poll (MaxWait 60 s) never holds up
+// shutdown. No goroutine waits per request; the queue
 // holds each parked fetch at most once, so it is bounded by the parked fetches, themselves
 // bounded by connections × in-flight requests per connection.
 
@@ -89,7 +91,7 @@ func (b *Broker) park(f *parkedFetch) {
 	q.mu.Unlock()
 	f.ready.Store(true)
 	select {
-	case <-b.closing:
+	case <-b.draining:
 		// The worker may be gone: answer now with what there is.
 		f.queued.Store(true)
 		b.evaluateParked(f, true)
@@ -98,8 +100,8 @@ func (b *Broker) park(f *parkedFetch) {
 	}
 }
 
-// purgatoryLoop is the worker that re-evaluates woken fetches; at shutdown it answers every
-// parked fetch with what is there.
+// purgatoryLoop is the worker that re-evaluates woken fetches; once the broker drains it
+// answers every parked fetch with what is there and stops.
 func (b *Broker) purgatoryLoop() {
 	defer b.done.Done()
 	q := b.purgatory
@@ -107,7 +109,7 @@ func (b *Broker) purgatoryLoop() {
 		closing := false
 		select {
 		case <-q.signal:
-		case <-b.closing:
+		case <-b.draining:
 			closing = true
 		}
 		q.mu.Lock()

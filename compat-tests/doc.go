@@ -15,5 +15,6 @@
 // javatools_test.go (Apache Kafka's TopicCommand, ConsoleProducer, ConsoleConsumer,
 // GetOffsetShell), python_test.go with testdata/*.py (confluent-kafka-python, kafka-python),
 // durability_test.go (kill -9 under idempotent acks=all load), badinput_test.go (malformed and
-// hostile input on raw sockets). Everything is in _test.go files; this package has no API.
+// hostile input on raw sockets), limits_test.go (request memory bound under a slowloris,
+// connection quotas), shutdown_test.go (SIGHUP, bounded shutdown). Everything is in _test.go files; this package has no API.
 package compattests

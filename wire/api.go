@@ -95,5 +95,13 @@ type Config struct {
 	// v0 with UNSUPPORTED_VERSION and this list's ApiVersions entry (KIP-511), anything else
 	// closes the connection. It is called once per accepted connection.
 	Versions func() []VersionRange
-	Logger   *slog.Logger
+	// Memory bounds the request bytes held at once (queued.max.request.bytes); listeners that
+	// share one share the bound. nil gives this listener its own pool of
+	// DefaultQueuedMaxRequestBytes(MaxRequestBytes).
+	Memory *MemoryPool
+	// Limits are the connection quotas (max.connections, max.connections.per.ip and its
+	// overrides, max.connection.creation.rate), shared by the listeners given the same one; nil
+	// means none.
+	Limits *ConnLimits
+	Logger *slog.Logger
 }

@@ -52,7 +52,7 @@ func BenchmarkDecodeRequest(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				r.Reset(frame)
-				f, err := readFrame(r, DefaultMaxRequestBytes, nil)
+				f, err := readFrame(r, DefaultMaxRequestBytes, nil, nil)
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -26,6 +27,9 @@ const (
 	// writeBufferKeep: a write buffer that grew past this (a large response) is dropped after use
 	// instead of being kept for the life of the connection.
 	writeBufferKeep = 1 << 20
+	// drainWriteTimeout replaces IdleTimeout as the write deadline once the server shuts down: a
+	// client that stops reading its responses then holds up shutdown this long, not 10 minutes.
+	drainWriteTimeout = 2 * time.Second
 )
 
 var (
@@ -80,6 +84,12 @@ type conn struct {
 
 	// frameStarted is true while readLoop is inside a frame. Only readLoop touches it.
 	frameStarted bool
+	// reserved is what the frame being read holds of the server's MemoryPool. Only readLoop
+	// touches it. Once a frame is read it holds frameCharge(len(frame)), given back by
+	// releaseFrame.
+	reserved int64
+	// remoteIP is the address the connection counts against in the server's ConnLimits.
+	remoteIP netip.Addr
 
 	mu struct {
 		sync.Mutex
@@ -103,6 +113,7 @@ func newConn(s *Server, nc net.Conn, id uint64) *conn {
 			RemoteAddr:   nc.RemoteAddr(),
 		},
 		vt:       newVersionTable(s.cfg.Versions()),
+		remoteIP: remoteIP(nc.RemoteAddr()),
 		log:      s.log.With("conn", id, "remote", nc.RemoteAddr().String()),
 		ctx:      ctx,
 		cancel:   cancel,
@@ -131,8 +142,23 @@ func (c *conn) close(reason error) {
 		}
 		c.cancel()
 		_ = c.nc.Close()
+		c.releaseQueued()
 		c.srv.forget(c)
 	})
+}
+
+// releaseQueued gives back the memory of every request still queued on a closed connection;
+// they will not be written. (A handler still running on one may go on reading its body: the
+// buffer is left to the garbage collector, only its accounting ends.)
+func (c *conn) releaseQueued() {
+	c.mu.Lock()
+	queued := append([]*pending(nil), c.mu.queue...)
+	c.mu.Unlock()
+	for _, p := range queued {
+		if p.req != nil {
+			c.releaseFrame(p.req, false)
+		}
+	}
 }
 
 // drain stops reading new requests; writeLoop closes the connection once every request already
@@ -144,7 +170,28 @@ func (c *conn) drain() {
 		// Wake a reader blocked in Read. idleReader re-checks draining after it sets its own
 		// deadline, so it cannot push this one back.
 		_ = c.nc.SetReadDeadline(time.Unix(1, 0))
+		// Bound a write blocked on a client that does not read; setWriteDeadline likewise
+		// re-checks draining after setting its own.
+		_ = c.nc.SetWriteDeadline(time.Now().Add(drainWriteTimeout))
 	})
+}
+
+// setWriteDeadline gives the next write IdleTimeout to make progress, or drainWriteTimeout
+// once the server is shutting down.
+func (c *conn) setWriteDeadline() {
+	_ = c.nc.SetWriteDeadline(time.Now().Add(c.srv.cfg.IdleTimeout))
+	if c.draining.Load() {
+		_ = c.nc.SetWriteDeadline(time.Now().Add(drainWriteTimeout))
+	}
+}
+
+// admit reserves memory for a frame of size bytes from the server's pool (readFrame's admit),
+// waiting with the connection muted while there is none, at most IdleTimeout, as Kafka closes a
+// muted connection that stays idle that long.
+func (c *conn) admit(size int) error {
+	n, err := c.srv.pool.reserve(size, c.drainCh, c.ctx.Done(), c.srv.cfg.IdleTimeout)
+	c.reserved = n
+	return err
 }
 
 func (c *conn) signalWriter() {
@@ -182,9 +229,13 @@ func (c *conn) readLoop() {
 			}
 		}
 		c.frameStarted = false
-		frame, err := readFrame(c.br, maxBytes, func() { c.frameStarted = true })
+		c.reserved = 0
+		frame, err := readFrame(c.br, maxBytes, func() { c.frameStarted = true }, c.admit)
 		if err != nil {
+			c.srv.pool.release(c.reserved)
+			c.reserved = 0
 			switch {
+			case errors.Is(err, errConnClosed):
 			case errors.Is(err, errDraining), errors.Is(err, io.EOF):
 				// Orderly: shutdown, or the client closed (perhaps only its sending side)
 				// between frames. writeLoop sends what is owed, then closes; if the client is
@@ -194,8 +245,12 @@ func (c *conn) readLoop() {
 			}
 			return
 		}
+		// A large frame was reserved at twice its size while its chunks were assembled.
+		c.srv.pool.release(c.reserved - frameCharge(len(frame)))
+		c.reserved = 0
 		req, err := decodeRequest(frame, c.vt)
 		if err != nil {
+			c.srv.pool.release(frameCharge(len(frame))) // the frame is dropped
 			var unsupported *UnsupportedError
 			if errors.As(err, &unsupported) && unsupported.Key == keyApiVersions {
 				c.enqueue(&pending{
@@ -215,6 +270,11 @@ func (c *conn) readLoop() {
 		c.heldBytes.Add(int64(len(frame)))
 		p := &pending{key: req.Key, version: req.Version, correlationID: req.CorrelationID, req: req}
 		c.enqueue(p)
+		if c.ctx.Err() != nil {
+			// Closed meanwhile: close may have released the queue before p was in it.
+			c.releaseFrame(req, false)
+			return
+		}
 		select {
 		case c.requests <- p:
 		case <-c.ctx.Done():
@@ -234,6 +294,7 @@ func (c *conn) releaseFrame(r *Request, recycle bool) {
 		putFrame(r.frame)
 	}
 	r.frame = nil
+	c.srv.pool.release(frameCharge(int(n)))
 	if c.heldBytes.Add(-n) < int64(c.srv.cfg.MaxInFlightBytesPerConn) {
 		select {
 		case c.bytesFreed <- struct{}{}:
@@ -393,7 +454,7 @@ func (c *conn) writeLoop() {
 func (c *conn) writeAll(b []byte) error {
 	for len(b) > 0 {
 		chunk := b[:min(len(b), writeChunkBytes)]
-		_ = c.nc.SetWriteDeadline(time.Now().Add(c.srv.cfg.IdleTimeout))
+		c.setWriteDeadline()
 		n, err := c.nc.Write(chunk)
 		b = b[n:]
 		if err != nil {

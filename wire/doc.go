@@ -16,7 +16,8 @@
 //
 // Each connection has three goroutines and bounded hand-offs between them:
 //
-//   - The reader takes an in-flight slot, reads one frame (with a read deadline of IdleTimeout
+//   - The reader takes an in-flight slot, reserves the frame's memory in the server's
+//     MemoryPool once its size is read (see Limits across connections), reads one frame (with a read deadline of IdleTimeout
 //     per read, so a stalled half frame is cut off too), decodes it and queues it. With
 //     MaxInFlightPerConn requests unanswered, or MaxInFlightBytesPerConn bytes of frames held,
 //     the reader reads nothing: TCP pushes back on the client. A frame declaring more than MaxRequestBytes is not read. A
@@ -33,7 +34,29 @@
 //     (acks=0 produce).
 //
 // Server.Shutdown stops accepting and reading, lets every request already read be answered and
-// written, then closes each connection.
+// written, then closes each connection. Once shutting down, a write that makes no progress for
+// drainWriteTimeout (2 s) closes its connection, so a client that stopped reading holds up
+// shutdown that long, not IdleTimeout.
+//
+// # Limits across connections
+//
+// A MemoryPool (queued.max.request.bytes) bounds the request bytes held by every connection
+// sharing it, as Kafka's memory pool does: once a frame's size is read its memory is reserved
+// before any of its body is read, and given back when the request is released or answered. A
+// frame that does not fit waits with its connection muted (bytes stay in the kernel), for at
+// most IdleTimeout, as Kafka closes a muted connection idle that long; nothing is refused for
+// want of memory. A quarter of the pool is kept for frames of at most 1 MiB, so clients that
+// declare huge frames and send them slowly mute each other rather than ordinary clients. A frame
+// larger than 8 MiB is read in 1 MiB chunks as its bytes arrive (memory follows what the client
+// sent) and reserved at twice its size until the chunks are copied into one buffer. A frame is
+// always admitted when nothing else is held, so any frame up to MaxRequestBytes is served.
+// When queued.max.request.bytes is Kafka's default, -1 (unbounded), sluice uses
+// DefaultQueuedMaxRequestBytes: 512 MiB, or twice socket.request.max.bytes if more.
+//
+// ConnLimits are Kafka's connection quotas, shared by the listeners given the same one:
+// past max.connections the listeners stop accepting until a connection closes; a connection from
+// an address already at max.connections.per.ip (or its override) is closed at once, and logged;
+// past max.connection.creation.rate per second (a burst of one second's worth), accepting waits.
 //
 // # Refusals and failures
 //
@@ -43,8 +66,9 @@
 // timeout, respond with an error, or a panic in Handle closes that connection only; each is one
 // debug log line (a panic is logged at error level with its stack). Nothing a client sends can
 // panic the process. A frame up to 8 MiB is allocated whole once its size is read, as Kafka
-// does; a larger one grows as its bytes arrive, so it costs about what the client sent. A
-// connection holds at most MaxInFlightBytesPerConn bytes of frames plus one frame.
+// does; a larger one is read in chunks as its bytes arrive, so it costs about what the client
+// sent. A connection holds at most MaxInFlightBytesPerConn bytes of frames plus one frame, and
+// all connections together at most their MemoryPool's capacity.
 //
 // # Zero copy
 //

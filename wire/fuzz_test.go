@@ -35,7 +35,7 @@ func FuzzDecodeRequest(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r := bytes.NewReader(data)
 		for {
-			frame, err := readFrame(r, 1<<20, nil)
+			frame, err := readFrame(r, 1<<20, nil, nil)
 			if err != nil {
 				return
 			}

@@ -127,7 +127,7 @@ func TestReadFrame(t *testing.T) {
 		{"too large", sized(1001), nil, isFrameSizeError},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := readFrame(bytes.NewReader(tc.input), 1000, nil)
+			got, err := readFrame(bytes.NewReader(tc.input), 1000, nil, nil)
 			if tc.err != nil {
 				if !tc.err(err) {
 					t.Fatalf("error %v", err)
@@ -147,25 +147,25 @@ func isFrameSizeError(err error) bool {
 }
 
 // TestReadFrameAllocatesWhatArrives: a client declaring a 100 MB frame and sending a few bytes
-// costs a small buffer (frameGrowStart), not 100 MB.
+// costs one chunk (largeFrameChunk), not 100 MB.
 func TestReadFrameAllocatesWhatArrives(t *testing.T) {
 	input := append(binary.BigEndian.AppendUint32(nil, 100<<20), make([]byte, 1000)...)
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	_, err := readFrame(bytes.NewReader(input), 100<<20, nil)
+	_, err := readFrame(bytes.NewReader(input), 100<<20, nil, nil)
 	runtime.ReadMemStats(&after)
 	if err != io.ErrUnexpectedEOF {
 		t.Fatalf("error %v", err)
 	}
-	if allocated := after.TotalAlloc - before.TotalAlloc; allocated > 2*frameGrowStart {
+	if allocated := after.TotalAlloc - before.TotalAlloc; allocated > 2*largeFrameChunk {
 		t.Fatalf("allocated %d bytes for a frame that sent 1000", allocated)
 	}
 	// And a large frame that does arrive is read whole.
-	big := make([]byte, 3*frameGrowStart+5)
+	big := make([]byte, pooledFrameMax+3*largeFrameChunk+5)
 	for i := range big {
 		big[i] = byte(i)
 	}
-	got, err := readFrame(bytes.NewReader(append(binary.BigEndian.AppendUint32(nil, uint32(len(big))), big...)), 100<<20, nil)
+	got, err := readFrame(bytes.NewReader(append(binary.BigEndian.AppendUint32(nil, uint32(len(big))), big...)), 100<<20, nil, nil)
 	if err != nil || !bytes.Equal(got, big) {
 		t.Fatalf("large frame: %v", err)
 	}

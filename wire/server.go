@@ -37,6 +37,8 @@ const (
 // documentation.
 type Server struct {
 	cfg        Config // defaults applied; never changes after Listen
+	pool       *MemoryPool
+	limits     *ConnLimits // nil: no connection quotas
 	handler    Handler
 	ln         net.Listener
 	log        *slog.Logger
@@ -46,6 +48,8 @@ type Server struct {
 	idleWhileWaiting atomic.Uint64
 	// budgetWaits counts the times a reader stopped for MaxInFlightBytesPerConn.
 	budgetWaits atomic.Uint64
+	// refusedPerIP counts connections closed at accept for max.connections.per.ip.
+	refusedPerIP atomic.Uint64
 
 	stopAccept chan struct{} // closed by Shutdown
 	acceptDone chan struct{} // closed when the accept loop has returned
@@ -84,12 +88,18 @@ func Listen(cfg Config, h Handler) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	pool := cfg.Memory
+	if pool == nil {
+		pool = NewMemoryPool(DefaultQueuedMaxRequestBytes(cfg.MaxRequestBytes), cfg.Logger)
+	}
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("wire: listen %s: %w", cfg.Addr, err)
 	}
 	s := &Server{
 		cfg:        cfg,
+		pool:       pool,
+		limits:     cfg.Limits,
 		handler:    h,
 		ln:         ln,
 		log:        cfg.Logger,
@@ -104,24 +114,33 @@ func Listen(cfg Config, h Handler) (*Server, error) {
 // Addr is the bound address (useful when Config.Addr used port 0).
 func (s *Server) Addr() net.Addr { return s.ln.Addr() }
 
-// Shutdown stops accepting, stops reading new requests, lets requests already read finish and
-// their responses be written, then closes the connections. If ctx ends first the remaining
-// connections are closed at once and ctx's error is returned. Handlers still running see their
-// connection's context cancelled.
-func (s *Server) Shutdown(ctx context.Context) error {
+// StopAccepting closes the listener and returns once no connection is accepted any more;
+// connections already open are served on. Safe to call more than once.
+func (s *Server) StopAccepting() {
 	s.mu.Lock()
 	first := !s.mu.shuttingDown
 	s.mu.shuttingDown = true
-	conns := make([]*conn, 0, len(s.mu.conns))
-	for c := range s.mu.conns {
-		conns = append(conns, c)
-	}
 	s.mu.Unlock()
 	if first {
 		close(s.stopAccept)
 		_ = s.ln.Close()
 	}
 	<-s.acceptDone
+}
+
+// Shutdown stops accepting (StopAccepting), stops reading new requests, lets requests already
+// read finish and their responses be written, then closes the connections. A response write
+// that makes no progress for drainWriteTimeout (a client that does not read) closes its
+// connection. If ctx ends first the remaining connections are closed at once and ctx's error
+// is returned. Handlers still running see their connection's context cancelled.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.StopAccepting()
+	s.mu.Lock()
+	conns := make([]*conn, 0, len(s.mu.conns))
+	for c := range s.mu.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
 	for _, c := range conns {
 		c.drain()
 	}
@@ -170,6 +189,23 @@ func (s *Server) acceptLoop() {
 			continue
 		}
 		backoff = 0
+		if s.limits != nil {
+			// As Kafka's acceptor does, with the new connection in hand: wait for a slot under
+			// max.connections and for the creation rate, then check its address.
+			if !s.limits.acquire(s.stopAccept) {
+				_ = nc.Close()
+				return
+			}
+			ip := remoteIP(nc.RemoteAddr())
+			if ok, limit := s.limits.admit(ip); !ok {
+				// As Kafka's acceptor does on TooManyConnectionsException.
+				s.refusedPerIP.Add(1)
+				s.log.Info("wire: connection refused: address already has max.connections.per.ip connections",
+					"remote", nc.RemoteAddr().String(), "max", limit)
+				_ = nc.Close()
+				continue
+			}
+		}
 		s.serve(nc)
 	}
 }
@@ -182,6 +218,9 @@ func (s *Server) serve(nc net.Conn) {
 	if s.mu.shuttingDown {
 		s.mu.Unlock()
 		_ = nc.Close()
+		if s.limits != nil {
+			s.limits.release(c.remoteIP)
+		}
 		return
 	}
 	s.mu.conns[c] = struct{}{}
@@ -195,5 +234,8 @@ func (s *Server) forget(c *conn) {
 	s.mu.Lock()
 	delete(s.mu.conns, c)
 	s.mu.Unlock()
+	if s.limits != nil {
+		s.limits.release(c.remoteIP)
+	}
 	s.conns.Done()
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -58,7 +57,7 @@ func (c *conn) writeSpliced(buf []byte, correlationID int32, resp SplicedRespons
 			return nil, err
 		}
 		sent = at
-		_ = c.nc.SetWriteDeadline(time.Now().Add(c.srv.cfg.IdleTimeout))
+		c.setWriteDeadline()
 		n, err := s.Send(c.nc)
 		if err == nil && n != s.Length {
 			err = io.ErrShortWrite

@@ -2,8 +2,15 @@
 //
 // With no arguments it is a single-node cluster on 127.0.0.1:9092 keeping its data in ./data.
 // --config reads a Kafka server.properties file; --set key=value (repeatable) overrides one key.
-// Unknown or invalid keys stop the start with an error naming the key. SIGTERM or SIGINT shut
-// it down cleanly: stop accepting, finish in-flight requests, flush and close the logs.
+// Unknown or invalid keys stop the start with an error naming the key.
+//
+// SIGTERM, SIGINT or SIGHUP (the terminal that started it closing) shut it down cleanly, as the
+// Kafka JVM's shutdown hooks do, logging one line per phase with its duration: listeners (stop
+// accepting), in-flight requests (parked fetches are answered at once; requests already read are
+// answered and written, for at most inFlightShutdownTimeout, and a client that stops reading is
+// cut off after wire's drain write timeout), coordinator, logs (flushed and closed, many at
+// once), controller. A second signal during shutdown exits at once with status 1. SIGPIPE is
+// ignored, so a log written to a pipe whose reader is gone does not kill the process mid-way.
 package main
 
 import (
@@ -80,6 +87,12 @@ func run(args []string) error {
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	slog.SetDefault(logger)
 
+	// From here on a shutdown signal is queued, not fatal: one that arrives during start is
+	// acted on once the node is up.
+	signals := make(chan os.Signal, 2)
+	signal.Notify(signals, shutdownSignals...)
+	signal.Ignore(syscall.SIGPIPE)
+
 	if *debugAddr != "" {
 		if err := serveDebug(*debugAddr, logger); err != nil {
 			return fmt.Errorf("--debug-addr: %w", err)
@@ -102,6 +115,10 @@ func run(args []string) error {
 	}
 	for _, w := range cfg.Warnings {
 		logger.Warn(w)
+	}
+	memory, limits, err := requestLimits(cfg, logger)
+	if err != nil {
+		return err
 	}
 
 	logDir := cfg.LogDirs[0]
@@ -156,7 +173,12 @@ func run(args []string) error {
 	if err != nil {
 		return fmt.Errorf("starting controller: %w", err)
 	}
-	defer ctrl.Close()
+	ctrlClosed := false
+	defer func() {
+		if !ctrlClosed {
+			ctrl.Close()
+		}
+	}()
 	for i, dir := range identityDirs {
 		if err := broker.ClaimLogDir(dir, metaProps[i], ctrl.Image().ClusterID, cfg.NodeID); err != nil {
 			return err
@@ -168,7 +190,12 @@ func run(args []string) error {
 	if err != nil {
 		return fmt.Errorf("starting broker: %w", err)
 	}
-	defer b.Close()
+	brokerClosed := false
+	defer func() {
+		if !brokerClosed {
+			b.Close()
+		}
+	}()
 
 	var servers []*wire.Server
 	for _, l := range cfg.Listeners {
@@ -182,10 +209,12 @@ func run(args []string) error {
 			MaxInFlightPerConn: inFlightPerConnection,
 			IdleTimeout:        time.Duration(cfg.ConnectionsMaxIdleMs) * time.Millisecond,
 			Versions:           broker.Versions,
+			Memory:             memory,
+			Limits:             limits,
 			Logger:             logger.With("component", "wire", "listener", l.Name),
 		}, b)
 		if err != nil {
-			shutdown(servers)
+			shutdownListeners(servers, b, logger)
 			return fmt.Errorf("listener %s: %w", l.Name, err)
 		}
 		servers = append(servers, srv)
@@ -194,25 +223,96 @@ func run(args []string) error {
 	im := ctrl.Image()
 	logger.Info("sluice started", "node.id", cfg.NodeID, "cluster.id", im.ClusterID, "log.dir", logDir, "metadata.log.dir", metadataDir)
 
-	signals := make(chan os.Signal, 1)
-	signal.Notify(signals, syscall.SIGTERM, syscall.SIGINT)
 	sig := <-signals
+	shutdownStart := time.Now()
 	logger.Info("shutting down", "signal", sig.String())
-	shutdown(servers)
+	go func() {
+		sig := <-signals
+		logger.Error("second signal during shutdown; exiting now", "signal", sig.String())
+		os.Exit(1)
+	}()
+	shutdownListeners(servers, b, logger)
+	brokerClosed = true
+	if err := b.Close(); err != nil {
+		logger.Error("closing the broker", "err", err)
+	}
+	start := time.Now()
+	ctrlClosed = true
+	if err := ctrl.Close(); err != nil {
+		logger.Error("closing the controller", "err", err)
+	}
+	logger.Info("shutdown phase done", "phase", "controller", "took", time.Since(start))
+	logger.Info("shutdown complete", "took", time.Since(shutdownStart))
 	return nil
 }
 
-// shutdownTimeout bounds how long in-flight requests may take to finish at shutdown.
-const shutdownTimeout = 30 * time.Second
+// shutdownSignals are the signals that start a clean shutdown. SIGHUP is among them: a broker
+// whose terminal closes stops cleanly rather than dying at once.
+var shutdownSignals = []os.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP}
 
-func shutdown(servers []*wire.Server) {
-	ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
-	defer cancel()
+// inFlightShutdownTimeout bounds how long shutdown waits for requests already read to be
+// answered and written; connections still busy then are closed. Parked fetches are answered at
+// once (broker.Drain) and wire cuts off a client that stops reading sooner, so only a request
+// that is itself slow (a JoinGroup waiting out a rebalance) can take this long.
+const inFlightShutdownTimeout = 5 * time.Second
+
+// shutdownListeners stops accepting on every listener, answers parked fetches, and waits (at
+// most inFlightShutdownTimeout) for the requests already read to be answered and written.
+func shutdownListeners(servers []*wire.Server, b *broker.Broker, logger *slog.Logger) {
+	start := time.Now()
 	for _, s := range servers {
-		if err := s.Shutdown(ctx); err != nil && !errors.Is(err, context.Canceled) {
-			slog.Warn("listener shutdown", "err", err)
+		s.StopAccepting()
+	}
+	logger.Info("shutdown phase done", "phase", "listeners", "took", time.Since(start))
+	start = time.Now()
+	b.Drain()
+	ctx, cancel := context.WithTimeout(context.Background(), inFlightShutdownTimeout)
+	defer cancel()
+	cut := 0
+	for _, s := range servers {
+		if err := s.Shutdown(ctx); err != nil {
+			cut++
 		}
 	}
+	if cut > 0 {
+		logger.Warn("in-flight requests not finished in time; connections closed",
+			"timeout", inFlightShutdownTimeout, "listeners", cut)
+	}
+	logger.Info("shutdown phase done", "phase", "in-flight requests", "took", time.Since(start))
+}
+
+// requestLimits builds the request memory pool and the connection quotas every broker listener
+// shares, from queued.max.request.bytes and the max.connection* keys, checked as Kafka checks
+// them.
+func requestLimits(cfg *config.Broker, logger *slog.Logger) (*wire.MemoryPool, *wire.ConnLimits, error) {
+	queued := cfg.Int64("queued.max.request.bytes")
+	switch {
+	case queued <= 0:
+		// Kafka's default, -1, is unbounded; sluice keeps a bound (see wire.DefaultQueuedMaxRequestBytes).
+		queued = wire.DefaultQueuedMaxRequestBytes(cfg.SocketRequestMaxBytes)
+	case queued < int64(cfg.SocketRequestMaxBytes):
+		return nil, nil, fmt.Errorf("queued.max.request.bytes (%d) must be at least socket.request.max.bytes (%d), as in Kafka",
+			queued, cfg.SocketRequestMaxBytes)
+	}
+	overrides, err := wire.ParsePerIPOverrides(cfg.String("max.connections.per.ip.overrides"), nil)
+	if err != nil {
+		return nil, nil, fmt.Errorf("max.connections.per.ip.overrides: %w", err)
+	}
+	perIP := cfg.Int32("max.connections.per.ip")
+	if perIP == 0 && len(overrides) == 0 {
+		return nil, nil, errors.New("max.connections.per.ip can be 0 only if max.connections.per.ip.overrides is set, as in Kafka")
+	}
+	logger.Info("request limits", "queued.max.request.bytes", queued,
+		"max.connections", cfg.Int32("max.connections"), "max.connections.per.ip", perIP,
+		"max.connections.per.ip.overrides", len(overrides), "max.connection.creation.rate", cfg.Int32("max.connection.creation.rate"))
+	memory := wire.NewMemoryPool(queued, logger.With("component", "wire"))
+	limits := wire.NewConnLimits(wire.ConnLimitsConfig{
+		MaxConnections:      int(cfg.Int32("max.connections")),
+		MaxConnectionsPerIP: int(perIP),
+		PerIPOverrides:      overrides,
+		CreationRate:        int(cfg.Int32("max.connection.creation.rate")),
+	})
+	return memory, limits, nil
 }
 
 // advertisedEndpoints turns advertised.listeners into the endpoints registered with the

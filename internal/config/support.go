@@ -80,6 +80,8 @@ var brokerSupport = []supportGroup{
 		"log.message.timestamp.after.max.ms", "log.message.timestamp.before.max.ms", "log.preallocate",
 		"socket.request.max.bytes", "connections.max.idle.ms", "max.incremental.fetch.session.cache.slots",
 		"max.request.partition.size.limit", "fetch.max.bytes", "num.recovery.threads.per.data.dir",
+		"max.connections", "max.connections.per.ip", "max.connections.per.ip.overrides", "max.connection.creation.rate",
+		"queued.max.request.bytes",
 		"offsets.topic.num.partitions", "offsets.topic.replication.factor", "offsets.topic.segment.bytes",
 		"offsets.retention.minutes", "offsets.retention.check.interval.ms", "offset.metadata.max.bytes",
 		"producer.id.expiration.ms",
@@ -233,10 +235,6 @@ var brokerSupport = []supportGroup{
 		"log.flush.start.offset.checkpoint.interval.ms", "replica.high.watermark.checkpoint.interval.ms",
 		"log.initial.task.delay.ms", "producer.id.expiration.check.interval.ms", "server.max.startup.time.ms",
 		"early.start.listeners", "unstable.api.versions.enable", "unstable.feature.versions.enable",
-	}},
-	{NoEffect, "sluice does not enforce this limit yet", []string{
-		"max.connections", "max.connections.per.ip", "max.connections.per.ip.overrides", "max.connection.creation.rate",
-		"queued.max.request.bytes",
 	}},
 }
 
