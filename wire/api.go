@@ -103,5 +103,11 @@ type Config struct {
 	// overrides, max.connection.creation.rate), shared by the listeners given the same one; nil
 	// means none.
 	Limits *ConnLimits
-	Logger *slog.Logger
+	// Divert, when set, sees the first 4 bytes of every new connection; a connection it claims
+	// is handed to DivertConn (those bytes still to be read) and is no longer this server's.
+	// The controller listener uses it to give raft connections (which start with a magic that
+	// no Kafka frame size can equal) to the raft transport. Both or neither must be set.
+	Divert     func(prefix [4]byte) bool
+	DivertConn func(net.Conn)
+	Logger     *slog.Logger
 }

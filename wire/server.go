@@ -206,6 +206,10 @@ func (s *Server) acceptLoop() {
 				continue
 			}
 		}
+		if s.cfg.Divert != nil {
+			go s.sniff(nc)
+			continue
+		}
 		s.serve(nc)
 	}
 }
