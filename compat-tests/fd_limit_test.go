@@ -8,7 +8,6 @@ import (
 	"net"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -31,29 +30,7 @@ func startBrokerWithFileLimit(t *testing.T, nofile int, settings ...string) *Bro
 	if err != nil {
 		t.Fatalf("prlimit (util-linux) is needed to run sluice under a lowered file limit: %v", err)
 	}
-	b := &Broker{t: t, bin: prlimit, Dir: t.TempDir()}
-	b.Port = freePort(t)
-	b.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(b.Port))
-	b.args = []string{
-		fmt.Sprintf("--nofile=%d:%d", nofile, nofile), "--", sluiceBinary(t),
-		"--set", "log.dirs=" + b.Dir,
-		"--set", "listeners=PLAINTEXT://" + b.Addr,
-	}
-	for _, s := range settings {
-		b.args = append(b.args, "--set", s)
-	}
-	t.Cleanup(func() {
-		b.Stop()
-		if t.Failed() {
-			log := b.log.String()
-			if len(log) > maxLogInFailure {
-				log = log[len(log)-maxLogInFailure:]
-			}
-			t.Logf("sluice log (%s, args %q):\n%s", b.Dir, b.args, log)
-		}
-	})
-	b.start()
-	return b
+	return StartBrokerWith(t, BrokerOptions{Wrapper: []string{prlimit, fmt.Sprintf("--nofile=%d:%d", nofile, nofile), "--"}}, settings...)
 }
 
 // Regression for the descriptor exhaustion: every partition held its segments' three files

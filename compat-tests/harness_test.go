@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -162,12 +163,34 @@ type Broker struct {
 // t.Cleanup; its log is printed if the test failed.
 func StartBroker(t testing.TB, settings ...string) *Broker {
 	t.Helper()
-	b := &Broker{t: t, bin: sluiceBinary(t), Dir: t.TempDir()}
+	return StartBrokerWith(t, BrokerOptions{}, settings...)
+}
+
+// BrokerOptions change how StartBrokerWith starts sluice.
+type BrokerOptions struct {
+	// Dir is log.dirs; empty means a fresh temporary directory.
+	Dir string
+	// Wrapper runs sluice under another command, given as its argv before sluice's (e.g.
+	// prlimit --nofile=256:256 --).
+	Wrapper []string
+}
+
+// StartBrokerWith is StartBroker with options.
+func StartBrokerWith(t testing.TB, opts BrokerOptions, settings ...string) *Broker {
+	t.Helper()
+	if opts.Dir == "" {
+		opts.Dir = t.TempDir()
+	}
+	b := &Broker{t: t, bin: sluiceBinary(t), Dir: opts.Dir}
 	b.Port = freePort(t)
 	b.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(b.Port))
 	b.args = []string{
 		"--set", "log.dirs=" + b.Dir,
 		"--set", fmt.Sprintf("listeners=PLAINTEXT://%s", b.Addr),
+	}
+	if len(opts.Wrapper) > 0 {
+		b.args = append(append(slices.Clone(opts.Wrapper[1:]), b.bin), b.args...)
+		b.bin = opts.Wrapper[0]
 	}
 	for _, s := range settings {
 		b.args = append(b.args, "--set", s)

@@ -14,7 +14,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -56,25 +55,7 @@ func mountTmpfs(t *testing.T, size string) string {
 // startBrokerIn is StartBroker with the log directory at dir.
 func startBrokerIn(t *testing.T, dir string, settings ...string) *Broker {
 	t.Helper()
-	b := &Broker{t: t, bin: sluiceBinary(t), Dir: dir}
-	b.Port = freePort(t)
-	b.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(b.Port))
-	b.args = []string{"--set", "log.dirs=" + b.Dir, "--set", "listeners=PLAINTEXT://" + b.Addr}
-	for _, s := range settings {
-		b.args = append(b.args, "--set", s)
-	}
-	t.Cleanup(func() {
-		b.Stop()
-		if t.Failed() {
-			log := b.log.String()
-			if len(log) > maxLogInFailure {
-				log = fmt.Sprintf("[... %d earlier bytes ...]\n%s", len(log)-maxLogInFailure, log[len(log)-maxLogInFailure:])
-			}
-			t.Logf("sluice log (%s, args %q):\n%s", b.Dir, b.args, log)
-		}
-	})
-	b.start()
-	return b
+	return StartBrokerWith(t, BrokerOptions{Dir: dir}, settings...)
 }
 
 // fillDisk writes a filler file in dir until the file system is full and returns its path.
