@@ -31,6 +31,7 @@ func emptyImage() *Image {
 // reported in errs.
 func applyRecords(base *Image, offset int64, recs []Record) (next *Image, errs []error) {
 	b := newImageBuilder(base)
+	b.offset = offset
 	for _, r := range recs {
 		if err := b.apply(r); err != nil {
 			errs = append(errs, err)
@@ -44,6 +45,9 @@ func applyRecords(base *Image, offset int64, recs []Record) (next *Image, errs [
 // everything else is shared with base and read-only.
 type imageBuilder struct {
 	img *Image // shallow copy of the base image
+	// offset is the raft index of the entry whose records are being applied (the working
+	// image's builder leaves it at the base's offset: it is not known before commit).
+	offset int64
 
 	topicsOwned, topicsByIDOwned, brokersOwned, brokerConfigsOwned bool
 	ownedTopics                                                    map[*TopicInfo]bool
@@ -56,6 +60,7 @@ func newImageBuilder(base *Image) *imageBuilder {
 	img.changed = nil
 	return &imageBuilder{
 		img:                &img,
+		offset:             base.Offset,
 		ownedTopics:        map[*TopicInfo]bool{},
 		ownedTopicConfigs:  map[*TopicInfo]bool{},
 		ownedBrokerConfigs: map[string]bool{},
@@ -115,12 +120,46 @@ func (b *imageBuilder) apply(r Record) error {
 			b.brokersOwned = true
 		}
 		img.Brokers[r.BrokerID] = &BrokerInfo{
-			ID:        r.BrokerID,
-			Epoch:     r.BrokerEpoch,
-			Endpoints: slices.Clone(r.Endpoints),
-			Rack:      cloneStringPtr(r.Rack),
-			Fenced:    r.Fenced,
+			ID:               r.BrokerID,
+			Epoch:            r.BrokerEpoch,
+			Endpoints:        slices.Clone(r.Endpoints),
+			Rack:             cloneStringPtr(r.Rack),
+			Fenced:           r.Fenced,
+			IncarnationID:    r.IncarnationID,
+			RegisteredOffset: b.offset,
 		}
+
+	case *BrokerChangeRecord:
+		old := img.Brokers[r.BrokerID]
+		if old == nil || old.Epoch != r.BrokerEpoch {
+			return fmt.Errorf("%w: change of broker %d epoch %d, not the registered one", ErrInvalidRecord, r.BrokerID, r.BrokerEpoch)
+		}
+		if !b.brokersOwned {
+			img.Brokers = cloneMap(img.Brokers)
+			b.brokersOwned = true
+		}
+		next := *old
+		if r.Fenced != nil {
+			next.Fenced = *r.Fenced
+		}
+		if r.InControlledShutdown != nil {
+			next.InControlledShutdown = *r.InControlledShutdown
+		}
+		img.Brokers[r.BrokerID] = &next
+
+	case *PartitionChangeRecord:
+		t := img.TopicsByID[r.TopicID]
+		if t == nil || r.Partition < 0 || int(r.Partition) >= len(t.Partitions) {
+			return fmt.Errorf("%w: change of unknown partition %s/%d", ErrInvalidRecord, r.TopicID, r.Partition)
+		}
+		if old := t.Partitions[r.Partition]; r.PartitionEpoch <= old.PartitionEpoch || r.LeaderEpoch < old.LeaderEpoch {
+			return fmt.Errorf("%w: change of %s/%d to partition epoch %d leader epoch %d, not above %d/%d", ErrInvalidRecord,
+				t.Name, r.Partition, r.PartitionEpoch, r.LeaderEpoch, old.PartitionEpoch, old.LeaderEpoch)
+		}
+		t = b.topicForWrite(t)
+		p := &t.Partitions[r.Partition]
+		p.Leader, p.ISR = r.Leader, slices.Clone(r.ISR)
+		p.LeaderEpoch, p.PartitionEpoch = r.LeaderEpoch, r.PartitionEpoch
 
 	case *TopicRecord:
 		if img.Topics[r.Name] != nil {

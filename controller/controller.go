@@ -59,6 +59,10 @@ type Config struct {
 	// SnapshotEvery is the number of applied entries after which the state machine is
 	// snapshotted and the WAL compacted; 0 = 1024.
 	SnapshotEvery int
+	// SessionTimeout is broker.session.timeout.ms: the active controller fences a broker
+	// whose heartbeats stopped this long (counted in ticks of TickInterval, rounded up).
+	// 0 = 9 s; negative = never (Start's own single-node registration has no heartbeats).
+	SessionTimeout time.Duration
 
 	// ticks, when non-nil, replaces the TickInterval ticker: tests drive time by hand.
 	ticks <-chan time.Time
@@ -112,6 +116,15 @@ type Controller struct {
 	inflight       map[uint64]*request // proposal ID -> request, bounded by maxInflight
 	waiting        []*request          // requests with waitForLeader parked until leaderReady
 	nextProposal   uint64
+
+	// Membership (membership.go). tickCount counts driver ticks; sessions (reset whenever
+	// this node becomes leader) hold the last heartbeat of each broker, by broker ID;
+	// sessionTicks is SessionTimeout in ticks, 0 = no expiry. clusterIDTerm is the term in
+	// which this node proposed a cluster ID.
+	tickCount     uint64
+	sessions      map[int32]*brokerSession
+	sessionTicks  uint64
+	clusterIDTerm uint64
 }
 
 // request is a proposal handed to the driver.
@@ -132,11 +145,25 @@ type request struct {
 
 func (r *request) finish(err error) { r.done <- err }
 
-// Start opens the metadata directory, replays it, joins (for a single voter: elects itself
-// leader of) the quorum, registers this broker with a new epoch and returns once the
-// published image contains that registration. With several voters it blocks until a quorum
-// elects this node; a multi-node start that follows another leader is future work.
+// Open opens the metadata directory, replays it and joins the quorum (a single voter elects
+// itself at once). It does not wait for a leader and registers no broker: brokers register
+// with RegisterBroker through the active controller (cluster.Link does, from every node).
+// Whichever node first leads a log without a cluster ID proposes one.
+func Open(cfg Config) (*Controller, error) { return open(cfg) }
+
+// Start is the single-process path: for a configuration whose only voter is this node it
+// opens the quorum, registers this node as an unfenced broker with a new epoch (nothing
+// heartbeats, so session expiry is off unless Config.SessionTimeout is set) and returns once
+// the published image contains that registration. With several voters it is Open: it never
+// waits for an election, and the broker registers through cluster.Link.
 func Start(cfg Config) (*Controller, error) {
+	alone := len(cfg.Voters) == 0 || (len(cfg.Voters) == 1 && cfg.Voters[0] == cfg.NodeID)
+	if !alone {
+		return open(cfg)
+	}
+	if cfg.SessionTimeout == 0 {
+		cfg.SessionTimeout = -1
+	}
 	c, err := open(cfg)
 	if err != nil {
 		return nil, err
@@ -168,6 +195,9 @@ func open(cfg Config) (*Controller, error) {
 	}
 	if cfg.SnapshotEvery <= 0 {
 		cfg.SnapshotEvery = defaultSnapshotEvery
+	}
+	if cfg.SessionTimeout == 0 {
+		cfg.SessionTimeout = defaultSessionTimeout
 	}
 	if len(cfg.Voters) == 0 {
 		cfg.Voters = []int32{cfg.NodeID}
@@ -226,6 +256,10 @@ func open(cfg Config) (*Controller, error) {
 		working:      img,
 		inflight:     map[uint64]*request{},
 		nextProposal: binary.BigEndian.Uint64(seed[:]) | 1,
+		sessions:     map[int32]*brokerSession{},
+	}
+	if cfg.SessionTimeout > 0 {
+		c.sessionTicks = uint64((cfg.SessionTimeout + cfg.TickInterval - 1) / cfg.TickInterval)
 	}
 	c.image.Store(img)
 	c.calls.signal = make(chan struct{}, 1)
@@ -253,6 +287,9 @@ func (c *Controller) register() error {
 		plan: func(w *Image) []Record {
 			var recs []Record
 			if w.ClusterID == "" {
+				// Not reached: the leader proposes the cluster ID (proposeClusterID) before
+				// it plans parked requests. Kept so a registration never lands in a log
+				// without one.
 				recs = append(recs, &ClusterIDRecord{ClusterID: newClusterID()})
 			}
 			epoch := int64(1)
@@ -373,6 +410,7 @@ func (c *Controller) run() {
 			return
 		case <-ticks:
 			c.node.Tick()
+			c.tickSessions()
 		case <-c.calls.signal:
 			c.runDriverCalls()
 		case m := <-c.inbound:
@@ -481,6 +519,7 @@ func (c *Controller) processReady() error {
 			}
 			c.sinceSnapshot = 0
 		}
+		c.proposeClusterID()
 		if c.leaderReady && len(c.waiting) > 0 {
 			waiting := c.waiting
 			c.waiting = nil
@@ -560,6 +599,7 @@ func (c *Controller) leadershipChanged(ss *raft.SoftState) {
 	if ss.RaftState == raft.StateLeader {
 		if c.leaderTerm == 0 {
 			c.leaderTerm = c.node.BasicStatus().HardState.GetTerm()
+			c.sessions = map[int32]*brokerSession{} // every broker gets a full session
 			c.logger.Info("became metadata leader", "term", c.leaderTerm)
 		}
 	} else if c.leaderTerm != 0 {
@@ -637,6 +677,7 @@ func (c *Controller) apply(ents []*pb.Entry) error {
 				c.logger.Error("skipping undecodable metadata entry", "index", e.GetIndex(), "err", err)
 				break
 			}
+			b.offset = int64(e.GetIndex())
 			for _, r := range recs {
 				if err := b.apply(r); err != nil {
 					c.logger.Error("skipping metadata record", "index", e.GetIndex(), "err", err)

@@ -95,9 +95,36 @@
 //
 // and a record is: type uint8 | version uint8 (= 1) | JSON payload. The types are:
 // 1 ClusterID, 2 RegisterBroker, 3 Topic, 4 Partition, 5 Config, 6 RemoveTopic,
-// 7 ProducerIDs (see records.go). Empty entries (a new leader's) and raft configuration
-// changes carry no records. A record that does not fit the state (e.g. a partition of an
-// unknown topic) is skipped identically on every node.
+// 7 ProducerIDs, 8 BrokerChange (fenced / in controlled shutdown, for one broker epoch),
+// 9 PartitionChange (a partition's new leader, ISR, leader epoch and partition epoch; the
+// partition epoch must grow) — see records.go. Empty entries (a new leader's) and raft
+// configuration changes carry no records. A record that does not fit the state (e.g. a
+// partition of an unknown topic) is skipped identically on every node. The state machine is
+// a pure function of the records and the raft index of the entry carrying each: a
+// RegisterBroker record remembers that index (BrokerInfo.RegisteredOffset).
+//
+// # Membership
+//
+// Open joins the quorum without waiting for a leader; the first node to lead a log with no
+// cluster ID proposes the ClusterID record (exactly one: it is planned against the working
+// image, and a leader plans only after applying its whole log). Brokers register through the
+// active controller (RegisterBroker, Kafka's BrokerRegistration) and heartbeat (Heartbeat,
+// BrokerHeartbeat); a node that does not lead answers NOT_CONTROLLER and cluster.Link finds
+// the leader. A registration starts fenced with a new broker epoch (the old epoch plus one);
+// one from the same incarnation ID is a retry and keeps its epoch; one from a new incarnation
+// fences the old in the same entry. A heartbeat from an unknown broker is
+// BROKER_ID_NOT_REGISTERED, from another epoch STALE_BROKER_EPOCH. A fenced broker whose
+// heartbeat reports a metadata offset at or past its registration's raft index is unfenced.
+// The active controller keeps each broker's last heartbeat in driver ticks (not replicated;
+// a new leader gives every broker a full session) and fences a broker silent for
+// Config.SessionTimeout (broker.session.timeout.ms). Controlled shutdown (WantShutDown) moves
+// leadership off the broker and marks it in controlled shutdown; the first heartbeat after
+// that finding it leading nothing fences it and answers ShouldShutDown. The leadership rules
+// (which replica leads, what the ISR keeps) are at the top of membership.go: Kafka's without
+// eligible leader replicas — the last ISR member stays in the ISR, a partition with no active
+// ISR member has leader -1, and an unfenced broker leads the leaderless partitions whose ISR
+// holds it. ISR expansion (AlterPartition from partition leaders) is not part of this package
+// yet: a broker that left an ISR re-enters none by itself.
 //
 // Images are copy-on-write: applying a batch copies only the maps and topics it changes and
 // shares everything else with the previous image; a published Image is never modified.

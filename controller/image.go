@@ -21,8 +21,22 @@ type BrokerInfo struct {
 	Epoch     int64
 	Endpoints []Endpoint
 	Rack      *string
-	Fenced    bool
+	// Fenced brokers lead nothing, are in no new ISR and get no new replicas.
+	Fenced bool
+	// IncarnationID is the UUID of the broker process that registered (zero: Start's own
+	// registration).
+	IncarnationID [16]byte
+	// InControlledShutdown: the broker asked to shut down; leadership is being moved off it
+	// and it gets no new replicas.
+	InControlledShutdown bool
+	// RegisteredOffset is the raft index of the entry that registered this epoch: a fenced
+	// broker is unfenced once its heartbeat reports a metadata offset at least this.
+	RegisteredOffset int64
 }
+
+// active reports whether the broker may lead, join an ISR by election and get new replicas:
+// registered, unfenced and not shutting down (Kafka's "active" broker).
+func (b *BrokerInfo) active() bool { return b != nil && !b.Fenced && !b.InControlledShutdown }
 
 // PartitionInfo is one partition's replica assignment and leadership.
 type PartitionInfo struct {

@@ -46,6 +46,11 @@ type testQuorum struct {
 }
 
 func newTestQuorum(t *testing.T, ids ...int32) *testQuorum {
+	return newTestQuorumWith(t, func(*Config) {}, ids...)
+}
+
+// newTestQuorumWith is newTestQuorum with each node's config passed through adjust.
+func newTestQuorumWith(t *testing.T, adjust func(*Config), ids ...int32) *testQuorum {
 	q := &testQuorum{t: t, net: &memNetwork{nodes: map[uint64]*Controller{}}, cfgs: map[int32]Config{}, ticks: map[int32]chan time.Time{}}
 	for _, id := range ids {
 		cfg := testConfig(t.TempDir())
@@ -53,6 +58,7 @@ func newTestQuorum(t *testing.T, ids ...int32) *testQuorum {
 		cfg.Voters = ids
 		cfg.SnapshotEvery = 3
 		cfg.Transport = memTransport{q.net}
+		adjust(&cfg)
 		q.cfgs[id] = cfg
 		q.start(id)
 	}

@@ -12,13 +12,15 @@ import (
 type RecordType uint8
 
 const (
-	RecordClusterID      RecordType = 1
-	RecordRegisterBroker RecordType = 2
-	RecordTopic          RecordType = 3
-	RecordPartition      RecordType = 4
-	RecordConfig         RecordType = 5
-	RecordRemoveTopic    RecordType = 6
-	RecordProducerIDs    RecordType = 7
+	RecordClusterID       RecordType = 1
+	RecordRegisterBroker  RecordType = 2
+	RecordTopic           RecordType = 3
+	RecordPartition       RecordType = 4
+	RecordConfig          RecordType = 5
+	RecordRemoveTopic     RecordType = 6
+	RecordProducerIDs     RecordType = 7
+	RecordBrokerChange    RecordType = 8
+	RecordPartitionChange RecordType = 9
 )
 
 // recordVersion is the version of every record's JSON payload. Decoders accept versions up to
@@ -47,13 +49,40 @@ type ClusterIDRecord struct {
 	ClusterID string `json:"cluster_id"`
 }
 
-// RegisterBrokerRecord registers (or re-registers, with a higher epoch) a broker.
+// RegisterBrokerRecord registers (or re-registers, with a higher epoch) a broker. The
+// registration remembers the raft index of the entry that carried it (BrokerInfo.
+// RegisteredOffset): a fenced broker is unfenced once it has caught up to there.
 type RegisterBrokerRecord struct {
 	BrokerID    int32      `json:"broker_id"`
 	BrokerEpoch int64      `json:"broker_epoch"`
 	Endpoints   []Endpoint `json:"endpoints"`
 	Rack        *string    `json:"rack,omitempty"`
 	Fenced      bool       `json:"fenced,omitempty"`
+	// IncarnationID is the UUID the broker process made at its start; zero for the
+	// registrations Start makes for its own node.
+	IncarnationID [16]byte `json:"incarnation_id,omitempty"`
+}
+
+// BrokerChangeRecord changes the state of the registration BrokerID/BrokerEpoch (as Kafka's
+// BrokerRegistrationChangeRecord): fenced or unfenced, entering controlled shutdown. A nil
+// field is unchanged. A record for another epoch than the registered one is skipped.
+type BrokerChangeRecord struct {
+	BrokerID             int32 `json:"broker_id"`
+	BrokerEpoch          int64 `json:"broker_epoch"`
+	Fenced               *bool `json:"fenced,omitempty"`
+	InControlledShutdown *bool `json:"in_controlled_shutdown,omitempty"`
+}
+
+// PartitionChangeRecord changes the leadership of an existing partition (as Kafka's
+// PartitionChangeRecord, with the new values in full): leader (-1 = none), ISR and both
+// epochs. PartitionEpoch must be above the partition's current one, else it is skipped.
+type PartitionChangeRecord struct {
+	TopicID        TopicID `json:"topic_id"`
+	Partition      int32   `json:"partition"`
+	Leader         int32   `json:"leader"`
+	ISR            []int32 `json:"isr"`
+	LeaderEpoch    int32   `json:"leader_epoch"`
+	PartitionEpoch int32   `json:"partition_epoch"`
 }
 
 // TopicRecord creates a topic. Its partitions follow as PartitionRecords.
@@ -103,13 +132,15 @@ type ProducerIDsRecord struct {
 	NextProducerID int64 `json:"next_producer_id"`
 }
 
-func (*ClusterIDRecord) Type() RecordType      { return RecordClusterID }
-func (*RegisterBrokerRecord) Type() RecordType { return RecordRegisterBroker }
-func (*TopicRecord) Type() RecordType          { return RecordTopic }
-func (*PartitionRecord) Type() RecordType      { return RecordPartition }
-func (*ConfigRecord) Type() RecordType         { return RecordConfig }
-func (*RemoveTopicRecord) Type() RecordType    { return RecordRemoveTopic }
-func (*ProducerIDsRecord) Type() RecordType    { return RecordProducerIDs }
+func (*ClusterIDRecord) Type() RecordType       { return RecordClusterID }
+func (*RegisterBrokerRecord) Type() RecordType  { return RecordRegisterBroker }
+func (*TopicRecord) Type() RecordType           { return RecordTopic }
+func (*PartitionRecord) Type() RecordType       { return RecordPartition }
+func (*ConfigRecord) Type() RecordType          { return RecordConfig }
+func (*RemoveTopicRecord) Type() RecordType     { return RecordRemoveTopic }
+func (*ProducerIDsRecord) Type() RecordType     { return RecordProducerIDs }
+func (*BrokerChangeRecord) Type() RecordType    { return RecordBrokerChange }
+func (*PartitionChangeRecord) Type() RecordType { return RecordPartitionChange }
 
 func newRecord(t RecordType) Record {
 	switch t {
@@ -127,6 +158,10 @@ func newRecord(t RecordType) Record {
 		return new(RemoveTopicRecord)
 	case RecordProducerIDs:
 		return new(ProducerIDsRecord)
+	case RecordBrokerChange:
+		return new(BrokerChangeRecord)
+	case RecordPartitionChange:
+		return new(PartitionChangeRecord)
 	}
 	return nil
 }

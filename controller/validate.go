@@ -71,11 +71,12 @@ func topicCollision(im *Image, name string) string {
 	return ""
 }
 
-// usableBrokers returns the IDs of registered, unfenced brokers, sorted.
+// usableBrokers returns the IDs of registered, unfenced brokers not in controlled shutdown,
+// sorted: the brokers new replicas are placed on, as Kafka places only on active brokers.
 func usableBrokers(im *Image) []int32 {
 	ids := make([]int32, 0, len(im.Brokers))
 	for id, b := range im.Brokers {
-		if !b.Fenced {
+		if b.active() {
 			ids = append(ids, id)
 		}
 	}
@@ -114,7 +115,7 @@ func validateAssignment(im *Image, partition int32, replicas []int32, wantReplic
 			return fail(kerr.InvalidReplicaAssignment, "The manual partition assignment includes the broker %d more than once.", id)
 		}
 		seen[id] = true
-		if b := im.Brokers[id]; b == nil || b.Fenced {
+		if b := im.Brokers[id]; !b.active() {
 			return fail(kerr.InvalidReplicaAssignment, "The manual partition assignment includes broker %d, but no such broker is registered.", id)
 		}
 	}

@@ -1,0 +1,79 @@
+package cluster
+
+// DescribeQuorum, key 55: v0–v2.
+//
+// The metadata partition __cluster_metadata-0 only (others: UNKNOWN_TOPIC_OR_PARTITION). The
+// leader answers its view (controller.DescribeQuorum); a node that does not lead answers
+// NOT_LEADER_OR_FOLLOWER with the leader it knows, as Kafka's KafkaRaftClient does, and the
+// admin client retries with the leader. Offsets are exclusive, Kafka's way: the high
+// watermark is the commit index plus one, a voter's log end offset its match index plus one.
+// v1 LastFetchTimestamp is the last raft message received from the voter, and
+// LastCaughtUpTimestamp the same for a voter at the leader's high watermark (else -1). v2
+// directory IDs are zero (none), and Nodes carry each voter's controller listener. There are
+// no observers: brokers do not fetch the metadata log.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() { register(55, 0, 2, (*Server).handleDescribeQuorum) }
+
+const metadataTopic = "__cluster_metadata"
+
+func (s *Server) handleDescribeQuorum(ctx context.Context, req *kmsg.DescribeQuorumRequest) (kmsg.Response, error) {
+	resp := req.ResponseKind().(*kmsg.DescribeQuorumResponse)
+	d, err := s.cfg.Controller.DescribeQuorum(ctx)
+	for _, rt := range req.Topics {
+		t := kmsg.NewDescribeQuorumResponseTopic()
+		t.Topic = rt.Topic
+		for _, rp := range rt.Partitions {
+			p := kmsg.NewDescribeQuorumResponseTopicPartition()
+			p.Partition = rp.Partition
+			switch {
+			case rt.Topic != metadataTopic || rp.Partition != 0:
+				p.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			case err != nil:
+				p.ErrorCode, p.ErrorMessage = callError(err)
+			case !d.IsLeader:
+				p.ErrorCode = kerr.NotLeaderForPartition.Code
+				p.LeaderID, p.LeaderEpoch = d.LeaderID, int32(d.LeaderEpoch)
+			default:
+				p.LeaderID, p.LeaderEpoch = d.LeaderID, int32(d.LeaderEpoch)
+				p.HighWatermark = int64(d.HighWatermark) + 1
+				for _, v := range d.Voters {
+					rs := kmsg.NewDescribeQuorumResponseTopicPartitionReplicaState()
+					rs.ReplicaID = v.NodeID
+					rs.LogEndOffset = v.MatchIndex + 1
+					rs.LastFetchTimestamp, rs.LastCaughtUpTimestamp = -1, -1
+					if !v.LastContact.IsZero() {
+						rs.LastFetchTimestamp = v.LastContact.UnixMilli()
+						if v.MatchIndex >= int64(d.HighWatermark) {
+							rs.LastCaughtUpTimestamp = rs.LastFetchTimestamp
+						}
+					}
+					p.CurrentVoters = append(p.CurrentVoters, rs)
+				}
+			}
+			t.Partitions = append(t.Partitions, p)
+		}
+		resp.Topics = append(resp.Topics, t)
+	}
+	if req.Version >= 2 {
+		for _, id := range sortedIDs(s.cfg.Voters) {
+			host, port, ok := splitHostPort(s.cfg.Voters[id])
+			if !ok {
+				continue
+			}
+			n := kmsg.NewDescribeQuorumResponseNode()
+			n.NodeID = id
+			l := kmsg.NewDescribeQuorumResponseNodeListener()
+			l.Name, l.Host, l.Port = "CONTROLLER", host, uint16(port)
+			n.Listeners = append(n.Listeners, l)
+			resp.Nodes = append(resp.Nodes, n)
+		}
+	}
+	return resp, nil
+}

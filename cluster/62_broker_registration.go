@@ -1,0 +1,42 @@
+package cluster
+
+// BrokerRegistration, key 62: v0–v4.
+//
+// v0: node ID, cluster ID, incarnation ID, listeners, features, rack. v1 IsMigratingZkBroker
+// (refused: there is no ZooKeeper here), v2 log directories and v3 PreviousBrokerEpoch are
+// accepted and not used (the previous epoch matters to Kafka's clean-shutdown detection,
+// which this controller does not do). Features are not checked: every sluice node speaks the
+// same metadata format. Errors: INCONSISTENT_CLUSTER_ID for another cluster, NOT_CONTROLLER
+// off the active controller.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"sluice/controller"
+)
+
+func init() { register(62, 0, 4, (*Server).handleBrokerRegistration) }
+
+func (s *Server) handleBrokerRegistration(ctx context.Context, req *kmsg.BrokerRegistrationRequest) (kmsg.Response, error) {
+	resp := req.ResponseKind().(*kmsg.BrokerRegistrationResponse)
+	if req.IsMigratingZkBroker {
+		resp.ErrorCode = kerr.BrokerIDNotRegistered.Code
+		return resp, nil
+	}
+	reg := controller.BrokerRegistration{BrokerID: req.BrokerID, ClusterID: req.ClusterID, IncarnationID: req.IncarnationID, Rack: req.Rack}
+	for _, l := range req.Listeners {
+		reg.Endpoints = append(reg.Endpoints, controller.Endpoint{Listener: l.Name, Host: l.Host, Port: int32(l.Port), SecurityProtocol: l.SecurityProtocol})
+	}
+	ctx, cancel := withTimeout(ctx, 0)
+	defer cancel()
+	epoch, err := s.cfg.Controller.RegisterBroker(ctx, reg)
+	if err != nil {
+		resp.ErrorCode, _ = callError(err)
+		return resp, nil
+	}
+	resp.BrokerEpoch = epoch
+	return resp, nil
+}

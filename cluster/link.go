@@ -1,0 +1,678 @@
+package cluster
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"sluice/controller"
+)
+
+// LinkConfig configures a Link.
+type LinkConfig struct {
+	NodeID int32
+	// Voters are the controller listener addresses (host:port) of the quorum's voters, by
+	// node ID (controller.quorum.voters).
+	Voters    map[int32]string
+	Endpoints []controller.Endpoint // this broker's advertised listeners
+	Rack      *string
+	// HeartbeatInterval is broker.heartbeat.interval.ms; 0 = 2 s.
+	HeartbeatInterval time.Duration
+	// Controller is this node's voter (combined mode). Required: a broker-only node would
+	// need the metadata log fetched from the quorum, which is not built.
+	Controller *controller.Controller
+	Logger     *slog.Logger
+}
+
+// Retry backoff of calls to the active controller (Kafka's reconnect.backoff.ms and
+// reconnect.backoff.max.ms defaults).
+const (
+	minRetry = 50 * time.Millisecond
+	maxRetry = time.Second
+)
+
+// Link is a broker's connection to the metadata quorum (see the package doc).
+type Link struct {
+	cfg         LinkConfig
+	log         *slog.Logger
+	local       *controller.Controller
+	incarnation [16]byte
+	clients     map[int32]*kgo.Client // one per voter, seeded with its controller listener
+
+	stop     chan struct{} // closed by Close
+	stopOnce sync.Once
+	wg       sync.WaitGroup
+
+	mu struct {
+		sync.Mutex
+		epoch        int64 // this incarnation's broker epoch; 0 before registration
+		fenced       bool  // as of the last heartbeat
+		shuttingDown bool  // ControlledShutdown was called: heartbeats say WantShutDown
+		shouldStop   bool  // the controller answered ShouldShutDown
+		heartbeating bool
+	}
+	changed chan struct{} // signalled (capacity 1) when a heartbeat changed mu
+}
+
+// NewLink returns a link; it sends nothing until Register.
+func NewLink(cfg LinkConfig) (*Link, error) {
+	if cfg.Controller == nil {
+		return nil, errors.New("cluster: LinkConfig.Controller is required (broker-only nodes are not supported)")
+	}
+	if cfg.HeartbeatInterval <= 0 {
+		cfg.HeartbeatInterval = 2 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	l := &Link{cfg: cfg, log: cfg.Logger, local: cfg.Controller, clients: map[int32]*kgo.Client{},
+		stop: make(chan struct{}), changed: make(chan struct{}, 1)}
+	if _, err := rand.Read(l.incarnation[:]); err != nil {
+		return nil, err
+	}
+	l.incarnation[6] = l.incarnation[6]&0x0f | 0x40
+	l.incarnation[8] = l.incarnation[8]&0x3f | 0x80
+	for id, addr := range cfg.Voters {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ClientID(fmt.Sprintf("sluice-link-%d", cfg.NodeID)),
+			kgo.DialTimeout(2*time.Second), kgo.RetryBackoffFn(func(int) time.Duration { return minRetry }))
+		if err != nil {
+			l.closeClients()
+			return nil, err
+		}
+		l.clients[id] = cl
+	}
+	return l, nil
+}
+
+// Image returns the local controller's published image.
+func (l *Link) Image() *controller.Image { return l.local.Image() }
+
+// Epoch returns this broker's epoch (0 before Register).
+func (l *Link) Epoch() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.mu.epoch
+}
+
+// leadsLocally reports whether the local controller is the active one.
+func (l *Link) leadsLocally() bool { return l.local.Image().ControllerID == l.cfg.NodeID }
+
+// errRetry marks an answer that means "ask the active controller again".
+var errRetry = errors.New("cluster: not the active controller")
+
+// retriable reports whether err means the call reached no active controller: NOT_CONTROLLER,
+// or a connection failure (any error that is neither a Kafka error, nor the context's, nor
+// the local controller being closed).
+func retriable(err error) bool {
+	if err == nil || errors.Is(err, controller.ErrClosed) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	if errors.Is(err, errRetry) || errors.Is(err, kerr.NotController) {
+		return true
+	}
+	var kerrp *kerr.Error
+	return !errors.As(err, &kerrp)
+}
+
+// withLeader runs local when the local controller leads, else remote with the client of the
+// active controller (each voter in turn when none is known), retrying with backoff while the
+// outcome is retriable, until ctx ends.
+func (l *Link) withLeader(ctx context.Context, local func() error, remote func(cl *kgo.Client) error) error {
+	backoff := minRetry
+	turn := 0
+	ids := sortedIDs(l.cfg.Voters)
+	for {
+		var err error
+		if l.leadsLocally() {
+			err = local()
+		} else {
+			target := l.local.Image().ControllerID
+			cl := l.clients[target]
+			if cl == nil && len(ids) > 0 {
+				cl = l.clients[ids[turn%len(ids)]]
+				turn++
+			}
+			if cl == nil {
+				err = errRetry
+			} else {
+				err = remote(cl)
+			}
+		}
+		if err == nil || !retriable(err) {
+			return err
+		}
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("%w (last: %v)", ctx.Err(), err)
+		case <-l.stop:
+			t.Stop()
+			return controller.ErrClosed
+		case <-t.C:
+		}
+		backoff = min(2*backoff, maxRetry)
+	}
+}
+
+// request sends req to the seed broker of cl.
+func request(ctx context.Context, cl *kgo.Client, req kmsg.Request) (kmsg.Response, error) {
+	seeds := cl.SeedBrokers()
+	if len(seeds) == 0 {
+		return nil, errRetry
+	}
+	return seeds[0].Request(ctx, req)
+}
+
+// waitOffset waits until the local image has reached offset (-1: nothing to wait for).
+func (l *Link) waitOffset(ctx context.Context, offset int64) {
+	for {
+		im := l.local.Image()
+		if im.Offset >= offset {
+			return
+		}
+		select {
+		case <-im.Changed():
+		case <-ctx.Done():
+			return
+		case <-l.stop:
+			return
+		}
+	}
+}
+
+// Register registers this broker (a new incarnation, so a new broker epoch) through the
+// active controller and returns once it is registered and unfenced; a goroutine then
+// heartbeats until Close. It is refused at once with INCONSISTENT_CLUSTER_ID if the quorum
+// belongs to another cluster than the local image.
+func (l *Link) Register(ctx context.Context) error {
+	// The cluster ID comes with the local replica of the log.
+	for l.local.Image().ClusterID == "" {
+		im := l.local.Image()
+		select {
+		case <-im.Changed():
+		case <-ctx.Done():
+			return fmt.Errorf("cluster: waiting for the cluster ID: %w", ctx.Err())
+		case <-l.stop:
+			return controller.ErrClosed
+		}
+	}
+	if err := l.register(ctx); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	if !l.mu.heartbeating {
+		l.mu.heartbeating = true
+		l.wg.Add(1)
+		go l.heartbeatLoop()
+	}
+	l.mu.Unlock()
+	for {
+		if _, err := l.heartbeatOnce(ctx); err != nil && !retriable(err) {
+			return err
+		}
+		l.mu.Lock()
+		fenced := l.mu.fenced
+		l.mu.Unlock()
+		if !fenced {
+			return nil
+		}
+		t := time.NewTimer(minRetry)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("cluster: waiting to be unfenced: %w", ctx.Err())
+		case <-l.stop:
+			t.Stop()
+			return controller.ErrClosed
+		case <-t.C:
+		}
+	}
+}
+
+func (l *Link) register(ctx context.Context) error {
+	reg := controller.BrokerRegistration{BrokerID: l.cfg.NodeID, ClusterID: l.local.Image().ClusterID,
+		IncarnationID: l.incarnation, Endpoints: l.cfg.Endpoints, Rack: l.cfg.Rack}
+	var epoch int64
+	err := l.withLeader(ctx, func() error {
+		var err error
+		epoch, err = l.local.RegisterBroker(ctx, reg)
+		return err
+	}, func(cl *kgo.Client) error {
+		req := kmsg.NewPtrBrokerRegistrationRequest()
+		req.BrokerID, req.ClusterID, req.IncarnationID, req.Rack = reg.BrokerID, reg.ClusterID, reg.IncarnationID, reg.Rack
+		for _, e := range reg.Endpoints {
+			li := kmsg.NewBrokerRegistrationRequestListener()
+			li.Name, li.Host, li.Port, li.SecurityProtocol = e.Listener, e.Host, uint16(e.Port), e.SecurityProtocol
+			req.Listeners = append(req.Listeners, li)
+		}
+		resp, err := request(ctx, cl, req)
+		if err != nil {
+			return err
+		}
+		r := resp.(*kmsg.BrokerRegistrationResponse)
+		if err := kerr.ErrorForCode(r.ErrorCode); err != nil {
+			return err
+		}
+		epoch = r.BrokerEpoch
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("cluster: registering broker %d: %w", l.cfg.NodeID, err)
+	}
+	l.mu.Lock()
+	l.mu.epoch, l.mu.fenced = epoch, true
+	l.mu.Unlock()
+	l.log.Info("broker registered", "broker", l.cfg.NodeID, "epoch", epoch)
+	return nil
+}
+
+// heartbeatOnce sends one heartbeat and records its answer; a refused epoch registers again.
+func (l *Link) heartbeatOnce(ctx context.Context) (controller.HeartbeatResult, error) {
+	l.mu.Lock()
+	hb := controller.BrokerHeartbeat{BrokerID: l.cfg.NodeID, BrokerEpoch: l.mu.epoch, MetadataOffset: l.local.Image().Offset,
+		WantShutDown: l.mu.shuttingDown}
+	l.mu.Unlock()
+	var res controller.HeartbeatResult
+	err := l.withLeader(ctx, func() error {
+		var err error
+		res, err = l.local.Heartbeat(ctx, hb)
+		return err
+	}, func(cl *kgo.Client) error {
+		req := kmsg.NewPtrBrokerHeartbeatRequest()
+		req.BrokerID, req.BrokerEpoch, req.CurrentMetadataOffset, req.WantShutdown = hb.BrokerID, hb.BrokerEpoch, hb.MetadataOffset, hb.WantShutDown
+		resp, err := request(ctx, cl, req)
+		if err != nil {
+			return err
+		}
+		r := resp.(*kmsg.BrokerHeartbeatResponse)
+		if err := kerr.ErrorForCode(r.ErrorCode); err != nil {
+			return err
+		}
+		res = controller.HeartbeatResult{IsCaughtUp: r.IsCaughtUp, IsFenced: r.IsFenced, ShouldShutDown: r.ShouldShutdown}
+		return nil
+	})
+	if errors.Is(err, kerr.StaleBrokerEpoch) || errors.Is(err, kerr.BrokerIDNotRegistered) {
+		l.log.Warn("the controller refused this broker's epoch; registering again", "broker", l.cfg.NodeID, "err", err)
+		return res, l.register(ctx)
+	}
+	if err != nil {
+		return res, err
+	}
+	l.mu.Lock()
+	l.mu.fenced = res.IsFenced
+	if res.ShouldShutDown {
+		l.mu.shouldStop = true
+	}
+	l.mu.Unlock()
+	select {
+	case l.changed <- struct{}{}:
+	default:
+	}
+	return res, nil
+}
+
+func (l *Link) heartbeatLoop() {
+	defer l.wg.Done()
+	t := time.NewTicker(l.cfg.HeartbeatInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), l.cfg.HeartbeatInterval)
+		if _, err := l.heartbeatOnce(ctx); err != nil {
+			l.log.Debug("heartbeat failed", "broker", l.cfg.NodeID, "err", err)
+		}
+		cancel()
+	}
+}
+
+// ControlledShutdown asks the active controller to move leadership off this broker and
+// returns once it answers ShouldShutDown (or ctx ends).
+func (l *Link) ControlledShutdown(ctx context.Context) error {
+	l.mu.Lock()
+	l.mu.shuttingDown = true
+	l.mu.Unlock()
+	for {
+		if _, err := l.heartbeatOnce(ctx); err != nil && !retriable(err) {
+			return err
+		}
+		l.mu.Lock()
+		done := l.mu.shouldStop
+		l.mu.Unlock()
+		if done {
+			return nil
+		}
+		t := time.NewTimer(minRetry)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("cluster: controlled shutdown: %w", ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+// Close stops heartbeats and closes the connections. It does not close the controller.
+func (l *Link) Close() {
+	l.stopOnce.Do(func() { close(l.stop) })
+	l.wg.Wait()
+	l.closeClients()
+}
+
+func (l *Link) closeClients() {
+	for _, cl := range l.clients {
+		cl.Close()
+	}
+}
+
+// The proposals of broker.Metadata.
+
+// CreateTopics creates topics through the active controller.
+func (l *Link) CreateTopics(ctx context.Context, topics []controller.CreateTopic, validateOnly bool) ([]controller.CreateTopicResult, error) {
+	var out []controller.CreateTopicResult
+	err := l.withLeader(ctx, func() error {
+		var err error
+		out, err = l.local.CreateTopics(ctx, topics, validateOnly)
+		return localRetry(err, len(out) > 0 && errors.Is(out[0].Err, kerr.NotController))
+	}, func(cl *kgo.Client) error {
+		req := kmsg.NewPtrCreateTopicsRequest()
+		req.ValidateOnly = validateOnly
+		req.TimeoutMillis = timeoutMillis(ctx)
+		for _, t := range topics {
+			rt := kmsg.NewCreateTopicsRequestTopic()
+			rt.Topic, rt.NumPartitions, rt.ReplicationFactor = t.Name, t.NumPartitions, t.ReplicationFactor
+			for p, replicas := range t.Assignments {
+				a := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+				a.Partition, a.Replicas = p, replicas
+				rt.ReplicaAssignment = append(rt.ReplicaAssignment, a)
+			}
+			for k, v := range t.Configs {
+				c := kmsg.NewCreateTopicsRequestTopicConfig()
+				c.Name, c.Value = k, strPtr(v)
+				rt.Configs = append(rt.Configs, c)
+			}
+			req.Topics = append(req.Topics, rt)
+		}
+		resp, err := request(ctx, cl, req)
+		if err != nil {
+			return err
+		}
+		r := resp.(*kmsg.CreateTopicsResponse)
+		if len(r.Topics) > 0 && r.Topics[0].ErrorCode == kerr.NotController.Code {
+			return errRetry
+		}
+		l.waitOffset(ctx, offsetOf(&r.UnknownTags))
+		im := l.local.Image()
+		out = make([]controller.CreateTopicResult, len(topics))
+		for i := range topics {
+			out[i].Name = topics[i].Name
+			if i >= len(r.Topics) {
+				out[i].Err = kerr.UnknownServerError
+				continue
+			}
+			rt := r.Topics[i]
+			out[i].Err, out[i].Message = kerr.ErrorForCode(rt.ErrorCode), deref(rt.ErrorMessage)
+			if out[i].Err != nil {
+				continue
+			}
+			out[i].ID = rt.TopicID
+			if t := im.TopicsByID[rt.TopicID]; t != nil && !validateOnly {
+				out[i].Topic = t
+			} else {
+				out[i].Topic = plannedTopic(topics[i].Name, rt.TopicID, rt.NumPartitions, rt.ReplicationFactor)
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// plannedTopic stands for a topic a validate-only create would make: its shape, replicas
+// unknown (-1).
+func plannedTopic(name string, id controller.TopicID, partitions int32, rf int16) *controller.TopicInfo {
+	t := &controller.TopicInfo{Name: name, ID: id}
+	for p := int32(0); p < partitions && p < math.MaxInt16; p++ {
+		replicas := make([]int32, rf)
+		for i := range replicas {
+			replicas[i] = -1
+		}
+		t.Partitions = append(t.Partitions, controller.PartitionInfo{Partition: p, Replicas: replicas, Leader: -1})
+	}
+	return t
+}
+
+// DeleteTopics deletes topics through the active controller.
+func (l *Link) DeleteTopics(ctx context.Context, names []string, ids []controller.TopicID) ([]controller.DeleteTopicResult, error) {
+	var out []controller.DeleteTopicResult
+	err := l.withLeader(ctx, func() error {
+		var err error
+		out, err = l.local.DeleteTopics(ctx, names, ids)
+		return localRetry(err, len(out) > 0 && errors.Is(out[0].Err, kerr.NotController))
+	}, func(cl *kgo.Client) error {
+		req := kmsg.NewPtrDeleteTopicsRequest()
+		req.TimeoutMillis = timeoutMillis(ctx)
+		for _, n := range names {
+			t := kmsg.NewDeleteTopicsRequestTopic()
+			t.Topic = strPtr(n)
+			req.Topics = append(req.Topics, t)
+			req.TopicNames = append(req.TopicNames, n)
+		}
+		for _, id := range ids {
+			t := kmsg.NewDeleteTopicsRequestTopic()
+			t.TopicID = id
+			req.Topics = append(req.Topics, t)
+		}
+		req.Version = 6 // names and IDs
+		resp, err := request(ctx, cl, req)
+		if err != nil {
+			return err
+		}
+		r := resp.(*kmsg.DeleteTopicsResponse)
+		if len(r.Topics) > 0 && r.Topics[0].ErrorCode == kerr.NotController.Code {
+			return errRetry
+		}
+		l.waitOffset(ctx, offsetOf(&r.UnknownTags))
+		out = make([]controller.DeleteTopicResult, len(names)+len(ids))
+		for i := range out {
+			if i >= len(r.Topics) {
+				out[i].Err = kerr.UnknownServerError
+				continue
+			}
+			rt := r.Topics[i]
+			out[i].Name, out[i].ID = deref(rt.Topic), rt.TopicID
+			out[i].Err, out[i].Message = kerr.ErrorForCode(rt.ErrorCode), deref(rt.ErrorMessage)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// CreatePartitions grows topics through the active controller.
+func (l *Link) CreatePartitions(ctx context.Context, reqs []controller.CreatePartitions, validateOnly bool) ([]controller.CreatePartitionsResult, error) {
+	var out []controller.CreatePartitionsResult
+	err := l.withLeader(ctx, func() error {
+		var err error
+		out, err = l.local.CreatePartitions(ctx, reqs, validateOnly)
+		return localRetry(err, len(out) > 0 && errors.Is(out[0].Err, kerr.NotController))
+	}, func(cl *kgo.Client) error {
+		req := kmsg.NewPtrCreatePartitionsRequest()
+		req.ValidateOnly, req.TimeoutMillis = validateOnly, timeoutMillis(ctx)
+		for _, cp := range reqs {
+			t := kmsg.NewCreatePartitionsRequestTopic()
+			t.Topic, t.Count = cp.Topic, cp.Count
+			for _, replicas := range cp.Assignments {
+				a := kmsg.NewCreatePartitionsRequestTopicAssignment()
+				a.Replicas = replicas
+				t.Assignment = append(t.Assignment, a)
+			}
+			req.Topics = append(req.Topics, t)
+		}
+		req.Version = 3
+		resp, err := request(ctx, cl, req)
+		if err != nil {
+			return err
+		}
+		r := resp.(*kmsg.CreatePartitionsResponse)
+		if len(r.Topics) > 0 && r.Topics[0].ErrorCode == kerr.NotController.Code {
+			return errRetry
+		}
+		l.waitOffset(ctx, offsetOf(&r.UnknownTags))
+		out = make([]controller.CreatePartitionsResult, len(reqs))
+		for i := range out {
+			out[i].Topic = reqs[i].Topic
+			if i >= len(r.Topics) {
+				out[i].Err = kerr.UnknownServerError
+				continue
+			}
+			out[i].Err, out[i].Message = kerr.ErrorForCode(r.Topics[i].ErrorCode), deref(r.Topics[i].ErrorMessage)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// AlterConfigs changes configs through the active controller (as IncrementalAlterConfigs, or
+// the legacy AlterConfigs for ReplaceAll).
+func (l *Link) AlterConfigs(ctx context.Context, reqs []controller.AlterConfigs, validateOnly bool) ([]controller.AlterConfigsResult, error) {
+	var out []controller.AlterConfigsResult
+	err := l.withLeader(ctx, func() error {
+		var err error
+		out, err = l.local.AlterConfigs(ctx, reqs, validateOnly)
+		return localRetry(err, len(out) > 0 && errors.Is(out[0].Err, kerr.NotController))
+	}, func(cl *kgo.Client) error {
+		out = make([]controller.AlterConfigsResult, len(reqs))
+		for i, ac := range reqs {
+			out[i].ResourceType, out[i].ResourceName = ac.ResourceType, ac.ResourceName
+			code, msg, offset, err := l.alterOne(ctx, cl, ac, validateOnly)
+			if err != nil {
+				return err
+			}
+			if code == kerr.NotController.Code {
+				return errRetry
+			}
+			l.waitOffset(ctx, offset)
+			out[i].Err, out[i].Message = kerr.ErrorForCode(code), msg
+		}
+		return nil
+	})
+	return out, err
+}
+
+// alterOne sends one resource's change (one request per resource keeps legacy replace-all
+// and incremental changes apart).
+func (l *Link) alterOne(ctx context.Context, cl *kgo.Client, ac controller.AlterConfigs, validateOnly bool) (int16, string, int64, error) {
+	if ac.ReplaceAll {
+		req := kmsg.NewPtrAlterConfigsRequest()
+		req.Version, req.ValidateOnly = 2, validateOnly
+		r := kmsg.NewAlterConfigsRequestResource()
+		r.ResourceType, r.ResourceName = kmsg.ConfigResourceType(ac.ResourceType), ac.ResourceName
+		for _, op := range ac.Ops {
+			if op.Value == nil {
+				continue // absent from a replace-all set means removed
+			}
+			c := kmsg.NewAlterConfigsRequestResourceConfig()
+			c.Name, c.Value = op.Key, op.Value
+			r.Configs = append(r.Configs, c)
+		}
+		req.Resources = append(req.Resources, r)
+		resp, err := request(ctx, cl, req)
+		if err != nil {
+			return 0, "", 0, err
+		}
+		rr := resp.(*kmsg.AlterConfigsResponse)
+		if len(rr.Resources) != 1 {
+			return kerr.UnknownServerError.Code, "", -1, nil
+		}
+		return rr.Resources[0].ErrorCode, deref(rr.Resources[0].ErrorMessage), offsetOf(&rr.UnknownTags), nil
+	}
+	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	req.Version, req.ValidateOnly = 1, validateOnly
+	r := kmsg.NewIncrementalAlterConfigsRequestResource()
+	r.ResourceType, r.ResourceName = kmsg.ConfigResourceType(ac.ResourceType), ac.ResourceName
+	for _, op := range ac.Ops {
+		c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+		c.Name, c.Value, c.Op = op.Key, op.Value, kmsg.IncrementalAlterConfigOpSet
+		if op.Value == nil {
+			c.Op = kmsg.IncrementalAlterConfigOpDelete
+		}
+		r.Configs = append(r.Configs, c)
+	}
+	req.Resources = append(req.Resources, r)
+	resp, err := request(ctx, cl, req)
+	if err != nil {
+		return 0, "", 0, err
+	}
+	rr := resp.(*kmsg.IncrementalAlterConfigsResponse)
+	if len(rr.Resources) != 1 {
+		return kerr.UnknownServerError.Code, "", -1, nil
+	}
+	return rr.Resources[0].ErrorCode, deref(rr.Resources[0].ErrorMessage), offsetOf(&rr.UnknownTags), nil
+}
+
+// AllocateProducerIDs reserves count producer IDs for brokerID through the active
+// controller. Over the network the controller hands out blocks of 1000 (Kafka's size), so
+// count must not be larger.
+func (l *Link) AllocateProducerIDs(ctx context.Context, brokerID int32, count int32) (int64, error) {
+	var first int64
+	err := l.withLeader(ctx, func() error {
+		var err error
+		first, err = l.local.AllocateProducerIDs(ctx, brokerID, count)
+		return err
+	}, func(cl *kgo.Client) error {
+		if count > producerIDBlock {
+			return kerr.InvalidRequest
+		}
+		req := kmsg.NewPtrAllocateProducerIDsRequest()
+		req.BrokerID, req.BrokerEpoch = brokerID, -1
+		if brokerID == l.cfg.NodeID {
+			req.BrokerEpoch = l.Epoch()
+		}
+		resp, err := request(ctx, cl, req)
+		if err != nil {
+			return err
+		}
+		r := resp.(*kmsg.AllocateProducerIDsResponse)
+		if err := kerr.ErrorForCode(r.ErrorCode); err != nil {
+			return err
+		}
+		l.waitOffset(ctx, offsetOf(&r.UnknownTags))
+		first = r.ProducerIDStart
+		return nil
+	})
+	return first, err
+}
+
+// localRetry turns a local NOT_CONTROLLER (as a Go error or in the first result) into a retry.
+func localRetry(err error, notController bool) error {
+	if err == nil && notController {
+		return errRetry
+	}
+	return err
+}
+
+func timeoutMillis(ctx context.Context) int32 {
+	if d, ok := ctx.Deadline(); ok {
+		return int32(min(time.Until(d).Milliseconds(), math.MaxInt32))
+	}
+	return int32(adminTimeout.Milliseconds())
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}

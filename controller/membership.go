@@ -1,0 +1,349 @@
+package controller
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// Broker membership, as Kafka's ClusterControlManager and BrokerHeartbeatManager keep it. A
+// broker registers through the active controller with its node ID, the incarnation ID its
+// process made at start, its endpoints and rack; a new incarnation gets a new broker epoch and
+// starts fenced. It then heartbeats; the active controller unfences it once it has caught up
+// with the metadata log (its offset reaches the registration's), fences it when heartbeats
+// stop for Config.SessionTimeout, and takes it through controlled shutdown when it asks.
+//
+// Sessions are not replicated: they live in the driver of the active controller only, and a
+// node that becomes the active controller gives every broker a full session from then on (as
+// Kafka's new active controller does). Time is the driver's ticks.
+//
+// Leadership rules (ReplicationControlManager and PartitionChangeBuilder without eligible
+// leader replicas, unclean.leader.election.enable=false):
+//   - Removing a broker (fenced, or entering controlled shutdown) takes it out of the ISR of
+//     every partition it is in, except where it is the last ISR member: that ISR keeps it, so
+//     the partition remembers which replica has all its data.
+//   - A partition whose leader is removed, or whose leader is not active, elects the first
+//     replica (in assignment order) that is in the new ISR and active; with none the leader is
+//     -1 (the partition is offline) and no out-of-sync replica is elected.
+//   - When a broker is unfenced, every leaderless partition whose ISR holds an active broker
+//     (so also the one just unfenced) elects one.
+//   - The leader epoch grows when the leader changes; the partition epoch with every change.
+
+// defaultSessionTimeout is broker.session.timeout.ms's default (9000).
+const defaultSessionTimeout = 9 * time.Second
+
+// BrokerRegistration is a BrokerRegistration request (API 62).
+type BrokerRegistration struct {
+	BrokerID int32
+	// ClusterID must be the cluster's; another is refused with INCONSISTENT_CLUSTER_ID.
+	ClusterID     string
+	IncarnationID [16]byte
+	Endpoints     []Endpoint
+	Rack          *string
+}
+
+// BrokerHeartbeat is a BrokerHeartbeat request (API 63).
+type BrokerHeartbeat struct {
+	BrokerID    int32
+	BrokerEpoch int64
+	// MetadataOffset is the offset of the newest metadata the broker has applied.
+	MetadataOffset int64
+	WantFence      bool
+	WantShutDown   bool
+}
+
+// HeartbeatResult is the answer to a heartbeat, as of the image after it was handled.
+type HeartbeatResult struct {
+	IsCaughtUp     bool
+	IsFenced       bool
+	ShouldShutDown bool
+}
+
+// brokerSession is the active controller's view of one broker's heartbeats.
+type brokerSession struct {
+	epoch         int64
+	lastHeartbeat uint64 // in driver ticks
+}
+
+// RegisterBroker registers a broker (through this node, which must be the active controller:
+// else NOT_CONTROLLER) and returns its broker epoch. A registration repeated by the same
+// incarnation (a retry) is answered with the epoch it already has. A new incarnation of a
+// registered broker is certain evidence that the old process is gone: the old registration is
+// fenced at once, in the same entry, and the new one starts fenced. Per-call problems are
+// *kerr.Error values.
+func (c *Controller) RegisterBroker(ctx context.Context, reg BrokerRegistration) (int64, error) {
+	var epoch int64
+	var verr *validationError
+	req := &request{plan: func(w *Image) []Record {
+		epoch, verr = 0, nil
+		if reg.ClusterID != w.ClusterID {
+			verr = fail(kerr.InconsistentClusterID, "Expected cluster ID %s, but got cluster ID %s.", w.ClusterID, reg.ClusterID)
+			return nil
+		}
+		if reg.BrokerID < 0 {
+			verr = fail(kerr.InvalidRequest, "Invalid broker ID %d.", reg.BrokerID)
+			return nil
+		}
+		old := w.Brokers[reg.BrokerID]
+		if old != nil && old.IncarnationID == reg.IncarnationID && reg.IncarnationID != ([16]byte{}) {
+			epoch = old.Epoch
+			return nil
+		}
+		epoch = 1
+		var recs []Record
+		if old != nil {
+			epoch = old.Epoch + 1
+			if old.active() {
+				c.logger.Info("a new incarnation of a registered broker fences the old one", "broker", reg.BrokerID, "old_epoch", old.Epoch)
+			}
+			recs = removeBrokerRecords(w, reg.BrokerID)
+		}
+		c.sessions[reg.BrokerID] = &brokerSession{epoch: epoch, lastHeartbeat: c.tickCount}
+		return append(recs, &RegisterBrokerRecord{
+			BrokerID:      reg.BrokerID,
+			BrokerEpoch:   epoch,
+			Endpoints:     slices.Clone(reg.Endpoints),
+			Rack:          cloneStringPtr(reg.Rack),
+			Fenced:        true,
+			IncarnationID: reg.IncarnationID,
+		})
+	}}
+	if err := c.submit(ctx, req); err != nil {
+		return 0, codeOf(err)
+	}
+	if verr != nil {
+		return 0, verr.code
+	}
+	return epoch, nil
+}
+
+// Heartbeat handles a broker's heartbeat on the active controller (else NOT_CONTROLLER):
+// BROKER_ID_NOT_REGISTERED for an unknown broker, STALE_BROKER_EPOCH for another epoch than
+// the registered one. It renews the broker's session and, as the broker's state asks, unfences
+// it (once caught up), fences it (WantFence), or takes it through controlled shutdown
+// (WantShutDown): the first such heartbeat moves leadership off the broker and marks it
+// shutting down; once it leads nothing a heartbeat fences it and answers ShouldShutDown. A
+// fenced broker may shut down at once.
+func (c *Controller) Heartbeat(ctx context.Context, hb BrokerHeartbeat) (HeartbeatResult, error) {
+	var res HeartbeatResult
+	var verr *validationError
+	req := &request{}
+	result := func(im *Image) {
+		b := im.Brokers[hb.BrokerID]
+		if b == nil || b.Epoch != hb.BrokerEpoch {
+			return
+		}
+		res.IsCaughtUp = hb.MetadataOffset >= b.RegisteredOffset
+		res.IsFenced = b.Fenced
+		res.ShouldShutDown = hb.WantShutDown && b.Fenced
+	}
+	req.plan = func(w *Image) []Record {
+		verr = nil
+		b := w.Brokers[hb.BrokerID]
+		switch {
+		case b == nil:
+			verr = fail(kerr.BrokerIDNotRegistered, "Broker %d is not registered.", hb.BrokerID)
+			return nil
+		case b.Epoch != hb.BrokerEpoch:
+			verr = fail(kerr.StaleBrokerEpoch, "Expected broker epoch %d, but got broker epoch %d.", b.Epoch, hb.BrokerEpoch)
+			return nil
+		}
+		c.sessions[hb.BrokerID] = &brokerSession{epoch: b.Epoch, lastHeartbeat: c.tickCount}
+		var recs []Record
+		switch {
+		case hb.WantShutDown && !b.Fenced && !b.InControlledShutdown:
+			recs = append(removeBrokerRecords(w, b.ID),
+				&BrokerChangeRecord{BrokerID: b.ID, BrokerEpoch: b.Epoch, InControlledShutdown: ptr(true)})
+		case hb.WantShutDown && !b.Fenced && leadsNothing(w, b.ID):
+			recs = append(removeBrokerRecords(w, b.ID),
+				&BrokerChangeRecord{BrokerID: b.ID, BrokerEpoch: b.Epoch, Fenced: ptr(true)})
+		case hb.WantFence && !b.Fenced:
+			recs = append(removeBrokerRecords(w, b.ID),
+				&BrokerChangeRecord{BrokerID: b.ID, BrokerEpoch: b.Epoch, Fenced: ptr(true)})
+		case !hb.WantFence && !hb.WantShutDown && b.Fenced && !b.InControlledShutdown:
+			// Caught up is judged on the published image: the working image's registration
+			// offsets are not known before commit.
+			pub := c.image.Load().Brokers[b.ID]
+			if pub != nil && pub.Epoch == b.Epoch && hb.MetadataOffset >= pub.RegisteredOffset {
+				recs = unfenceRecords(w, b.ID)
+			}
+		}
+		if len(recs) == 0 {
+			result(c.image.Load())
+		}
+		return recs
+	}
+	req.applied = result
+	if err := c.submit(ctx, req); err != nil {
+		return HeartbeatResult{}, codeOf(err)
+	}
+	if verr != nil {
+		return HeartbeatResult{}, verr.code
+	}
+	return res, nil
+}
+
+// codeOf turns a validation error that failed a whole proposal into its Kafka error.
+func codeOf(err error) error {
+	if verr, ok := err.(*validationError); ok {
+		return verr.code
+	}
+	return err
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// leadsNothing reports whether broker id leads no partition in im.
+func leadsNothing(im *Image, id int32) bool {
+	for _, t := range im.Topics {
+		for i := range t.Partitions {
+			if t.Partitions[i].Leader == id {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// sortedTopics returns im's topics by name, so generated records are in a stable order.
+func sortedTopics(im *Image) []*TopicInfo {
+	ts := make([]*TopicInfo, 0, len(im.Topics))
+	for _, t := range im.Topics {
+		ts = append(ts, t)
+	}
+	slices.SortFunc(ts, func(a, b *TopicInfo) int { return cmp.Compare(a.Name, b.Name) })
+	return ts
+}
+
+// removeBrokerRecords are the partition changes that take broker id out of leadership and
+// ISRs (see the rules at the top of this file), for fencing or controlled shutdown.
+func removeBrokerRecords(w *Image, id int32) []Record {
+	eligible := func(r int32) bool { return r != id && w.Brokers[r].active() }
+	var recs []Record
+	for _, t := range sortedTopics(w) {
+		for i := range t.Partitions {
+			p := &t.Partitions[i]
+			if p.Leader != id && !slices.Contains(p.ISR, id) {
+				continue
+			}
+			isr := slices.DeleteFunc(slices.Clone(p.ISR), func(r int32) bool { return r == id })
+			if len(isr) == 0 {
+				isr = slices.Clone(p.ISR) // the last ISR member stays: it has all the data
+			}
+			leader := p.Leader
+			if leader == id || leader == -1 || !eligible(leader) {
+				leader = electLeader(p.Replicas, isr, eligible)
+			}
+			if rec := partitionChange(t.ID, p, leader, isr); rec != nil {
+				recs = append(recs, rec)
+			}
+		}
+	}
+	return recs
+}
+
+// unfenceRecords unfences broker id and elects a leader for every leaderless partition that
+// now has an active ISR member.
+func unfenceRecords(w *Image, id int32) []Record {
+	b := w.Brokers[id]
+	recs := []Record{&BrokerChangeRecord{BrokerID: id, BrokerEpoch: b.Epoch, Fenced: ptr(false)}}
+	eligible := func(r int32) bool { return r == id || w.Brokers[r].active() }
+	for _, t := range sortedTopics(w) {
+		for i := range t.Partitions {
+			p := &t.Partitions[i]
+			if p.Leader != -1 {
+				continue
+			}
+			if leader := electLeader(p.Replicas, p.ISR, eligible); leader != -1 {
+				recs = append(recs, partitionChange(t.ID, p, leader, p.ISR))
+			}
+		}
+	}
+	return recs
+}
+
+// electLeader returns the first replica in assignment order that is in isr and eligible, or
+// -1: never a replica outside the ISR (no unclean election).
+func electLeader(replicas, isr []int32, eligible func(int32) bool) int32 {
+	for _, r := range replicas {
+		if slices.Contains(isr, r) && eligible(r) {
+			return r
+		}
+	}
+	return -1
+}
+
+// partitionChange is the record that gives p leader and isr, or nil if that is no change.
+func partitionChange(topic TopicID, p *PartitionInfo, leader int32, isr []int32) *PartitionChangeRecord {
+	if leader == p.Leader && slices.Equal(isr, p.ISR) {
+		return nil
+	}
+	leaderEpoch := p.LeaderEpoch
+	if leader != p.Leader {
+		leaderEpoch++
+	}
+	return &PartitionChangeRecord{TopicID: topic, Partition: p.Partition, Leader: leader, ISR: slices.Clone(isr),
+		LeaderEpoch: leaderEpoch, PartitionEpoch: p.PartitionEpoch + 1}
+}
+
+// tickSessions advances the driver's clock by one tick and, on the active controller, fences
+// every active broker whose session expired. REQUIRES: driver goroutine.
+func (c *Controller) tickSessions() {
+	c.tickCount++
+	if !c.leaderReady || c.sessionTicks == 0 {
+		return
+	}
+	var expired []int32
+	for id, b := range c.working.Brokers {
+		if b.Fenced {
+			continue
+		}
+		s := c.sessions[id]
+		if s == nil || s.epoch != b.Epoch {
+			// A broker this leader has not heard from yet gets a full session from now.
+			c.sessions[id] = &brokerSession{epoch: b.Epoch, lastHeartbeat: c.tickCount}
+			continue
+		}
+		if c.tickCount-s.lastHeartbeat >= c.sessionTicks {
+			expired = append(expired, id)
+		}
+	}
+	if len(expired) == 0 {
+		return
+	}
+	slices.Sort(expired)
+	r := &request{ctx: context.Background(), done: make(chan error, 1), plan: func(w *Image) []Record {
+		var recs []Record
+		for _, id := range expired {
+			b := w.Brokers[id]
+			if b == nil || b.Fenced {
+				continue
+			}
+			c.logger.Info("fencing broker: its session expired", "broker", id, "epoch", b.Epoch)
+			// Later removals in the batch must see earlier ones, so plan each on top.
+			step := append(removeBrokerRecords(w, id), &BrokerChangeRecord{BrokerID: id, BrokerEpoch: b.Epoch, Fenced: ptr(true)})
+			w, _ = applyRecords(w, w.Offset, step)
+			recs = append(recs, step...)
+		}
+		return recs
+	}}
+	c.handleRequest(r)
+}
+
+// proposeClusterID proposes the cluster ID record when this node leads a log that has none:
+// exactly one node, the first to lead the new log, mints it. REQUIRES: driver goroutine.
+func (c *Controller) proposeClusterID() {
+	if !c.leaderReady || c.working.ClusterID != "" || c.clusterIDTerm == c.leaderTerm {
+		return
+	}
+	c.clusterIDTerm = c.leaderTerm
+	c.handleRequest(&request{ctx: context.Background(), done: make(chan error, 1), plan: func(w *Image) []Record {
+		if w.ClusterID != "" {
+			return nil
+		}
+		return []Record{&ClusterIDRecord{ClusterID: newClusterID()}}
+	}})
+}
