@@ -63,6 +63,9 @@ type Config struct {
 	// whose heartbeats stopped this long (counted in ticks of TickInterval, rounded up).
 	// 0 = 9 s; negative = never (Start's own single-node registration has no heartbeats).
 	SessionTimeout time.Duration
+	// MaxReplicationFactor, when positive, refuses topics and partitions with more replicas
+	// (INVALID_REPLICATION_FACTOR); see checkReplicationFactor.
+	MaxReplicationFactor int
 
 	// ticks, when non-nil, replaces the TickInterval ticker: tests drive time by hand.
 	ticks <-chan time.Time

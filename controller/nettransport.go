@@ -950,3 +950,9 @@ func (l *logLimiter) log(logger *slog.Logger, key, msg string, args ...any) {
 	}
 	logger.Warn(msg, args...)
 }
+
+// IsRaftConnection reports whether a connection's first 4 bytes are the raft transport's
+// magic, so a listener shared with Kafka clients (the controller listener) can hand it to
+// ServeConn. No Kafka frame starts so: read as a request size, the magic is far above any
+// limit.
+func IsRaftConnection(prefix [4]byte) bool { return string(prefix[:]) == raftMagic }

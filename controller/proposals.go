@@ -73,6 +73,9 @@ func (c *Controller) CreateTopics(ctx context.Context, topics []CreateTopic, val
 				}
 				trecs, verr := planCreateTopic(w, t, rng)
 				if verr == nil {
+					verr = c.checkReplicationFactor(trecs)
+				}
+				if verr == nil {
 					if other, ok := planned[unifyCollisionChars(t.Name)]; ok {
 						verr = fail(kerr.InvalidTopicException, "Topic '%s' collides with existing topic: %s", t.Name, other)
 					}
@@ -276,6 +279,9 @@ func (c *Controller) CreatePartitions(ctx context.Context, reqs []CreatePartitio
 					continue
 				}
 				precs, verr := planCreatePartitions(w, cp, rng)
+				if verr == nil {
+					verr = c.checkReplicationFactor(precs)
+				}
 				if verr == nil && len(recs)+len(precs) > maxRecordsPerRequest {
 					verr = fail(kerr.PolicyViolation, "Unable to perform excessively large batch operation.")
 				}
@@ -552,4 +558,21 @@ func (r *AlterConfigsResult) errFields() (*error, *string)     { return &r.Err, 
 
 func setErr(err *error, msg *string, v *validationError) {
 	*err, *msg = v.code, v.msg
+}
+
+// checkReplicationFactor refuses partitions with more replicas than Config.MaxReplicationFactor
+// (0: no bound). cmd/sluice sets it to 1 while partitions are not replicated between brokers:
+// a replica that never receives the leader's data would hold the high watermark (and every
+// acks=all produce) back for ever.
+func (c *Controller) checkReplicationFactor(recs []Record) *validationError {
+	max := c.cfg.MaxReplicationFactor
+	if max <= 0 {
+		return nil
+	}
+	for _, r := range recs {
+		if pr, ok := r.(*PartitionRecord); ok && len(pr.Replicas) > max {
+			return fail(kerr.InvalidReplicationFactor, "Replication factor %d is not supported: sluice does not replicate partitions between brokers yet; use replication factor %d.", len(pr.Replicas), max)
+		}
+	}
+	return nil
 }

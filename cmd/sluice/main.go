@@ -163,22 +163,20 @@ func run(args []string) error {
 			return err
 		}
 	}
-	ctrl, err := controller.Start(controller.Config{
-		NodeID:    cfg.NodeID,
-		Dir:       metadataLog,
-		Endpoints: endpoints,
-		Rack:      rack(cfg),
-		Logger:    logger.With("component", "controller"),
-	})
+	q, err := startQuorum(cfg, metadataLog, endpoints, memory, limits, logger)
 	if err != nil {
 		return fmt.Errorf("starting controller: %w", err)
 	}
-	ctrlClosed := false
+	quorumClosed := false
 	defer func() {
-		if !ctrlClosed {
-			ctrl.Close()
+		if !quorumClosed {
+			q.close(logger)
 		}
 	}()
+	if err := q.register(cfg, logger); err != nil {
+		return err
+	}
+	ctrl := q.metadata()
 	for i, dir := range identityDirs {
 		if err := broker.ClaimLogDir(dir, metaProps[i], ctrl.Image().ClusterID, cfg.NodeID); err != nil {
 			return err
@@ -198,10 +196,7 @@ func run(args []string) error {
 	}()
 
 	var servers []*wire.Server
-	for _, l := range cfg.Listeners {
-		if slices.Contains(cfg.ControllerListeners, l.Name) {
-			continue
-		}
+	for _, l := range brokerListeners(cfg) {
 		srv, err := wire.Listen(wire.Config{
 			Addr:               net.JoinHostPort(l.Host, strconv.Itoa(int(l.Port))),
 			ListenerName:       l.Name,
@@ -231,17 +226,14 @@ func run(args []string) error {
 		logger.Error("second signal during shutdown; exiting now", "signal", sig.String())
 		os.Exit(1)
 	}()
+	q.controlledShutdown(cfg, logger)
 	shutdownListeners(servers, b, logger)
 	brokerClosed = true
 	if err := b.Close(); err != nil {
 		logger.Error("closing the broker", "err", err)
 	}
-	start := time.Now()
-	ctrlClosed = true
-	if err := ctrl.Close(); err != nil {
-		logger.Error("closing the controller", "err", err)
-	}
-	logger.Info("shutdown phase done", "phase", "controller", "took", time.Since(start))
+	quorumClosed = true
+	q.close(logger)
 	logger.Info("shutdown complete", "took", time.Since(shutdownStart))
 	return nil
 }

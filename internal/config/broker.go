@@ -344,7 +344,7 @@ func parseBroker(props map[string]string) (*Broker, error) {
 
 // checkSupported refuses combinations of keys that ask for features sluice does not implement
 // yet (single keys are refused by Def.CheckSupported): listeners whose security protocol is
-// not PLAINTEXT, and a controller quorum that names other nodes.
+// not PLAINTEXT, a replication factor above 1, and a dynamic quorum naming other nodes.
 func (b *Broker) checkSupported() error {
 	keys := make([]string, 0, len(b.Raw))
 	for k := range b.Raw {
@@ -363,16 +363,14 @@ func (b *Broker) checkSupported() error {
 				"listener %s uses security protocol %s; TLS and SASL are not implemented yet, only PLAINTEXT is served", l.Name, l.SecurityProtocol), false)
 		}
 	}
-	for _, v := range b.QuorumVoters {
-		if v.ID != b.NodeID {
-			return notSupported("controller.quorum.voters", b.ControllerQuorumVoters, fmt.Sprintf(
-				"voter %d is another node; a quorum of several nodes needs clustering, which is not implemented yet (a single-node quorum of node.id %d is)", v.ID, b.NodeID), false)
-		}
+	if b.DefaultReplicationFactor > 1 {
+		return notSupported("default.replication.factor", b.String("default.replication.factor"),
+			"partitions are not replicated between brokers yet; use 1", false)
 	}
 	for _, server := range b.ControllerQuorumBootstrapServers {
 		if !b.isOwnControllerAddress(server) {
 			return notSupported("controller.quorum.bootstrap.servers", b.String("controller.quorum.bootstrap.servers"), fmt.Sprintf(
-				"%s is not one of this node's controller listeners; a quorum of several nodes needs clustering, which is not implemented yet", server), false)
+				"%s is not one of this node's controller listeners; dynamic quorums (KIP-853) are not implemented yet: list the voters in controller.quorum.voters", server), false)
 		}
 	}
 	return nil

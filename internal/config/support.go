@@ -277,7 +277,7 @@ var valueRefusals = map[string]func(value string) string{
 	"process.roles": func(v string) string {
 		roles := ParseList(v)
 		if !slices.Contains(roles, "broker") || !slices.Contains(roles, "controller") {
-			return "nodes with only the broker or only the controller role need clustering, which is not implemented yet; use broker,controller"
+			return "nodes with only the broker or only the controller role are not implemented yet; use broker,controller"
 		}
 		return ""
 	},

@@ -195,8 +195,9 @@ func TestUnsupportedBrokerSettingsRefused(t *testing.T) {
 		{map[string]string{"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer"}, "authorizer.class.name"},
 		{map[string]string{"create.topic.policy.class.name": "com.example.Policy"}, "create.topic.policy.class.name"},
 		{map[string]string{"delegation.token.secret.key": "s3cret"}, "delegation.token.secret.key"},
-		{map[string]string{"listeners": "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093", "controller.listener.names": "CONTROLLER",
-			"controller.quorum.voters": "1@127.0.0.1:9093,2@127.0.0.2:9093,3@127.0.0.3:9093"}, "controller.quorum.voters"},
+		{map[string]string{"default.replication.factor": "3"}, "default.replication.factor"},
+		{map[string]string{"process.roles": "broker", "listeners": "PLAINTEXT://127.0.0.1:9092", "controller.listener.names": "CONTROLLER",
+			"controller.quorum.voters": "2@127.0.0.1:9093"}, "process.roles"},
 		{map[string]string{"listeners": "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093", "controller.listener.names": "CONTROLLER",
 			"controller.quorum.bootstrap.servers": "127.0.0.2:9093"}, "controller.quorum.bootstrap.servers"},
 		{map[string]string{"log.dirs": "/a,/b"}, "log.dirs"},
@@ -219,13 +220,16 @@ func TestUnsupportedBrokerSettingsRefused(t *testing.T) {
 	}
 }
 
-// TestSingleNodeQuorumSettingsAccepted: Kafka's single-node combined configurations, static
-// and dynamic quorum, name only this node and start.
-func TestSingleNodeQuorumSettingsAccepted(t *testing.T) {
+// TestQuorumSettingsAccepted: Kafka's single-node combined configurations (static and dynamic
+// quorum naming only this node) and a combined node of a static multi-node quorum start.
+func TestQuorumSettingsAccepted(t *testing.T) {
 	for _, props := range []map[string]string{
 		{"listeners": "PLAINTEXT://:9092,CONTROLLER://:9093", "controller.listener.names": "CONTROLLER", "controller.quorum.voters": "1@localhost:9093"},
 		{"listeners": "PLAINTEXT://:9092,CONTROLLER://:9093", "controller.listener.names": "CONTROLLER", "controller.quorum.bootstrap.servers": "localhost:9093"},
 		{"ssl.client.auth": "none", "authorizer.class.name": ""}, // the defaults, written out
+		// A combined node of a three-voter quorum.
+		{"node.id": "2", "listeners": "PLAINTEXT://127.0.0.2:9092,CONTROLLER://127.0.0.2:9093", "controller.listener.names": "CONTROLLER",
+			"controller.quorum.voters": "1@127.0.0.1:9093,2@127.0.0.2:9093,3@127.0.0.3:9093"},
 	} {
 		if _, err := ParseBroker(props); err != nil {
 			t.Errorf("%v: %v", props, err)

@@ -1,0 +1,220 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"slices"
+	"strconv"
+	"time"
+
+	"sluice/broker"
+	"sluice/cluster"
+	"sluice/controller"
+	"sluice/internal/config"
+	"sluice/wire"
+)
+
+// quorum is this node's member of the metadata quorum and what connects it to the others: in
+// a quorum of several voters the raft transport, the link through which the broker registers,
+// heartbeats and forwards its proposals to the active controller; and the controller listener
+// (when one is configured), which serves raft connections and the controller's Kafka APIs.
+type quorum struct {
+	ctrl      *controller.Controller
+	transport *controller.NetTransport // nil for a quorum of one voter
+	link      *cluster.Link            // nil for a quorum of one voter
+	listener  *wire.Server             // nil without a controller listener
+}
+
+// startQuorum opens the metadata log at dir and, for several voters, starts the transport and
+// the link. A single voter starts as before: it registers its own broker at once and has no
+// sessions to expire, since nothing heartbeats. Nothing here waits for the other voters; see
+// register.
+func startQuorum(cfg *config.Broker, dir string, endpoints []controller.Endpoint, memory *wire.MemoryPool, limits *wire.ConnLimits, logger *slog.Logger) (*quorum, error) {
+	q := &quorum{}
+	voters, addrs := quorumVoters(cfg)
+	ctrlCfg := controller.Config{
+		NodeID:    cfg.NodeID,
+		Dir:       dir,
+		Endpoints: endpoints,
+		Rack:      rack(cfg),
+		Logger:    logger.With("component", "controller"),
+		// Partitions are not replicated between brokers yet: one replica each.
+		MaxReplicationFactor: 1,
+	}
+	var err error
+	if len(voters) <= 1 {
+		if q.ctrl, err = controller.Start(ctrlCfg); err != nil {
+			return nil, err
+		}
+	} else {
+		q.transport, err = controller.NewNetTransport(controller.NetTransportConfig{
+			NodeID: cfg.NodeID, Peers: addrs, Logger: logger.With("component", "raft"),
+		})
+		if err != nil {
+			return nil, err
+		}
+		ctrlCfg.Voters, ctrlCfg.Transport = voters, q.transport
+		ctrlCfg.SessionTimeout = time.Duration(cfg.BrokerSessionTimeoutMs) * time.Millisecond
+		if q.ctrl, err = controller.Open(ctrlCfg); err != nil {
+			q.transport.Close()
+			return nil, err
+		}
+		q.link, err = cluster.NewLink(cluster.LinkConfig{
+			NodeID: cfg.NodeID, Voters: addrs, Endpoints: endpoints, Rack: rack(cfg),
+			HeartbeatInterval: time.Duration(cfg.BrokerHeartbeatIntervalMs) * time.Millisecond,
+			Controller:        q.ctrl,
+			Logger:            logger.With("component", "link"),
+		})
+		if err != nil {
+			q.close(logger)
+			return nil, err
+		}
+	}
+	if err := q.listen(cfg, addrs, memory, limits, logger); err != nil {
+		q.close(logger)
+		return nil, err
+	}
+	return q, nil
+}
+
+// quorumVoters lists the voters' node IDs and their controller addresses from
+// controller.quorum.voters; empty means this node alone.
+func quorumVoters(cfg *config.Broker) ([]int32, map[int32]string) {
+	var ids []int32
+	addrs := map[int32]string{}
+	for _, v := range cfg.QuorumVoters {
+		ids = append(ids, v.ID)
+		addrs[v.ID] = net.JoinHostPort(v.Host, strconv.Itoa(int(v.Port)))
+	}
+	return ids, addrs
+}
+
+// listen opens the first controller listener, if one is configured: raft connections (they
+// start with the transport's magic) go to the transport, everything else is Kafka requests for
+// the controller (BrokerRegistration, BrokerHeartbeat, forwarded proposals, DescribeQuorum).
+func (q *quorum) listen(cfg *config.Broker, addrs map[int32]string, memory *wire.MemoryPool, limits *wire.ConnLimits, logger *slog.Logger) error {
+	var l *config.Listener
+	for i := range cfg.Listeners {
+		if len(cfg.ControllerListeners) > 0 && cfg.Listeners[i].Name == cfg.ControllerListeners[0] {
+			l = &cfg.Listeners[i]
+		}
+	}
+	if l == nil {
+		if q.transport != nil {
+			return errors.New("controller.listener.names: a quorum of several voters needs a controller listener in listeners")
+		}
+		return nil
+	}
+	if len(addrs) == 0 {
+		addrs = map[int32]string{cfg.NodeID: net.JoinHostPort(l.Host, strconv.Itoa(int(l.Port)))}
+	}
+	srv, err := cluster.NewServer(cluster.ServerConfig{
+		Controller: q.ctrl, Voters: addrs,
+		DefaultNumPartitions: cfg.NumPartitions, DefaultReplicationFactor: cfg.DefaultReplicationFactor,
+		Logger: logger.With("component", "controller-api"),
+	})
+	if err != nil {
+		return err
+	}
+	wcfg := wire.Config{
+		Addr:               net.JoinHostPort(l.Host, strconv.Itoa(int(l.Port))),
+		ListenerName:       l.Name,
+		MaxRequestBytes:    cfg.SocketRequestMaxBytes,
+		MaxInFlightPerConn: inFlightPerConnection,
+		IdleTimeout:        time.Duration(cfg.ConnectionsMaxIdleMs) * time.Millisecond,
+		Versions:           cluster.ServerVersions,
+		Memory:             memory,
+		Limits:             limits,
+		Logger:             logger.With("component", "wire", "listener", l.Name),
+	}
+	if q.transport != nil {
+		wcfg.Divert = controller.IsRaftConnection
+		wcfg.DivertConn = q.transport.ServeConn
+	}
+	if q.listener, err = wire.Listen(wcfg, srv); err != nil {
+		return fmt.Errorf("listener %s: %w", l.Name, err)
+	}
+	logger.Info("listening", "listener", l.Name, "addr", q.listener.Addr().String(), "role", "controller")
+	return nil
+}
+
+// metadata is what the broker reaches the quorum through.
+func (q *quorum) metadata() broker.Metadata {
+	if q.link != nil {
+		return q.link
+	}
+	return q.ctrl
+}
+
+// register waits, at most initial.broker.registration.timeout.ms (as Kafka's broker does),
+// until the quorum has a leader that registered this broker and unfenced it.
+func (q *quorum) register(cfg *config.Broker, logger *slog.Logger) error {
+	if q.link == nil {
+		return nil // Start registered the single voter's own broker
+	}
+	timeout := time.Duration(cfg.Int64("initial.broker.registration.timeout.ms")) * time.Millisecond
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	start := time.Now()
+	logger.Info("waiting for the metadata quorum to register this broker", "voters", len(cfg.QuorumVoters), "timeout", timeout)
+	if err := q.link.Register(ctx); err != nil {
+		return fmt.Errorf("registering with the metadata quorum (initial.broker.registration.timeout.ms=%d): %w", timeout.Milliseconds(), err)
+	}
+	logger.Info("registered with the metadata quorum", "took", time.Since(start).Round(time.Millisecond),
+		"controller", q.ctrl.Image().ControllerID)
+	return nil
+}
+
+// controlledShutdownTimeout bounds how long a stopping broker waits for the active controller
+// to move leadership of its partitions to other brokers.
+const controlledShutdownTimeout = 10 * time.Second
+
+// controlledShutdown hands this broker's partition leadership to others before it stops, as
+// Kafka's controlled shutdown does (controlled.shutdown.enable).
+func (q *quorum) controlledShutdown(cfg *config.Broker, logger *slog.Logger) {
+	if q.link == nil || !cfg.Bool("controlled.shutdown.enable") {
+		return
+	}
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), controlledShutdownTimeout)
+	defer cancel()
+	if err := q.link.ControlledShutdown(ctx); err != nil {
+		logger.Warn("controlled shutdown did not finish; stopping anyway", "err", err)
+	}
+	logger.Info("shutdown phase done", "phase", "controlled shutdown", "took", time.Since(start))
+}
+
+// close stops the link, the controller listener, the transport and the controller, in that
+// order.
+func (q *quorum) close(logger *slog.Logger) {
+	start := time.Now()
+	if q.link != nil {
+		q.link.Close()
+	}
+	if q.listener != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), inFlightShutdownTimeout)
+		_ = q.listener.Shutdown(ctx)
+		cancel()
+	}
+	if q.transport != nil {
+		q.transport.Close()
+	}
+	if err := q.ctrl.Close(); err != nil {
+		logger.Error("closing the controller", "err", err)
+	}
+	logger.Info("shutdown phase done", "phase", "controller", "took", time.Since(start))
+}
+
+// brokerListeners are the listeners clients use: every listener but the controller ones.
+func brokerListeners(cfg *config.Broker) []config.Listener {
+	var out []config.Listener
+	for _, l := range cfg.Listeners {
+		if !slices.Contains(cfg.ControllerListeners, l.Name) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
