@@ -49,18 +49,20 @@ type supportGroup struct {
 
 // Reasons shared by several groups.
 const (
-	whyOneNode     = "a single sluice node has no other brokers or controllers to talk to; clustering is not implemented yet"
-	whySecurity    = "TLS, SASL and authorization are not implemented yet"
-	whyJava        = "sluice cannot load Java classes"
-	whyTiered      = "sluice has no tiered storage"
-	whyTuning      = "a Kafka tuning setting; sluice sizes this itself"
-	whyCompaction  = "log compaction is not implemented yet, and cleanup.policy=compact is refused for user topics"
-	whyTxn         = "transactions are not served yet (transactional producers are refused at once)"
-	whyShare       = "share groups (KIP-932) are not implemented yet"
-	whyStreams     = "streams groups (KIP-1071) are not implemented yet; Kafka Streams works over the classic protocol"
-	whyQuotas      = "client and replication quotas are not implemented yet"
-	whyMetrics     = "sluice has no metrics reporters yet"
-	whyMetadataLog = "the metadata log's segmenting and snapshots are sluice's own"
+	whyOneNode       = "partitions are not replicated between brokers yet, so there is no other replica to act on"
+	whyNoReplication = "partitions are not replicated between brokers yet (one replica each), so brokers never fetch from each other"
+	whyRaftTiming    = "sluice's metadata quorum (etcd-raft) keeps its own timing: 100 ms ticks, a randomized 1-2 s election timeout, reconnects backing off from 50 ms to 1 s"
+	whySecurity      = "TLS, SASL and authorization are not implemented yet"
+	whyJava          = "sluice cannot load Java classes"
+	whyTiered        = "sluice has no tiered storage"
+	whyTuning        = "a Kafka tuning setting; sluice sizes this itself"
+	whyCompaction    = "log compaction is not implemented yet, and cleanup.policy=compact is refused for user topics"
+	whyTxn           = "transactions are not served yet (transactional producers are refused at once)"
+	whyShare         = "share groups (KIP-932) are not implemented yet"
+	whyStreams       = "streams groups (KIP-1071) are not implemented yet; Kafka Streams works over the classic protocol"
+	whyQuotas        = "client and replication quotas are not implemented yet"
+	whyMetrics       = "sluice has no metrics reporters yet"
+	whyMetadataLog   = "the metadata log's segmenting and snapshots are sluice's own"
 )
 
 // brokerSupport classifies every broker key.
@@ -134,19 +136,27 @@ var brokerSupport = []supportGroup{
 	{NoEffect, "delegation tokens are not implemented yet", []string{
 		"delegation.token.expiry.check.interval.ms", "delegation.token.expiry.time.ms", "delegation.token.max.lifetime.ms",
 	}},
-	{NoEffect, whyOneNode, []string{
-		"inter.broker.listener.name", "security.inter.broker.protocol",
+	{Honoured, "", []string{
 		"broker.heartbeat.interval.ms", "broker.session.timeout.ms", "initial.broker.registration.timeout.ms",
-		"controlled.shutdown.enable", "auto.leader.rebalance.enable", "leader.imbalance.check.interval.seconds",
+		"controlled.shutdown.enable",
+	}},
+	{NoEffect, whyNoReplication, []string{
+		"inter.broker.listener.name", "security.inter.broker.protocol",
+		"auto.leader.rebalance.enable", "leader.imbalance.check.interval.seconds",
 		"unclean.leader.election.enable", "unclean.leader.election.interval.ms",
+		"num.replica.fetchers", "replica.fetch.backoff.ms", "replica.fetch.max.bytes", "replica.fetch.min.bytes",
+		"replica.fetch.response.max.bytes", "replica.fetch.wait.max.ms", "replica.lag.time.max.ms",
+		"replica.socket.receive.buffer.bytes", "replica.socket.timeout.ms", "offsets.commit.timeout.ms",
+	}},
+	{NoEffect, whyRaftTiming, []string{
 		"controller.quorum.append.linger.ms", "controller.quorum.election.backoff.max.ms",
 		"controller.quorum.election.timeout.ms", "controller.quorum.fetch.timeout.ms",
 		"controller.quorum.request.timeout.ms", "controller.quorum.retry.backoff.ms", "controller.socket.timeout.ms",
 		"request.timeout.ms", "socket.connection.setup.timeout.ms", "socket.connection.setup.timeout.max.ms",
-		"num.replica.fetchers", "replica.fetch.backoff.ms", "replica.fetch.max.bytes", "replica.fetch.min.bytes",
-		"replica.fetch.response.max.bytes", "replica.fetch.wait.max.ms", "replica.lag.time.max.ms",
-		"replica.socket.receive.buffer.bytes", "replica.socket.timeout.ms", "offsets.commit.timeout.ms",
-		"log.dir.failure.timeout.ms", "internal.metadata.max.fetch.size.in.bytes",
+		"internal.metadata.max.fetch.size.in.bytes",
+	}},
+	{NoEffect, "a failed partition is taken offline and retried on its own (offline.go); sluice does not take whole log directories offline", []string{
+		"log.dir.failure.timeout.ms",
 	}},
 	{NoEffect, whyCompaction, []string{
 		"log.cleaner.enable", "log.cleaner.backoff.ms", "log.cleaner.dedupe.buffer.size", "log.cleaner.delete.retention.ms",
