@@ -173,16 +173,30 @@ type BrokerOptions struct {
 	// Wrapper runs sluice under another command, given as its argv before sluice's (e.g.
 	// prlimit --nofile=256:256 --).
 	Wrapper []string
+	// Port is the client listener's port; 0 means a free one.
+	Port int
 }
 
 // StartBrokerWith is StartBroker with options.
 func StartBrokerWith(t testing.TB, opts BrokerOptions, settings ...string) *Broker {
 	t.Helper()
+	b := newBroker(t, opts, settings...)
+	b.start()
+	return b
+}
+
+// newBroker prepares a Broker (stopped in t.Cleanup, its log printed if the test failed)
+// without starting it.
+func newBroker(t testing.TB, opts BrokerOptions, settings ...string) *Broker {
+	t.Helper()
 	if opts.Dir == "" {
 		opts.Dir = t.TempDir()
 	}
 	b := &Broker{t: t, bin: sluiceBinary(t), Dir: opts.Dir}
-	b.Port = freePort(t)
+	b.Port = opts.Port
+	if b.Port == 0 {
+		b.Port = freePort(t)
+	}
 	b.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(b.Port))
 	b.args = []string{
 		"--set", "log.dirs=" + b.Dir,
@@ -205,11 +219,17 @@ func StartBrokerWith(t testing.TB, opts BrokerOptions, settings ...string) *Brok
 			t.Logf("sluice log (%s, args %q):\n%s", b.Dir, b.args, log)
 		}
 	})
-	b.start()
 	return b
 }
 
+// start launches the process and waits until it answers ApiVersions.
 func (b *Broker) start() {
+	b.t.Helper()
+	b.waitReady(b.launch())
+}
+
+// launch starts the process and returns a channel closed when it has exited.
+func (b *Broker) launch() chan struct{} {
 	b.t.Helper()
 	b.mu.Lock()
 	if b.mu.exited != nil {
@@ -241,26 +261,33 @@ func (b *Broker) start() {
 		b.mu.Unlock()
 		close(exited)
 	}()
-	b.waitReady(exited)
+	return exited
 }
 
 // waitReady polls ApiVersions until it succeeds, the process exits, or startDeadline passes.
 func (b *Broker) waitReady(exited chan struct{}) {
 	b.t.Helper()
+	if err := b.ready(exited); err != nil {
+		b.t.Fatal(err)
+	}
+}
+
+// ready is waitReady's wait, with the failure returned (safe off the test's goroutine).
+func (b *Broker) ready(exited chan struct{}) error {
 	deadline := time.Now().Add(startDeadline)
 	retry := time.NewTicker(20 * time.Millisecond)
 	defer retry.Stop()
 	var lastErr error
 	for {
 		if lastErr = probeApiVersions(b.Addr); lastErr == nil {
-			return
+			return nil
 		}
 		if time.Now().After(deadline) {
-			b.t.Fatalf("sluice did not answer ApiVersions on %s within %v: %v", b.Addr, startDeadline, lastErr)
+			return fmt.Errorf("sluice did not answer ApiVersions on %s within %v: %v", b.Addr, startDeadline, lastErr)
 		}
 		select {
 		case <-exited:
-			b.t.Fatalf("sluice exited before answering ApiVersions (last probe: %v)", lastErr)
+			return fmt.Errorf("sluice exited before answering ApiVersions (last probe: %v)", lastErr)
 		case <-retry.C:
 		}
 	}
