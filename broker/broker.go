@@ -9,6 +9,7 @@ import (
 	"runtime/debug"
 	"sync"
 
+	"sluice/broker/replica"
 	"sluice/controller"
 	"sluice/coordinator"
 	"sluice/internal/config"
@@ -65,7 +66,20 @@ type Broker struct {
 
 	producerIDs   producerIDBlock
 	fetchSessions *fetchSessionCache
-	purgatory     *fetchPurgatory
+	// clock is the time of replicas and delayed operations.
+	clock replica.Clock
+	// purgatory holds delayed fetches and acks=all produces, keyed by partition
+	// (delayed_fetch.go, 00_produce.go).
+	purgatory *replica.Purgatory[topicPartition]
+	// hwCheckpoint is the log directory's replication-offset-checkpoint (partition.go).
+	hwCheckpoint struct {
+		atStart map[replica.TopicPartition]int64 // read in New, then read-only
+		mu      struct {
+			sync.Mutex
+			written map[replica.TopicPartition]int64
+		}
+	}
+	alterPartition alterPartitionSender
 
 	closing chan struct{}
 	done    sync.WaitGroup
@@ -94,13 +108,16 @@ func New(cfg Config, ctrl Metadata) (*Broker, error) {
 		ctrl:          ctrl,
 		logger:        cfg.Logger,
 		closing:       make(chan struct{}),
-		purgatory:     newFetchPurgatory(),
+		clock:         replica.SystemClock{},
 		fetchSessions: newFetchSessionCache(int(cfg.Static.MaxIncrementalFetchSessionCacheSlots)),
 	}
+	b.purgatory = replica.NewPurgatory[topicPartition](b.clock)
+	b.alterPartition = noAlterPartition{b}
 	b.mu.partitions = make(map[topicPartition]*Partition)
 	b.mu.appliedChanged = make(chan struct{})
 	b.offline.init()
 	b.removeDeletedDirs()
+	b.loadHighWatermarkCheckpoint()
 	if err := b.checkMetadataNotRewound(ctrl.Image()); err != nil {
 		return nil, err
 	}
@@ -111,11 +128,13 @@ func New(cfg Config, ctrl Metadata) (*Broker, error) {
 		b.closePartitions()
 		return nil, err
 	}
-	b.done.Add(4)
+	b.done.Add(6)
 	go b.storageRecoveryLoop()
 	go b.followImages()
 	go b.retentionLoop()
 	go b.purgatoryLoop()
+	go b.highWatermarkCheckpointLoop()
+	go b.isrExpirationLoop()
 	return b, nil
 }
 
@@ -141,6 +160,8 @@ func (b *Broker) Close() error {
 	close(b.closing)
 	b.done.Wait()
 	b.coord.Close()
+	// After the last append: the HWs a restart resumes from (clean shutdown).
+	b.checkpointHighWatermarks()
 	return b.closePartitions()
 }
 

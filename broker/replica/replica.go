@@ -518,12 +518,10 @@ func (r *Replica) DeleteRecordsBefore(offset int64) (int64, error) {
 		r.mu.Unlock()
 		return -1, kerr.NotLeaderForPartition
 	}
-	if offset == -1 {
-		offset = r.mu.highWatermark
-	}
-	if offset < 0 || offset > r.mu.highWatermark {
+	offset, err := deleteRecordsTarget(offset, r.mu.highWatermark)
+	if err != nil {
 		r.mu.Unlock()
-		return -1, kerr.OffsetOutOfRange
+		return -1, err
 	}
 	start, err := r.log.DeleteRecordsBefore(offset)
 	changed := r.publishLocked()
@@ -560,4 +558,18 @@ func (r *Replica) checkRoleLocked() {
 	if r.mu.role == RoleLeader && len(r.mu.isr) > 0 && !slices.Contains(r.mu.isr, r.opts.NodeID) {
 		panic(fmt.Sprintf("replica %s: leader %d not in its ISR %v", r.opts.Name, r.opts.NodeID, r.mu.isr))
 	}
+}
+
+// deleteRecordsHighWatermark is the DeleteRecords offset that means "up to the high watermark".
+const deleteRecordsHighWatermark = -1
+
+// deleteRecordsTarget resolves a requested DeleteRecords offset against the high watermark.
+func deleteRecordsTarget(offset, highWatermark int64) (int64, error) {
+	if offset == deleteRecordsHighWatermark {
+		offset = highWatermark
+	}
+	if offset < 0 || offset > highWatermark {
+		return 0, kerr.OffsetOutOfRange
+	}
+	return offset, nil
 }
