@@ -100,7 +100,7 @@ func (b *Broker) handleProduce(_ context.Context, wreq *wire.Request, respond wi
 	// An fsync per write is configured: wait for the partitions' fsyncs together, off the
 	// connection's handler, so the next request appends (and shares group commits) meanwhile.
 	// The wire layer still answers in request order.
-	go func() {
+	go func(acksPending []ackWait) { // a parameter, so the slice does not escape on the fast path
 		var wg sync.WaitGroup
 		for _, s := range syncs {
 			wg.Go(func() {
@@ -116,7 +116,7 @@ func (b *Broker) handleProduce(_ context.Context, wreq *wire.Request, respond wi
 			return resp.Topics[w.topic].Partitions[w.partition].ErrorCode != 0
 		})
 		b.finishProduce(req.Acks, resp, acksPending, timeout, respond)
-	}()
+	}(acksPending)
 }
 
 // pendingSync is a partition's append waiting to be durable, with its place in the response.

@@ -46,6 +46,7 @@ type traceHarness struct {
 	log       *logstore.Log
 	replica   *Replica
 	lag       time.Duration
+	cfg       logstore.Config
 	produces  int
 	out       *[]string
 	wakes     int
@@ -82,7 +83,7 @@ func errName(err error) string {
 }
 
 func (h *traceHarness) open(checkpoint int64) {
-	log, err := logstore.Open(h.dir, testLogConfig(), logstore.Options{Now: h.clock.Now})
+	log, err := logstore.Open(h.dir, h.cfg, logstore.Options{Now: h.clock.Now})
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -137,7 +138,7 @@ func parseIDs(t *testing.T, d *datadriven.TestData, s string) []int32 {
 // prints what a caller would see, then the replica's state; answers of delayed produces that
 // completed meanwhile are printed first. Commands:
 //
-//	open [checkpoint=N] [lag=10s]          a new log and replica (no role yet)
+//	open [checkpoint=N] [lag=10s] [segment-bytes=N]   a new log and replica (no role yet)
 //	restart [checkpoint=N]                 close the log and open it again
 //	become-leader epoch=E isr=1,2 replicas=1,2,3
 //	become-follower epoch=E leader=L
@@ -148,7 +149,7 @@ func parseIDs(t *testing.T, d *datadriven.TestData, s string) []int32 {
 //	shrink                                 MaybeShrinkISR now
 //	isr-failed                             the pending ISR proposal was refused
 //	delete-records offset=O
-//	retention
+//	retention [bytes=N]                    enforce retention (retention.bytes=N)
 //	advance d=5s                           move the clock, then run the purgatory
 //	state
 func TestDataDriven(t *testing.T) {
@@ -191,6 +192,8 @@ func TestDataDriven(t *testing.T) {
 			switch d.Cmd {
 			case "open":
 				h.lag = dur("lag", "10s")
+				h.cfg = testLogConfig()
+				h.cfg.SegmentBytes = num("segment-bytes", h.cfg.SegmentBytes)
 				h.open(num("checkpoint", -1))
 			case "restart":
 				if err := h.log.Close(); err != nil {
@@ -274,6 +277,8 @@ func TestDataDriven(t *testing.T) {
 					out = append(out, fmt.Sprintf("low watermark %d", start))
 				}
 			case "retention":
+				h.cfg.RetentionBytes = num("bytes", h.cfg.RetentionBytes)
+				h.log.SetConfig(h.cfg)
 				if err := h.replica.EnforceRetention(); err != nil {
 					out = append(out, "retention: "+err.Error())
 				}
