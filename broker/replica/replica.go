@@ -253,11 +253,10 @@ func (r *Replica) notify(changed bool) {
 // storage failure) and wakes waiters.
 func (r *Replica) Refresh() {
 	r.mu.Lock()
-	changed := r.publishLocked()
+	r.publishLocked()
 	r.mu.Unlock()
-	// Woken even when nothing changed: a caller that reopened or removed the log wants parked
+	// Woken even when nothing changed: a caller that reopened or removed the log wants held
 	// operations to look again.
-	_ = changed
 	r.notify(true)
 }
 
