@@ -14,6 +14,7 @@ run: build
 # Apache Kafka's own tools, real clients against a real sluice process, franz-go's suite.
 test: deps vet build
 	SLUICE_BIN=$(CURDIR)/bin/sluice $(GO) test -count=1 -timeout 20m ./...
+	$(GO) test -count=1 -tags invariants ./broker/...
 	scripts/franz-suite.sh
 
 deps:

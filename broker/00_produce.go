@@ -8,8 +8,12 @@ package broker
 // the only format sluice's log stores. v13 names topics by ID. When an acks=0 produce fails
 // the connection is closed, Kafka's only way to tell such a client.
 // acks=0 gets no response; acks=1 is answered after the local append; acks=all after the batch
-// is below the high watermark, i.e. on every ISR member, and only while the ISR has at least
-// min.insync.replicas members (NOT_ENOUGH_REPLICAS otherwise). Each batch is checked against
+// is below the high watermark, i.e. on every ISR member: at once on a sole replica, otherwise
+// as a delayed produce (delayed_fetch.go) answered when the HW passes it, with
+// NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR is then below min.insync.replicas, or
+// REQUEST_TIMED_OUT after the request's timeout. An acks=all produce is refused
+// (NOT_ENOUGH_REPLICAS) while the ISR is below min.insync.replicas, checked under the
+// replica's lock with the append (package replica). Each batch is checked against
 // the topic's max.message.bytes (MESSAGE_TOO_LARGE); the log validates headers, CRCs and
 // producer sequences and assigns offsets without re-encoding.
 //
@@ -21,12 +25,14 @@ package broker
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"sluice/broker/replica"
 	"sluice/controller"
 	"sluice/logstore"
 	"sluice/wire"
@@ -58,6 +64,7 @@ func (b *Broker) handleProduce(_ context.Context, wreq *wire.Request, respond wi
 	}
 
 	var syncs []pendingSync
+	var acksPending []ackWait
 	resp.Topics = make([]kmsg.ProduceResponseTopic, 0, len(req.Topics))
 	for ti, rt := range req.Topics {
 		t := kmsg.NewProduceResponseTopic()
@@ -69,9 +76,13 @@ func (b *Broker) handleProduce(_ context.Context, wreq *wire.Request, respond wi
 			if topLevelErr != 0 {
 				p.ErrorCode = topLevelErr
 			} else {
-				durable := b.producePartition(im, req.Version, rt.Topic, controller.TopicID(rt.TopicID), byID, req.Acks, &rp, &p)
+				durable, wait := b.producePartition(im, req.Version, rt.Topic, controller.TopicID(rt.TopicID), byID, req.Acks, &rp, &p)
 				if durable != (logstore.SyncWait{}) {
 					syncs = append(syncs, pendingSync{durable, ti, pi})
+				}
+				if wait != nil {
+					wait.topic, wait.partition = ti, pi
+					acksPending = append(acksPending, *wait)
 				}
 			}
 			t.Partitions = append(t.Partitions, p)
@@ -81,14 +92,15 @@ func (b *Broker) handleProduce(_ context.Context, wreq *wire.Request, respond wi
 	// The records are in the log (copied into its files) and nothing above kept a reference
 	// into the request, so its frame can serve the next request.
 	wreq.ReleaseFrame()
+	timeout := time.Duration(max(req.TimeoutMillis, 0)) * time.Millisecond
 	if len(syncs) == 0 {
-		finishProduce(req.Acks, resp, respond)
+		b.finishProduce(req.Acks, resp, acksPending, timeout, respond)
 		return
 	}
 	// An fsync per write is configured: wait for the partitions' fsyncs together, off the
 	// connection's handler, so the next request appends (and shares group commits) meanwhile.
 	// The wire layer still answers in request order.
-	go func() {
+	go func(acksPending []ackWait) { // a parameter, so the slice does not escape on the fast path
 		var wg sync.WaitGroup
 		for _, s := range syncs {
 			wg.Go(func() {
@@ -99,8 +111,12 @@ func (b *Broker) handleProduce(_ context.Context, wreq *wire.Request, respond wi
 			})
 		}
 		wg.Wait()
-		finishProduce(req.Acks, resp, respond)
-	}()
+		// A partition whose fsync failed is answered with the error, not held for acks.
+		acksPending = slices.DeleteFunc(acksPending, func(w ackWait) bool {
+			return resp.Topics[w.topic].Partitions[w.partition].ErrorCode != 0
+		})
+		b.finishProduce(req.Acks, resp, acksPending, timeout, respond)
+	}(acksPending)
 }
 
 // pendingSync is a partition's append waiting to be durable, with its place in the response.
@@ -110,8 +126,9 @@ type pendingSync struct {
 }
 
 // finishProduce answers a produce whose appends are done (and durable, if the flush policy
-// asks for it).
-func finishProduce(acks int16, resp *kmsg.ProduceResponse, respond wire.Respond) {
+// asks for it): at once, or for acks=all partitions whose records are not yet below the HW,
+// once they are (a delayed produce in the purgatory, at most timeout).
+func (b *Broker) finishProduce(acks int16, resp *kmsg.ProduceResponse, acksPending []ackWait, timeout time.Duration, respond wire.Respond) {
 	if acks == 0 {
 		for _, t := range resp.Topics {
 			for _, p := range t.Partitions {
@@ -124,45 +141,43 @@ func finishProduce(acks int16, resp *kmsg.ProduceResponse, respond wire.Respond)
 		respond(nil, nil)
 		return
 	}
-	respond(resp, nil)
+	if len(acksPending) == 0 {
+		respond(resp, nil)
+		return
+	}
+	keys := make([]topicPartition, len(acksPending))
+	for i, w := range acksPending {
+		keys[i] = w.key
+	}
+	b.purgatory.Add(&delayedProduce{resp: resp, respond: respond, waits: acksPending}, keys, timeout)
 }
 
 // producePartition appends one partition's records and fills its response. When the flush
-// policy wants the append durable before it is acknowledged, it returns the wait.
-func (b *Broker) producePartition(im *controller.Image, version int16, topicName string, topicID controller.TopicID, byID bool, acks int16, rp *kmsg.ProduceRequestTopicPartition, out *kmsg.ProduceResponseTopicPartition) logstore.SyncWait {
+// policy wants the append durable before it is acknowledged, it returns the wait; when acks=all
+// and the records are not yet below the high watermark, the replication wait.
+func (b *Broker) producePartition(im *controller.Image, version int16, topicName string, topicID controller.TopicID, byID bool, acks int16, rp *kmsg.ProduceRequestTopicPartition, out *kmsg.ProduceResponseTopicPartition) (logstore.SyncWait, *ackWait) {
 	rs := b.resolvePartition(im, topicName, topicID, byID, rp.Partition, true)
 	if rs.errCode != 0 {
 		out.ErrorCode = rs.errCode
-		return logstore.SyncWait{}
-	}
-	if rs.topic.Internal {
-		// Only the coordinators write the internal topics.
-		out.ErrorCode = kerr.InvalidTopicException.Code
-		return logstore.SyncWait{}
+		return logstore.SyncWait{}, nil
 	}
 	p := rs.partition
-	settings := p.settings.Load()
-	code, logAppendTime := checkProduceBatches(rp.Records, version, settings, time.Now())
-	if code != 0 {
-		out.ErrorCode = code
-		return logstore.SyncWait{}
+	res := p.appendAsLeader(replica.OriginClient, rs.topic.Internal, rp.Records, version, acks, -1)
+	if res.errCode != 0 {
+		out.ErrorCode = res.errCode
+		if res.err != nil {
+			out.LogStartOffset = p.replica.Snapshot().LogStart
+		}
+		return logstore.SyncWait{}, nil
 	}
-	if acks == -1 && p.isrSize() < int(settings.MinInsyncReplicas) {
-		out.ErrorCode = kerr.NotEnoughReplicas.Code
-		return logstore.SyncWait{}
+	info := &res.info
+	out.BaseOffset = info.FirstOffset
+	out.LogStartOffset = info.LogStartOffset
+	out.LogAppendTime = res.logAppendTime
+	var wait *ackWait
+	if acks == -1 && info.HighWatermark <= info.LastOffset {
+		wait = &ackWait{key: p.tp, AckWait: replica.AckWait{Replica: p.replica, Required: info.LastOffset + 1,
+			AppendEpoch: info.LeaderEpoch, MinInsync: p.settings.Load().MinInsyncReplicas}}
 	}
-	_, leaderEpoch := p.leaderState()
-	res, sync, err := p.log.AppendAsLeaderDeferSync(rp.Records, leaderEpoch)
-	if err != nil {
-		out.ErrorCode = storageErrorCode(err)
-		out.LogStartOffset = p.log.LogStartOffset()
-		return logstore.SyncWait{}
-	}
-	if !res.Duplicate {
-		p.appended()
-	}
-	out.BaseOffset = res.FirstOffset
-	out.LogStartOffset = res.LogStartOffset
-	out.LogAppendTime = logAppendTime
-	return sync
+	return info.Sync, wait
 }

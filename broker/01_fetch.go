@@ -8,7 +8,8 @@ package broker
 // Consumers never see offsets at or past the high watermark. The first batch of the first
 // partition with data is returned whole even when it exceeds MaxBytes or PartitionMaxBytes, as
 // Kafka does, so a consumer can always make progress. When less than MinBytes is ready the fetch
-// parks on its partitions and is woken by appends, answering after MaxWaitMillis at the latest.
+// is held in the purgatory (delayed_fetch.go), keyed by its partitions, and answers when their
+// offsets change enough or after MaxWaitMillis at the latest.
 //
 // Record bytes go from the segment files to the socket with sendfile (fetch_encode.go).
 //
@@ -53,17 +54,11 @@ func (b *Broker) handleFetch(ctx context.Context, wreq *wire.Request, respond wi
 		return
 	}
 
-	// Park on every target partition until enough data arrives or the wait is over.
-	f := &parkedFetch{
-		ctx: ctx, req: req, targets: targets, session: session, sessionID: sessionID,
-		incremental: incremental, respond: respond, deadline: time.Now().Add(min(wait, maxFetchWait)),
-	}
-	for _, t := range targets {
-		if p := b.partition(t.topic, t.partition); p != nil {
-			f.parts = append(f.parts, p)
-		}
-	}
-	b.park(f)
+	// Held until enough data arrives on a target partition or the wait is over.
+	b.parkFetch(&delayedFetch{
+		b: b, ctx: ctx, req: req, targets: targets, session: session, sessionID: sessionID,
+		incremental: incremental, respond: respond,
+	}, min(wait, maxFetchWait))
 }
 
 // fetchResult is one partition's read.
@@ -93,20 +88,25 @@ func (b *Broker) readTargets(req *kmsg.FetchRequest, im *controller.Image, targe
 			continue
 		}
 		p := rs.partition
-		_, leaderEpoch := p.leaderState()
-		if code := checkLeaderEpoch(t.currentLeaderEpoch, leaderEpoch); code != 0 {
+		// One snapshot: the HW, LSO and log start the response reports are of one instant.
+		s := p.replica.Snapshot()
+		if code := checkLeaderEpoch(t.currentLeaderEpoch, s.LeaderEpoch); code != 0 {
 			r.errCode = code
 			anyError = true
 			continue
 		}
-		hw := p.highWatermark()
-		r.highWatermark, r.lastStableOffset, r.logStartOffset = hw, hw, p.log.LogStartOffset()
+		hw := s.HighWatermark
+		r.highWatermark, r.lastStableOffset, r.logStartOffset = hw, s.LastStable, s.LogStart
 		limit := min(int64(t.maxBytes), maxBytes-total)
 		minOne := total == 0
 		if limit <= 0 && !minOne {
 			continue
 		}
-		read, err := p.log.Read(t.fetchOffset, max(limit, 0), hw, minOne)
+		visible := hw
+		if req.IsolationLevel == 1 {
+			visible = s.LastStable // read_committed
+		}
+		read, err := p.log.Read(t.fetchOffset, max(limit, 0), visible, minOne)
 		if err != nil {
 			r.errCode = storageErrorCode(err)
 			anyError = true

@@ -55,15 +55,19 @@ func (b *Broker) listOffset(im *controller.Image, req *kmsg.ListOffsetsRequest, 
 		return
 	}
 	p := rs.partition
-	_, leaderEpoch := p.leaderState()
+	snap := p.replica.Snapshot()
+	leaderEpoch := snap.LeaderEpoch
 	if code := checkLeaderEpoch(rp.CurrentLeaderEpoch, leaderEpoch); code != 0 {
 		out.ErrorCode = code
 		return
 	}
-	hw := p.highWatermark()
+	hw := snap.HighWatermark
+	if req.IsolationLevel == 1 {
+		hw = snap.LastStable // read_committed: nothing at or past the last stable offset
+	}
 	switch rp.Timestamp {
 	case listLatest:
-		out.Offset = hw // read_committed: the last stable offset, equal to the HW without transactions
+		out.Offset = hw
 		out.LeaderEpoch = leaderEpoch
 	case listEarliest, listEarliestLocal:
 		earliest := p.log.EarliestOffset()

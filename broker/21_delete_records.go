@@ -25,9 +25,6 @@ import (
 
 func init() { registerSync(21, 0, 2, (*Broker).handleDeleteRecords) }
 
-// deleteRecordsHighWatermark is the offset that means "up to the high watermark".
-const deleteRecordsHighWatermark = -1
-
 func (b *Broker) handleDeleteRecords(_ context.Context, _ *wire.ConnInfo, req *kmsg.DeleteRecordsRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.DeleteRecordsResponse)
 	im := b.ctrl.Image()
@@ -57,27 +54,15 @@ func (b *Broker) deleteRecords(im *controller.Image, topic string, partition int
 		return -1, kerr.PolicyViolation.Code
 	}
 	p := rs.partition
-	hw := p.highWatermark()
-	target, code := deleteRecordsTarget(offset, hw)
-	if code != 0 {
-		return -1, code
-	}
-	start, err := p.log.DeleteRecordsBefore(target)
+	// The replica checks the offset (-1: the HW) against its HW under the lock the move
+	// takes, so a concurrent HW or leadership change cannot slip in between.
+	start, err := p.replica.DeleteRecordsBefore(offset)
 	if err != nil {
-		b.logger.Warn("deleting records", "partition", p.tp.String(), "offset", target, "err", err)
+		if code := appendErrorCode(err); code == kerr.OffsetOutOfRange.Code || code == kerr.NotLeaderForPartition.Code {
+			return -1, code
+		}
+		b.logger.Warn("deleting records", "partition", p.tp.String(), "offset", offset, "err", err)
 		return -1, storageErrorCode(err)
 	}
-	p.truncatedOrMoved()
 	return start, 0
-}
-
-// deleteRecordsTarget resolves a requested DeleteRecords offset against the high watermark.
-func deleteRecordsTarget(offset, highWatermark int64) (int64, int16) {
-	if offset == deleteRecordsHighWatermark {
-		offset = highWatermark
-	}
-	if offset < 0 || offset > highWatermark {
-		return 0, kerr.OffsetOutOfRange.Code
-	}
-	return offset, 0
 }

@@ -46,8 +46,7 @@ func (b *Broker) endOffsetForEpoch(im *controller.Image, topic string, partition
 	if rs.errCode != 0 {
 		return rs.errCode, -1, -1
 	}
-	_, leaderEpoch := rs.partition.leaderState()
-	if code := checkLeaderEpoch(currentEpoch, leaderEpoch); code != 0 {
+	if code := checkLeaderEpoch(currentEpoch, rs.partition.replica.Snapshot().LeaderEpoch); code != 0 {
 		return code, -1, -1
 	}
 	if epoch < 0 {

@@ -35,26 +35,6 @@ func TestApplyListOp(t *testing.T) {
 	}
 }
 
-func TestDeleteRecordsTarget(t *testing.T) {
-	tests := []struct {
-		offset, hw int64
-		want       int64
-		code       int16
-	}{
-		{-1, 10, 10, 0},
-		{0, 10, 0, 0},
-		{10, 10, 10, 0},
-		{11, 10, 0, kerr.OffsetOutOfRange.Code},
-		{-2, 10, 0, kerr.OffsetOutOfRange.Code},
-	}
-	for _, tt := range tests {
-		got, code := deleteRecordsTarget(tt.offset, tt.hw)
-		if got != tt.want || code != tt.code {
-			t.Errorf("deleteRecordsTarget(%d, %d) = %d, %d; want %d, %d", tt.offset, tt.hw, got, code, tt.want, tt.code)
-		}
-	}
-}
-
 func TestIncrementalOps(t *testing.T) {
 	entry := func(op kmsg.IncrementalAlterConfigOp, key string, value *string) kmsg.IncrementalAlterConfigsRequestResourceConfig {
 		return kmsg.IncrementalAlterConfigsRequestResourceConfig{Op: op, Name: key, Value: value}

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"sluice/broker/replica"
 	"sluice/controller"
 	"sluice/coordinator"
 	"sluice/internal/config"
@@ -67,7 +68,20 @@ type Broker struct {
 
 	producerIDs   producerIDBlock
 	fetchSessions *fetchSessionCache
-	purgatory     *fetchPurgatory
+	// clock is the time of replicas and delayed operations.
+	clock replica.Clock
+	// purgatory holds delayed fetches and acks=all produces, keyed by partition
+	// (delayed_fetch.go, 00_produce.go).
+	purgatory *replica.Purgatory[topicPartition]
+	// hwCheckpoint is the log directory's replication-offset-checkpoint (partition.go).
+	hwCheckpoint struct {
+		atStart map[replica.TopicPartition]int64 // read in New, then read-only
+		mu      struct {
+			sync.Mutex
+			written map[replica.TopicPartition]int64
+		}
+	}
+	alterPartition alterPartitionSender
 
 	// draining is closed by Drain: parked fetches are answered and no fetch parks any more.
 	draining  chan struct{}
@@ -106,13 +120,16 @@ func New(cfg Config, ctrl Metadata) (*Broker, error) {
 		logger:        cfg.Logger,
 		closing:       make(chan struct{}),
 		draining:      make(chan struct{}),
-		purgatory:     newFetchPurgatory(),
+		clock:         replica.SystemClock{},
 		fetchSessions: newFetchSessionCache(int(cfg.Static.MaxIncrementalFetchSessionCacheSlots)),
 	}
+	b.purgatory = replica.NewPurgatory[topicPartition](b.clock)
+	b.alterPartition = noAlterPartition{b}
 	b.mu.partitions = make(map[topicPartition]*Partition)
 	b.mu.appliedChanged = make(chan struct{})
 	b.offline.init()
 	b.removeDeletedDirs()
+	b.loadHighWatermarkCheckpoint()
 	if err := b.checkMetadataNotRewound(ctrl.Image()); err != nil {
 		return nil, err
 	}
@@ -123,11 +140,13 @@ func New(cfg Config, ctrl Metadata) (*Broker, error) {
 		b.closePartitions()
 		return nil, err
 	}
-	b.done.Add(4)
+	b.done.Add(6)
 	go b.storageRecoveryLoop()
 	go b.followImages()
 	go b.retentionLoop()
 	go b.purgatoryLoop()
+	go b.highWatermarkCheckpointLoop()
+	go b.isrExpirationLoop()
 	return b, nil
 }
 
@@ -152,7 +171,23 @@ func (b *Broker) Handle(ctx context.Context, req *wire.Request, respond wire.Res
 // and a fetch that would park from now on is answered at once, so the listeners' wait for
 // in-flight requests is not held up by long polls. Safe to call more than once.
 func (b *Broker) Drain() {
-	b.drainOnce.Do(func() { close(b.draining) })
+	b.drainOnce.Do(func() {
+		close(b.draining)
+		b.purgatory.ExpireWhere(func(op replica.Operation) bool {
+			_, isFetch := op.(*delayedFetch)
+			return isFetch
+		})
+	})
+}
+
+// isDraining reports whether Drain was called.
+func (b *Broker) isDraining() bool {
+	select {
+	case <-b.draining:
+		return true
+	default:
+		return false
+	}
 }
 
 // Close stops following metadata, unloads the coordinator and closes every partition log,
@@ -163,6 +198,8 @@ func (b *Broker) Close() error {
 	close(b.closing)
 	b.done.Wait() // metadata following, retention and the purgatory worker; timed with the coordinator
 	b.coord.Close()
+	// After the last append: the HWs a restart resumes from (clean shutdown).
+	b.checkpointHighWatermarks()
 	b.logger.Info("shutdown phase done", "phase", "coordinator", "took", time.Since(start))
 	start = time.Now()
 	n, err := b.closePartitions()

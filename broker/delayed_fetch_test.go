@@ -47,10 +47,7 @@ func TestDrainAnswersParkedFetches(t *testing.T) {
 	poll := time.NewTicker(time.Millisecond)
 	defer poll.Stop()
 	for parked := 0; parked == 0; <-poll.C { // a condition with a deadline, polled
-		q := tb.Broker.purgatory
-		q.mu.Lock()
-		parked = len(q.mu.parked)
-		q.mu.Unlock()
+		parked = tb.Broker.purgatory.Len()
 		if time.Now().After(deadline) {
 			t.Fatal("the fetch never parked")
 		}

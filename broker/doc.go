@@ -1,7 +1,7 @@
 // Package broker serves the Kafka APIs over sluice's partitions.
 //
-// It owns the partition replicas hosted on this node (each a logstore.Log plus its high
-// watermark and leader epoch), reads cluster metadata from the controller's immutable image, and
+// It owns the partition replicas hosted on this node (each a replica.Replica: the log, its
+// offsets and its replication state; see package broker/replica), reads cluster metadata from the controller's immutable image, and
 // turns each Kafka request into work on those replicas. One file per Kafka API, named by key
 // (00_produce.go, 01_fetch.go, ...); each opens with the versions it serves and registers itself
 // in the API table (registry.go), which is also what ApiVersions advertises, so the versions
@@ -12,14 +12,16 @@
 // a Go error from a handler closes the connection.
 //
 // Requests that wait — a long-poll fetch, an acks=all produce — do not block the connection's
-// handler: they park a waiter on the partitions they need and answer when an append or a high
-// watermark move wakes them, or when their timeout fires.
+// handler: they are delayed operations in a replica.Purgatory keyed by their partitions, and
+// answer when a change of those partitions' offsets wakes them, or when their timeout fires.
 //
 // # The log directory
 //
 // Besides one directory per partition ("<topic>-<partition>", with Kafka's partition.metadata
 // naming its topic ID) the log directory holds Kafka's meta.properties (cluster.id, node.id,
-// directory.id, version=1) and sluice's metadata-offset-checkpoint (the metadata offset up to
+// directory.id, version=1), Kafka's replication-offset-checkpoint (every hosted partition's high
+// watermark, written periodically and at clean shutdown; package replica) and sluice's
+// metadata-offset-checkpoint (the metadata offset up to
 // which this node created or deleted partition directories, written before it does). At start
 // the node refuses a log directory of another cluster or node, one holding a cluster's data
 // while the metadata log is missing (CheckLogDir), and a metadata log older than the

@@ -12,6 +12,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"sluice/broker/replica"
 	"sluice/controller"
 	"sluice/coordinator"
 	"sluice/internal/batch"
@@ -129,7 +130,7 @@ func (b *Broker) reconcileCoordinator(im *controller.Image) {
 		if _, ok := b.coordinatorLoaded[partition]; ok {
 			continue
 		}
-		log := &offsetsPartitionLog{p: p}
+		log := &offsetsPartitionLog{b: b, p: p}
 		b.coordinatorLoaded[partition] = log
 		go func() {
 			if err := b.coord.Load(partition, log); err != nil {
@@ -140,29 +141,58 @@ func (b *Broker) reconcileCoordinator(im *controller.Image) {
 }
 
 // offsetsPartitionLog is one __consumer_offsets partition as a coordinator shard sees it.
-type offsetsPartitionLog struct{ p *Partition }
+type offsetsPartitionLog struct {
+	b *Broker
+	p *Partition
+}
 
-// Append writes the coordinator's batch as an acks=all produce would and reports when it is
-// committed. With this node as the only ISR member that is at once.
+// Append writes the coordinator's batch as an acks=all produce would (OriginCoordinator: no
+// client rules) and reports when it is committed: at once when the HW is past it (with this
+// node the only ISR member, always), otherwise when replication moves the HW past it, as a
+// delayed operation bounded by offsets.commit.timeout.ms.
 func (l *offsetsPartitionLog) Append(batchBytes []byte, done func(lastOffset int64, err error)) {
-	isLeader, leaderEpoch := l.p.leaderState()
-	if !isLeader {
-		done(-1, kerr.NotLeaderForPartition)
+	res := l.p.appendAsLeader(replica.OriginCoordinator, true, batchBytes, 0, -1, -1)
+	if res.errCode != 0 {
+		if res.err != nil {
+			done(-1, res.err)
+		} else {
+			done(-1, kerr.ErrorForCode(res.errCode))
+		}
 		return
 	}
-	res, err := l.p.log.AppendAsLeader(batchBytes, leaderEpoch)
-	if err != nil {
+	info := res.info
+	if err := info.Sync.Wait(); err != nil {
 		done(-1, err)
 		return
 	}
-	l.p.appended()
-	last := res.LastOffset
-	if l.p.highWatermark() > last {
-		done(last, nil)
+	if info.HighWatermark > info.LastOffset {
+		done(info.LastOffset, nil)
 		return
 	}
-	// Replication will complete this when the HW passes last; with one replica it already has.
-	done(-1, kerr.NotEnoughReplicas)
+	w := &coordinatorAckWait{done: done, last: info.LastOffset, wait: replica.AckWait{Replica: l.p.replica,
+		Required: info.LastOffset + 1, AppendEpoch: info.LeaderEpoch, MinInsync: l.p.settings.Load().MinInsyncReplicas}}
+	timeout := time.Duration(l.b.cfg.Static.Int32("offsets.commit.timeout.ms")) * time.Millisecond
+	l.b.purgatory.Add(w, []topicPartition{l.p.tp}, timeout)
+}
+
+// coordinatorAckWait is a coordinator append waiting for the HW.
+type coordinatorAckWait struct {
+	done func(lastOffset int64, err error)
+	last int64
+	wait replica.AckWait
+}
+
+// TryComplete implements replica.Operation.
+func (w *coordinatorAckWait) TryComplete(expired bool) bool {
+	if !w.wait.Check(expired) {
+		return false
+	}
+	if w.wait.Err != nil {
+		w.done(-1, w.wait.Err)
+	} else {
+		w.done(w.last, nil)
+	}
+	return true
 }
 
 // replayChunk is how many bytes Replay reads from the log at a time.

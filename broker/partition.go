@@ -1,136 +1,248 @@
 package broker
 
 import (
-	"sync"
+	"errors"
+	"maps"
 	"sync/atomic"
+	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"sluice/broker/replica"
 	"sluice/controller"
 	"sluice/internal/config"
 	"sluice/logstore"
 )
 
-// Partition is one partition replica hosted on this node.
+// Partition is one partition replica hosted on this node: its replica (the log, its offsets
+// and its replication state, package replica) and the topic's settings.
 type Partition struct {
 	tp      topicPartition
 	topicID controller.TopicID
+	// log is replica's log, for reads and queries (size, timestamps, epochs). Mutations go
+	// through replica, which owns the offsets.
 	log     *logstore.Log
+	replica *replica.Replica
 	// settings are the topic's resolved configs from the newest applied image.
 	settings atomic.Pointer[config.TopicSettings]
-
-	mu struct {
-		sync.Mutex
-		// leaderEpoch and isLeader come from the newest applied metadata image.
-		leaderEpoch int32
-		isLeader    bool
-		isr         []int32
-		// highWatermark: the first offset not yet on every ISR member.
-		// Invariant: log start offset <= highWatermark <= log end offset.
-		highWatermark int64
-		// waiters are parked fetches to wake when the high watermark moves.
-		waiters map[*waiter]struct{}
-	}
 }
 
-func newPartition(tp topicPartition, id controller.TopicID, log *logstore.Log) *Partition {
+// newPartition hosts log. checkpointedHW is the partition's entry in the log directory's
+// replication-offset-checkpoint (-1: none); onChange wakes the delayed operations keyed on
+// the partition.
+func (b *Broker) newPartition(tp topicPartition, id controller.TopicID, log *logstore.Log, checkpointedHW int64) *Partition {
 	p := &Partition{tp: tp, topicID: id, log: log}
-	p.mu.waiters = make(map[*waiter]struct{})
-	// With this node as the only ISR member everything in the local log is replicated; on
-	// restart Kafka likewise moves the HW of a sole-replica leader to its log end offset.
-	p.mu.highWatermark = log.LogEndOffset()
+	p.replica = replica.New(log, replica.Options{
+		NodeID:                    b.nodeID,
+		Clock:                     b.clock,
+		ReplicaLagTimeMax:         time.Duration(b.cfg.Static.ReplicaLagTimeMaxMs) * time.Millisecond,
+		CheckpointedHighWatermark: checkpointedHW,
+		OnChange:                  func() { b.purgatory.Wake(tp) },
+		Name:                      tp.String(),
+	})
 	return p
 }
 
-// applyMetadata records the leadership described by the image.
-func (p *Partition) applyMetadata(info *controller.PartitionInfo, nodeID int32) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.mu.leaderEpoch = info.LeaderEpoch
-	p.mu.isLeader = info.Leader == nodeID
-	p.mu.isr = info.ISR
-	p.advanceHighWatermarkLocked()
+// applyMetadata applies the leadership the image describes to the replica.
+func (p *Partition) applyMetadata(info *controller.PartitionInfo, nodeID int32) error {
+	if info.Leader == nodeID {
+		return p.replica.BecomeLeader(info.LeaderEpoch, info.ISR, info.Replicas)
+	}
+	return p.replica.BecomeFollower(info.LeaderEpoch, info.Leader)
+}
+
+// applyLeadership applies info to p; an image older than what p applied (never expected: the
+// controller only raises epochs) is logged and skipped.
+func (b *Broker) applyLeadership(p *Partition, info *controller.PartitionInfo) {
+	if err := p.applyMetadata(info, b.nodeID); err != nil {
+		b.logger.Warn("leadership from an older metadata image ignored", "partition", p.tp.String(), "err", err)
+	}
 }
 
 // leaderState returns whether this replica leads and its leader epoch.
 func (p *Partition) leaderState() (isLeader bool, leaderEpoch int32) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.mu.isLeader, p.mu.leaderEpoch
+	s := p.replica.Snapshot()
+	return s.Leader, s.LeaderEpoch
 }
 
 // highWatermark returns the current high watermark.
-func (p *Partition) highWatermark() int64 {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.mu.highWatermark
+func (p *Partition) highWatermark() int64 { return p.replica.Snapshot().HighWatermark }
+
+// appended and truncatedOrMoved publish the log's offsets after the log was changed directly
+// (Reopen after a storage failure, removal) and wake the delayed operations on the partition.
+func (p *Partition) appended()         { p.replica.Refresh() }
+func (p *Partition) truncatedOrMoved() { p.replica.Refresh() }
+
+// appendOutcome is one partition's append as leader.
+type appendOutcome struct {
+	info          replica.AppendInfo
+	logAppendTime int64
+	errCode       int16
+	err           error
 }
 
-// isrSize returns the number of in-sync replicas.
-func (p *Partition) isrSize() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return len(p.mu.isr)
+// appendAsLeader is the one way records reach a partition's log on this node as its leader:
+// the client-only rules (checkClientAppend) for OriginClient, then the replica's append, which
+// checks leadership, epoch and min.insync.replicas under its lock. leaderEpoch >= 0 fences an
+// append by an owner that loaded at another epoch (a coordinator shard).
+func (p *Partition) appendAsLeader(origin replica.Origin, internal bool, records []byte, produceVersion, acks int16, leaderEpoch int32) appendOutcome {
+	settings := p.settings.Load()
+	out := appendOutcome{logAppendTime: -1}
+	if origin == replica.OriginClient {
+		if out.errCode, out.logAppendTime = checkClientAppend(internal, records, produceVersion, settings, time.Now()); out.errCode != 0 {
+			return out
+		}
+	}
+	info, err := p.replica.AppendAsLeader(origin, records, replica.AppendOptions{
+		RequiredAcks: acks, MinInsync: settings.MinInsyncReplicas, LeaderEpoch: leaderEpoch,
+	})
+	if err != nil {
+		out.err, out.errCode = err, appendErrorCode(err)
+		return out
+	}
+	out.info = info
+	return out
 }
 
-// appended is called after a successful local append: it moves the high watermark as far as
-// replication allows and wakes parked fetches.
-func (p *Partition) appended() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.advanceHighWatermarkLocked()
-	p.wakeWaitersLocked()
+// checkClientAppend holds the rules that apply only to producers' records, as Kafka's
+// LogValidator applies them only for AppendOrigin.CLIENT: the internal topics are written by
+// their coordinators only (INVALID_TOPIC_EXCEPTION), and every batch passes the produce checks
+// (produce_validate.go: one v2 batch, max.message.bytes, compression, timestamps; it stamps
+// LogAppendTime topics).
+func checkClientAppend(internal bool, records []byte, produceVersion int16, settings *config.TopicSettings, now time.Time) (code int16, logAppendTime int64) {
+	if internal {
+		return kerr.InvalidTopicException.Code, -1
+	}
+	return checkProduceBatches(records, produceVersion, settings, now)
 }
 
-// advanceHighWatermarkLocked moves the HW to the log end offset when this node is the only ISR
-// member. (With followers the HW is the minimum of the ISR's fetch positions; replication
-// adds that.)
-// REQUIRES: p.mu held.
-func (p *Partition) advanceHighWatermarkLocked() {
-	if !p.mu.isLeader || len(p.mu.isr) > 1 {
+// appendErrorCode maps an append's error: the replica's Kafka errors as they are, the log's
+// through storageErrorCode.
+func appendErrorCode(err error) int16 {
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		return ke.Code
+	}
+	return storageErrorCode(err)
+}
+
+// highWatermarkCheckpointLoop writes the log directory's replication-offset-checkpoint every
+// replica.high.watermark.checkpoint.interval.ms, as Kafka's ReplicaManager does; Close writes
+// it once more after the last append.
+func (b *Broker) highWatermarkCheckpointLoop() {
+	defer b.done.Done()
+	interval := time.Duration(b.cfg.Static.Int64("replica.high.watermark.checkpoint.interval.ms")) * time.Millisecond
+	if interval <= 0 {
+		interval = 5 * time.Second
+	}
+	ticker := time.NewTicker(interval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-b.closing:
+			return
+		case <-ticker.C:
+		}
+		b.checkpointHighWatermarks()
+	}
+}
+
+// checkpointHighWatermarks writes the HW of every hosted partition, keeping the entries of
+// partitions that are offline (their HW is not known until they serve again), and only when
+// something changed since the last write.
+func (b *Broker) checkpointHighWatermarks() {
+	b.hwCheckpoint.mu.Lock()
+	defer b.hwCheckpoint.mu.Unlock()
+	next := make(map[replica.TopicPartition]int64)
+	b.mu.RLock()
+	for tp, p := range b.mu.partitions {
+		next[replica.TopicPartition{Topic: tp.topic, Partition: tp.partition}] = p.highWatermark()
+	}
+	b.mu.RUnlock()
+	for tp := range b.offlineSnapshot() {
+		key := replica.TopicPartition{Topic: tp.topic, Partition: tp.partition}
+		if hw, ok := b.hwCheckpoint.mu.written[key]; ok {
+			if _, hosted := next[key]; !hosted {
+				next[key] = hw
+			}
+		}
+	}
+	if b.hwCheckpoint.mu.written != nil && maps.Equal(next, b.hwCheckpoint.mu.written) {
 		return
 	}
-	if leo := p.log.LogEndOffset(); leo > p.mu.highWatermark {
-		p.mu.highWatermark = leo
+	if err := replica.WriteHighWatermarks(b.fs(), b.cfg.LogDir, next); err != nil {
+		b.logger.Warn("writing the high-watermark checkpoint", "dir", b.cfg.LogDir, "err", err)
+		return
 	}
-	if start := p.log.LogStartOffset(); start > p.mu.highWatermark {
-		p.mu.highWatermark = start
+	b.hwCheckpoint.mu.written = next
+}
+
+// checkpointedHighWatermark is tp's HW in the checkpoint read at start, or -1.
+func (b *Broker) checkpointedHighWatermark(tp topicPartition) int64 {
+	if hw, ok := b.hwCheckpoint.atStart[replica.TopicPartition{Topic: tp.topic, Partition: tp.partition}]; ok {
+		return hw
+	}
+	return -1
+}
+
+// loadHighWatermarkCheckpoint reads the checkpoint at start. A damaged file is logged and
+// ignored: a HW that starts lower than it was is safe (records become visible again as the
+// ISR confirms them; a sole-replica leader moves it to its log end at once), never a higher one.
+func (b *Broker) loadHighWatermarkCheckpoint() {
+	hws, err := replica.ReadHighWatermarks(b.fs(), b.cfg.LogDir)
+	if err != nil {
+		b.logger.Warn("ignoring the high-watermark checkpoint", "dir", b.cfg.LogDir, "err", err)
+		hws = nil
+	}
+	b.hwCheckpoint.atStart = hws
+	b.hwCheckpoint.mu.written = hws
+}
+
+// isrExpirationLoop asks every led partition to drop followers that lag more than
+// replica.lag.time.max.ms, every half of it, as Kafka's isr-expiration task does, and hands
+// the proposals to the controller's AlterPartition (alterPartition).
+func (b *Broker) isrExpirationLoop() {
+	defer b.done.Done()
+	interval := time.Duration(b.cfg.Static.ReplicaLagTimeMaxMs) * time.Millisecond / 2
+	if interval <= 0 {
+		interval = 15 * time.Second
+	}
+	ticker := time.NewTicker(interval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-b.closing:
+			return
+		case <-ticker.C:
+		}
+		now := b.clock.Now()
+		b.mu.RLock()
+		parts := make([]*Partition, 0, len(b.mu.partitions))
+		for _, p := range b.mu.partitions {
+			parts = append(parts, p)
+		}
+		b.mu.RUnlock()
+		for _, p := range parts {
+			if change := p.replica.MaybeShrinkISR(now); change != nil {
+				b.alterPartition.ProposeISR(p, *change)
+			}
+		}
 	}
 }
 
-// truncatedOrMoved is called after the log start offset moved or the log was truncated, to keep
-// the HW invariant and wake fetches whose offsets may now be out of range.
-func (p *Partition) truncatedOrMoved() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if start := p.log.LogStartOffset(); start > p.mu.highWatermark {
-		p.mu.highWatermark = start
-	}
-	if leo := p.log.LogEndOffset(); leo < p.mu.highWatermark {
-		p.mu.highWatermark = leo
-	}
-	p.wakeWaitersLocked()
+// alterPartitionSender sends a replica's ISR proposal to the controller (Kafka's
+// AlterPartition) and reports a refusal back with Replica.ISRChangeFailed; the committed ISR
+// arrives in a metadata image.
+type alterPartitionSender interface {
+	ProposeISR(p *Partition, change replica.ISRChange)
 }
 
-// REQUIRES: p.mu held.
-func (p *Partition) wakeWaitersLocked() {
-	for w := range p.mu.waiters {
-		w.wake()
-	}
-}
+// noAlterPartition is the sender on a single node, where the ISR is only ever this node and
+// no proposal is made. Until the controller serves AlterPartition, a proposal made elsewhere
+// stays pending (no other is made) and is logged.
+type noAlterPartition struct{ b *Broker }
 
-func (p *Partition) addWaiter(w *waiter) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.mu.waiters[w] = struct{}{}
-}
-
-func (p *Partition) removeWaiter(w *waiter) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	delete(p.mu.waiters, w)
-}
-
-// waiter is a parked request woken by appends to any partition it is registered on. wake must
-// not block: partitions call it with their lock held.
-type waiter struct {
-	wake func()
+func (n noAlterPartition) ProposeISR(p *Partition, change replica.ISRChange) {
+	n.b.logger.Warn("ISR change proposed but AlterPartition is not implemented yet", "partition", p.tp.String(),
+		"leaderEpoch", change.LeaderEpoch, "isr", change.ISR)
 }

@@ -55,7 +55,7 @@ func (b *Broker) reconcile(im *controller.Image) error {
 			}
 			p.log.SetConfig(logCfg)
 			p.settings.Store(settings)
-			p.applyMetadata(info, b.nodeID)
+			b.applyLeadership(p, info)
 		}
 	}
 	if len(opens) > 0 {
@@ -116,7 +116,7 @@ func (b *Broker) openPartitions(jobs []openJob) {
 			return
 		}
 		b.markOnline(j.tp, 0)
-		p.applyMetadata(j.info, b.nodeID)
+		b.applyLeadership(p, j.info)
 	})
 }
 
@@ -158,7 +158,7 @@ func (b *Broker) openPartition(tp topicPartition, id controller.TopicID, cfg log
 	if err != nil {
 		return nil, fmt.Errorf("open partition %s: %w", tp, err)
 	}
-	p := newPartition(tp, id, log)
+	p := b.newPartition(tp, id, log, b.checkpointedHighWatermark(tp))
 	p.settings.Store(settings)
 	b.mu.Lock()
 	b.mu.partitions[tp] = p

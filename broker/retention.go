@@ -30,11 +30,10 @@ func (b *Broker) retentionLoop() {
 			if b.offlineCause(p.tp) != nil {
 				continue // a failed log refuses work; the storage recovery loop owns it
 			}
-			if err := p.log.EnforceRetention(); err != nil {
+			// Through the replica: the log start never passes the high watermark.
+			if err := p.replica.EnforceRetention(); err != nil {
 				b.logger.Warn("retention", "partition", p.tp.String(), "err", err)
-				continue
 			}
-			p.truncatedOrMoved()
 		}
 	}
 }

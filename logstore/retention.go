@@ -2,6 +2,7 @@ package logstore
 
 import (
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -11,7 +12,13 @@ import (
 // when flush.ms has passed, and deletes the oldest segments that are expired by retention.ms,
 // beyond retention.bytes, or wholly below the log start offset (Kafka's deleteOldSegments).
 // The active segment is deleted only by rolling it first, when every segment has expired.
-func (l *Log) EnforceRetention() error {
+func (l *Log) EnforceRetention() error { return l.EnforceRetentionUpTo(math.MaxInt64) }
+
+// EnforceRetentionUpTo is EnforceRetention that never moves the log start offset past limit:
+// a segment is deleted only when the next one starts at or below limit, as Kafka's
+// deleteOldSegments deletes only segments wholly below the high watermark, so records a
+// follower may still need (or consumers cannot see yet) are kept.
+func (l *Log) EnforceRetentionUpTo(limit int64) error {
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
 	if err := l.usableLocked(); err != nil {
@@ -62,6 +69,9 @@ func (l *Log) EnforceRetention() error {
 		tooBig := cfg.RetentionBytes >= 0 && excess-s.size >= 0
 		belowStart := segs[i+1].baseOffset <= logStart
 		if !expired && !tooBig && !belowStart {
+			break
+		}
+		if segs[i+1].baseOffset > limit && !belowStart {
 			break
 		}
 		excess -= s.size

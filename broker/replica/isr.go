@@ -1,0 +1,118 @@
+package replica
+
+import (
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// ISRChange is a proposed ISR for the controller (Kafka's AlterPartition). The replica only
+// decides; the caller sends it. Until the change is committed (a BecomeLeader at the same
+// epoch with the new ISR) or refused (ISRChangeFailed) no other is proposed.
+type ISRChange struct {
+	LeaderEpoch int32
+	// ISR is the whole proposed ISR, sorted.
+	ISR []int32
+}
+
+// FollowerFetch is the outcome of a follower's fetch for the leader.
+type FollowerFetch struct {
+	// HighWatermark after the fetch, to return to the follower.
+	HighWatermark int64
+	// Proposal, if not nil, asks the controller to add the follower to the ISR.
+	Proposal *ISRChange
+}
+
+// UpdateFollowerFetch records that follower replicaID fetched from fetchOffset at now: its
+// log end is fetchOffset (a follower fetches from its own log end), it is caught up if it has
+// what the leader had at this fetch or at its previous one (Kafka's rule, so a follower under
+// constant load counts as caught up), and the HW moves to the smallest log end over the ISR.
+// A follower outside the ISR that has reached the HW and the start of this leader's epoch is
+// proposed into it.
+func (r *Replica) UpdateFollowerFetch(replicaID int32, fetchOffset int64, now time.Time) (FollowerFetch, error) {
+	r.mu.Lock()
+	if r.mu.role != RoleLeader {
+		r.mu.Unlock()
+		return FollowerFetch{}, kerr.NotLeaderForPartition
+	}
+	f := r.mu.followers[replicaID]
+	if f == nil {
+		r.mu.Unlock()
+		return FollowerFetch{}, ErrUnknownReplica
+	}
+	leaderEnd := r.log.LogEndOffset()
+	if fetchOffset < 0 || fetchOffset > leaderEnd {
+		r.mu.Unlock()
+		return FollowerFetch{}, kerr.OffsetOutOfRange
+	}
+	switch {
+	case fetchOffset >= leaderEnd:
+		f.lastCaughtUp = now
+	case f.lastFetchLeaderLogEnd >= 0 && fetchOffset >= f.lastFetchLeaderLogEnd:
+		f.lastCaughtUp = f.lastFetchTime
+	}
+	f.logEnd = fetchOffset
+	f.lastFetchLeaderLogEnd, f.lastFetchTime = leaderEnd, now
+
+	var out FollowerFetch
+	if r.mu.pendingISR == nil && !slices.Contains(r.mu.isr, replicaID) &&
+		f.logEnd >= r.mu.highWatermark && f.logEnd >= r.mu.leaderEpochStartOffset {
+		isr := append(slices.Clone(r.mu.isr), replicaID)
+		slices.Sort(isr)
+		r.mu.pendingISR = isr
+		out.Proposal = &ISRChange{LeaderEpoch: r.mu.leaderEpoch, ISR: slices.Clone(isr)}
+	}
+	r.maybeAdvanceHighWatermarkLocked()
+	changed := r.publishLocked()
+	out.HighWatermark = r.mu.highWatermark
+	if invariants {
+		r.checkRoleLocked()
+	}
+	r.mu.Unlock()
+	r.notify(changed)
+	return out, nil
+}
+
+// MaybeShrinkISR proposes the ISR without the followers that have not caught up for
+// replica.lag.time.max.ms at now (Kafka's isr-expiration check; the broker runs it
+// periodically). A follower whose log end equals the leader's counts as caught up. It returns
+// nil when there is nothing to propose (not leader, a change pending, everyone in sync).
+func (r *Replica) MaybeShrinkISR(now time.Time) *ISRChange {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.mu.role != RoleLeader || r.mu.pendingISR != nil {
+		return nil
+	}
+	leaderEnd := r.log.LogEndOffset()
+	var keep []int32
+	for _, id := range r.mu.isr {
+		if id != r.opts.NodeID {
+			f := r.mu.followers[id]
+			if f == nil || (f.logEnd != leaderEnd && now.Sub(f.lastCaughtUp) > r.opts.ReplicaLagTimeMax) {
+				continue
+			}
+		}
+		keep = append(keep, id)
+	}
+	if len(keep) == len(r.mu.isr) {
+		return nil
+	}
+	slices.Sort(keep)
+	r.mu.pendingISR = keep
+	if invariants {
+		r.checkRoleLocked()
+	}
+	return &ISRChange{LeaderEpoch: r.mu.leaderEpoch, ISR: slices.Clone(keep)}
+}
+
+// ISRChangeFailed drops the pending ISR proposal (the controller refused it or the call
+// failed), so the next check may propose again.
+func (r *Replica) ISRChangeFailed() {
+	r.mu.Lock()
+	r.mu.pendingISR = nil
+	r.maybeAdvanceHighWatermarkLocked()
+	changed := r.publishLocked()
+	r.mu.Unlock()
+	r.notify(changed)
+}
