@@ -21,6 +21,8 @@ type Metadata interface {
 	CreatePartitions(ctx context.Context, reqs []controller.CreatePartitions, validateOnly bool) ([]controller.CreatePartitionsResult, error)
 	AlterConfigs(ctx context.Context, reqs []controller.AlterConfigs, validateOnly bool) ([]controller.AlterConfigsResult, error)
 	AllocateProducerIDs(ctx context.Context, brokerID int32, count int32) (firstID int64, err error)
+	// AlterPartition commits ISR changes a partition leader proposes (Kafka's API 56).
+	AlterPartition(ctx context.Context, reqs []controller.AlterPartition) ([]controller.AlterPartitionResult, error)
 }
 
 var _ Metadata = (*controller.Controller)(nil)

@@ -676,3 +676,19 @@ func deref(s *string) string {
 	}
 	return *s
 }
+
+// AlterPartition commits ISR changes this broker proposes as a partition leader.
+//
+// Placeholder until the replication work implements it: on the active controller it runs
+// locally; elsewhere every change is refused with UNSUPPORTED_VERSION (the leader retries
+// later).
+func (l *Link) AlterPartition(ctx context.Context, reqs []controller.AlterPartition) ([]controller.AlterPartitionResult, error) {
+	if l.leadsLocally() {
+		return l.local.AlterPartition(ctx, reqs)
+	}
+	out := make([]controller.AlterPartitionResult, len(reqs))
+	for i := range out {
+		out[i].Err, out[i].Message = kerr.UnsupportedVersion, "AlterPartition forwarding is not implemented yet"
+	}
+	return out, nil
+}

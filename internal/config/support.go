@@ -138,7 +138,7 @@ var brokerSupport = []supportGroup{
 	}},
 	{Honoured, "", []string{
 		"broker.heartbeat.interval.ms", "broker.session.timeout.ms", "initial.broker.registration.timeout.ms",
-		"controlled.shutdown.enable",
+		"controlled.shutdown.enable", "replica.high.watermark.checkpoint.interval.ms",
 	}},
 	{NoEffect, whyNoReplication, []string{
 		"inter.broker.listener.name", "security.inter.broker.protocol",
@@ -242,7 +242,7 @@ var brokerSupport = []supportGroup{
 		"producer.purgatory.purge.interval.requests", "offsets.load.buffer.size", "offsets.topic.compression.codec",
 		"queued.max.requests", "socket.listen.backlog.size", "socket.receive.buffer.bytes",
 		"socket.send.buffer.bytes", "log.flush.offset.checkpoint.interval.ms",
-		"log.flush.start.offset.checkpoint.interval.ms", "replica.high.watermark.checkpoint.interval.ms",
+		"log.flush.start.offset.checkpoint.interval.ms",
 		"log.initial.task.delay.ms", "producer.id.expiration.check.interval.ms", "server.max.startup.time.ms",
 		"early.start.listeners", "unstable.api.versions.enable", "unstable.feature.versions.enable",
 	}},
