@@ -1,7 +1,7 @@
 # sluice — the two commands a fresh machine needs are `make run` and `make test`.
 GO ?= go
 
-.PHONY: build run test unit deps franz vet fmt-check clean compat
+.PHONY: build run test unit deps franz vet fmt-check clean compat cluster
 
 build:
 	$(GO) build -o bin/sluice ./cmd/sluice
@@ -9,6 +9,11 @@ build:
 # A single-node cluster on 127.0.0.1:9092 with data under ./data.
 run: build
 	./bin/sluice
+
+# A local three-node cluster on 127.0.0.1:9092/9094/9096 (controllers on the next ports), data
+# under ./data/node-N; Ctrl-C stops it.
+cluster: build
+	scripts/cluster.sh
 
 # Installs what the tests need, then runs every test: unit, crash, format round-trips with
 # Apache Kafka's own tools, real clients against a real sluice process, franz-go's suite.

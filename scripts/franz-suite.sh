@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs franz-go's own live-broker tests (github.com/twmb/franz-go/pkg/kgo) against a fresh
-# sluice process on a free port. The first argument is the -run pattern; with none, the whole
+# sluice process on a free port (FRANZ_NODES=3: a cluster of three). The first argument is the -run pattern; with none, the whole
 # suite except what sluice does not serve yet: transactions (TestTxnEtl), share groups
 # (KIP-932) and SASL (SCRAM, OAUTHBEARER), which SKIP lists.
 set -euo pipefail
@@ -11,19 +11,32 @@ TIMEOUT="${FRANZ_TIMEOUT:-600s}"
 
 go build -o bin/sluice ./cmd/sluice
 DATA=$(mktemp -d)
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-./bin/sluice --set log.dirs="$DATA" --set listeners="PLAINTEXT://127.0.0.1:$PORT" >"$DATA/sluice.log" 2>&1 &
-PID=$!
-cleanup() { kill "$PID" 2>/dev/null || true; wait "$PID" 2>/dev/null || true; [ -n "${KEEP_DATA:-}" ] || rm -rf "$DATA"; }
-trap cleanup EXIT
-for _ in $(seq 1 100); do
-  if (exec 3<>/dev/tcp/127.0.0.1/"$PORT") 2>/dev/null; then break; fi
-  if ! kill -0 "$PID" 2>/dev/null; then cat "$DATA/sluice.log"; echo "sluice exited"; exit 1; fi
-  sleep 0.1
-done
+NODES="${FRANZ_NODES:-1}"
+if [ "$NODES" -gt 1 ]; then
+  # A cluster of combined nodes (scripts/cluster-lib.sh) on free ports.
+  . scripts/cluster-lib.sh
+  BASE=$(python3 -c 'import random; print(random.randrange(20000, 40000, 20))')
+  trap 'stop_cluster; [ -n "${KEEP_DATA:-}" ] || rm -rf "$DATA"' EXIT
+  start_cluster "$NODES" "$BASE" "$DATA"
+  SEEDS="$CLUSTER_SEEDS"
+  LOGS="$DATA/node-*.log"
+else
+  PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  ./bin/sluice --set log.dirs="$DATA" --set listeners="PLAINTEXT://127.0.0.1:$PORT" >"$DATA/sluice.log" 2>&1 &
+  PID=$!
+  cleanup() { kill "$PID" 2>/dev/null || true; wait "$PID" 2>/dev/null || true; [ -n "${KEEP_DATA:-}" ] || rm -rf "$DATA"; }
+  trap cleanup EXIT
+  for _ in $(seq 1 100); do
+    if (exec 3<>/dev/tcp/127.0.0.1/"$PORT") 2>/dev/null; then break; fi
+    if ! kill -0 "$PID" 2>/dev/null; then cat "$DATA/sluice.log"; echo "sluice exited"; exit 1; fi
+    sleep 0.1
+  done
+  SEEDS="127.0.0.1:$PORT"
+  LOGS="$DATA/sluice.log"
+fi
 status=0
-KGO_SEEDS="127.0.0.1:$PORT" KGO_TEST_RF=1 go test -count=1 -timeout "$TIMEOUT" -run "$PATTERN" -skip "$SKIP" github.com/twmb/franz-go/pkg/kgo -v 2>&1 | tee "$DATA/franz.log" | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)' || status=$?
+KGO_SEEDS="$SEEDS" KGO_TEST_RF=1 go test -count=1 -timeout "$TIMEOUT" -run "$PATTERN" -skip "$SKIP" github.com/twmb/franz-go/pkg/kgo -v 2>&1 | tee "$DATA/franz.log" | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)' || status=$?
 if grep -qE '^(FAIL|--- FAIL|panic)' "$DATA/franz.log"; then
-  echo "franz-go suite failed; sluice log tail:"; tail -50 "$DATA/sluice.log"; exit 1
+  echo "franz-go suite failed; sluice log tail:"; tail -n 50 $LOGS; exit 1
 fi
 grep -qE '^ok' "$DATA/franz.log" || { echo "franz-go suite did not finish"; tail -50 "$DATA/franz.log"; exit 1; }
