@@ -21,6 +21,7 @@ test: deps vet build
 	SLUICE_BIN=$(CURDIR)/bin/sluice $(GO) test -count=1 -timeout 20m ./...
 	$(GO) test -count=1 -tags invariants ./broker/...
 	scripts/franz-suite.sh
+	FRANZ_NODES=3 scripts/franz-suite.sh
 
 deps:
 	scripts/install-test-deps.sh
@@ -29,7 +30,8 @@ vet:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	$(GO) vet ./...
 
-# franz-go's live-broker suite, an optional -run pattern in RUN=...
+# franz-go's live-broker suite, an optional -run pattern in RUN=... (FRANZ_NODES=3: against a
+# three-node cluster)
 franz: build
 	scripts/franz-suite.sh $(RUN)
 
