@@ -68,6 +68,9 @@ func wantAccepted(t *testing.T, q *testQuorum, r AlterPartitionResult, p, leader
 	}
 	for id := int32(1); id <= 3; id++ {
 		q.waitFor(id, fmt.Sprintf("ISR %v at partition epoch %d", isr, pe), func(im *Image) bool {
+			if im.Topics["t"] == nil {
+				return false
+			}
 			ip := im.Topics["t"].Partitions[p]
 			return ip.PartitionEpoch == pe && ip.Leader == leader && ip.LeaderEpoch == leaderEpoch && slices.Equal(ip.ISR, isr)
 		})

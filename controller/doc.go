@@ -13,11 +13,11 @@
 //
 // Proposals (CreateTopics, DeleteTopics, CreatePartitions, AlterConfigs, AllocateProducerIDs,
 // AlterPartition) travel to the driver over a bounded channel. The driver validates them
-// against its working image — the published image with every in-flight proposal applied on top — so two requests
-// cannot both create the same topic, proposes the resulting records as one raft entry, and
-// answers the caller once that entry is applied and published. Proposals reach raft only
-// while this node leads and has applied an entry of its own term; a node that does not lead
-// answers NOT_CONTROLLER.
+// against its working image — the published image with every in-flight proposal applied on
+// top — so two requests cannot both create the same topic, proposes the resulting records as
+// one raft entry, and answers the caller once that entry is applied and published. Proposals
+// reach raft only while this node leads and has applied an entry of its own term; a node that
+// does not lead answers NOT_CONTROLLER.
 //
 // Nothing is special about one node: a cluster of one is a raft configuration with one voter.
 // Such a voter campaigns at start and so leads at once; its Transport sends nothing. Raft node
