@@ -686,28 +686,45 @@ func deref(s *string) string {
 // replicas from the local image. A refusal of the whole request is, as for the local call, a
 // *kerr.Error: NOT_CONTROLLER is retried; STALE_BROKER_EPOCH becomes every item's error.
 func (l *Link) AlterPartition(ctx context.Context, reqs []controller.AlterPartition) ([]controller.AlterPartitionResult, error) {
-	var out []controller.AlterPartitionResult
+	type requester struct {
+		id    int32
+		epoch int64
+	}
+	groups := map[requester][]int{}
+	var order []requester
+	for i, r := range reqs {
+		k := requester{r.LeaderID, r.BrokerEpoch}
+		if groups[k] == nil {
+			order = append(order, k)
+		}
+		groups[k] = append(groups[k], i)
+	}
+	out := make([]controller.AlterPartitionResult, len(reqs))
+	// answered counts the groups of order already answered: after a retry (say the
+	// controller moved between two groups) they are not sent again, which would find their
+	// own change and be refused with INVALID_UPDATE_VERSION.
+	answered := 0
 	err := l.withLeader(ctx, func() error {
-		var err error
-		out, err = l.local.AlterPartition(ctx, reqs)
-		return err
+		var idx []int
+		for _, k := range order[answered:] {
+			idx = append(idx, groups[k]...)
+		}
+		sub := make([]controller.AlterPartition, len(idx))
+		for n, i := range idx {
+			sub[n] = reqs[i]
+		}
+		res, err := l.local.AlterPartition(ctx, sub)
+		if err != nil {
+			return err
+		}
+		for n, i := range idx {
+			out[i] = res[n]
+		}
+		answered = len(order)
+		return nil
 	}, func(cl *kgo.Client) error {
-		out = make([]controller.AlterPartitionResult, len(reqs))
-		type requester struct {
-			id    int32
-			epoch int64
-		}
-		groups := map[requester][]int{}
-		var order []requester
-		for i, r := range reqs {
-			k := requester{r.LeaderID, r.BrokerEpoch}
-			if groups[k] == nil {
-				order = append(order, k)
-			}
-			groups[k] = append(groups[k], i)
-		}
-		for _, k := range order {
-			if err := l.alterPartitionRemote(ctx, cl, reqs, groups[k], out); err != nil {
+		for ; answered < len(order); answered++ {
+			if err := l.alterPartitionRemote(ctx, cl, reqs, groups[order[answered]], out); err != nil {
 				return err
 			}
 		}
