@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 
 	"sluice/controller"
 	"sluice/wire"
@@ -188,6 +189,27 @@ func (tc *testCluster) rawRequest(ctx context.Context, id int32, req kmsg.Reques
 	return resp
 }
 
+// rawRequestAt is rawRequest at exactly version (the client otherwise picks the highest both
+// sides speak).
+func (tc *testCluster) rawRequestAt(ctx context.Context, id int32, req kmsg.Request, version int16) kmsg.Response {
+	tc.t.Helper()
+	versions := kversion.Tip()
+	versions.SetMaxKeyVersion(req.Key(), version)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(tc.kafka[id]), kgo.MaxVersions(versions), kgo.MinVersions(versions))
+	if err != nil {
+		tc.t.Fatal(err)
+	}
+	defer cl.Close()
+	resp, err := cl.SeedBrokers()[0].Request(ctx, req)
+	if err != nil {
+		tc.t.Fatal(err)
+	}
+	if resp.GetVersion() != version {
+		tc.t.Fatalf("sent at version %d, not %d", resp.GetVersion(), version)
+	}
+	return resp
+}
+
 func leaderOf(im *controller.Image, topic string) []int32 {
 	var out []int32
 	for _, p := range im.Topics[topic].Partitions {
@@ -336,5 +358,100 @@ func TestClusterSessionExpiry(t *testing.T) {
 		if slices.Contains(p.ISR, f.id) {
 			t.Fatalf("fenced broker still in the ISR: %+v", p)
 		}
+	}
+}
+
+// TestClusterAlterPartition: a follower's Link sends AlterPartition for a partition its broker
+// leads; the active controller commits it and the Link answers once its own image has it. A
+// proposal based on the partition epoch it replaced is refused with INVALID_UPDATE_VERSION;
+// the expansion back (v3, with the members' broker epochs) is accepted. On the wire: a stale
+// broker epoch is the response's top-level STALE_BROKER_EPOCH, a v0 request names its topic,
+// and a follower's listener answers NOT_CONTROLLER.
+func TestClusterAlterPartition(t *testing.T) {
+	ctx := testCtx(t)
+	tc := newTestCluster(t, clusterTestConfig{tick: 10 * time.Millisecond, session: time.Minute, heartbeat: 50 * time.Millisecond})
+	tc.registerAll(ctx)
+	lead := tc.leader()
+	if res, err := lead.link.CreateTopics(ctx, []controller.CreateTopic{{Name: "orders", NumPartitions: 3, ReplicationFactor: 3}}, false); err != nil || res[0].Err != nil {
+		t.Fatalf("%v %+v", err, res)
+	}
+	f := tc.follower()
+	eventually(t, "the follower's image has the topic", func() bool { return f.ctrl.Image().Topics["orders"] != nil })
+	topic := f.ctrl.Image().Topics["orders"]
+	var part controller.PartitionInfo
+	for _, p := range topic.Partitions {
+		if p.Leader == f.id {
+			part = p
+		}
+	}
+	if part.Leader != f.id {
+		t.Fatalf("follower %d leads none of %+v", f.id, topic.Partitions)
+	}
+	var dropped int32 = -1
+	shrunk := []int32{f.id}
+	for _, r := range part.Replicas {
+		if r != f.id && dropped == -1 {
+			dropped = r
+		} else if r != f.id {
+			shrunk = append(shrunk, r)
+		}
+	}
+
+	shrink := controller.AlterPartition{TopicID: topic.ID, Partition: part.Partition, LeaderID: f.id, BrokerEpoch: f.link.Epoch(),
+		LeaderEpoch: part.LeaderEpoch, PartitionEpoch: part.PartitionEpoch, NewISR: shrunk}
+	res, err := f.link.AlterPartition(ctx, []controller.AlterPartition{shrink})
+	if err != nil || len(res) != 1 || res[0].Err != nil {
+		t.Fatalf("AlterPartition through follower %d: %v %+v", f.id, err, res)
+	}
+	got := res[0].Partition
+	if got == nil || got.Leader != f.id || got.LeaderEpoch != part.LeaderEpoch || got.PartitionEpoch != part.PartitionEpoch+1 ||
+		!slices.Equal(got.ISR, shrunk) || !slices.Equal(got.Replicas, part.Replicas) {
+		t.Fatalf("committed %+v, want ISR %v at partition epoch %d from %+v", got, shrunk, part.PartitionEpoch+1, part)
+	}
+	if p := f.ctrl.Image().Topics["orders"].Partitions[part.Partition]; p.PartitionEpoch != got.PartitionEpoch || !slices.Equal(p.ISR, shrunk) {
+		t.Fatalf("the follower's image lacks the change its Link committed: %+v", p)
+	}
+
+	res, err = f.link.AlterPartition(ctx, []controller.AlterPartition{shrink})
+	if err != nil || res[0].Err != kerr.InvalidUpdateVersion {
+		t.Fatalf("stale partition epoch: %v %+v", err, res)
+	}
+
+	expand := shrink
+	expand.PartitionEpoch = got.PartitionEpoch
+	expand.NewISR = part.Replicas
+	for _, id := range part.Replicas {
+		expand.NewISREpochs = append(expand.NewISREpochs, tc.nodes[id].link.Epoch())
+	}
+	res, err = f.link.AlterPartition(ctx, []controller.AlterPartition{expand})
+	if err != nil || res[0].Err != nil || res[0].Partition.PartitionEpoch != part.PartitionEpoch+2 || !slices.Equal(res[0].Partition.ISR, part.Replicas) {
+		t.Fatalf("expansion: %v %+v", err, res)
+	}
+
+	// On the wire.
+	lead = tc.leader()
+	raw := func(epoch int64, isr []int32) *kmsg.AlterPartitionRequest {
+		req := kmsg.NewPtrAlterPartitionRequest()
+		req.BrokerID, req.BrokerEpoch = f.id, epoch
+		rt := kmsg.NewAlterPartitionRequestTopic()
+		rt.Topic, rt.TopicID = "orders", topic.ID
+		rp := kmsg.NewAlterPartitionRequestTopicPartition()
+		rp.Partition, rp.LeaderEpoch, rp.PartitionEpoch, rp.NewISR = part.Partition, part.LeaderEpoch, part.PartitionEpoch+2, isr
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		return req
+	}
+	if r := tc.rawRequestAt(ctx, lead.id, raw(f.link.Epoch()+5, shrunk), 2).(*kmsg.AlterPartitionResponse); r.ErrorCode != kerr.StaleBrokerEpoch.Code || len(r.Topics) != 0 {
+		t.Errorf("stale broker epoch: %v %+v", kerr.ErrorForCode(r.ErrorCode), r.Topics)
+	}
+	if r := tc.rawRequestAt(ctx, tc.follower().id, raw(f.link.Epoch(), shrunk), 2).(*kmsg.AlterPartitionResponse); r.ErrorCode != kerr.NotController.Code {
+		t.Errorf("to a follower: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	r := tc.rawRequestAt(ctx, lead.id, raw(f.link.Epoch(), shrunk), 0).(*kmsg.AlterPartitionResponse)
+	if r.ErrorCode != 0 || len(r.Topics) != 1 || r.Topics[0].Topic != "orders" || len(r.Topics[0].Partitions) != 1 {
+		t.Fatalf("v0 by name: %v %+v", kerr.ErrorForCode(r.ErrorCode), r.Topics)
+	}
+	if rp := r.Topics[0].Partitions[0]; rp.ErrorCode != 0 || rp.LeaderID != f.id || rp.PartitionEpoch != part.PartitionEpoch+3 || !slices.Equal(rp.ISR, shrunk) {
+		t.Fatalf("v0 by name: %v %+v", kerr.ErrorForCode(rp.ErrorCode), rp)
 	}
 }

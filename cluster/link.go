@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"slices"
 	"sync"
 	"time"
 
@@ -677,18 +678,144 @@ func deref(s *string) string {
 	return *s
 }
 
-// AlterPartition commits ISR changes this broker proposes as a partition leader.
-//
-// Placeholder until the replication work implements it: on the active controller it runs
-// locally; elsewhere every change is refused with UNSUPPORTED_VERSION (the leader retries
-// later).
+// AlterPartition commits ISR changes proposed by partition leaders (normally this broker)
+// through the active controller, and returns once the local image has the outcome. Over the
+// network the items are sent as one AlterPartition request per requester (LeaderID and
+// BrokerEpoch), at the highest version both sides speak (v3: every new ISR member with its
+// broker epoch); the answer's partitions carry the committed leader, epochs and ISR, and the
+// replicas from the local image. A refusal of the whole request is, as for the local call, a
+// *kerr.Error: NOT_CONTROLLER is retried; STALE_BROKER_EPOCH becomes every item's error.
 func (l *Link) AlterPartition(ctx context.Context, reqs []controller.AlterPartition) ([]controller.AlterPartitionResult, error) {
-	if l.leadsLocally() {
-		return l.local.AlterPartition(ctx, reqs)
+	type requester struct {
+		id    int32
+		epoch int64
+	}
+	groups := map[requester][]int{}
+	var order []requester
+	for i, r := range reqs {
+		k := requester{r.LeaderID, r.BrokerEpoch}
+		if groups[k] == nil {
+			order = append(order, k)
+		}
+		groups[k] = append(groups[k], i)
 	}
 	out := make([]controller.AlterPartitionResult, len(reqs))
-	for i := range out {
-		out[i].Err, out[i].Message = kerr.UnsupportedVersion, "AlterPartition forwarding is not implemented yet"
+	// answered counts the groups of order already answered: after a retry (say the
+	// controller moved between two groups) they are not sent again, which would find their
+	// own change and be refused with INVALID_UPDATE_VERSION.
+	answered := 0
+	err := l.withLeader(ctx, func() error {
+		var idx []int
+		for _, k := range order[answered:] {
+			idx = append(idx, groups[k]...)
+		}
+		sub := make([]controller.AlterPartition, len(idx))
+		for n, i := range idx {
+			sub[n] = reqs[i]
+		}
+		res, err := l.local.AlterPartition(ctx, sub)
+		if err != nil {
+			return err
+		}
+		for n, i := range idx {
+			out[i] = res[n]
+		}
+		answered = len(order)
+		return nil
+	}, func(cl *kgo.Client) error {
+		for ; answered < len(order); answered++ {
+			if err := l.alterPartitionRemote(ctx, cl, reqs, groups[order[answered]], out); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
+}
+
+// alterPartitionRemote sends the items idx of reqs (all from one requester) as one request
+// and records their outcomes in out.
+func (l *Link) alterPartitionRemote(ctx context.Context, cl *kgo.Client, reqs []controller.AlterPartition, idx []int, out []controller.AlterPartitionResult) error {
+	im := l.local.Image()
+	req := kmsg.NewPtrAlterPartitionRequest()
+	req.BrokerID, req.BrokerEpoch = reqs[idx[0]].LeaderID, reqs[idx[0]].BrokerEpoch
+	type slot struct{ topic, partition int }
+	slots := make([]slot, len(idx))
+	topicIndex := map[string]int{} // by topic ID, or name when the ID is zero
+	for n, i := range idx {
+		r := reqs[i]
+		key, name := string(r.TopicID[:]), r.TopicName
+		if r.TopicID.IsZero() {
+			key = "name:" + r.TopicName
+		} else if t := im.TopicsByID[r.TopicID]; t != nil {
+			name = t.Name // for a controller that speaks only v0–v1
+		}
+		ti, ok := topicIndex[key]
+		if !ok {
+			ti = len(req.Topics)
+			topicIndex[key] = ti
+			t := kmsg.NewAlterPartitionRequestTopic()
+			t.Topic, t.TopicID = name, r.TopicID
+			req.Topics = append(req.Topics, t)
+		}
+		p := kmsg.NewAlterPartitionRequestTopicPartition()
+		p.Partition, p.LeaderEpoch, p.PartitionEpoch, p.NewISR = r.Partition, r.LeaderEpoch, r.PartitionEpoch, r.NewISR
+		if r.LeaderRecovering {
+			p.LeaderRecoveryState = 1
+		}
+		for j, id := range r.NewISR {
+			m := kmsg.NewAlterPartitionRequestTopicPartitionNewEpochISR()
+			m.BrokerID = id
+			if j < len(r.NewISREpochs) {
+				m.BrokerEpoch = r.NewISREpochs[j]
+			}
+			p.NewEpochISR = append(p.NewEpochISR, m)
+		}
+		slots[n] = slot{ti, len(req.Topics[ti].Partitions)}
+		req.Topics[ti].Partitions = append(req.Topics[ti].Partitions, p)
+	}
+	resp, err := request(ctx, cl, req)
+	if err != nil {
+		return err
+	}
+	r := resp.(*kmsg.AlterPartitionResponse)
+	switch code := r.ErrorCode; code {
+	case 0:
+	case kerr.NotController.Code:
+		return errRetry
+	case kerr.StaleBrokerEpoch.Code:
+		for _, i := range idx {
+			out[i].Err = kerr.StaleBrokerEpoch
+		}
+		return nil
+	default:
+		return kerr.ErrorForCode(code)
+	}
+	l.waitOffset(ctx, offsetOf(&r.UnknownTags))
+	im = l.local.Image()
+	for n, i := range idx {
+		s := slots[n]
+		if s.topic >= len(r.Topics) || s.partition >= len(r.Topics[s.topic].Partitions) {
+			out[i].Err = kerr.UnknownServerError
+			continue
+		}
+		rp := r.Topics[s.topic].Partitions[s.partition]
+		if out[i].Err = kerr.ErrorForCode(rp.ErrorCode); out[i].Err != nil {
+			continue
+		}
+		p := &controller.PartitionInfo{Partition: rp.Partition, ISR: rp.ISR, Leader: rp.LeaderID,
+			LeaderEpoch: rp.LeaderEpoch, PartitionEpoch: rp.PartitionEpoch}
+		t := im.TopicsByID[reqs[i].TopicID]
+		if reqs[i].TopicID.IsZero() {
+			t = im.Topics[reqs[i].TopicName]
+		}
+		if t != nil && int(rp.Partition) < len(t.Partitions) && rp.Partition >= 0 {
+			p.Replicas = slices.Clone(t.Partitions[rp.Partition].Replicas)
+		}
+		out[i].Partition = p
+	}
+	return nil
 }

@@ -11,13 +11,13 @@
 // committed entries, Advance. Each batch of committed entries yields one new Image, stored in
 // an atomic pointer, after which the previous image's Changed channel is closed.
 //
-// Proposals (CreateTopics, DeleteTopics, CreatePartitions, AlterConfigs, AllocateProducerIDs)
-// travel to the driver over a bounded channel. The driver validates them against its working
-// image — the published image with every in-flight proposal applied on top — so two requests
-// cannot both create the same topic, proposes the resulting records as one raft entry, and
-// answers the caller once that entry is applied and published. Proposals reach raft only
-// while this node leads and has applied an entry of its own term; a node that does not lead
-// answers NOT_CONTROLLER.
+// Proposals (CreateTopics, DeleteTopics, CreatePartitions, AlterConfigs, AllocateProducerIDs,
+// AlterPartition) travel to the driver over a bounded channel. The driver validates them
+// against its working image — the published image with every in-flight proposal applied on
+// top — so two requests cannot both create the same topic, proposes the resulting records as
+// one raft entry, and answers the caller once that entry is applied and published. Proposals
+// reach raft only while this node leads and has applied an entry of its own term; a node that
+// does not lead answers NOT_CONTROLLER.
 //
 // Nothing is special about one node: a cluster of one is a raft configuration with one voter.
 // Such a voter campaigns at start and so leads at once; its Transport sends nothing. Raft node
@@ -123,8 +123,12 @@
 // (which replica leads, what the ISR keeps) are at the top of membership.go: Kafka's without
 // eligible leader replicas — the last ISR member stays in the ISR, a partition with no active
 // ISR member has leader -1, and an unfenced broker leads the leaderless partitions whose ISR
-// holds it. ISR expansion (AlterPartition from partition leaders) is not part of this package
-// yet: a broker that left an ISR re-enters none by itself.
+// holds it. A broker that left an ISR re-enters none by itself: partition leaders change
+// their ISRs through AlterPartition (alter_partition.go, Kafka's API 56), shrinking it when a
+// follower falls behind and expanding it when one has caught up. The controller accepts a
+// change only from the current leader at the current leader and partition epochs, to an ISR
+// of active replicas holding the leader, as Kafka's ReplicationControlManager does, and
+// commits it as a PartitionChange record with the partition epoch plus one.
 //
 // Images are copy-on-write: applying a batch copies only the maps and topics it changes and
 // shares everything else with the previous image; a published Image is never modified.
