@@ -145,7 +145,8 @@ func New(cfg Config, ctrl Metadata) (*Broker, error) {
 	}
 	b.coord = newCoordinator(b)
 	b.coordinatorLoaded = make(map[int32]*offsetsPartitionLog)
-	if err := b.reconcile(ctrl.Image()); err != nil {
+	initial := ctrl.Image()
+	if err := b.reconcile(initial); err != nil {
 		b.fetchers.close()
 		b.coord.Close()
 		b.closePartitions()
@@ -154,7 +155,7 @@ func New(cfg Config, ctrl Metadata) (*Broker, error) {
 	b.done.Add(7)
 	go alterSender.run()
 	go b.storageRecoveryLoop()
-	go b.followImages()
+	go b.followImages(initial)
 	go b.retentionLoop()
 	go b.purgatoryLoop()
 	go b.highWatermarkCheckpointLoop()
@@ -297,19 +298,22 @@ func (b *Broker) partitionDir(tp topicPartition) string {
 	return filepath.Join(b.cfg.LogDir, tp.String())
 }
 
-// followImages reconciles hosted partitions with every newly published metadata image.
-func (b *Broker) followImages() {
+// followImages reconciles hosted partitions with every metadata image published after
+// applied (the one New reconciled), and again when partitions whose open failed are to be
+// retried.
+func (b *Broker) followImages(applied *controller.Image) {
 	defer b.done.Done()
+	im := applied
 	for {
-		im := b.ctrl.Image()
-		if err := b.reconcile(im); err != nil {
-			b.logger.Error("applying metadata image", "offset", im.Offset, "err", err)
-		}
 		select {
 		case <-im.Changed():
 		case <-b.offline.reconcile: // partitions whose open failed are opened again
 		case <-b.closing:
 			return
+		}
+		im = b.ctrl.Image()
+		if err := b.reconcile(im); err != nil {
+			b.logger.Error("applying metadata image", "offset", im.Offset, "err", err)
 		}
 	}
 }

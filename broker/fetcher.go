@@ -356,7 +356,10 @@ func (f *replicaFetcher) leaderBroker() (*kgo.Broker, error) {
 		cl, err := kgo.NewClient(
 			kgo.SeedBrokers(addr),
 			kgo.ClientID(fmt.Sprintf("sluice-replica-fetcher-%d-%d-%d", b.nodeID, f.key.leader, f.key.index)),
-			kgo.BrokerMaxReadBytes(max(b.cfg.Static.ReplicaFetchResponseMaxBytes, b.cfg.Static.ReplicaFetchMaxBytes)+1<<20),
+			// A response holds up to replica.fetch.response.max.bytes, or one partition's first
+			// batch when that is larger (replica.fetch.max.bytes or message.max.bytes).
+			kgo.FetchMaxBytes(b.cfg.Static.ReplicaFetchResponseMaxBytes),
+			kgo.BrokerMaxReadBytes(max(b.cfg.Static.ReplicaFetchResponseMaxBytes, b.cfg.Static.ReplicaFetchMaxBytes, b.cfg.Static.Int32("message.max.bytes"))+1<<20),
 		)
 		if err != nil {
 			return nil, err
