@@ -496,4 +496,3 @@ func TestReplicationRefusedExpansionKeepsWorking(t *testing.T) {
 		t.Fatalf("HW %d", hw)
 	}
 }
-
