@@ -329,11 +329,16 @@ func TestReplicationLeaderChangeTruncatesDivergentTail(t *testing.T) {
 
 // followerFetch is a Fetch from replica 2 for the test partition.
 func followerFetch(c *replCluster, version int16, replicaID int32, fetchOffset int64, lastFetchedEpoch int32) *kmsg.FetchResponse {
+	return followerFetchAt(c, version, replicaID, 1, fetchOffset, lastFetchedEpoch)
+}
+
+// followerFetchAt is followerFetch with the follower's broker epoch (v15+).
+func followerFetchAt(c *replCluster, version int16, replicaID int32, brokerEpoch int64, fetchOffset int64, lastFetchedEpoch int32) *kmsg.FetchResponse {
 	req := kmsg.NewPtrFetchRequest()
 	req.Version = version
 	if version >= 15 {
 		req.ReplicaID = -1
-		req.ReplicaState.ID, req.ReplicaState.Epoch = replicaID, 1
+		req.ReplicaState.ID, req.ReplicaState.Epoch = replicaID, brokerEpoch
 	} else {
 		req.ReplicaID = replicaID
 	}
@@ -410,6 +415,12 @@ func TestReplicationFollowerFetchReadsPastHighWatermark(t *testing.T) {
 	p := followerFetch(c, 17, 2, 0, -1).Topics[0].Partitions[0]
 	if p.ErrorCode != 0 || len(p.RecordBatches) == 0 || p.HighWatermark != 0 {
 		t.Fatalf("follower fetch below the HW: code %d, %d bytes, HW %d", p.ErrorCode, len(p.RecordBatches), p.HighWatermark)
+	}
+	// A fetch from an older incarnation of node 2 (broker epoch 0; the image registers 1) is
+	// served but does not vouch for the records.
+	p = followerFetchAt(c, 17, 2, 0, 2, 0).Topics[0].Partitions[0]
+	if p.ErrorCode != 0 || p.HighWatermark != 0 {
+		t.Fatalf("fetch at a stale broker epoch: code %d, HW %d", p.ErrorCode, p.HighWatermark)
 	}
 	// Fetching from 2 says the follower has both records: the HW moves.
 	p = followerFetch(c, 17, 2, 2, 0).Topics[0].Partitions[0]
