@@ -9,11 +9,14 @@ package broker
 // to that one address, and sends raw requests with this node's replica ID (and, from Fetch
 // v15, its broker epoch):
 //
-//   - Truncation first (KIP-101/279): a partition added at a new leader epoch (or after a
-//     restart) asks the leader, with OffsetForLeaderEpoch, where its own latest epoch ends in
-//     the leader's log, and truncates its log there (truncationOffset). When the leader's
-//     answer is for an older epoch than the follower asked, the follower truncates to its own
-//     end of that epoch and asks again, as Kafka does.
+//   - Truncation first. A partition added at a new leader epoch (or after a restart) finds
+//     where its log and the leader's part, as Kafka's fetcher does since 2.7 (KIP-320): its
+//     first fetch carries its latest epoch as LastFetchedEpoch, and a leader that does not
+//     hold that epoch up to the fetch offset answers DivergingEpoch (the leader's end of the
+//     largest epoch not above it) instead of records. Without truncateOnFetch, or when one
+//     answer is not enough, it asks with OffsetForLeaderEpoch (KIP-101/279). Either answer is
+//     applied by truncationOffset: when the leader's epoch is older than the one asked about,
+//     the follower cuts to its own end of that epoch and asks again.
 //   - Then sessionless full fetches (SessionEpoch -1): from the log end, with the last
 //     fetched epoch (the log's latest), replica.fetch.max.bytes per partition,
 //     replica.fetch.response.max.bytes per response, replica.fetch.wait.max.ms and
@@ -50,8 +53,13 @@ import (
 
 // replicaFetchers is the set of fetchers of this node (Kafka's ReplicaFetcherManager).
 type replicaFetchers struct {
-	b  *Broker
-	wg sync.WaitGroup
+	b *Broker
+	// truncateOnFetch: a partition with epochs in its log starts fetching at once and
+	// truncates on a DivergingEpoch answer (Kafka's truncation on fetch, for leaders serving
+	// Fetch v12+, which sluice always does); otherwise it asks OffsetForLeaderEpoch first.
+	// Set before the first partition is added (tests cover both ways).
+	truncateOnFetch bool
+	wg              sync.WaitGroup
 	mu struct {
 		sync.Mutex
 		fetchers map[fetcherKey]*replicaFetcher
@@ -69,7 +77,7 @@ type fetcherKey struct {
 }
 
 func newReplicaFetchers(b *Broker) *replicaFetchers {
-	m := &replicaFetchers{b: b}
+	m := &replicaFetchers{b: b, truncateOnFetch: true}
 	m.mu.fetchers = make(map[fetcherKey]*replicaFetcher)
 	m.mu.assigned = make(map[topicPartition]fetcherKey)
 	return m
@@ -127,7 +135,7 @@ func (m *replicaFetchers) apply(p *Partition, info *controller.PartitionInfo) {
 		go f.run()
 	}
 	st := &fetchState{p: p, topicID: p.topicID, epoch: info.LeaderEpoch}
-	st.mu.truncating = true
+	st.mu.truncating = !m.truncateOnFetch || p.log.LatestEpoch() < 0
 	f.mu.Lock()
 	f.mu.parts[p.tp] = st
 	f.mu.Unlock()

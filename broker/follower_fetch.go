@@ -57,7 +57,7 @@ func divergingEpoch(p *Partition, lastFetchedEpoch int32, fetchOffset int64) *km
 	if lastFetchedEpoch < 0 {
 		return nil
 	}
-	endEpoch, endOffset := p.log.EndOffsetForEpoch(lastFetchedEpoch)
+	endEpoch, endOffset := leaderEndOffsetForEpoch(p, lastFetchedEpoch)
 	if endOffset >= 0 && endEpoch == lastFetchedEpoch && endOffset >= fetchOffset {
 		return nil
 	}
@@ -67,6 +67,42 @@ func divergingEpoch(p *Partition, lastFetchedEpoch int32, fetchOffset int64) *km
 		d.Epoch = -1
 	}
 	return &d
+}
+
+// leaderEndOffsetForEpoch is the end offset of epoch in p's log as a Kafka leader answers it:
+// the largest epoch <= epoch the log holds and where the next one starts (the log end for the
+// latest). A Kafka leader writes its epoch's start (the log end) into its epoch cache when it is
+// elected (maybeAssignEpochStartOffset); sluice's log records an epoch only with its first
+// batch, so until the new leader appends, its current epoch is added here: the log's latest
+// epoch ends at the log end, and the current epoch ends there too. Without it a follower of a
+// leader that has not written yet would be told the epoch is unknown and fall back to its HW.
+func leaderEndOffsetForEpoch(p *Partition, epoch int32) (int32, int64) {
+	s := p.replica.Snapshot()
+	if s.Leader {
+		for range 8 {
+			// latest and the log end of one instant: an append between the two reads
+			// changes the log end, and then they are read again.
+			logEnd := p.log.LogEndOffset()
+			latest := p.log.LatestEpoch()
+			if p.log.LogEndOffset() != logEnd {
+				continue
+			}
+			if s.LeaderEpoch <= latest || epoch <= latest {
+				break // the log knows the epoch asked about or the current one: its answer
+			}
+			switch {
+			case epoch == s.LeaderEpoch:
+				return epoch, logEnd
+			case epoch > s.LeaderEpoch:
+				return -1, -1
+			case latest < 0:
+				return epoch, logEnd // an empty log: Kafka's answer below the first epoch
+			default:
+				return latest, logEnd
+			}
+		}
+	}
+	return p.log.EndOffsetForEpoch(epoch)
 }
 
 // recordFollowerFetch applies a follower's fetch at fetchOffset to the leader's replica and

@@ -291,7 +291,22 @@ func TestReplicationFollowerLogIsByteIdentical(t *testing.T) {
 }
 
 func TestReplicationLeaderChangeTruncatesDivergentTail(t *testing.T) {
+	for _, truncateOnFetch := range []bool{true, false} {
+		name := "OffsetForLeaderEpoch"
+		if truncateOnFetch {
+			name = "DivergingEpoch"
+		}
+		t.Run(name, func(t *testing.T) { testLeaderChangeTruncates(t, truncateOnFetch) })
+	}
+}
+
+// testLeaderChangeTruncates: the old leader's tail of an epoch the new leader never saw is cut,
+// found with a fetch's DivergingEpoch or with OffsetForLeaderEpoch.
+func testLeaderChangeTruncates(t *testing.T, truncateOnFetch bool) {
 	c := startReplCluster(t, []int32{1, 2}, nil, nil)
+	for _, n := range c.nodes {
+		n.broker.fetchers.truncateOnFetch = truncateOnFetch // before any partition is followed
+	}
 	c.publish(1, controller.PartitionInfo{Replicas: []int32{1, 2}, ISR: []int32{1, 2}, Leader: 1})
 	c.produce(1, kgo.AllISRAcks(), "a", "b", "c")
 	// Node 1 alone learns of epoch 1: node 2 keeps fetching at epoch 0 and is fenced, so what
@@ -505,5 +520,48 @@ func TestReplicationRefusedExpansionKeepsWorking(t *testing.T) {
 	}
 	if hw := c.part(1).replica.Snapshot().HighWatermark; hw != 2 {
 		t.Fatalf("HW %d", hw)
+	}
+}
+
+// TestReplicationNewLeaderAnswersItsEpochBeforeWriting: a leader that has not appended in its
+// new epoch yet answers OffsetForLeaderEpoch (and the divergence check of a fetch) as if the
+// epoch started at its log end, as Kafka's leader (which writes the epoch's start at election)
+// does; before, it said "unknown epoch" and a follower fell back to its high watermark.
+func TestReplicationNewLeaderAnswersItsEpochBeforeWriting(t *testing.T) {
+	c := startReplCluster(t, []int32{1}, nil, nil)
+	c.nodes[2] = &replNode{id: 2, host: "127.0.0.1", port: 1}
+	c.publish(1, controller.PartitionInfo{Replicas: []int32{1, 2}, ISR: []int32{1}, Leader: 1}, 1)
+	c.produce(1, kgo.LeaderAck(), "a", "b", "c") // epoch 0: offsets 0..2
+	c.publish(2, controller.PartitionInfo{Replicas: []int32{1, 2}, ISR: []int32{1}, Leader: 1, LeaderEpoch: 5}, 1)
+
+	tb := &testBroker{Broker: c.nodes[1].broker}
+	for _, tc := range []struct {
+		asked     int32
+		wantEpoch int32
+		wantEnd   int64
+	}{
+		{0, 0, 3},   // the log's latest epoch ends where epoch 5 starts
+		{3, 0, 3},   // an epoch the leader never had: the one below it
+		{5, 5, 3},   // the current epoch: the log end
+		{6, -1, -1}, // newer than the leader's: unknown
+	} {
+		req := kmsg.NewPtrOffsetForLeaderEpochRequest()
+		req.Version, req.ReplicaID = 4, 2
+		rt := kmsg.NewOffsetForLeaderEpochRequestTopic()
+		rt.Topic = c.topic
+		rp := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
+		rp.CurrentLeaderEpoch, rp.LeaderEpoch = -1, tc.asked
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		p := tb.direct(t, req).(*kmsg.OffsetForLeaderEpochResponse).Topics[0].Partitions[0]
+		if p.ErrorCode != 0 || p.LeaderEpoch != tc.wantEpoch || p.EndOffset != tc.wantEnd {
+			t.Errorf("OffsetForLeaderEpoch(%d) = code %d, epoch %d, end %d; want epoch %d, end %d",
+				tc.asked, p.ErrorCode, p.LeaderEpoch, p.EndOffset, tc.wantEpoch, tc.wantEnd)
+		}
+	}
+	// A follower that has epoch 3 up to offset 4 is told to truncate to 3.
+	p := followerFetch(c, 17, 2, 4, 3).Topics[0].Partitions[0]
+	if p.ErrorCode != 0 || p.DivergingEpoch.Epoch != 0 || p.DivergingEpoch.EndOffset != 3 {
+		t.Fatalf("fetch with an epoch the leader never had: code %d, diverging %+v", p.ErrorCode, p.DivergingEpoch)
 	}
 }
