@@ -60,7 +60,7 @@ type replicaFetchers struct {
 	// Set before the first partition is added (tests cover both ways).
 	truncateOnFetch bool
 	wg              sync.WaitGroup
-	mu struct {
+	mu              struct {
 		sync.Mutex
 		fetchers map[fetcherKey]*replicaFetcher
 		// assigned says which fetcher holds each followed partition.
