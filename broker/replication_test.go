@@ -87,6 +87,9 @@ type replNode struct {
 	meta   *fakeMetadata
 	broker *Broker
 	client *kgo.Client
+	// cfg and handler restart the node on the same log directory and listener.
+	cfg     Config
+	handler *lateHandler
 }
 
 // replCluster is a few brokers, each with its own fakeMetadata, that replicate to each other.
@@ -144,13 +147,8 @@ func startReplCluster(t testing.TB, ids []int32, props map[string]string, clocks
 			t.Fatal(err)
 		}
 		n.meta = newFakeMetadata(base)
-		b, err := New(Config{Static: static, LogDir: static.LogDirs[0], Logger: logger, Clock: clocks[id]}, n.meta)
-		if err != nil {
-			t.Fatalf("broker %d: %v", id, err)
-		}
-		n.broker = b
-		handlers[id].b.Store(b)
-		t.Cleanup(func() { _ = b.Close() })
+		n.cfg, n.handler = Config{Static: static, LogDir: static.LogDirs[0], Logger: logger, Clock: clocks[id]}, handlers[id]
+		c.startNode(n)
 		cl, err := kgo.NewClient(kgo.SeedBrokers(n.addr), kgo.RecordPartitioner(kgo.ManualPartitioner()),
 			kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordRetries(0), kgo.ProducerLinger(0))
 		if err != nil {
@@ -160,6 +158,22 @@ func startReplCluster(t testing.TB, ids []int32, props map[string]string, clocks
 		t.Cleanup(cl.Close)
 	}
 	return c
+}
+
+// startNode starts n's broker on its log directory, with the image n.meta serves.
+func (c *replCluster) startNode(n *replNode) {
+	c.t.Helper()
+	b, err := New(n.cfg, n.meta)
+	if err != nil {
+		c.t.Fatalf("broker %d: %v", n.id, err)
+	}
+	n.broker = b
+	n.handler.b.Store(b)
+	c.t.Cleanup(func() {
+		if n.broker == b { // a restarted node's old broker was closed by restart
+			_ = b.Close()
+		}
+	})
 }
 
 // image is a metadata image naming every node, with the test topic's one partition when
@@ -563,5 +577,29 @@ func TestReplicationNewLeaderAnswersItsEpochBeforeWriting(t *testing.T) {
 	p := followerFetch(c, 17, 2, 4, 3).Topics[0].Partitions[0]
 	if p.ErrorCode != 0 || p.DivergingEpoch.Epoch != 0 || p.DivergingEpoch.EndOffset != 3 {
 		t.Fatalf("fetch with an epoch the leader never had: code %d, diverging %+v", p.ErrorCode, p.DivergingEpoch)
+	}
+}
+
+// TestReplicationFollowerRestartCatchesUp: a follower shut down and started again on its log
+// directory resumes following (truncation check first) and catches up with what the leader
+// wrote meanwhile; the leader's HW waits for it while it is in the ISR.
+func TestReplicationFollowerRestartCatchesUp(t *testing.T) {
+	c := startReplCluster(t, []int32{1, 2}, nil, nil)
+	c.publish(1, controller.PartitionInfo{Replicas: []int32{1, 2}, ISR: []int32{1, 2}, Leader: 1, LeaderEpoch: 2})
+	c.produce(1, kgo.AllISRAcks(), "a", "b")
+	c.nodes[2].handler.b.Store(nil)
+	if err := c.nodes[2].broker.Close(); err != nil {
+		t.Fatal(err)
+	}
+	c.produce(1, kgo.LeaderAck(), "c", "d", "e") // node 2 is down
+	if hw := c.part(1).replica.Snapshot().HighWatermark; hw != 2 {
+		t.Fatalf("HW %d while an ISR member is down, want 2", hw)
+	}
+	c.startNode(c.nodes[2]) // its fake still serves the image: it follows node 1 at epoch 2
+	waitFor(t, "the restarted follower to catch up", func() bool {
+		return c.part(2).replica.Snapshot().LogEnd == 5 && c.part(1).replica.Snapshot().HighWatermark == 5
+	})
+	if !bytes.Equal(c.logBytes(1), c.logBytes(2)) {
+		t.Fatal("logs differ after the restart")
 	}
 }
