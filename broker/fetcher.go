@@ -565,16 +565,38 @@ func (f *replicaFetcher) fetch(br *kgo.Broker, states map[topicPartition]*fetchS
 	return nil
 }
 
+// offsetOutOfRange handles a fetch offset outside the leader's log. Below the leader's log
+// start (retention or DeleteRecords ran there while this follower was behind), the log starts
+// over empty at the leader's log start, as Kafka's fetcher does; otherwise (past the leader's
+// end) the divergence is resolved again by epochs.
+func (f *replicaFetcher) offsetOutOfRange(st *fetchState, leaderLogStart int64) {
+	b := f.m.b
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.mu.removed {
+		return
+	}
+	if leaderLogStart > st.p.log.LogEndOffset() {
+		if err := st.p.replica.TruncateFullyAndStartAt(leaderLogStart); err != nil {
+			b.logger.Warn("replica fetcher: restarting the log at the leader's log start failed", "partition", st.p.tp.String(), "offset", leaderLogStart, "err", err)
+			st.mu.retryAt = time.Now().Add(time.Duration(b.cfg.Static.ReplicaFetchBackoffMs) * time.Millisecond)
+			return
+		}
+		b.logger.Info("replica fetcher: log behind the leader's log start, restarted there", "partition", st.p.tp.String(), "offset", leaderLogStart, "leader", f.key.leader)
+		return
+	}
+	st.mu.truncating = true
+	st.mu.retryAt = time.Now().Add(time.Duration(b.cfg.Static.ReplicaFetchBackoffMs) * time.Millisecond)
+}
+
 // applyFetched applies one partition of a fetch response.
 func (f *replicaFetcher) applyFetched(st *fetchState, rp *kmsg.FetchResponseTopicPartition) {
 	b := f.m.b
 	if rp.ErrorCode != 0 {
 		err := kerr.ErrorForCode(rp.ErrorCode)
 		if errors.Is(err, kerr.OffsetOutOfRange) {
-			// The follower's log end is outside the leader's log: resolve it again by epochs.
-			st.mu.Lock()
-			st.mu.truncating = true
-			st.mu.Unlock()
+			f.offsetOutOfRange(st, rp.LogStartOffset)
+			return
 		}
 		b.logger.Debug("replica fetcher: partition error", "partition", st.p.tp.String(), "leader", f.key.leader, "err", err)
 		f.partitionBackoff(st)

@@ -603,3 +603,29 @@ func TestReplicationFollowerRestartCatchesUp(t *testing.T) {
 		t.Fatal("logs differ after the restart")
 	}
 }
+
+// TestReplicationFollowerBehindLeaderLogStartStartsOver: a follower whose log ends below the
+// leader's log start (records deleted on the leader while it was down) restarts its log empty
+// at the leader's log start and fetches from there, as Kafka's fetcher does.
+func TestReplicationFollowerBehindLeaderLogStartStartsOver(t *testing.T) {
+	c := startReplCluster(t, []int32{1, 2}, nil, nil)
+	c.publish(1, controller.PartitionInfo{Replicas: []int32{1, 2}, ISR: []int32{1}, Leader: 1})
+	c.produce(1, kgo.LeaderAck(), "a", "b")
+	waitFor(t, "the follower to replicate", func() bool { return c.part(2).replica.Snapshot().LogEnd == 2 })
+	c.nodes[2].handler.b.Store(nil)
+	if err := c.nodes[2].broker.Close(); err != nil {
+		t.Fatal(err)
+	}
+	c.produce(1, kgo.LeaderAck(), "c", "d", "e")
+	if start, err := c.part(1).replica.DeleteRecordsBefore(4); err != nil || start != 4 {
+		t.Fatalf("DeleteRecordsBefore(4) = %d, %v", start, err)
+	}
+	c.startNode(c.nodes[2])
+	waitFor(t, "the follower to start over at the leader's log start", func() bool {
+		s := c.part(2).replica.Snapshot()
+		return s.LogStart == 4 && s.LogEnd == 5
+	})
+	if !bytes.Equal(c.logBytes(1), c.logBytes(2)) {
+		t.Fatal("logs differ")
+	}
+}
