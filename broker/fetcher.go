@@ -22,7 +22,10 @@ package broker
 //     replica.fetch.response.max.bytes per response, replica.fetch.wait.max.ms and
 //     replica.fetch.min.bytes. Records are appended unchanged (Replica.AppendAsFollower: the
 //     leader's offsets, epochs, producer IDs and sequences) and the follower's HW becomes
-//     min(leader HW, own log end). A DivergingEpoch answer truncates as above.
+//     min(leader HW, own log end), its log start the leader's (never past its HW), so what
+//     retention or DeleteRecords removed on the leader does not come back. A DivergingEpoch
+//     answer truncates as above; a fetch offset below the leader's log start restarts the log
+//     empty there.
 //   - After an error the fetcher (a connection problem) or the partition (a partition error)
 //     waits replica.fetch.backoff.ms. A dead leader is retried with that backoff until a new
 //     image moves the partition to another leader's fetcher.
@@ -616,5 +619,9 @@ func (f *replicaFetcher) applyFetched(st *fetchState, rp *kmsg.FetchResponseTopi
 	if _, err := st.p.replica.AppendAsFollower(rp.RecordBatches, rp.HighWatermark); err != nil {
 		b.logger.Warn("replica fetcher: append failed", "partition", st.p.tp.String(), "err", err)
 		st.mu.retryAt = time.Now().Add(time.Duration(b.cfg.Static.ReplicaFetchBackoffMs) * time.Millisecond)
+		return
+	}
+	if err := st.p.replica.FollowLeaderLogStart(rp.LogStartOffset); err != nil {
+		b.logger.Warn("replica fetcher: moving the log start to the leader's failed", "partition", st.p.tp.String(), "offset", rp.LogStartOffset, "err", err)
 	}
 }

@@ -629,3 +629,18 @@ func TestReplicationFollowerBehindLeaderLogStartStartsOver(t *testing.T) {
 		t.Fatal("logs differ")
 	}
 }
+
+// TestReplicationFollowerFollowsLeaderLogStart: records deleted on the leader (DeleteRecords)
+// are deleted on the follower too, so they cannot come back when the follower leads.
+func TestReplicationFollowerFollowsLeaderLogStart(t *testing.T) {
+	c := startReplCluster(t, []int32{1, 2}, nil, nil)
+	c.publish(1, controller.PartitionInfo{Replicas: []int32{1, 2}, ISR: []int32{1, 2}, Leader: 1})
+	c.produce(1, kgo.AllISRAcks(), "a", "b", "c")
+	if start, err := c.part(1).replica.DeleteRecordsBefore(2); err != nil || start != 2 {
+		t.Fatalf("DeleteRecordsBefore(2) = %d, %v", start, err)
+	}
+	c.produce(1, kgo.AllISRAcks(), "d") // a fetch response after the delete carries log start 2
+	waitFor(t, "the follower's log start to follow the leader's", func() bool {
+		return c.part(2).replica.Snapshot().LogStart == 2
+	})
+}
