@@ -644,3 +644,26 @@ func TestReplicationFollowerFollowsLeaderLogStart(t *testing.T) {
 		return c.part(2).replica.Snapshot().LogStart == 2
 	})
 }
+
+// TestFetcherIndexSpreadsPartitions: num.replica.fetchers fetchers per leader share its
+// partitions; with one, all go to it.
+func TestFetcherIndexSpreadsPartitions(t *testing.T) {
+	used := map[int]bool{}
+	for p := range int32(64) {
+		tp := topicPartition{"t", p}
+		if i := fetcherIndex(tp, 1); i != 0 {
+			t.Fatalf("one fetcher: %v went to %d", tp, i)
+		}
+		i := fetcherIndex(tp, 4)
+		if i < 0 || i >= 4 {
+			t.Fatalf("four fetchers: %v went to %d", tp, i)
+		}
+		if i != fetcherIndex(tp, 4) {
+			t.Fatalf("%v not placed the same way twice", tp)
+		}
+		used[i] = true
+	}
+	if len(used) != 4 {
+		t.Fatalf("64 partitions used fetchers %v of 4", used)
+	}
+}
