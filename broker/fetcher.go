@@ -608,7 +608,13 @@ func (f *replicaFetcher) applyFetched(st *fetchState, rp *kmsg.FetchResponseTopi
 	if rp.DivergingEpoch.EndOffset >= 0 {
 		// KIP-320: truncate where the leader says the epoch ends; when that is not the whole
 		// answer the next round asks OffsetForLeaderEpoch.
+		before := st.p.log.LogEndOffset()
 		f.truncateToLeaderEpochEnd(st, rp.DivergingEpoch.Epoch, rp.DivergingEpoch.EndOffset)
+		if st.p.log.LogEndOffset() == before {
+			// Nothing to cut by this answer (the follower has no epoch at or below the
+			// leader's and is at its HW): wait before asking again rather than spin.
+			f.partitionBackoff(st)
+		}
 		return
 	}
 	st.mu.Lock()
