@@ -13,12 +13,19 @@ package broker
 //
 // Record bytes go from the segment files to the socket with sendfile (fetch_encode.go).
 //
-// Not yet: fetches from follower replicas (ReplicaID >= 0) and diverging-epoch answers.
+// v12 adds LastFetchedEpoch: a fetch whose last fetched epoch the leader's log does not hold
+// up to the fetch offset is answered with DivergingEpoch (KIP-320) and no records, for
+// consumers and followers alike, as Kafka's Partition.fetchRecords does. v15 moves the
+// follower's ID into ReplicaState with its broker epoch (KIP-903).
+//
+// A fetch with a replica ID >= 0 is a follower's (follower_fetch.go): it reads up to the log
+// end, not the HW, and its fetch offset is the follower's log end, which moves the HW.
 
 import (
 	"context"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"sluice/controller"
@@ -65,6 +72,9 @@ func (b *Broker) handleFetch(ctx context.Context, wreq *wire.Request, respond wi
 type fetchResult struct {
 	errCode                                         int16
 	highWatermark, lastStableOffset, logStartOffset int64
+	// diverging, when set, is the leader's end of the fetcher's last fetched epoch: the
+	// fetcher must truncate there (KIP-320); no records come with it.
+	diverging *kmsg.FetchResponseTopicPartitionDivergingEpoch
 	// records are whole batches in segment files, sent with sendfile.
 	records []logstore.FileSlice
 }
@@ -78,6 +88,7 @@ func (b *Broker) readTargets(req *kmsg.FetchRequest, im *controller.Image, targe
 	}
 	// fetch.max.bytes caps what any one fetch may ask for, as Kafka's KafkaApis does.
 	maxBytes = min(maxBytes, int64(b.cfg.Static.FetchMaxBytes))
+	follower := followerOf(req)
 	for i, t := range targets {
 		r := &results[i]
 		r.highWatermark, r.lastStableOffset, r.logStartOffset = -1, -1, -1
@@ -95,16 +106,36 @@ func (b *Broker) readTargets(req *kmsg.FetchRequest, im *controller.Image, targe
 			anyError = true
 			continue
 		}
-		hw := s.HighWatermark
-		r.highWatermark, r.lastStableOffset, r.logStartOffset = hw, s.LastStable, s.LogStart
+		if r.diverging = divergingEpoch(p, t.lastFetchedEpoch, t.fetchOffset); r.diverging != nil {
+			if r.diverging.EndOffset < 0 {
+				// The leader cannot place the epoch at all: Kafka answers OFFSET_OUT_OF_RANGE.
+				r.diverging, r.errCode, anyError = nil, kerr.OffsetOutOfRange.Code, true
+				continue
+			}
+			r.highWatermark, r.lastStableOffset, r.logStartOffset = s.HighWatermark, s.LastStable, s.LogStart
+			anyError = true // answered now: the fetcher must truncate before anything else
+			continue
+		}
+		// visible is the end of what this fetcher may read: the HW (consumers), the LSO
+		// (read_committed) or the log end (a follower).
+		visible := s.HighWatermark
+		if req.IsolationLevel == 1 {
+			visible = s.LastStable // read_committed
+		}
+		if follower.id >= 0 {
+			var code int16
+			if s, code = b.recordFollowerFetch(p, im, rs.topic, follower, t.fetchOffset); code != 0 {
+				r.errCode = code
+				anyError = true
+				continue
+			}
+			visible = s.LogEnd
+		}
+		r.highWatermark, r.lastStableOffset, r.logStartOffset = s.HighWatermark, s.LastStable, s.LogStart
 		limit := min(int64(t.maxBytes), maxBytes-total)
 		minOne := total == 0
 		if limit <= 0 && !minOne {
 			continue
-		}
-		visible := hw
-		if req.IsolationLevel == 1 {
-			visible = s.LastStable // read_committed
 		}
 		read, err := p.log.Read(t.fetchOffset, max(limit, 0), visible, minOne)
 		if err != nil {
@@ -130,7 +161,7 @@ func (b *Broker) fetchResponse(req *kmsg.FetchRequest, sessionID int32, session 
 	topicIndex := map[sessionKey]int{} // a topic's entry in resp.Topics
 	for i, t := range targets {
 		r := &results[i]
-		if incremental && len(r.records) == 0 && r.errCode == 0 &&
+		if incremental && len(r.records) == 0 && r.errCode == 0 && r.diverging == nil &&
 			r.highWatermark == t.lastHighWatermark && r.lastStableOffset == t.lastStableOffset && r.logStartOffset == t.lastLogStart {
 			continue
 		}
@@ -155,6 +186,9 @@ func (b *Broker) fetchResponse(req *kmsg.FetchRequest, sessionID int32, session 
 		// themselves are spliced in from the segment files (fetch_encode.go).
 		if len(r.records) == 0 {
 			p.RecordBatches = []byte{}
+		}
+		if r.diverging != nil {
+			p.DivergingEpoch = *r.diverging
 		}
 		resp.records[ti] = append(resp.records[ti], r.records)
 		if req.IsolationLevel == 1 {

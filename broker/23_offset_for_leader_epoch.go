@@ -8,6 +8,8 @@ package broker
 // UNDEFINED: epoch -1, offset -1, no error. v1+ returns the epoch; v2+ checks the client's
 // current leader epoch (FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH); v3+ carries the replica
 // id (-1 consumers, -2 debug, >= 0 followers). Like Kafka, every caller must ask the leader.
+// A leader that has not appended in its current epoch yet answers as if that epoch started at
+// its log end, as Kafka's leader does (leaderEndOffsetForEpoch).
 
 import (
 	"context"
@@ -52,7 +54,7 @@ func (b *Broker) endOffsetForEpoch(im *controller.Image, topic string, partition
 	if epoch < 0 {
 		return 0, -1, -1
 	}
-	endEpoch, endOffset = rs.partition.log.EndOffsetForEpoch(epoch)
+	endEpoch, endOffset = leaderEndOffsetForEpoch(rs.partition, epoch)
 	if endOffset < 0 {
 		return 0, -1, -1
 	}

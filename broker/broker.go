@@ -33,6 +33,9 @@ type Config struct {
 	// MaxHostedPartitions bounds the partition replicas a broker may host: creates past it are
 	// refused. 0 derives it from the open-file limit (maxHostedPartitions); negative: none.
 	MaxHostedPartitions int
+	// Clock is the time of replicas (replica.lag.time.max.ms) and delayed operations; nil is
+	// the wall clock. Tests inject a replica.ManualClock.
+	Clock replica.Clock
 }
 
 // Broker serves Kafka requests over the partitions this node hosts.
@@ -82,6 +85,8 @@ type Broker struct {
 		}
 	}
 	alterPartition alterPartitionSender
+	// fetchers copy the partitions this node follows from their leaders (fetcher.go).
+	fetchers *replicaFetchers
 
 	// draining is closed by Drain: parked fetches are answered and no fetch parks any more.
 	draining  chan struct{}
@@ -120,11 +125,16 @@ func New(cfg Config, ctrl Metadata) (*Broker, error) {
 		logger:        cfg.Logger,
 		closing:       make(chan struct{}),
 		draining:      make(chan struct{}),
-		clock:         replica.SystemClock{},
+		clock:         cfg.Clock,
 		fetchSessions: newFetchSessionCache(int(cfg.Static.MaxIncrementalFetchSessionCacheSlots)),
 	}
+	if b.clock == nil {
+		b.clock = replica.SystemClock{}
+	}
 	b.purgatory = replica.NewPurgatory[topicPartition](b.clock)
-	b.alterPartition = noAlterPartition{b}
+	alterSender := newControllerAlterPartition(b)
+	b.alterPartition = alterSender
+	b.fetchers = newReplicaFetchers(b)
 	b.mu.partitions = make(map[topicPartition]*Partition)
 	b.mu.appliedChanged = make(chan struct{})
 	b.offline.init()
@@ -135,14 +145,17 @@ func New(cfg Config, ctrl Metadata) (*Broker, error) {
 	}
 	b.coord = newCoordinator(b)
 	b.coordinatorLoaded = make(map[int32]*offsetsPartitionLog)
-	if err := b.reconcile(ctrl.Image()); err != nil {
+	initial := ctrl.Image()
+	if err := b.reconcile(initial); err != nil {
+		b.fetchers.close()
 		b.coord.Close()
 		b.closePartitions()
 		return nil, err
 	}
-	b.done.Add(6)
+	b.done.Add(7)
+	go alterSender.run()
 	go b.storageRecoveryLoop()
-	go b.followImages()
+	go b.followImages(initial)
 	go b.retentionLoop()
 	go b.purgatoryLoop()
 	go b.highWatermarkCheckpointLoop()
@@ -196,7 +209,8 @@ func (b *Broker) Close() error {
 	b.Drain()
 	start := time.Now()
 	close(b.closing)
-	b.done.Wait() // metadata following, retention and the purgatory worker; timed with the coordinator
+	b.done.Wait()      // metadata following, retention and the purgatory worker; timed with the coordinator
+	b.fetchers.close() // after followImages: no partition is added to a fetcher any more
 	b.coord.Close()
 	// After the last append: the HWs a restart resumes from (clean shutdown).
 	b.checkpointHighWatermarks()
@@ -284,19 +298,22 @@ func (b *Broker) partitionDir(tp topicPartition) string {
 	return filepath.Join(b.cfg.LogDir, tp.String())
 }
 
-// followImages reconciles hosted partitions with every newly published metadata image.
-func (b *Broker) followImages() {
+// followImages reconciles hosted partitions with every metadata image published after
+// applied (the one New reconciled), and again when partitions whose open failed are to be
+// retried.
+func (b *Broker) followImages(applied *controller.Image) {
 	defer b.done.Done()
+	im := applied
 	for {
-		im := b.ctrl.Image()
-		if err := b.reconcile(im); err != nil {
-			b.logger.Error("applying metadata image", "offset", im.Offset, "err", err)
-		}
 		select {
 		case <-im.Changed():
 		case <-b.offline.reconcile: // partitions whose open failed are opened again
 		case <-b.closing:
 			return
+		}
+		im = b.ctrl.Image()
+		if err := b.reconcile(im); err != nil {
+			b.logger.Error("applying metadata image", "offset", im.Offset, "err", err)
 		}
 	}
 }

@@ -15,6 +15,19 @@
 // handler: they are delayed operations in a replica.Purgatory keyed by their partitions, and
 // answer when a change of those partitions' offsets wakes them, or when their timeout fires.
 //
+// # Replication
+//
+// For each partition of which this node is a replica, reconcile applies the image's leadership
+// (Replica.BecomeLeader / BecomeFollower) and then places the partition with the replica
+// fetchers (fetcher.go): a follower's partition is fetched from its leader by one of
+// num.replica.fetchers fetchers for that leader, which first truncates a divergent tail
+// (OffsetForLeaderEpoch) and then appends the leader's batches unchanged; a leader's, or one
+// without a leader, is fetched by nobody. The leader serves those fetches (follower_fetch.go):
+// reads up to its log end, the fetch offset as the follower's log end moving the HW (and
+// completing acks=all produces), DivergingEpoch for a follower whose last epoch it does not
+// hold. ISR changes the replicas propose go to the controller's AlterPartition
+// (controllerAlterPartition in partition.go); a refusal leaves the committed ISR in force.
+//
 // # The log directory
 //
 // Besides one directory per partition ("<topic>-<partition>", with Kafka's partition.metadata

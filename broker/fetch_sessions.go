@@ -33,6 +33,9 @@ type fetchTarget struct {
 	fetchOffset        int64
 	maxBytes           int32
 	currentLeaderEpoch int32
+	// lastFetchedEpoch is the epoch of the last batch the fetcher has (v12+, -1 none): a
+	// follower whose epoch diverges from the leader's log is answered with DivergingEpoch.
+	lastFetchedEpoch int32
 
 	// last* are what the session last sent for this partition (-1 before the first time).
 	lastHighWatermark, lastStableOffset, lastLogStart int64
@@ -133,11 +136,20 @@ func targetsFromRequest(req *kmsg.FetchRequest, im *controller.Image) []*fetchTa
 			out = append(out, &fetchTarget{
 				topic: name, topicID: controller.TopicID(rt.TopicID), partition: rp.Partition,
 				fetchOffset: rp.FetchOffset, maxBytes: rp.PartitionMaxBytes, currentLeaderEpoch: rp.CurrentLeaderEpoch,
+				lastFetchedEpoch:  lastFetchedEpoch(req.Version, rp.LastFetchedEpoch),
 				lastHighWatermark: -1, lastStableOffset: -1, lastLogStart: -1,
 			})
 		}
 	}
 	return out
+}
+
+// lastFetchedEpoch is a request partition's LastFetchedEpoch, -1 before v12 (no such field).
+func lastFetchedEpoch(version int16, epoch int32) int32 {
+	if version < 12 {
+		return -1
+	}
+	return epoch
 }
 
 // sessionKeyFor keys a partition by topic ID from v13 on and by name before, the way the
@@ -160,6 +172,7 @@ func (s *fetchSession) updateIncrementalLocked(req *kmsg.FetchRequest, im *contr
 		key := t.sessionKey(req.Version)
 		if existing := s.mu.byKey[key]; existing != nil {
 			existing.fetchOffset, existing.maxBytes, existing.currentLeaderEpoch = t.fetchOffset, t.maxBytes, t.currentLeaderEpoch
+			existing.lastFetchedEpoch = t.lastFetchedEpoch
 			continue
 		}
 		s.mu.byKey[key] = t

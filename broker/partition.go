@@ -1,8 +1,11 @@
 package broker
 
 import (
+	"context"
 	"errors"
+	"log/slog"
 	"maps"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -56,7 +59,11 @@ func (p *Partition) applyMetadata(info *controller.PartitionInfo, nodeID int32) 
 func (b *Broker) applyLeadership(p *Partition, info *controller.PartitionInfo) {
 	if err := p.applyMetadata(info, b.nodeID); err != nil {
 		b.logger.Warn("leadership from an older metadata image ignored", "partition", p.tp.String(), "err", err)
+		return
 	}
+	// After the role change: a new leader's fetcher is gone only once appends as follower are
+	// refused anyway, and a follower's fetcher starts at the epoch just applied.
+	b.fetchers.apply(p, info)
 }
 
 // leaderState returns whether this replica leads and its leader epoch.
@@ -237,12 +244,168 @@ type alterPartitionSender interface {
 	ProposeISR(p *Partition, change replica.ISRChange)
 }
 
-// noAlterPartition is the sender on a single node, where the ISR is only ever this node and
-// no proposal is made. Until the controller serves AlterPartition, a proposal made elsewhere
-// stays pending (no other is made) and is logged.
-type noAlterPartition struct{ b *Broker }
+// controllerAlterPartition sends ISR proposals to the controller's AlterPartition (Kafka's
+// AlterPartitionManager): proposals go on a bounded queue, one goroutine sends what is queued
+// in one call with this node's broker epoch, and a refused or failed change is reported with
+// Replica.ISRChangeFailed, so the replica goes on with its committed ISR (its HW is never
+// computed over less than the committed ISR, and acks=all waits for every committed member).
+// The committed ISR comes back in a metadata image (a BecomeLeader at the same epoch).
+// After a refusal a partition's next proposal waits alterPartitionRetryBackoff, so a controller
+// that refuses every change (one without AlterPartition) is not asked on every follower fetch.
+type controllerAlterPartition struct {
+	b     *Broker
+	queue chan isrProposal
+	mu    struct {
+		sync.Mutex
+		// refusedAt is when each partition's last proposal was refused.
+		refusedAt map[topicPartition]time.Time
+		// warned are the partitions whose refusal was logged at warn level already.
+		warned map[topicPartition]bool
+	}
+}
 
-func (n noAlterPartition) ProposeISR(p *Partition, change replica.ISRChange) {
-	n.b.logger.Warn("ISR change proposed but AlterPartition is not implemented yet", "partition", p.tp.String(),
-		"leaderEpoch", change.LeaderEpoch, "isr", change.ISR)
+// isrProposal is one queued ISR change.
+type isrProposal struct {
+	p      *Partition
+	change replica.ISRChange
+}
+
+// alterPartitionQueue bounds the queued ISR proposals; a proposal that finds it full is
+// refused at once (the replica proposes again later).
+const alterPartitionQueue = 1024
+
+// alterPartitionRetryBackoff is how long a partition whose ISR change was refused waits
+// before its next proposal is sent (Kafka retries after its own backoff too).
+const alterPartitionRetryBackoff = time.Second
+
+// alterPartitionTimeout bounds one AlterPartition call.
+const alterPartitionTimeout = 30 * time.Second
+
+func newControllerAlterPartition(b *Broker) *controllerAlterPartition {
+	c := &controllerAlterPartition{b: b, queue: make(chan isrProposal, alterPartitionQueue)}
+	c.mu.refusedAt = make(map[topicPartition]time.Time)
+	c.mu.warned = make(map[topicPartition]bool)
+	return c
+}
+
+// ProposeISR implements alterPartitionSender. It never blocks.
+func (c *controllerAlterPartition) ProposeISR(p *Partition, change replica.ISRChange) {
+	c.mu.Lock()
+	refused, ok := c.mu.refusedAt[p.tp]
+	c.mu.Unlock()
+	if ok && time.Since(refused) < alterPartitionRetryBackoff {
+		p.replica.ISRChangeFailed()
+		return
+	}
+	select {
+	case c.queue <- isrProposal{p: p, change: change}:
+	default:
+		p.replica.ISRChangeFailed()
+	}
+}
+
+// run sends queued proposals until the broker closes.
+func (c *controllerAlterPartition) run() {
+	defer c.b.done.Done()
+	for {
+		var batch []isrProposal
+		select {
+		case <-c.b.closing:
+			return
+		case first := <-c.queue:
+			batch = append(batch, first)
+		}
+	drain:
+		for len(batch) < alterPartitionQueue {
+			select {
+			case more := <-c.queue:
+				batch = append(batch, more)
+			default:
+				break drain
+			}
+		}
+		c.send(batch)
+	}
+}
+
+// send makes one AlterPartition call for batch and reports refusals to the replicas.
+func (c *controllerAlterPartition) send(batch []isrProposal) {
+	b := c.b
+	im := b.ctrl.Image()
+	epoch := b.brokerEpoch()
+	reqs := make([]controller.AlterPartition, 0, len(batch))
+	sent := make([]isrProposal, 0, len(batch))
+	for _, pr := range batch {
+		topic := im.TopicsByID[pr.p.topicID]
+		if topic == nil || int(pr.p.tp.partition) >= len(topic.Partitions) {
+			pr.p.replica.ISRChangeFailed()
+			continue
+		}
+		info := &topic.Partitions[pr.p.tp.partition]
+		reqs = append(reqs, controller.AlterPartition{
+			TopicID: pr.p.topicID, Partition: pr.p.tp.partition, LeaderID: b.nodeID, BrokerEpoch: epoch,
+			LeaderEpoch: pr.change.LeaderEpoch, PartitionEpoch: info.PartitionEpoch, NewISR: pr.change.ISR,
+		})
+		sent = append(sent, pr)
+	}
+	if len(reqs) == 0 {
+		return
+	}
+	ctx, cancel := b.closingContext(alterPartitionTimeout)
+	results, err := b.ctrl.AlterPartition(ctx, reqs)
+	cancel()
+	for i, pr := range sent {
+		var rerr error
+		msg := ""
+		switch {
+		case err != nil:
+			rerr = err
+		case i >= len(results):
+			rerr = errors.New("no result for the partition")
+		default:
+			rerr, msg = results[i].Err, results[i].Message
+		}
+		if rerr == nil {
+			c.mu.Lock()
+			delete(c.mu.refusedAt, pr.p.tp)
+			delete(c.mu.warned, pr.p.tp)
+			c.mu.Unlock()
+			b.logger.Info("ISR change committed", "partition", pr.p.tp.String(), "leaderEpoch", pr.change.LeaderEpoch, "isr", pr.change.ISR)
+			continue
+		}
+		c.mu.Lock()
+		c.mu.refusedAt[pr.p.tp] = time.Now()
+		warned := c.mu.warned[pr.p.tp]
+		c.mu.warned[pr.p.tp] = true
+		c.mu.Unlock()
+		level := slog.LevelWarn
+		if warned {
+			level = slog.LevelDebug // refused again: said once already
+		}
+		b.logger.Log(context.Background(), level, "ISR change refused; keeping the committed ISR", "partition", pr.p.tp.String(),
+			"leaderEpoch", pr.change.LeaderEpoch, "isr", pr.change.ISR, "err", rerr, "message", msg)
+		pr.p.replica.ISRChangeFailed()
+	}
+}
+
+// closingContext is a context that ends after timeout or when the broker closes.
+func (b *Broker) closingContext(timeout time.Duration) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	go func() {
+		select {
+		case <-b.closing:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
+}
+
+// brokerEpoch is this node's broker epoch from its registration with the quorum (cluster.Link
+// has it), or -1 when the metadata source does not know one.
+func (b *Broker) brokerEpoch() int64 {
+	if e, ok := b.ctrl.(interface{ Epoch() int64 }); ok {
+		return e.Epoch()
+	}
+	return -1
 }

@@ -175,7 +175,8 @@ func (b *Broker) removePartition(tp topicPartition) {
 	if p == nil {
 		return
 	}
-	p.truncatedOrMoved() // wake parked fetches so they answer promptly
+	b.fetchers.remove(tp) // no fetcher writes to the log from here on
+	p.truncatedOrMoved()  // wake parked fetches so they answer promptly
 	if err := p.log.Close(); err != nil && !errors.Is(err, logstore.ErrClosed) {
 		b.logger.Warn("closing a deleted partition", "partition", tp.String(), "err", err)
 	}

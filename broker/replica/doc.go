@@ -42,7 +42,7 @@
 // actions: UpdateFollowerFetch proposes adding a follower that reached the HW and the start of
 // the leader's epoch; MaybeShrinkISR proposes removing followers not caught up for
 // replica.lag.time.max.ms on the injected Clock. The caller sends a proposal to the controller
-// (AlterPartition; on one node there is nothing to send) and the committed ISR comes back as a
+// (AlterPartition; the broker's controllerAlterPartition) and the committed ISR comes back as a
 // BecomeLeader at the same epoch. While a proposal is pending no other is made, and the HW is
 // computed over the committed and proposed ISR together, so it never gets ahead of either.
 //

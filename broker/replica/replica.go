@@ -447,6 +447,45 @@ func (r *Replica) TruncateTo(offset int64) error {
 	return err
 }
 
+// FollowLeaderLogStart moves a follower's log start up to the leader's (sent with every fetch
+// response), as Kafka's follower does after each fetch, so records deleted on the leader
+// (retention, DeleteRecords) do not come back if this replica leads later. Never past this
+// replica's HW, never backwards.
+func (r *Replica) FollowLeaderLogStart(leaderLogStart int64) error {
+	r.mu.Lock()
+	if r.mu.role != RoleFollower {
+		r.mu.Unlock()
+		return kerr.NotLeaderForPartition
+	}
+	offset := min(leaderLogStart, r.mu.highWatermark)
+	if offset <= r.log.LogStartOffset() {
+		r.mu.Unlock()
+		return nil
+	}
+	_, err := r.log.DeleteRecordsBefore(offset)
+	changed := r.publishLocked()
+	r.mu.Unlock()
+	r.notify(changed)
+	return err
+}
+
+// TruncateFullyAndStartAt empties a follower's log and restarts it at offset: the leader's
+// log start, when this follower's log end fell below it (retention or DeleteRecords ran on the
+// leader meanwhile), as Kafka's fetcher does after OFFSET_OUT_OF_RANGE. The HW moves to offset
+// with the log start.
+func (r *Replica) TruncateFullyAndStartAt(offset int64) error {
+	r.mu.Lock()
+	if r.mu.role != RoleFollower {
+		r.mu.Unlock()
+		return kerr.NotLeaderForPartition
+	}
+	err := r.log.TruncateFullyAndStartAt(offset)
+	changed := r.publishLocked()
+	r.mu.Unlock()
+	r.notify(changed)
+	return err
+}
+
 // maybeAdvanceHighWatermarkLocked moves the leader's HW to the smallest log end over the
 // maximal ISR (the committed ISR and a pending change together), as Kafka's
 // maybeIncrementLeaderHW does. It never moves the HW back. It reports whether it moved.
