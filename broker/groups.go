@@ -82,9 +82,6 @@ func (b *Broker) ensureOffsetsTopic(ctx context.Context) error {
 	if brokers := int16(len(b.ctrl.Image().Brokers)); rf > brokers {
 		rf = brokers // Kafka refuses until enough brokers are up; sluice serves with what it has
 	}
-	// Partitions are not replicated between brokers yet (the controller refuses more than one
-	// replica): the offsets topic has one replica per partition, spread over the brokers.
-	rf = min(rf, 1)
 	res, err := b.ctrl.CreateTopics(ctx, []controller.CreateTopic{{
 		Name:              offsetsTopic,
 		NumPartitions:     s.OffsetsTopicNumPartitions,

@@ -15,8 +15,8 @@ import (
 
 // TestUnsupportedSettingsStopTheStart runs the real binary as a new user would, with each
 // setting that asks for something sluice does not implement yet: it must exit at once, non-zero,
-// with an error naming the key, and never serve (an SSL listener serving plaintext, replicas
-// that are never replicated, a second log directory left unused).
+// with an error naming the key, and never serve (an SSL listener serving plaintext, an unclean
+// election that never happens, a second log directory left unused).
 func TestUnsupportedSettingsStopTheStart(t *testing.T) {
 	bin := sluiceBinary(t)
 	for _, tc := range []struct {
@@ -29,7 +29,7 @@ func TestUnsupportedSettingsStopTheStart(t *testing.T) {
 		{[]string{"ssl.keystore.location=/etc/kafka/server.keystore.jks"}, "ssl.keystore.location"},
 		{[]string{"sasl.enabled.mechanisms=SCRAM-SHA-512"}, "sasl.enabled.mechanisms"},
 		{[]string{"authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer"}, "authorizer.class.name"},
-		{[]string{"default.replication.factor=3"}, "default.replication.factor"},
+		{[]string{"unclean.leader.election.enable=true"}, "unclean.leader.election.enable"},
 		{[]string{"log.dirs=" + t.TempDir() + "," + t.TempDir()}, "log.dirs"},
 		{[]string{"log.cleanup.policy=compact"}, "log.cleanup.policy"},
 	} {

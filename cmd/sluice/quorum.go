@@ -41,8 +41,6 @@ func startQuorum(cfg *config.Broker, dir string, endpoints []controller.Endpoint
 		Endpoints: endpoints,
 		Rack:      rack(cfg),
 		Logger:    logger.With("component", "controller"),
-		// Partitions are not replicated between brokers yet: one replica each.
-		MaxReplicationFactor: 1,
 	}
 	var err error
 	if len(voters) <= 1 {

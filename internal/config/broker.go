@@ -344,7 +344,7 @@ func parseBroker(props map[string]string) (*Broker, error) {
 
 // checkSupported refuses combinations of keys that ask for features sluice does not implement
 // yet (single keys are refused by Def.CheckSupported): listeners whose security protocol is
-// not PLAINTEXT, a replication factor above 1, and a dynamic quorum naming other nodes.
+// not PLAINTEXT, and a dynamic quorum naming other nodes.
 func (b *Broker) checkSupported() error {
 	keys := make([]string, 0, len(b.Raw))
 	for k := range b.Raw {
@@ -362,10 +362,6 @@ func (b *Broker) checkSupported() error {
 			return notSupported("listeners", b.String("listeners"), fmt.Sprintf(
 				"listener %s uses security protocol %s; TLS and SASL are not implemented yet, only PLAINTEXT is served", l.Name, l.SecurityProtocol), false)
 		}
-	}
-	if b.DefaultReplicationFactor > 1 {
-		return notSupported("default.replication.factor", b.String("default.replication.factor"),
-			"partitions are not replicated between brokers yet; use 1", false)
 	}
 	for _, server := range b.ControllerQuorumBootstrapServers {
 		if !b.isOwnControllerAddress(server) {

@@ -104,7 +104,7 @@ func TestParseBrokerValues(t *testing.T) {
 	if b.NumPartitions != 6 || b.DefaultReplicationFactor != 3 || b.AutoCreateTopicsEnable || b.BrokerRack != "eu-1a" {
 		t.Errorf("topic defaults: %+v", b)
 	}
-	if len(b.Warnings) != 2 || !strings.HasPrefix(b.Warnings[0], "inter.broker.listener.name ") || !strings.HasPrefix(b.Warnings[1], "num.io.threads ") {
+	if len(b.Warnings) != 1 || !strings.HasPrefix(b.Warnings[0], "num.io.threads ") {
 		t.Errorf("warnings %q", b.Warnings)
 	}
 }

@@ -157,7 +157,7 @@ func TestLoadKafkaServerProperties(t *testing.T) {
 	if b.InterBrokerListenerName != "PLAINTEXT" || b.LogDirs[0] != "/tmp/kraft-combined-logs" || b.OffsetsTopicReplicationFactor != 1 {
 		t.Fatalf("broker = %+v", b)
 	}
-	wantWarn := []string{"inter.broker.listener.name", "num.io.threads", "num.network.threads",
+	wantWarn := []string{"num.io.threads", "num.network.threads",
 		"share.coordinator.state.topic.min.isr", "share.coordinator.state.topic.replication.factor",
 		"socket.receive.buffer.bytes", "socket.send.buffer.bytes",
 		"transaction.state.log.min.isr", "transaction.state.log.replication.factor"}

@@ -49,20 +49,19 @@ type supportGroup struct {
 
 // Reasons shared by several groups.
 const (
-	whyOneNode       = "partitions are not replicated between brokers yet, so there is no other replica to act on"
-	whyNoReplication = "partitions are not replicated between brokers yet (one replica each), so brokers never fetch from each other"
-	whyRaftTiming    = "sluice's metadata quorum (etcd-raft) keeps its own timing: 100 ms ticks, a randomized 1-2 s election timeout, reconnects backing off from 50 ms to 1 s"
-	whySecurity      = "TLS, SASL and authorization are not implemented yet"
-	whyJava          = "sluice cannot load Java classes"
-	whyTiered        = "sluice has no tiered storage"
-	whyTuning        = "a Kafka tuning setting; sluice sizes this itself"
-	whyCompaction    = "log compaction is not implemented yet, and cleanup.policy=compact is refused for user topics"
-	whyTxn           = "transactions are not served yet (transactional producers are refused at once)"
-	whyShare         = "share groups (KIP-932) are not implemented yet"
-	whyStreams       = "streams groups (KIP-1071) are not implemented yet; Kafka Streams works over the classic protocol"
-	whyQuotas        = "client and replication quotas are not implemented yet"
-	whyMetrics       = "sluice has no metrics reporters yet"
-	whyMetadataLog   = "the metadata log's segmenting and snapshots are sluice's own"
+	whyThrottles   = "replication throttles are not implemented yet"
+	whyRaftTiming  = "sluice's metadata quorum (etcd-raft) keeps its own timing: 100 ms ticks, a randomized 1-2 s election timeout, reconnects backing off from 50 ms to 1 s"
+	whySecurity    = "TLS, SASL and authorization are not implemented yet"
+	whyJava        = "sluice cannot load Java classes"
+	whyTiered      = "sluice has no tiered storage"
+	whyTuning      = "a Kafka tuning setting; sluice sizes this itself"
+	whyCompaction  = "log compaction is not implemented yet, and cleanup.policy=compact is refused for user topics"
+	whyTxn         = "transactions are not served yet (transactional producers are refused at once)"
+	whyShare       = "share groups (KIP-932) are not implemented yet"
+	whyStreams     = "streams groups (KIP-1071) are not implemented yet; Kafka Streams works over the classic protocol"
+	whyQuotas      = "client and replication quotas are not implemented yet"
+	whyMetrics     = "sluice has no metrics reporters yet"
+	whyMetadataLog = "the metadata log's segmenting and snapshots are sluice's own"
 )
 
 // brokerSupport classifies every broker key.
@@ -140,13 +139,17 @@ var brokerSupport = []supportGroup{
 		"broker.heartbeat.interval.ms", "broker.session.timeout.ms", "initial.broker.registration.timeout.ms",
 		"controlled.shutdown.enable", "replica.high.watermark.checkpoint.interval.ms",
 	}},
-	{NoEffect, whyNoReplication, []string{
-		"inter.broker.listener.name", "security.inter.broker.protocol",
-		"auto.leader.rebalance.enable", "leader.imbalance.check.interval.seconds",
-		"unclean.leader.election.enable", "unclean.leader.election.interval.ms",
-		"num.replica.fetchers", "replica.fetch.backoff.ms", "replica.fetch.max.bytes", "replica.fetch.min.bytes",
+	{Honoured, "", []string{
+		"inter.broker.listener.name", "security.inter.broker.protocol", "num.replica.fetchers",
+		"replica.fetch.backoff.ms", "replica.fetch.max.bytes", "replica.fetch.min.bytes",
 		"replica.fetch.response.max.bytes", "replica.fetch.wait.max.ms", "replica.lag.time.max.ms",
-		"replica.socket.receive.buffer.bytes", "replica.socket.timeout.ms", "offsets.commit.timeout.ms",
+		"offsets.commit.timeout.ms", "unclean.leader.election.enable",
+	}},
+	{NoEffect, "preferred-leader rebalancing is not implemented yet: leadership moves only on fencing, controlled shutdown and elections", []string{
+		"auto.leader.rebalance.enable", "leader.imbalance.check.interval.seconds", "unclean.leader.election.interval.ms",
+	}},
+	{NoEffect, "replica fetchers use franz-go's connection handling and the replica.fetch.* bounds", []string{
+		"replica.socket.receive.buffer.bytes", "replica.socket.timeout.ms",
 	}},
 	{NoEffect, whyRaftTiming, []string{
 		"controller.quorum.append.linger.ms", "controller.quorum.election.backoff.max.ms",
@@ -255,7 +258,7 @@ var topicSupport = []supportGroup{
 		"index.interval.bytes", "max.message.bytes", "message.timestamp.after.max.ms",
 		"message.timestamp.before.max.ms", "message.timestamp.type", "min.insync.replicas", "preallocate",
 		"remote.storage.enable", "retention.bytes", "retention.ms", "segment.bytes", "segment.index.bytes",
-		"segment.jitter.ms", "segment.ms", "internal.segment.bytes",
+		"segment.jitter.ms", "segment.ms", "internal.segment.bytes", "unclean.leader.election.enable",
 	}},
 	{NoEffect, whyCompaction, []string{
 		"delete.retention.ms", "max.compaction.lag.ms", "min.compaction.lag.ms", "min.cleanable.dirty.ratio",
@@ -263,8 +266,8 @@ var topicSupport = []supportGroup{
 	{NoEffect, "only used when the broker recompresses, which sluice does not do yet (compression.type other than producer is refused)", []string{
 		"compression.gzip.level", "compression.lz4.level", "compression.zstd.level",
 	}},
-	{NoEffect, whyOneNode, []string{
-		"unclean.leader.election.enable", "follower.replication.throttled.replicas", "leader.replication.throttled.replicas",
+	{NoEffect, whyThrottles, []string{
+		"follower.replication.throttled.replicas", "leader.replication.throttled.replicas",
 	}},
 	{NoEffect, whyTiered, []string{
 		"local.retention.bytes", "local.retention.ms", "remote.log.copy.disable", "remote.log.delete.on.disable",
@@ -288,6 +291,12 @@ var valueRefusals = map[string]func(value string) string{
 		roles := ParseList(v)
 		if !slices.Contains(roles, "broker") || !slices.Contains(roles, "controller") {
 			return "nodes with only the broker or only the controller role are not implemented yet; use broker,controller"
+		}
+		return ""
+	},
+	"unclean.leader.election.enable": func(v string) string {
+		if b, _ := ParseBool(v); b {
+			return "leaders are elected from the ISR only; unclean election (accepting data loss) is not implemented yet"
 		}
 		return ""
 	},

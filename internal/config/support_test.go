@@ -65,6 +65,7 @@ var consumedAs = map[string]string{
 	"advertised.listeners": "AdvertisedListeners", "listener.security.protocol.map": "Listeners",
 	"controller.listener.names": "ControllerListeners", "log.dir": "LogDirs", "log.dirs": "LogDirs",
 	"metadata.log.dir": "MetadataLogDir", "broker.rack": "BrokerRack",
+	"inter.broker.listener.name": "InterBrokerListenerName", "security.inter.broker.protocol": "InterBrokerListenerName",
 }
 
 // honouredByRefusal are honoured keys that need no code to act on them: every value other than
@@ -73,6 +74,7 @@ var honouredByRefusal = map[string]bool{
 	"compression.type": true, "remote.log.storage.system.enable": true, "remote.storage.enable": true,
 	"controller.quorum.voters": true, "controller.quorum.bootstrap.servers": true,
 	"group.consumer.assignors": true, "group.coordinator.rebalance.protocols": true, "process.roles": true,
+	"unclean.leader.election.enable": true,
 }
 
 // TestHonouredKeysAreRead checks that sluice's code outside this package reads every honoured
@@ -195,7 +197,7 @@ func TestUnsupportedBrokerSettingsRefused(t *testing.T) {
 		{map[string]string{"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer"}, "authorizer.class.name"},
 		{map[string]string{"create.topic.policy.class.name": "com.example.Policy"}, "create.topic.policy.class.name"},
 		{map[string]string{"delegation.token.secret.key": "s3cret"}, "delegation.token.secret.key"},
-		{map[string]string{"default.replication.factor": "3"}, "default.replication.factor"},
+		{map[string]string{"unclean.leader.election.enable": "true"}, "unclean.leader.election.enable"},
 		{map[string]string{"process.roles": "broker", "listeners": "PLAINTEXT://127.0.0.1:9092", "controller.listener.names": "CONTROLLER",
 			"controller.quorum.voters": "2@127.0.0.1:9093"}, "process.roles"},
 		{map[string]string{"listeners": "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093", "controller.listener.names": "CONTROLLER",
