@@ -28,8 +28,12 @@ type CleanOptions struct {
 	// UpTo bounds what is cleaned: only segments wholly below it (the high watermark).
 	UpTo int64
 	// Throttle, if set, is called with the number of bytes read or written, and may block
-	// (log.cleaner.io.max.bytes.per.second).
-	Throttle func(n int)
+	// (log.cleaner.io.max.bytes.per.second). An error aborts the clean (a broker shutting
+	// down); nothing is swapped in for the segment being cleaned.
+	Throttle func(n int) error
+	// LoadFactor is how full the key map may get (log.cleaner.io.buffer.load.factor);
+	// 0 = Kafka's default, 0.9.
+	LoadFactor float64
 }
 
 // CleanResult says what one Clean did.
@@ -61,14 +65,17 @@ type offsetMap struct {
 	used, limit  int
 }
 
-func newOffsetMap(memBytes int64) *offsetMap {
+func newOffsetMap(memBytes int64, loadFactor float64) *offsetMap {
+	if loadFactor <= 0 || loadFactor > 1 {
+		loadFactor = offsetMapLoadFactor
+	}
 	slots := int(max(memBytes/offsetMapSlotBytes, 16))
 	m := &offsetMap{seed1: maphash.MakeSeed(), seed2: maphash.MakeSeed(),
 		hashes: make([][2]uint64, slots), offsets: make([]int64, slots)}
 	for i := range m.offsets {
 		m.offsets[i] = -1
 	}
-	m.limit = int(float64(slots) * offsetMapLoadFactor)
+	m.limit = min(int(float64(slots)*loadFactor), slots-1) // one slot stays empty: probes end
 	return m
 }
 
@@ -351,7 +358,7 @@ func (l *Log) Clean(opts CleanOptions) (CleanResult, error) {
 	}
 
 	// Build the map over the dirty part.
-	m := newOffsetMap(opts.MapBytes)
+	m := newOffsetMap(opts.MapBytes, opts.LoadFactor)
 	mapEnd := segs[n].baseOffset // the first offset not in the map
 	var scratch []cleanRecord
 	full := false
@@ -367,7 +374,9 @@ func (l *Log) Clean(opts CleanOptions) (CleanResult, error) {
 				return res, fmt.Errorf("logstore: clean %s: segment %d at %d: %w", l.dir, s.baseOffset, pos, err)
 			}
 			if opts.Throttle != nil {
-				opts.Throttle(len(b))
+				if err := opts.Throttle(len(b)); err != nil {
+					return res, err
+				}
 			}
 			pos += h.Size()
 			if h.LastOffset() < firstDirty || h.IsControl() {
@@ -463,7 +472,7 @@ func (l *Log) refreshRecoveryPoint() (int64, error) {
 }
 
 // cleanSegment writes the cleaned copy of seg beside it (.cleaned), then swaps it in.
-func (l *Log) cleanSegment(seg *segment, d *cleanDecision, throttle func(int)) (segmentCleanStats, error) {
+func (l *Log) cleanSegment(seg *segment, d *cleanDecision, throttle func(int) error) (segmentCleanStats, error) {
 	var st segmentCleanStats
 	l.mu.RLock()
 	size := seg.size
@@ -516,7 +525,11 @@ func (l *Log) cleanSegment(seg *segment, d *cleanDecision, throttle func(int)) (
 		}
 		pos += h.Size()
 		if throttle != nil {
-			throttle(len(b))
+			if err := throttle(len(b)); err != nil {
+				closeFiles()
+				removeCleaned()
+				return st, err
+			}
 		}
 		kept, removed, err := d.filterBatch(&h, b, scratch)
 		if err != nil {
@@ -540,7 +553,11 @@ func (l *Log) cleanSegment(seg *segment, d *cleanDecision, throttle func(int)) (
 			return st, l.cleanFail(err)
 		}
 		if throttle != nil {
-			throttle(len(kept))
+			if err := throttle(len(kept)); err != nil {
+				closeFiles()
+				removeCleaned()
+				return st, err
+			}
 		}
 		if err := out.indexBatchLocked(&kh, wpos, cfg.IndexIntervalBytes); err != nil {
 			closeFiles()

@@ -597,13 +597,14 @@ func TestCleanAbortsAfterATruncation(t *testing.T) {
 	l.Flush()
 	truncated := false
 	opts := cleanOpts()
-	opts.Throttle = func(int) {
+	opts.Throttle = func(int) error {
 		if !truncated {
 			truncated = true
 			if err := l.TruncateTo(l.LogEndOffset() - 1); err != nil {
 				t.Error(err)
 			}
 		}
+		return nil
 	}
 	res, err := l.Clean(opts)
 	if err != nil || res.Cleaned {
