@@ -17,6 +17,9 @@ import (
 const (
 	cleanedSuffix = ".cleaned"
 	swapSuffix    = ".swap"
+	// cleanerCheckpointFile holds the first dirty offset, in Kafka's offset-checkpoint format
+	// (Kafka keeps one per log directory under this name; sluice one per partition directory).
+	cleanerCheckpointFile = "cleaner-offset-checkpoint"
 )
 
 // CleanOptions are the cleaner's per-run settings (broker-wide keys, not topic configs).
@@ -438,8 +441,10 @@ func (l *Log) Clean(opts CleanOptions) (CleanResult, error) {
 	}
 	if res.Segments > 0 {
 		// The map covered [firstDirty, mapEnd): what comes after is dirty.
-		l.firstDirty.Store(mapEnd)
-		res.FirstDirtyOffset = mapEnd
+		if err := l.checkpointFirstDirty(mapEnd, truncations); err != nil {
+			return res, err
+		}
+		res.FirstDirtyOffset = l.firstDirty.Load()
 	}
 	return res, nil
 }
@@ -700,6 +705,34 @@ func (l *Log) completeSwaps(names []string) (bool, error) {
 		done = true
 	}
 	return done, nil
+}
+
+// checkpointFirstDirty records that the log is clean below offset, unless a truncation came
+// since the clean began.
+func (l *Log) checkpointFirstDirty(offset int64, truncations uint64) error {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if l.truncations.Load() != truncations {
+		return nil
+	}
+	if err := l.usableLocked(); err != nil {
+		return err
+	}
+	if err := WriteFileAtomic(l.fs, l.dir, cleanerCheckpointFile, encodeOffsetCheckpoint(l.dir, offset)); err != nil {
+		return l.cleanFail(err)
+	}
+	l.firstDirty.Store(offset)
+	return nil
+}
+
+// loadFirstDirty reads the cleaner checkpoint on open. A value beyond the log end (a crash
+// after a truncation) is clamped to it: records counted clean that are not cost only a less
+// thorough clean, never a record.
+// REQUIRES: called from load.
+func (l *Log) loadFirstDirty() {
+	if off, ok := readOffsetCheckpoint(l.fs, l.dir, cleanerCheckpointFile); ok {
+		l.firstDirty.Store(max(0, min(off, l.mu.logEnd)))
+	}
 }
 
 // noteTruncationLocked tells the cleaner the log is cut at offset: what follows is dirty, and

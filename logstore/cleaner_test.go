@@ -732,3 +732,33 @@ func TestCleanCrashAtEveryOperation(t *testing.T) {
 		l.Close()
 	}
 }
+
+// TestCleanerCheckpointSurvivesReopen: the first dirty offset is checkpointed, so a reopened
+// log does not count its cleaned part as dirty again.
+func TestCleanerCheckpointSurvivesReopen(t *testing.T) {
+	clock := time.UnixMilli(1_700_000_000_000)
+	fs := NewMemFS()
+	opts := Options{FS: fs, Now: func() time.Time { return clock }, Logger: quietLogger}
+	l, err := Open(cleanDir, compactConfig(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fillKeys(t, l, &clock, 10, 30, 3)
+	rollPastKeys(t, l, &clock)
+	res, err := l.Clean(cleanOpts())
+	if err != nil || !res.Cleaned {
+		t.Fatalf("%+v %v", res, err)
+	}
+	l.Close()
+	l, err = Open(cleanDir, compactConfig(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if _, _, ok := l.CleanableState(math.MaxInt64); ok {
+		t.Fatal("the cleaned part is dirty again after a reopen")
+	}
+	if res, err := l.Clean(cleanOpts()); err != nil || res.Cleaned {
+		t.Fatalf("cleaned again after a reopen: %+v %v", res, err)
+	}
+}

@@ -13,6 +13,7 @@
 //	<offset>.snapshot          producer-state snapshot (sluice's format, below)
 //	leader-epoch-checkpoint    leader epoch → start offset
 //	recovery-point-offset-checkpoint, log-start-offset-checkpoint
+//	cleaner-offset-checkpoint  first dirty offset of a compacted log (see Compaction)
 //
 // <base> is the segment's base offset, 20 zero-padded decimal digits
 // (00000000000000000000.log). Names ending in .tmp (and Kafka's .deleted, .cleaned) are
@@ -134,8 +135,8 @@
 // watermark), the recovery point (a cleaned segment must be one recovery trusts; a hole it
 // leaves before the next segment is then a compaction gap, not a lost tail), and the base of
 // the first segment whose largest timestamp is within min.compaction.lag.ms of now. Below the
-// first dirty offset (kept in memory; after a restart the whole log is dirty once) the log
-// was already cleaned; the dirty ratio is dirty bytes / cleanable bytes, and a log is due
+// first dirty offset (cleaner-offset-checkpoint, Kafka's offset-checkpoint format, written
+// after each clean; clamped to the log end on open) the log was already cleaned; the dirty ratio is dirty bytes / cleanable bytes, and a log is due
 // when it reaches min.cleanable.dirty.ratio or a dirty segment is older than
 // max.compaction.lag.ms.
 //

@@ -73,8 +73,7 @@ type Log struct {
 	// cleanMu serializes Clean runs of this log (cleaner.go).
 	cleanMu sync.Mutex
 	// firstDirty is where the cleaner's next map starts: below it, the log was cleaned with a
-	// map covering everything up to it. In memory only: after a restart the whole log counts
-	// as dirty once.
+	// map covering everything up to it (cleaner-offset-checkpoint on disk).
 	firstDirty atomic.Int64
 	// truncations counts truncations (under appendMu): a Clean whose map was built before one
 	// must not swap anything in, since the map may hold offsets that no longer exist.

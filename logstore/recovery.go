@@ -209,6 +209,7 @@ func (l *Log) load() error {
 		}
 	}
 	l.checkpointedLogStart = logStart
+	l.loadFirstDirty()
 	l.recoveryPoint = logEnd
 	if !rpOK || rpRead != logEnd {
 		if err := l.checkpointRecoveryPointLocked(logEnd); err != nil {
