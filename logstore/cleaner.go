@@ -616,6 +616,25 @@ func (l *Log) swapIn(seg, out *segment, size int64, truncations uint64) error {
 	if changed {
 		return abort()
 	}
+	if out.size == 0 && k > 0 {
+		// Nothing of the segment stays: it goes, rather than stay as an empty file forever
+		// (its offsets become a gap at the end of the previous segment). The first segment
+		// stays even when empty: its base is the log start.
+		if err := abort(); !errors.Is(err, errCleanAborted) {
+			return err
+		}
+		l.mu.Lock()
+		l.mu.segments = append(l.mu.segments[:k:k], l.mu.segments[k+1:]...)
+		l.mu.Unlock()
+		if err := seg.removeFiles(l.fs, l.dir); err != nil {
+			return l.fail(err)
+		}
+		if err := l.fs.SyncDir(l.dir); err != nil {
+			return l.fail(err)
+		}
+		l.scheduleCloseLocked([]*segment{seg})
+		return nil
+	}
 	rename := func(suffix, from, to string) error {
 		return l.fs.Rename(fileName(l.dir, seg.baseOffset, suffix+from), fileName(l.dir, seg.baseOffset, suffix+to))
 	}

@@ -282,7 +282,7 @@ func TestCleanKeepsNewestValuePerKeyAtItsOffset(t *testing.T) {
 	defer l.Close()
 	newest := fillKeys(t, l, &clock, 10, 30, 3)
 	rollPastKeys(t, l, &clock)
-	end, sizeBefore := l.LogEndOffset(), l.Size()
+	end, sizeBefore, segsBefore := l.LogEndOffset(), l.Size(), l.NumSegments()
 	ratio, _, ok := l.CleanableState(math.MaxInt64)
 	if !ok || ratio != 1 {
 		t.Fatalf("dirty ratio %v ok=%v before the first clean, want 1", ratio, ok)
@@ -300,6 +300,13 @@ func TestCleanKeepsNewestValuePerKeyAtItsOffset(t *testing.T) {
 	}
 	if l.LogEndOffset() != end || l.Size() >= sizeBefore {
 		t.Fatalf("log end %d (want %d), size %d (was %d)", l.LogEndOffset(), end, l.Size(), sizeBefore)
+	}
+	// 10 keys survive: most segments are left with nothing and deleted.
+	if n := l.NumSegments(); n > 5 || n >= segsBefore {
+		t.Fatalf("%d segments after the clean, %d before", n, segsBefore)
+	}
+	if l.LogStartOffset() != 0 {
+		t.Fatalf("log start moved to %d", l.LogStartOffset())
 	}
 	checkNewestOnly(t, l, newest, activeBase)
 	if _, _, ok := l.CleanableState(math.MaxInt64); ok {

@@ -159,7 +159,9 @@
 // unchanged. Offsets are never renumbered: the gaps stay, and a read at an offset in a gap
 // returns the next batch.
 //
-// Each rewritten segment is swapped in on its own (the segment keeps its base offset and
+// A segment of which nothing stays is deleted instead (its files removed, the directory
+// fsynced; its offsets become a gap after the previous segment), except the first, whose base
+// is the log start. Each other rewritten segment is swapped in on its own (the segment keeps its base offset and
 // name), with Kafka's file suffixes:
 //
 //  1. <base>.log.cleaned, <base>.index.cleaned, <base>.timeindex.cleaned are written and
