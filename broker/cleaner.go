@@ -40,6 +40,8 @@ func (b *Broker) startCleaners() {
 		LoadFactor: cfg.Float64("log.cleaner.io.buffer.load.factor"),
 		Throttle:   st.throttle.wait,
 	}
+	// Each worker makes its key map at its first clean and keeps it, as Kafka's cleaner
+	// threads own their dedupe buffers.
 	backoff := time.Duration(cfg.Int64("log.cleaner.backoff.ms")) * time.Millisecond
 	b.done.Add(threads)
 	for i := 0; i < threads; i++ {
@@ -51,6 +53,7 @@ func (b *Broker) cleanerWorker(st *cleanerState, opts logstore.CleanOptions, bac
 	defer b.done.Done()
 	timer := time.NewTimer(0)
 	defer timer.Stop()
+	var m *logstore.CleanerMap
 	for {
 		select {
 		case <-b.closing:
@@ -62,8 +65,11 @@ func (b *Broker) cleanerWorker(st *cleanerState, opts logstore.CleanOptions, bac
 			if p == nil {
 				break
 			}
+			if m == nil {
+				m = logstore.NewCleanerMap(opts.MapBytes, opts.LoadFactor)
+			}
 			o := opts
-			o.UpTo = hw
+			o.UpTo, o.Map = hw, m
 			res, err := p.log.Clean(o)
 			st.mu.Lock()
 			delete(st.inProgress, p)

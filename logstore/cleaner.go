@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"math"
 	"os"
 
 	"sluice/internal/batch"
@@ -24,9 +25,13 @@ const (
 
 // CleanOptions are the cleaner's per-run settings (broker-wide keys, not topic configs).
 type CleanOptions struct {
-	// MapBytes is the memory of the key → offset map (log.cleaner.dedupe.buffer.size divided
-	// among the cleaner threads); each key costs offsetMapSlotBytes. A log with more distinct
-	// keys in its dirty part than fit is cleaned in several passes.
+	// Map is the key → offset map, reused by every Clean of one cleaner thread; nil = one of
+	// MapBytes made for this clean. A log with more distinct keys in its dirty part than fit
+	// is cleaned in several passes. Clean must not run concurrently with another Clean using
+	// the same Map.
+	Map *CleanerMap
+	// MapBytes is the memory of the map made when Map is nil (each key costs
+	// offsetMapSlotBytes).
 	MapBytes int64
 	// UpTo bounds what is cleaned: only segments wholly below it (the high watermark).
 	UpTo int64
@@ -58,22 +63,25 @@ const offsetMapSlotBytes = 24
 // considered full when 90% of its slots are used.
 const offsetMapLoadFactor = 0.9
 
-// offsetMap is a fixed-size open-addressing map from a key's 128-bit hash to the newest offset
-// seen for it. Two keys whose 128-bit hashes collide would be treated as one (the older one's
+// CleanerMap is the cleaner's key map: a fixed-size open-addressing map from a key's 128-bit
+// hash to the newest offset seen for it. Two keys whose 128-bit hashes collide would be treated as one (the older one's
 // records dropped): the probability is that of an MD5 collision in Kafka's map, negligible.
-type offsetMap struct {
+type CleanerMap struct {
 	seed1, seed2 maphash.Seed
 	hashes       [][2]uint64
 	offsets      []int64 // -1 = empty slot
 	used, limit  int
 }
 
-func newOffsetMap(memBytes int64, loadFactor float64) *offsetMap {
+// NewCleanerMap makes a key map of memBytes (log.cleaner.dedupe.buffer.size / threads) filled
+// to loadFactor at most (log.cleaner.io.buffer.load.factor; 0 = 0.9). A cleaner thread makes
+// one and passes it to every Clean (CleanOptions.Map), as Kafka's threads own their buffers.
+func NewCleanerMap(memBytes int64, loadFactor float64) *CleanerMap {
 	if loadFactor <= 0 || loadFactor > 1 {
 		loadFactor = offsetMapLoadFactor
 	}
 	slots := int(max(memBytes/offsetMapSlotBytes, 16))
-	m := &offsetMap{seed1: maphash.MakeSeed(), seed2: maphash.MakeSeed(),
+	m := &CleanerMap{seed1: maphash.MakeSeed(), seed2: maphash.MakeSeed(),
 		hashes: make([][2]uint64, slots), offsets: make([]int64, slots)}
 	for i := range m.offsets {
 		m.offsets[i] = -1
@@ -82,12 +90,12 @@ func newOffsetMap(memBytes int64, loadFactor float64) *offsetMap {
 	return m
 }
 
-func (m *offsetMap) hash(key []byte) [2]uint64 {
+func (m *CleanerMap) hash(key []byte) [2]uint64 {
 	return [2]uint64{maphash.Bytes(m.seed1, key), maphash.Bytes(m.seed2, key)}
 }
 
 // slot finds h's slot or the empty slot where it would go.
-func (m *offsetMap) slot(h [2]uint64) int {
+func (m *CleanerMap) slot(h [2]uint64) int {
 	n := uint64(len(m.offsets))
 	i := h[0] % n
 	for {
@@ -101,8 +109,19 @@ func (m *offsetMap) slot(h [2]uint64) int {
 	}
 }
 
+// reset empties the map for the next clean.
+func (m *CleanerMap) reset() {
+	if m.used == 0 {
+		return
+	}
+	for i := range m.offsets {
+		m.offsets[i] = -1
+	}
+	m.used = 0
+}
+
 // put records offset for key; false (nothing recorded) when the key is new and the map full.
-func (m *offsetMap) put(key []byte, offset int64) bool {
+func (m *CleanerMap) put(key []byte, offset int64) bool {
 	h := m.hash(key)
 	i := m.slot(h)
 	if m.offsets[i] < 0 {
@@ -117,7 +136,7 @@ func (m *offsetMap) put(key []byte, offset int64) bool {
 }
 
 // get returns the newest offset recorded for key, -1 if none.
-func (m *offsetMap) get(key []byte) int64 {
+func (m *CleanerMap) get(key []byte) int64 {
 	return m.offsets[m.slot(m.hash(key))]
 }
 
@@ -192,7 +211,7 @@ func batchRecords(h *batch.Header, b []byte) ([]byte, error) {
 
 // cleanDecision is what the filter needs to know about the log.
 type cleanDecision struct {
-	m *offsetMap
+	m *CleanerMap
 	// tombstoneHorizon: a tombstone whose timestamp is below it is removed (now -
 	// delete.retention.ms).
 	tombstoneHorizon int64
@@ -201,6 +220,9 @@ type cleanDecision struct {
 	producerLast map[int64]int64
 	// truncations is Log.truncations when the map was started.
 	truncations uint64
+	// oldestTombstone is the timestamp of the oldest tombstone the clean kept (MaxInt64:
+	// none).
+	oldestTombstone int64
 }
 
 // filterBatch returns the cleaned form of batch b (header h): b itself when every record
@@ -235,6 +257,9 @@ func (d *cleanDecision) filterBatch(h *batch.Header, b []byte, scratch []cleanRe
 		case r.nullValue && ts < d.tombstoneHorizon:
 			// A tombstone older than delete.retention.ms.
 		default:
+			if r.nullValue {
+				d.oldestTombstone = min(d.oldestTombstone, ts)
+			}
 			kept = append(kept, r)
 			continue
 		}
@@ -302,6 +327,10 @@ func (l *Log) CleanableState(upTo int64) (dirtyRatio float64, overdue bool, ok b
 		}
 	}
 	if dirty == 0 {
+		// A clean log is due again when a tombstone it kept has outlived delete.retention.ms.
+		if clean > 0 && now >= l.tombstonesDueAt.Load() {
+			return 0, true, true
+		}
 		return 0, false, false
 	}
 	return float64(dirty) / float64(clean+dirty), overdue, true
@@ -356,16 +385,30 @@ func (l *Log) Clean(opts CleanOptions) (CleanResult, error) {
 	for n+1 < len(segs) && segs[n+1].baseOffset <= limit {
 		n++
 	}
-	if n == 0 || segs[n].baseOffset <= firstDirty {
+	if n == 0 {
+		return res, nil
+	}
+	// With no dirty part, a clean only removes the tombstones that have outlived
+	// delete.retention.ms: an empty map drops nothing else.
+	tombstonesOnly := segs[n].baseOffset <= firstDirty
+	if tombstonesOnly && now < l.tombstonesDueAt.Load() {
 		return res, nil
 	}
 
 	// Build the map over the dirty part.
-	m := newOffsetMap(opts.MapBytes, opts.LoadFactor)
+	m := opts.Map
+	if m == nil {
+		if tombstonesOnly {
+			m = NewCleanerMap(0, 0) // stays empty
+		} else {
+			m = NewCleanerMap(opts.MapBytes, opts.LoadFactor)
+		}
+	}
+	m.reset()
 	mapEnd := segs[n].baseOffset // the first offset not in the map
 	var scratch []cleanRecord
 	full := false
-	for i := 0; i < n && !full; i++ {
+	for i := 0; i < n && !full && !tombstonesOnly; i++ {
 		s := segs[i]
 		if segs[i+1].baseOffset <= firstDirty {
 			continue
@@ -410,12 +453,14 @@ func (l *Log) Clean(opts CleanOptions) (CleanResult, error) {
 			}
 		}
 	}
-	if mapEnd <= firstDirty {
+	if tombstonesOnly {
+		mapEnd = firstDirty
+	} else if mapEnd <= firstDirty {
 		return res, fmt.Errorf("logstore: clean %s: log.cleaner.dedupe.buffer.size too small for one batch at offset %d", l.dir, firstDirty)
 	}
 
 	d := &cleanDecision{m: m, tombstoneHorizon: now - cfg.DeleteRetentionMs, producerLast: map[int64]int64{},
-		truncations: truncations}
+		truncations: truncations, oldestTombstone: math.MaxInt64}
 	l.appendMu.Lock()
 	for id, e := range l.producers.producers {
 		if len(e.Batches) > 0 {
@@ -425,6 +470,10 @@ func (l *Log) Clean(opts CleanOptions) (CleanResult, error) {
 	l.appendMu.Unlock()
 
 	// Rewrite every segment that holds offsets below mapEnd, oldest first.
+	cleanedWanted := 0
+	for i := 0; i < n && segs[i].baseOffset < mapEnd; i++ {
+		cleanedWanted++
+	}
 	for i := 0; i < n && segs[i].baseOffset < mapEnd; i++ {
 		stats, err := l.cleanSegment(segs[i], d, opts.Throttle)
 		if err != nil {
@@ -439,7 +488,14 @@ func (l *Log) Clean(opts CleanOptions) (CleanResult, error) {
 		res.BytesWritten += stats.written
 		res.RecordsRemoved += stats.removed
 	}
-	if res.Segments > 0 {
+	if res.Segments > 0 && res.Segments == cleanedWanted {
+		due := int64(math.MaxInt64)
+		if d.oldestTombstone < math.MaxInt64 && cfg.DeleteRetentionMs < math.MaxInt64-d.oldestTombstone {
+			due = d.oldestTombstone + cfg.DeleteRetentionMs + 1
+		}
+		l.tombstonesDueAt.Store(due)
+	}
+	if res.Segments > 0 && !tombstonesOnly {
 		// The map covered [firstDirty, mapEnd): what comes after is dirty.
 		if err := l.checkpointFirstDirty(mapEnd, truncations); err != nil {
 			return res, err

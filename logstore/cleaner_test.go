@@ -823,3 +823,50 @@ func TestCleanedLogReplicatesToAFollower(t *testing.T) {
 		t.Fatalf("follower differs: %d records to %d, log end %d, leader's %d", len(got), len(want), follower.LogEndOffset(), l.LogEndOffset())
 	}
 }
+
+// TestCleanRemovesExpiredTombstonesOfAQuietLog: a log with no new dirty data is cleaned again
+// once a tombstone it kept has outlived delete.retention.ms, and only the tombstone goes.
+func TestCleanRemovesExpiredTombstonesOfAQuietLog(t *testing.T) {
+	clock := time.UnixMilli(1_700_000_000_000)
+	l, err := Open(cleanDir, compactConfig(), Options{FS: NewMemFS(), Now: func() time.Time { return clock }, Logger: quietLogger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	newest := fillKeys(t, l, &clock, 4, 10, 2)
+	clock = clock.Add(time.Millisecond)
+	if _, err := l.AppendAsLeader(keyedBatch(clock.UnixMilli(), -1, 0, "key-000", tombstone), 0); err != nil {
+		t.Fatal(err)
+	}
+	delete(newest, "key-000")
+	rollPastKeys(t, l, &clock)
+	m := NewCleanerMap(1<<16, 0)
+	opts := cleanOpts()
+	opts.Map = m // reused across cleans, as a broker's cleaner thread does
+	if res, err := l.Clean(opts); err != nil || !res.Cleaned {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if _, due, ok := l.CleanableState(math.MaxInt64); ok || due {
+		t.Fatalf("due=%v ok=%v right after the clean", due, ok)
+	}
+	clock = clock.Add(61 * time.Second)
+	if _, due, ok := l.CleanableState(math.MaxInt64); !ok || !due {
+		t.Fatalf("due=%v ok=%v once the tombstone outlived delete.retention.ms", due, ok)
+	}
+	if res, err := l.Clean(opts); err != nil || !res.Cleaned || res.RecordsRemoved != 1 {
+		t.Fatalf("tombstone clean: %+v %v", res, err)
+	}
+	recs, _ := readRecords(t, l)
+	for _, r := range recs {
+		if r.key == "key-000" {
+			t.Fatalf("key-000 still has %q at %d", r.value, r.offset)
+		}
+	}
+	l.mu.RLock()
+	activeBase := l.active().baseOffset
+	l.mu.RUnlock()
+	checkNewestOnly(t, l, newest, activeBase)
+	if _, due, ok := l.CleanableState(math.MaxInt64); ok || due {
+		t.Fatalf("due=%v ok=%v after the tombstone went", due, ok)
+	}
+}

@@ -138,11 +138,14 @@
 // first dirty offset (cleaner-offset-checkpoint, Kafka's offset-checkpoint format, written
 // after each clean; clamped to the log end on open) the log was already cleaned; the dirty ratio is dirty bytes / cleanable bytes, and a log is due
 // when it reaches min.cleanable.dirty.ratio or a dirty segment is older than
-// max.compaction.lag.ms.
+// max.compaction.lag.ms, or when it has no dirty part but a tombstone kept by its last clean
+// has outlived delete.retention.ms since (that clean then runs with an empty map: it only
+// drops expired tombstones; the time is kept in memory, so after a restart it waits for the
+// next clean).
 //
 // A clean builds a map key → newest offset over the dirty part, a fixed-size open-addressing
 // table of 24-byte slots (128-bit key hash, offset; log.cleaner.dedupe.buffer.size / threads,
-// filled to log.cleaner.io.buffer.load.factor). A batch enters the map whole or not at all;
+// filled to log.cleaner.io.buffer.load.factor; each broker cleaner thread keeps its own). A batch enters the map whole or not at all;
 // when the map is full it ends there, and the next clean (pass) starts from that offset.
 // Then every segment holding offsets below the map's end is rewritten, oldest first. A
 // record is dropped when the map has a newer offset for its key, when it has no key (invalid
