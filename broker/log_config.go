@@ -30,7 +30,8 @@ func (b *Broker) topicConfigValue(im *controller.Image, topic *controller.TopicI
 //
 // Time and size retention apply only when cleanup.policy contains delete, as in Kafka: a
 // compacted topic (sluice's __consumer_offsets) keeps everything until compaction lands,
-// rather than losing the committed offsets of a group that has not committed for a week.
+// rather than losing the committed offsets of a group that has not committed for a week; the
+// cleaner (cleaner.go) compacts it instead.
 func (b *Broker) logConfig(s *config.TopicSettings) logstore.Config {
 	retentionMs, retentionBytes := s.RetentionMs, s.RetentionBytes
 	if !s.CleanupDelete {
@@ -49,5 +50,10 @@ func (b *Broker) logConfig(s *config.TopicSettings) logstore.Config {
 		FlushMs:                s.FlushMs,
 		FileDeleteDelayMs:      s.FileDeleteDelayMs,
 		Preallocate:            s.Preallocate,
+		Compact:                s.CleanupCompact,
+		DeleteRetentionMs:      s.DeleteRetentionMs,
+		MinCompactionLagMs:     s.MinCompactionLagMs,
+		MaxCompactionLagMs:     s.MaxCompactionLagMs,
+		MinCleanableDirtyRatio: s.MinCleanableDirtyRatio,
 	}
 }

@@ -20,6 +20,7 @@ const compressionZstd = 4
 // checkProduceBatches makes the checks Kafka's produce path makes before the log sees a batch:
 // exactly one magic-v2 batch per partition (INVALID_RECORD), within max.message.bytes
 // (MESSAGE_TOO_LARGE), and with
+// on a compacted topic a key on every record (INVALID_RECORD), and with
 // message.timestamp.type=CreateTime its timestamps within message.timestamp.before.max.ms /
 // after.max.ms of now (INVALID_TIMESTAMP). For LogAppendTime topics it stamps every batch
 // with now. Framing and CRC problems are left to the log, which answers CORRUPT_MESSAGE.
@@ -63,6 +64,9 @@ func checkProduceBatches(records []byte, produceVersion int16, s *config.TopicSe
 			if code := checkCompressedRecords(&h, rest[:size], s); code != 0 {
 				return code, -1
 			}
+		} else if s.CleanupCompact && hasKeylessRecord(rest[batch.HeaderSize:size], h.RecordCount) {
+			// Kafka's LogValidator: a compacted topic cannot accept a record without a key.
+			return kerr.InvalidRecord.Code, -1
 		}
 		if logAppendTime >= 0 {
 			// Stamping rewrites the CRC, so a corrupt batch must be caught first.
@@ -93,6 +97,8 @@ func checkCompressedRecords(h *batch.Header, b []byte, s *config.TopicSettings) 
 	case err != nil:
 		return kerr.CorruptMessage.Code
 	case walked != h.RecordCount:
+		return kerr.InvalidRecord.Code
+	case s.CleanupCompact && hasKeylessRecord(records, h.RecordCount):
 		return kerr.InvalidRecord.Code
 	}
 	return 0

@@ -8,6 +8,7 @@ import (
 // every log.retention.check.interval.ms, as Kafka's LogManager does.
 func (b *Broker) retentionLoop() {
 	defer b.done.Done()
+	b.startCleaners() // compaction's workers (cleaner.go), counted in b.done as this loop is
 	interval := time.Duration(b.cfg.Static.LogRetentionCheckIntervalMs) * time.Millisecond
 	if interval <= 0 {
 		interval = 5 * time.Minute

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -31,7 +30,6 @@ func TestUnsupportedSettingsStopTheStart(t *testing.T) {
 		{[]string{"authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer"}, "authorizer.class.name"},
 		{[]string{"unclean.leader.election.enable=true"}, "unclean.leader.election.enable"},
 		{[]string{"log.dirs=" + t.TempDir() + "," + t.TempDir()}, "log.dirs"},
-		{[]string{"log.cleanup.policy=compact"}, "log.cleanup.policy"},
 	} {
 		args := []string{"--set", "log.dirs=" + t.TempDir(), "--set", "listeners=PLAINTEXT://127.0.0.1:0"}
 		for _, s := range tc.settings {
@@ -63,11 +61,11 @@ func TestNoEffectSettingsAreLogged(t *testing.T) {
 	})
 }
 
-// TestCompactedTopicsRefused: CreateTopics and AlterConfigs refuse cleanup.policy=compact
-// with INVALID_CONFIG and a message naming it, rather than keep every record of a topic the
-// user believes is compacted.
-func TestCompactedTopicsRefused(t *testing.T) {
-	b := StartBroker(t)
+// TestCompactedTopicsAccepted: CreateTopics and AlterConfigs take cleanup.policy=compact (and
+// compact,delete), now that the cleaner compacts (compaction_test.go), and a broker started
+// with log.cleanup.policy=compact serves.
+func TestCompactedTopicsAccepted(t *testing.T) {
+	b := StartBroker(t, "log.cleanup.policy=compact")
 	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr))
 	if err != nil {
 		t.Fatal(err)
@@ -76,17 +74,32 @@ func TestCompactedTopicsRefused(t *testing.T) {
 	adm := kadm.NewClient(cl)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	compact := "compact"
-	resp, _ := adm.CreateTopic(ctx, 1, 1, map[string]*string{"cleanup.policy": &compact}, "compacted")
-	if resp.Err != kerr.InvalidConfig || !strings.Contains(resp.ErrMessage, "cleanup.policy=compact is not supported by sluice yet") {
-		t.Fatalf("create compacted topic: %v %q", resp.Err, resp.ErrMessage)
+	compact, both := "compact", "compact,delete"
+	if resp, err := adm.CreateTopic(ctx, 1, 1, map[string]*string{"cleanup.policy": &compact}, "compacted"); err != nil || resp.Err != nil {
+		t.Fatalf("create compacted topic: %v %v %q", err, resp.Err, resp.ErrMessage)
+	}
+	if resp, err := adm.CreateTopic(ctx, 1, 1, map[string]*string{"cleanup.policy": &both}, "compacted-and-deleted"); err != nil || resp.Err != nil {
+		t.Fatalf("create compact,delete topic: %v %v %q", err, resp.Err, resp.ErrMessage)
 	}
 	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "plain"); err != nil {
 		t.Fatal(err)
 	}
 	alter, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "cleanup.policy", Value: &compact}}, "plain")
-	if err != nil || len(alter) != 1 || alter[0].Err != kerr.InvalidConfig || !strings.Contains(alter[0].ErrMessage, "not supported by sluice yet") {
+	if err != nil || len(alter) != 1 || alter[0].Err != nil {
 		t.Fatalf("alter to compact: %v %+v", err, alter)
+	}
+	described, err := adm.DescribeTopicConfigs(ctx, "plain")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := described.On("plain", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range rc.Configs {
+		if c.Key == "cleanup.policy" && (c.Value == nil || *c.Value != "compact") {
+			t.Fatalf("cleanup.policy of plain after the alter: %v", c.MaybeValue())
+		}
 	}
 }
 

@@ -27,6 +27,12 @@ type Config struct {
 	FlushMs            int64 // flush.ms
 	FileDeleteDelayMs  int64 // file.delete.delay.ms
 	Preallocate        bool  // preallocate (accepted; segments are not preallocated)
+	// Compaction (cleaner.go). Compact: cleanup.policy contains compact.
+	Compact                bool
+	DeleteRetentionMs      int64   // delete.retention.ms: how long tombstones survive cleaning
+	MinCompactionLagMs     int64   // min.compaction.lag.ms
+	MaxCompactionLagMs     int64   // max.compaction.lag.ms (<= 0 or MaxInt64 = none)
+	MinCleanableDirtyRatio float64 // min.cleanable.dirty.ratio
 	// ProducerIDExpirationMs is the broker's producer.id.expiration.ms: producer state idle
 	// this long (by its last batch timestamp) is dropped by EnforceRetention. 0 = Kafka's
 	// default, one day.

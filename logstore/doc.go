@@ -13,10 +13,12 @@
 //	<offset>.snapshot          producer-state snapshot (sluice's format, below)
 //	leader-epoch-checkpoint    leader epoch → start offset
 //	recovery-point-offset-checkpoint, log-start-offset-checkpoint
+//	cleaner-offset-checkpoint  first dirty offset of a compacted log (see Compaction)
 //
 // <base> is the segment's base offset, 20 zero-padded decimal digits
-// (00000000000000000000.log). Names ending in .tmp (and Kafka's .deleted, .cleaned, .swap)
-// are leftovers and are removed on open.
+// (00000000000000000000.log). Names ending in .tmp (and Kafka's .deleted, .cleaned) are
+// leftovers and are removed on open; a <base>.log.swap is a committed cleaned segment and is
+// renamed into place first (see Compaction), other .swap files are removed.
 //
 // # Segment (.log)
 //
@@ -123,6 +125,66 @@
 // fsynced before anything depends on it; the log start checkpoint is written before segments
 // are deleted; truncation lowers the recovery point checkpoint before cutting, deletes the
 // newest segments first, and fsyncs the cut before returning.
+//
+// # Compaction (cleaner.go) — Kafka's LogCleaner
+//
+// A log whose cleanup.policy contains compact (Config.Compact) is cleaned by Log.Clean, which
+// the broker's cleaner workers call for the dirtiest logs. The cleanable part of the log is
+// the segments wholly below the first uncleanable offset: the minimum of the active
+// segment's base (the active segment is never touched), the caller's bound (the high
+// watermark), the recovery point (a cleaned segment must be one recovery trusts; a hole it
+// leaves before the next segment is then a compaction gap, not a lost tail), and the base of
+// the first segment whose largest timestamp is within min.compaction.lag.ms of now. Below the
+// first dirty offset (cleaner-offset-checkpoint, Kafka's offset-checkpoint format, written
+// after each clean; clamped to the log end on open) the log was already cleaned; the dirty ratio is dirty bytes / cleanable bytes, and a log is due
+// when it reaches min.cleanable.dirty.ratio or a dirty segment is older than
+// max.compaction.lag.ms, or when it has no dirty part but a tombstone kept by its last clean
+// has outlived delete.retention.ms since (that clean then runs with an empty map: it only
+// drops expired tombstones; the time is kept in memory, so after a restart it waits for the
+// next clean).
+//
+// A clean builds a map key → newest offset over the dirty part, a fixed-size open-addressing
+// table of 24-byte slots (128-bit key hash, offset; log.cleaner.dedupe.buffer.size / threads,
+// filled to log.cleaner.io.buffer.load.factor; each broker cleaner thread keeps its own). A batch enters the map whole or not at all;
+// when the map is full it ends there, and the next clean (pass) starts from that offset.
+// Then every segment holding offsets below the map's end is rewritten, oldest first. A
+// record is dropped when the map has a newer offset for its key, when it has no key (invalid
+// in a compacted log, as in Kafka), or when it is a tombstone (null value) whose timestamp is
+// older than delete.retention.ms (sluice judges a tombstone by its own timestamp; Kafka 4
+// stamps a delete horizon into the batch on the first clean that sees it). A batch whose
+// records all stay is copied byte for byte. Otherwise it is rebuilt with the same base
+// offset, last offset delta, base timestamp, max timestamp, producer ID, epoch, base sequence
+// and attributes, holding the kept records' bytes unchanged (so their offset and timestamp
+// deltas stay), re-compressed with the batch's codec, with a new length, record count and
+// CRC. A batch left with no records is dropped, except the newest batch of a producer in the
+// producer state, which stays as an empty batch (record count 0, no compression) so its
+// sequence survives a restart, as Kafka's cleaner retains it. Control batches are copied
+// unchanged. Offsets are never renumbered: the gaps stay, and a read at an offset in a gap
+// returns the next batch.
+//
+// A segment of which nothing stays is deleted instead (its files removed, the directory
+// fsynced; its offsets become a gap after the previous segment), except the first, whose base
+// is the log start. Each other rewritten segment is swapped in on its own (the segment keeps its base offset and
+// name), with Kafka's file suffixes:
+//
+//  1. <base>.log.cleaned, <base>.index.cleaned, <base>.timeindex.cleaned are written and
+//     fsynced (indexes built as for an appended segment, final time-index entry included).
+//  2. .index.cleaned and .timeindex.cleaned are renamed to .index.swap, .timeindex.swap; the
+//     directory is fsynced.
+//  3. .log.cleaned is renamed to .log.swap; the directory is fsynced. This is the commit.
+//  4. .index.swap, .timeindex.swap are renamed over .index, .timeindex; directory fsync.
+//  5. .log.swap is renamed over .log; directory fsync.
+//
+// Open first completes every committed swap: for each <base>.log.swap it renames the index
+// .swap files that are still there over their final names, fsyncs the directory, then renames
+// the .log.swap, and fsyncs again. Then every remaining .cleaned and .swap file (an
+// uncommitted clean) is removed. A crash anywhere thus leaves each segment wholly old or
+// wholly cleaned; the old segment's files are never removed before the cleaned ones replace
+// them. The swap is made under Log.appendMu and only if the segment is still in the log with
+// the size it was cleaned at and no truncation happened since the map was started (a
+// truncation may have removed the offsets the map points to); otherwise the cleaned files
+// are removed and the next clean starts over. Readers holding slices of the old segment keep
+// its open file until file.delete.delay.ms has passed, as for a deleted segment.
 //
 // # Concurrency
 //

@@ -69,6 +69,19 @@ type Log struct {
 	}
 
 	flush flushState
+
+	// cleanMu serializes Clean runs of this log (cleaner.go).
+	cleanMu sync.Mutex
+	// firstDirty is where the cleaner's next map starts: below it, the log was cleaned with a
+	// map covering everything up to it (cleaner-offset-checkpoint on disk).
+	firstDirty atomic.Int64
+	// truncations counts truncations (under appendMu): a Clean whose map was built before one
+	// must not swap anything in, since the map may hold offsets that no longer exist.
+	truncations atomic.Uint64
+	// tombstonesDueAt (Unix ms) is when the oldest tombstone the last full clean kept outlives
+	// delete.retention.ms, so a log without new dirty data is cleaned again (MaxInt64: none
+	// known; after a restart, until the next clean).
+	tombstonesDueAt atomic.Int64
 }
 
 type pendingClose struct {
@@ -95,6 +108,7 @@ func Open(dir string, cfg Config, opts Options) (*Log, error) {
 	l.mu.cfg = normalizeConfig(cfg)
 	l.groupCommit.Store(l.mu.cfg.FlushMessages == 1)
 	l.checkpointedLogStart = -1
+	l.tombstonesDueAt.Store(math.MaxInt64)
 	l.flush.cond.L = &l.flush.mu
 	l.lastFlush = l.now()
 	if err := l.load(); err != nil {

@@ -23,6 +23,15 @@ func (l *Log) load() error {
 	if err != nil {
 		return err
 	}
+	// A cleaned segment whose swap was committed (<base>.log.swap) replaces the old one
+	// before anything else looks at the directory (cleaner.go).
+	if swapped, err := l.completeSwaps(names); err != nil {
+		return err
+	} else if swapped {
+		if names, err = l.fs.ReadDir(l.dir); err != nil {
+			return err
+		}
+	}
 	var bases, snapshots []int64
 	hasLog := map[int64]bool{}
 	indexFiles := map[int64]int{} // base → number of index files present (2 = both)
@@ -200,6 +209,7 @@ func (l *Log) load() error {
 		}
 	}
 	l.checkpointedLogStart = logStart
+	l.loadFirstDirty()
 	l.recoveryPoint = logEnd
 	if !rpOK || rpRead != logEnd {
 		if err := l.checkpointRecoveryPointLocked(logEnd); err != nil {

@@ -172,6 +172,7 @@ func (l *Log) TruncateTo(offset int64) error {
 	if offset >= logEnd {
 		return nil
 	}
+	l.noteTruncationLocked(offset)
 	if offset < segs[0].baseOffset {
 		return l.fail(l.truncateFullyLocked(offset))
 	}
@@ -267,6 +268,7 @@ func (l *Log) TruncateFullyAndStartAt(offset int64) error {
 	if offset < 0 {
 		return fmt.Errorf("%w: start at %d", ErrOffsetOutOfRange, offset)
 	}
+	l.noteTruncationLocked(offset)
 	return l.fail(l.truncateFullyLocked(offset))
 }
 

@@ -47,8 +47,6 @@ func WriteReference(w io.Writer) error {
 // refusedValuesNote says, for honoured keys with refused values (valueRefusals, and the
 // several-key checks of Broker.checkSupported), which values those are.
 var refusedValuesNote = map[string]string{
-	"cleanup.policy":                        "`compact` is refused: log compaction is not implemented yet",
-	"log.cleanup.policy":                    "`compact` is refused: log compaction is not implemented yet",
 	"compression.type":                      "only `producer` is accepted: the broker does not recompress yet",
 	"log.dirs":                              "one directory only: several log directories (JBOD) are not supported yet",
 	"process.roles":                         "only `broker,controller` (combined): broker-only and controller-only nodes are not implemented yet",

@@ -55,7 +55,6 @@ const (
 	whyJava        = "sluice cannot load Java classes"
 	whyTiered      = "sluice has no tiered storage"
 	whyTuning      = "a Kafka tuning setting; sluice sizes this itself"
-	whyCompaction  = "log compaction is not implemented yet, and cleanup.policy=compact is refused for user topics"
 	whyTxn         = "transactions are not served yet (transactional producers are refused at once)"
 	whyShare       = "share groups (KIP-932) are not implemented yet"
 	whyStreams     = "streams groups (KIP-1071) are not implemented yet; Kafka Streams works over the classic protocol"
@@ -90,6 +89,10 @@ var brokerSupport = []supportGroup{
 		"group.max.size", "group.consumer.session.timeout.ms", "group.consumer.heartbeat.interval.ms",
 		"group.consumer.max.size", "group.consumer.assignors", "group.coordinator.rebalance.protocols",
 		"remote.log.storage.system.enable",
+		"log.cleaner.enable", "log.cleaner.backoff.ms", "log.cleaner.dedupe.buffer.size", "log.cleaner.delete.retention.ms",
+		"log.cleaner.io.buffer.load.factor", "log.cleaner.io.max.bytes.per.second",
+		"log.cleaner.max.compaction.lag.ms", "log.cleaner.min.cleanable.ratio", "log.cleaner.min.compaction.lag.ms",
+		"log.cleaner.threads",
 	}},
 	{NotYet, whySecurity, []string{
 		"authorizer.class.name", "sasl.enabled.mechanisms", "sasl.jaas.config",
@@ -161,11 +164,8 @@ var brokerSupport = []supportGroup{
 	{NoEffect, "a failed partition is taken offline and retried on its own (offline.go); sluice does not take whole log directories offline", []string{
 		"log.dir.failure.timeout.ms",
 	}},
-	{NoEffect, whyCompaction, []string{
-		"log.cleaner.enable", "log.cleaner.backoff.ms", "log.cleaner.dedupe.buffer.size", "log.cleaner.delete.retention.ms",
-		"log.cleaner.io.buffer.load.factor", "log.cleaner.io.buffer.size", "log.cleaner.io.max.bytes.per.second",
-		"log.cleaner.max.compaction.lag.ms", "log.cleaner.min.cleanable.ratio", "log.cleaner.min.compaction.lag.ms",
-		"log.cleaner.threads",
+	{NoEffect, "sluice's cleaner reads a segment through a 1 MiB window and writes each batch as it is filtered", []string{
+		"log.cleaner.io.buffer.size",
 	}},
 	{NoEffect, "only used when the broker recompresses, which sluice does not do yet (compression.type other than producer is refused)", []string{
 		"compression.gzip.level", "compression.lz4.level", "compression.zstd.level",
@@ -259,8 +259,6 @@ var topicSupport = []supportGroup{
 		"message.timestamp.before.max.ms", "message.timestamp.type", "min.insync.replicas", "preallocate",
 		"remote.storage.enable", "retention.bytes", "retention.ms", "segment.bytes", "segment.index.bytes",
 		"segment.jitter.ms", "segment.ms", "internal.segment.bytes", "unclean.leader.election.enable",
-	}},
-	{NoEffect, whyCompaction, []string{
 		"delete.retention.ms", "max.compaction.lag.ms", "min.compaction.lag.ms", "min.cleanable.dirty.ratio",
 	}},
 	{NoEffect, "only used when the broker recompresses, which sluice does not do yet (compression.type other than producer is refused)", []string{
@@ -278,9 +276,7 @@ var topicSupport = []supportGroup{
 // why the value is refused, "" when it is fine. Checks involving several keys (listeners and
 // their protocols, voters naming other nodes) are in Broker.checkSupported.
 var valueRefusals = map[string]func(value string) string{
-	"cleanup.policy":     refuseCompact,
-	"log.cleanup.policy": refuseCompact,
-	"compression.type":   refuseRecompression,
+	"compression.type": refuseRecompression,
 	"log.dirs": func(v string) string {
 		if len(ParseList(v)) > 1 {
 			return "several log directories (JBOD) are not supported yet; give one directory"
@@ -320,13 +316,6 @@ var valueRefusals = map[string]func(value string) string{
 		}
 		return ""
 	},
-}
-
-func refuseCompact(v string) string {
-	if slices.Contains(ParseList(v), "compact") {
-		return "log compaction is not implemented yet; use cleanup.policy=delete"
-	}
-	return ""
 }
 
 func refuseRecompression(v string) string {

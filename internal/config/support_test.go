@@ -203,7 +203,6 @@ func TestUnsupportedBrokerSettingsRefused(t *testing.T) {
 		{map[string]string{"listeners": "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093", "controller.listener.names": "CONTROLLER",
 			"controller.quorum.bootstrap.servers": "127.0.0.2:9093"}, "controller.quorum.bootstrap.servers"},
 		{map[string]string{"log.dirs": "/a,/b"}, "log.dirs"},
-		{map[string]string{"log.cleanup.policy": "compact"}, "log.cleanup.policy"},
 		{map[string]string{"compression.type": "zstd"}, "compression.type"},
 		{map[string]string{"group.coordinator.rebalance.protocols": "classic,consumer,share"}, "group.coordinator.rebalance.protocols"},
 	} {
@@ -240,16 +239,13 @@ func TestQuorumSettingsAccepted(t *testing.T) {
 }
 
 // TestUnsupportedTopicSettingsRefused: CreateTopics, AlterConfigs and dynamic broker defaults
-// refuse compaction and recompression with a message naming the key.
+// refuse recompression with a message naming the key; compaction is accepted.
 func TestUnsupportedTopicSettingsRefused(t *testing.T) {
 	for _, tc := range []struct {
 		validate   func(k, v string) error
 		key, value string
 	}{
-		{ValidateTopic, "cleanup.policy", "compact"},
-		{ValidateTopic, "cleanup.policy", "delete,compact"},
 		{ValidateTopic, "compression.type", "gzip"},
-		{ValidateBrokerDynamic, "log.cleanup.policy", "compact"},
 		{ValidateBrokerDynamic, "compression.type", "lz4"},
 	} {
 		err := tc.validate(tc.key, tc.value)
@@ -257,12 +253,16 @@ func TestUnsupportedTopicSettingsRefused(t *testing.T) {
 			t.Errorf("%s=%s: %v", tc.key, tc.value, err)
 		}
 	}
-	for _, kv := range [][2]string{{"cleanup.policy", "delete"}, {"compression.type", "producer"}, {"retention.ms", "1000"}} {
+	for _, kv := range [][2]string{{"cleanup.policy", "delete"}, {"cleanup.policy", "compact"}, {"cleanup.policy", "delete,compact"},
+		{"compression.type", "producer"}, {"retention.ms", "1000"}} {
 		if err := ValidateTopic(kv[0], kv[1]); err != nil {
 			t.Errorf("%s=%s: %v", kv[0], kv[1], err)
 		}
 	}
 	if err := ValidateTopicValue("cleanup.policy", "compact"); err != nil {
 		t.Errorf("internal topics may be compacted: %v", err)
+	}
+	if err := ValidateBrokerDynamic("log.cleanup.policy", "compact"); err != nil {
+		t.Errorf("log.cleanup.policy=compact: %v", err)
 	}
 }

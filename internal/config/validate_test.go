@@ -14,7 +14,7 @@ func TestValidateTopic(t *testing.T) {
 		want       string // "" = valid
 	}{
 		{"cleanup.policy", "delete", ""},
-		{"cleanup.policy", "delete, compact", "cleanup.policy=delete, compact is not supported by sluice yet: log compaction is not implemented yet; use cleanup.policy=delete"},
+		{"cleanup.policy", "delete, compact", ""},
 		{"cleanup.policy", "", ""},
 		{"cleanup.policy", "foo", "Invalid value foo for configuration cleanup.policy: String must be one of: compact, delete"},
 		{"cleanup.policy", "compact,,delete", "Invalid value  for configuration cleanup.policy: String must be one of: compact, delete"},

@@ -1,0 +1,832 @@
+package logstore
+
+// Log compaction (Kafka's LogCleaner): see "Compaction" in the package doc.
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"math"
+	"os"
+
+	"sluice/internal/batch"
+	"sluice/internal/compress"
+)
+
+// Suffixes of the cleaner's files, as Kafka names them. Format constants; never change them.
+const (
+	cleanedSuffix = ".cleaned"
+	swapSuffix    = ".swap"
+	// cleanerCheckpointFile holds the first dirty offset, in Kafka's offset-checkpoint format
+	// (Kafka keeps one per log directory under this name; sluice one per partition directory).
+	cleanerCheckpointFile = "cleaner-offset-checkpoint"
+)
+
+// CleanOptions are the cleaner's per-run settings (broker-wide keys, not topic configs).
+type CleanOptions struct {
+	// Map is the key → offset map, reused by every Clean of one cleaner thread; nil = one of
+	// MapBytes made for this clean. A log with more distinct keys in its dirty part than fit
+	// is cleaned in several passes. Clean must not run concurrently with another Clean using
+	// the same Map.
+	Map *CleanerMap
+	// MapBytes is the memory of the map made when Map is nil (each key costs
+	// offsetMapSlotBytes).
+	MapBytes int64
+	// UpTo bounds what is cleaned: only segments wholly below it (the high watermark).
+	UpTo int64
+	// Throttle, if set, is called with the number of bytes read or written, and may block
+	// (log.cleaner.io.max.bytes.per.second). An error aborts the clean (a broker shutting
+	// down); nothing is swapped in for the segment being cleaned.
+	Throttle func(n int) error
+	// LoadFactor is how full the key map may get (log.cleaner.io.buffer.load.factor);
+	// 0 = Kafka's default, 0.9.
+	LoadFactor float64
+}
+
+// CleanResult says what one Clean did.
+type CleanResult struct {
+	Cleaned        bool  // segments were rewritten
+	Segments       int   // segments rewritten
+	BytesRead      int64 // bytes of the segments rewritten
+	BytesWritten   int64 // bytes of their cleaned replacements
+	RecordsRemoved int64
+	// FirstDirtyOffset is where the next pass starts building its map.
+	FirstDirtyOffset int64
+}
+
+// offsetMapSlotBytes is the cost of one key in the offset map: a 128-bit key hash and an
+// offset, as Kafka's SkimpyOffsetMap (16-byte MD5 and 8-byte offset per slot).
+const offsetMapSlotBytes = 24
+
+// offsetMapLoadFactor is Kafka's log.cleaner.io.buffer.load.factor default: the map is
+// considered full when 90% of its slots are used.
+const offsetMapLoadFactor = 0.9
+
+// CleanerMap is the cleaner's key map: a fixed-size open-addressing map from a key's 128-bit
+// hash to the newest offset seen for it. Two keys whose 128-bit hashes collide would be treated as one (the older one's
+// records dropped): the probability is that of an MD5 collision in Kafka's map, negligible.
+type CleanerMap struct {
+	seed1, seed2 maphash.Seed
+	hashes       [][2]uint64
+	offsets      []int64 // -1 = empty slot
+	used, limit  int
+}
+
+// NewCleanerMap makes a key map of memBytes (log.cleaner.dedupe.buffer.size / threads) filled
+// to loadFactor at most (log.cleaner.io.buffer.load.factor; 0 = 0.9). A cleaner thread makes
+// one and passes it to every Clean (CleanOptions.Map), as Kafka's threads own their buffers.
+func NewCleanerMap(memBytes int64, loadFactor float64) *CleanerMap {
+	if loadFactor <= 0 || loadFactor > 1 {
+		loadFactor = offsetMapLoadFactor
+	}
+	slots := int(max(memBytes/offsetMapSlotBytes, 16))
+	m := &CleanerMap{seed1: maphash.MakeSeed(), seed2: maphash.MakeSeed(),
+		hashes: make([][2]uint64, slots), offsets: make([]int64, slots)}
+	for i := range m.offsets {
+		m.offsets[i] = -1
+	}
+	m.limit = min(int(float64(slots)*loadFactor), slots-1) // one slot stays empty: probes end
+	return m
+}
+
+func (m *CleanerMap) hash(key []byte) [2]uint64 {
+	return [2]uint64{maphash.Bytes(m.seed1, key), maphash.Bytes(m.seed2, key)}
+}
+
+// slot finds h's slot or the empty slot where it would go.
+func (m *CleanerMap) slot(h [2]uint64) int {
+	n := uint64(len(m.offsets))
+	i := h[0] % n
+	for {
+		if m.offsets[i] < 0 || m.hashes[i] == h {
+			return int(i)
+		}
+		i++
+		if i == n {
+			i = 0
+		}
+	}
+}
+
+// reset empties the map for the next clean.
+func (m *CleanerMap) reset() {
+	if m.used == 0 {
+		return
+	}
+	for i := range m.offsets {
+		m.offsets[i] = -1
+	}
+	m.used = 0
+}
+
+// put records offset for key; false (nothing recorded) when the key is new and the map full.
+func (m *CleanerMap) put(key []byte, offset int64) bool {
+	h := m.hash(key)
+	i := m.slot(h)
+	if m.offsets[i] < 0 {
+		if m.used >= m.limit {
+			return false
+		}
+		m.used++
+		m.hashes[i] = h
+	}
+	m.offsets[i] = offset
+	return true
+}
+
+// get returns the newest offset recorded for key, -1 if none.
+func (m *CleanerMap) get(key []byte) int64 {
+	return m.offsets[m.slot(m.hash(key))]
+}
+
+// cleanRecord is one record of a batch being filtered.
+type cleanRecord struct {
+	raw            []byte // length varint + body, as in the batch
+	offsetDelta    int64
+	timestampDelta int64
+	key            []byte
+	hasKey         bool
+	nullValue      bool
+}
+
+// parseCleanRecords splits a records section into records, checking every bound.
+func parseCleanRecords(rest []byte, count int32, out []cleanRecord) ([]cleanRecord, error) {
+	if err := batch.WalkRecords(rest, count, nil); err != nil {
+		return out, err
+	}
+	for i := int32(0); i < count; i++ {
+		length, n := binary.Varint(rest)
+		if n <= 0 || length < 0 || length > int64(len(rest)-n) {
+			return out, batch.ErrCorrupt
+		}
+		raw := rest[:n+int(length)]
+		body := rest[n : n+int(length)]
+		rest = rest[n+int(length):]
+		r := cleanRecord{raw: raw}
+		if len(body) < 1 {
+			return out, batch.ErrCorrupt
+		}
+		p := body[1:] // attributes
+		var k int
+		if r.timestampDelta, k = binary.Varint(p); k <= 0 {
+			return out, batch.ErrCorrupt
+		}
+		p = p[k:]
+		if r.offsetDelta, k = binary.Varint(p); k <= 0 {
+			return out, batch.ErrCorrupt
+		}
+		p = p[k:]
+		keyLen, k := binary.Varint(p)
+		if k <= 0 || keyLen < -1 || keyLen > int64(len(p)-k) {
+			return out, batch.ErrCorrupt
+		}
+		p = p[k:]
+		if keyLen >= 0 {
+			r.key, r.hasKey = p[:keyLen], true
+			p = p[keyLen:]
+		}
+		valueLen, k := binary.Varint(p)
+		if k <= 0 || valueLen < -1 {
+			return out, batch.ErrCorrupt
+		}
+		r.nullValue = valueLen < 0
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// cleanCodecMaxSize bounds a decompressed records section the cleaner accepts (a batch never
+// exceeds a segment, at most 2 GiB; a decompressed batch is bounded the same way).
+const cleanCodecMaxSize = compress.MaxSizeLimit
+
+// batchRecords returns the (decompressed) records section of the batch b with header h.
+func batchRecords(h *batch.Header, b []byte) ([]byte, error) {
+	rest := b[batch.HeaderSize:h.Size()]
+	if h.Compression() == 0 {
+		return rest, nil
+	}
+	return compress.Decompress(h.Compression(), rest, cleanCodecMaxSize)
+}
+
+// cleanDecision is what the filter needs to know about the log.
+type cleanDecision struct {
+	m *CleanerMap
+	// tombstoneHorizon: a tombstone whose timestamp is below it is removed (now -
+	// delete.retention.ms).
+	tombstoneHorizon int64
+	// producerLast maps each producer in the log's producer state to the last offset of its
+	// newest batch: that batch is kept (empty if need be) so the producer's sequence survives.
+	producerLast map[int64]int64
+	// truncations is Log.truncations when the map was started.
+	truncations uint64
+	// oldestTombstone is the timestamp of the oldest tombstone the clean kept (MaxInt64:
+	// none).
+	oldestTombstone int64
+}
+
+// filterBatch returns the cleaned form of batch b (header h): b itself when every record
+// stays, nil when the batch goes, or a rebuilt batch with the same base offset, last offset
+// delta, producer fields and codec holding only the records that stay. removed counts the
+// records dropped.
+func (d *cleanDecision) filterBatch(h *batch.Header, b []byte, scratch []cleanRecord) (out []byte, removed int, err error) {
+	if h.IsControl() {
+		return b, 0, nil // transactions are not supported yet; markers stay as they are
+	}
+	records, err := batchRecords(h, b)
+	if err != nil {
+		return nil, 0, err
+	}
+	recs, err := parseCleanRecords(records, h.RecordCount, scratch[:0])
+	if err != nil {
+		return nil, 0, err
+	}
+	logAppendTime := h.Attributes&batch.AttrTimestampType != 0
+	kept := recs[:0]
+	for _, r := range recs {
+		offset := h.BaseOffset + r.offsetDelta
+		ts := h.BaseTimestamp + r.timestampDelta
+		if logAppendTime {
+			ts = h.MaxTimestamp
+		}
+		switch {
+		case !r.hasKey:
+			// As Kafka's cleaner: a keyless record in a compacted log is invalid and dropped.
+		case d.m.get(r.key) > offset:
+			// Superseded by a newer record with the same key.
+		case r.nullValue && ts < d.tombstoneHorizon:
+			// A tombstone older than delete.retention.ms.
+		default:
+			if r.nullValue {
+				d.oldestTombstone = min(d.oldestTombstone, ts)
+			}
+			kept = append(kept, r)
+			continue
+		}
+		removed++
+	}
+	if removed == 0 {
+		return b, 0, nil
+	}
+	if len(kept) == 0 {
+		if last, ok := d.producerLast[h.ProducerID]; !ok || !h.HasProducerID() || last != h.LastOffset() {
+			return nil, removed, nil
+		}
+		// As Kafka: the producer's last batch stays, empty, so its sequence is not lost.
+	}
+	var body []byte
+	for _, r := range kept {
+		body = append(body, r.raw...)
+	}
+	if codec := h.Compression(); codec != 0 && len(kept) > 0 {
+		if body, err = compress.Compress(codec, nil, body, 0); err != nil {
+			return nil, 0, err
+		}
+	}
+	out = make([]byte, batch.HeaderSize, batch.HeaderSize+len(body))
+	copy(out, b[:batch.HeaderSize])
+	out = append(out, body...)
+	batch.SetLength(out, int32(len(out)-batch.LogOverhead))
+	binary.BigEndian.PutUint32(out[57:], uint32(len(kept))) // recordCount
+	if len(kept) == 0 {
+		batch.SetCompression(out, 0) // an empty batch has no compressed section
+	}
+	binary.BigEndian.PutUint32(out[17:], batch.CRC(out))
+	return out, removed, nil
+}
+
+// CleanableState is what the cleaner's scheduler looks at: the dirty ratio of the cleanable
+// part of the log (dirty bytes / cleanable bytes) and whether some dirty segment is older
+// than max.compaction.lag.ms (it must be cleaned whatever the ratio). ok is false for a log
+// that is not compacted or has nothing cleanable.
+func (l *Log) CleanableState(upTo int64) (dirtyRatio float64, overdue bool, ok bool) {
+	cfg := l.cfg()
+	if !cfg.Compact {
+		return 0, false, false
+	}
+	rp, err := l.refreshRecoveryPoint()
+	if err != nil {
+		return 0, false, false
+	}
+	now := l.now().UnixMilli()
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	firstDirty := max(l.firstDirty.Load(), l.mu.logStart)
+	limit := l.cleanableLimitLocked(&cfg, now, min(upTo, rp))
+	var clean, dirty int64
+	segs := l.mu.segments
+	for i := 0; i+1 < len(segs) && segs[i+1].baseOffset <= limit; i++ {
+		s := segs[i]
+		if segs[i+1].baseOffset <= firstDirty {
+			clean += s.size
+			continue
+		}
+		dirty += s.size
+		if cfg.MaxCompactionLagMs > 0 && s.maxTimestamp >= 0 && now-s.maxTimestamp > cfg.MaxCompactionLagMs {
+			overdue = true
+		}
+	}
+	if dirty == 0 {
+		// A clean log is due again when a tombstone it kept has outlived delete.retention.ms.
+		if clean > 0 && now >= l.tombstonesDueAt.Load() {
+			return 0, true, true
+		}
+		return 0, false, false
+	}
+	return float64(dirty) / float64(clean+dirty), overdue, true
+}
+
+// cleanableLimitLocked is the first offset the cleaner must not touch: the active segment's
+// base, upTo (the caller's bound and the recovery point: cleaned segments must lie below it,
+// see the package doc), and the base of the first segment younger than min.compaction.lag.ms.
+// REQUIRES: mu held (shared suffices).
+func (l *Log) cleanableLimitLocked(cfg *Config, now, upTo int64) int64 {
+	limit := min(l.active().baseOffset, upTo)
+	if cfg.MinCompactionLagMs > 0 {
+		for _, s := range l.mu.segments {
+			if s.largestTimestamp() > now-cfg.MinCompactionLagMs {
+				limit = min(limit, s.baseOffset)
+				break
+			}
+		}
+	}
+	return limit
+}
+
+// Clean compacts the log once, as Kafka's LogCleaner cleans one log: it builds a map of the
+// newest offset of each key over the dirty part of the cleanable segments (from the first
+// dirty offset on, as far as the map holds), then rewrites every segment below the end of the
+// map keeping, per key, only the newest record (and tombstones younger than
+// delete.retention.ms). Offsets are never renumbered. Each rewritten segment is swapped in
+// with the .cleaned/.swap protocol (see the package doc). Appends and reads go on meanwhile:
+// the active segment is never touched. A log whose cleanup.policy lacks compact is left alone.
+func (l *Log) Clean(opts CleanOptions) (CleanResult, error) {
+	l.cleanMu.Lock()
+	defer l.cleanMu.Unlock()
+	var res CleanResult
+	cfg := l.cfg()
+	if !cfg.Compact {
+		return res, nil
+	}
+	truncations := l.truncations.Load()
+	rp, err := l.refreshRecoveryPoint()
+	if err != nil {
+		return res, err
+	}
+	now := l.now().UnixMilli()
+	l.mu.RLock()
+	segs := append([]*segment(nil), l.mu.segments...)
+	logStart := l.mu.logStart
+	limit := l.cleanableLimitLocked(&cfg, now, min(opts.UpTo, rp))
+	l.mu.RUnlock()
+	firstDirty := max(l.firstDirty.Load(), logStart)
+	res.FirstDirtyOffset = firstDirty
+	n := 0 // segs[:n] are cleanable
+	for n+1 < len(segs) && segs[n+1].baseOffset <= limit {
+		n++
+	}
+	if n == 0 {
+		return res, nil
+	}
+	// With no dirty part, a clean only removes the tombstones that have outlived
+	// delete.retention.ms: an empty map drops nothing else.
+	tombstonesOnly := segs[n].baseOffset <= firstDirty
+	if tombstonesOnly && now < l.tombstonesDueAt.Load() {
+		return res, nil
+	}
+
+	// Build the map over the dirty part.
+	m := opts.Map
+	if m == nil {
+		if tombstonesOnly {
+			m = NewCleanerMap(0, 0) // stays empty
+		} else {
+			m = NewCleanerMap(opts.MapBytes, opts.LoadFactor)
+		}
+	}
+	m.reset()
+	mapEnd := segs[n].baseOffset // the first offset not in the map
+	var scratch []cleanRecord
+	full := false
+	for i := 0; i < n && !full && !tombstonesOnly; i++ {
+		s := segs[i]
+		if segs[i+1].baseOffset <= firstDirty {
+			continue
+		}
+		sc := scanner{f: s.log, size: s.size}
+		for pos := int64(0); pos < s.size; {
+			b, h, err := sc.next(pos, true)
+			if err != nil {
+				return res, fmt.Errorf("logstore: clean %s: segment %d at %d: %w", l.dir, s.baseOffset, pos, err)
+			}
+			if opts.Throttle != nil {
+				if err := opts.Throttle(len(b)); err != nil {
+					return res, err
+				}
+			}
+			pos += h.Size()
+			if h.LastOffset() < firstDirty || h.IsControl() {
+				continue
+			}
+			records, err := batchRecords(&h, b)
+			if err != nil {
+				return res, fmt.Errorf("logstore: clean %s: batch %d: %w", l.dir, h.BaseOffset, err)
+			}
+			if scratch, err = parseCleanRecords(records, h.RecordCount, scratch[:0]); err != nil {
+				return res, fmt.Errorf("logstore: clean %s: batch %d: %w", l.dir, h.BaseOffset, err)
+			}
+			// A batch goes into the map whole or not at all, so the map ends at a batch edge.
+			newKeys := 0 // an upper bound: a key repeated in the batch counts each time
+			for _, r := range scratch {
+				if r.hasKey && m.get(r.key) < 0 {
+					newKeys++
+				}
+			}
+			if m.used+newKeys > m.limit {
+				mapEnd, full = h.BaseOffset, true
+				break
+			}
+			for _, r := range scratch {
+				if r.hasKey {
+					m.put(r.key, h.BaseOffset+r.offsetDelta)
+				}
+			}
+		}
+	}
+	if tombstonesOnly {
+		mapEnd = firstDirty
+	} else if mapEnd <= firstDirty {
+		return res, fmt.Errorf("logstore: clean %s: log.cleaner.dedupe.buffer.size too small for one batch at offset %d", l.dir, firstDirty)
+	}
+
+	d := &cleanDecision{m: m, tombstoneHorizon: now - cfg.DeleteRetentionMs, producerLast: map[int64]int64{},
+		truncations: truncations, oldestTombstone: math.MaxInt64}
+	l.appendMu.Lock()
+	for id, e := range l.producers.producers {
+		if len(e.Batches) > 0 {
+			d.producerLast[id] = e.Batches[len(e.Batches)-1].LastOffset
+		}
+	}
+	l.appendMu.Unlock()
+
+	// Rewrite every segment that holds offsets below mapEnd, oldest first.
+	cleanedWanted := 0
+	for i := 0; i < n && segs[i].baseOffset < mapEnd; i++ {
+		cleanedWanted++
+	}
+	for i := 0; i < n && segs[i].baseOffset < mapEnd; i++ {
+		stats, err := l.cleanSegment(segs[i], d, opts.Throttle)
+		if err != nil {
+			if errors.Is(err, errCleanAborted) {
+				break // the log changed under the cleaner (truncation, retention): next time
+			}
+			return res, err
+		}
+		res.Cleaned = true
+		res.Segments++
+		res.BytesRead += stats.read
+		res.BytesWritten += stats.written
+		res.RecordsRemoved += stats.removed
+	}
+	if res.Segments > 0 && res.Segments == cleanedWanted {
+		due := int64(math.MaxInt64)
+		if d.oldestTombstone < math.MaxInt64 && cfg.DeleteRetentionMs < math.MaxInt64-d.oldestTombstone {
+			due = d.oldestTombstone + cfg.DeleteRetentionMs + 1
+		}
+		l.tombstonesDueAt.Store(due)
+	}
+	if res.Segments > 0 && !tombstonesOnly {
+		// The map covered [firstDirty, mapEnd): what comes after is dirty.
+		if err := l.checkpointFirstDirty(mapEnd, truncations); err != nil {
+			return res, err
+		}
+		res.FirstDirtyOffset = l.firstDirty.Load()
+	}
+	return res, nil
+}
+
+// errCleanAborted: the segment being cleaned left the log (or changed) while it was cleaned.
+var errCleanAborted = errors.New("logstore: cleaning aborted: the segment changed")
+
+type segmentCleanStats struct{ read, written, removed int64 }
+
+// refreshRecoveryPoint checkpoints the recovery point as far as finished background fsyncs of
+// rolled segments got, so that recently rolled segments become cleanable, and returns it.
+func (l *Log) refreshRecoveryPoint() (int64, error) {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if err := l.usableLocked(); err != nil {
+		return 0, err
+	}
+	if rs := l.pendingRoll.Load(); rs != nil {
+		select {
+		case <-rs.done:
+			if rs.err == nil && rs.upto > l.recoveryPoint {
+				if err := l.checkpointRecoveryPointLocked(rs.upto); err != nil {
+					return 0, l.fail(err)
+				}
+			}
+		default:
+		}
+	}
+	return l.recoveryPoint, nil
+}
+
+// cleanSegment writes the cleaned copy of seg beside it (.cleaned), then swaps it in.
+func (l *Log) cleanSegment(seg *segment, d *cleanDecision, throttle func(int) error) (segmentCleanStats, error) {
+	var st segmentCleanStats
+	l.mu.RLock()
+	size := seg.size
+	cfg := l.mu.cfg
+	l.mu.RUnlock()
+	// The cleaned files are written directly through the FS (not the file cache): they are
+	// written once, synced and closed.
+	fsys, _ := segmentFileCache(l.fs)
+	create := os.O_RDWR | os.O_CREATE | os.O_TRUNC
+	var files []File
+	closeFiles := func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}
+	removeCleaned := func() {
+		for _, suffix := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+			if err := fsys.Remove(fileName(l.dir, seg.baseOffset, suffix+cleanedSuffix)); err != nil && !isNotExist(err) {
+				l.logger.Warn("logstore: could not remove a cleaned file", "dir", l.dir, "err", err)
+			}
+		}
+	}
+	for _, suffix := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+		f, err := fsys.OpenFile(fileName(l.dir, seg.baseOffset, suffix+cleanedSuffix), create, 0o644)
+		if err != nil {
+			closeFiles()
+			removeCleaned()
+			return st, l.cleanFail(err)
+		}
+		files = append(files, f)
+	}
+	out := &segment{
+		baseOffset: seg.baseOffset, log: files[0],
+		index:                 &offsetIndex{file: files[1], baseOffset: seg.baseOffset, maxEntries: maxIndexEntries(&cfg, offsetIndexEntrySize)},
+		timeIndex:             &timeIndex{file: files[2], baseOffset: seg.baseOffset, maxEntries: maxIndexEntries(&cfg, timeIndexEntrySize)},
+		nextOffset:            seg.baseOffset,
+		maxTimestamp:          -1,
+		offsetOfMaxTimestamp:  -1,
+		rollingBasedTimestamp: -1,
+	}
+	var scratch []cleanRecord
+	sc := scanner{f: seg.log, size: size}
+	var wpos int64
+	for pos := int64(0); pos < size; {
+		b, h, err := sc.next(pos, true)
+		if err != nil {
+			closeFiles()
+			removeCleaned()
+			return st, fmt.Errorf("logstore: clean %s: segment %d at %d: %w", l.dir, seg.baseOffset, pos, err)
+		}
+		pos += h.Size()
+		if throttle != nil {
+			if err := throttle(len(b)); err != nil {
+				closeFiles()
+				removeCleaned()
+				return st, err
+			}
+		}
+		kept, removed, err := d.filterBatch(&h, b, scratch)
+		if err != nil {
+			closeFiles()
+			removeCleaned()
+			return st, fmt.Errorf("logstore: clean %s: batch %d: %w", l.dir, h.BaseOffset, err)
+		}
+		st.removed += int64(removed)
+		if kept == nil {
+			continue
+		}
+		kh, err := batch.ParseHeader(kept)
+		if err != nil {
+			closeFiles()
+			removeCleaned()
+			return st, err
+		}
+		if _, err := out.log.WriteAt(kept, wpos); err != nil {
+			closeFiles()
+			removeCleaned()
+			return st, l.cleanFail(err)
+		}
+		if throttle != nil {
+			if err := throttle(len(kept)); err != nil {
+				closeFiles()
+				removeCleaned()
+				return st, err
+			}
+		}
+		if err := out.indexBatchLocked(&kh, wpos, cfg.IndexIntervalBytes); err != nil {
+			closeFiles()
+			removeCleaned()
+			return st, l.cleanFail(err)
+		}
+		wpos += kh.Size()
+		out.size = wpos
+	}
+	st.read, st.written = size, wpos
+	// As the source segment: the final time-index entry of a segment that is not active.
+	err := out.timeIndex.maybeAppendLocked(out.maxTimestamp, out.offsetOfMaxTimestamp, true)
+	if err == nil {
+		err = out.syncAll()
+	}
+	closeFiles()
+	if err != nil {
+		removeCleaned()
+		return st, l.cleanFail(err)
+	}
+	return st, l.swapIn(seg, out, size, d.truncations)
+}
+
+// swapIn replaces seg by its cleaned copy out (files <base>.*.cleaned, fsynced).
+// The .cleaned → .swap renames of the two indexes, a directory fsync, the .log rename (the
+// commit point), a directory fsync; then the same for .swap → final names, indexes first.
+// See the package doc for what recovery does at each point.
+func (l *Log) swapIn(seg, out *segment, size int64, truncations uint64) error {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	abort := func() error {
+		for _, suffix := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+			if err := l.fs.Remove(fileName(l.dir, seg.baseOffset, suffix+cleanedSuffix)); err != nil && !isNotExist(err) {
+				return l.fail(err)
+			}
+		}
+		return errCleanAborted
+	}
+	if err := l.usableLocked(); err != nil {
+		return err
+	}
+	l.mu.RLock()
+	k := -1
+	for i, s := range l.mu.segments[:len(l.mu.segments)-1] {
+		if s == seg {
+			k = i
+		}
+	}
+	changed := k < 0 || seg.size != size || l.truncations.Load() != truncations
+	l.mu.RUnlock()
+	if changed {
+		return abort()
+	}
+	if out.size == 0 && k > 0 {
+		// Nothing of the segment stays: it goes, rather than stay as an empty file forever
+		// (its offsets become a gap at the end of the previous segment). The first segment
+		// stays even when empty: its base is the log start.
+		if err := abort(); !errors.Is(err, errCleanAborted) {
+			return err
+		}
+		l.mu.Lock()
+		l.mu.segments = append(l.mu.segments[:k:k], l.mu.segments[k+1:]...)
+		l.mu.Unlock()
+		if err := seg.removeFiles(l.fs, l.dir); err != nil {
+			return l.fail(err)
+		}
+		if err := l.fs.SyncDir(l.dir); err != nil {
+			return l.fail(err)
+		}
+		l.scheduleCloseLocked([]*segment{seg})
+		return nil
+	}
+	rename := func(suffix, from, to string) error {
+		return l.fs.Rename(fileName(l.dir, seg.baseOffset, suffix+from), fileName(l.dir, seg.baseOffset, suffix+to))
+	}
+	steps := []func() error{
+		func() error { return rename(indexSuffix, cleanedSuffix, swapSuffix) },
+		func() error { return rename(timeIndexSuffix, cleanedSuffix, swapSuffix) },
+		func() error { return l.fs.SyncDir(l.dir) },
+		func() error { return rename(logSuffix, cleanedSuffix, swapSuffix) }, // commit
+		func() error { return l.fs.SyncDir(l.dir) },
+		func() error { seg.detachFiles(); return nil },
+		func() error { return rename(indexSuffix, swapSuffix, "") },
+		func() error { return rename(timeIndexSuffix, swapSuffix, "") },
+		func() error { return l.fs.SyncDir(l.dir) },
+		func() error { return rename(logSuffix, swapSuffix, "") },
+		func() error { return l.fs.SyncDir(l.dir) },
+	}
+	for _, step := range steps {
+		if err := step(); err != nil {
+			return l.fail(err)
+		}
+	}
+	fresh, err := openSegmentFiles(l.fs, l.dir, seg.baseOffset, false, &l.mu.cfg)
+	if err != nil {
+		return l.fail(err)
+	}
+	l.mu.Lock()
+	fresh.index.entries, fresh.index.written = out.index.entries, len(out.index.entries)
+	fresh.timeIndex.entries, fresh.timeIndex.written = out.timeIndex.entries, len(out.timeIndex.entries)
+	fresh.size, fresh.nextOffset = out.size, out.nextOffset
+	fresh.maxTimestamp, fresh.offsetOfMaxTimestamp = out.maxTimestamp, out.offsetOfMaxTimestamp
+	fresh.bytesSinceLastIndexEntry = out.bytesSinceLastIndexEntry
+	fresh.rollingBasedTimestamp = out.rollingBasedTimestamp
+	fresh.created, fresh.lastModified = seg.created, seg.lastModified
+	l.mu.segments[k] = fresh
+	l.mu.Unlock()
+	l.scheduleCloseLocked([]*segment{seg})
+	return nil
+}
+
+// detachFiles makes seg's files outlive their replacement: they are pinned open (so FileSlices
+// handed to readers keep reading the old bytes) and never reopened by path, which now names
+// the cleaned file.
+// REQUIRES: Log.appendMu held.
+func (s *segment) detachFiles() {
+	if cf, ok := s.log.(*cachedFile); ok && !s.logHeld {
+		if _, err := cf.pin(); err == nil {
+			s.logHeld = true
+		}
+	}
+	for _, f := range s.files() {
+		if cf, ok := f.(*cachedFile); ok {
+			cf.markRemoved()
+		}
+	}
+}
+
+// completeSwaps finishes an interrupted swap found on open: a <base>.log.swap is a committed
+// cleaned segment, so any <base>.index.swap / .timeindex.swap are renamed over their final
+// names first, then the .log.swap. Index .swap files without a .log.swap belong to an
+// uncommitted swap and are removed later with the other leftovers.
+// REQUIRES: called from load only.
+func (l *Log) completeSwaps(names []string) (bool, error) {
+	done := false
+	for _, name := range names {
+		base, ok := parseOffsetName(name, logSuffix+swapSuffix)
+		if !ok {
+			continue
+		}
+		// Indexes first and made durable, so a .log.swap still on disk means the swap is not
+		// complete, whatever the file system reordered.
+		for _, suffix := range []string{indexSuffix, timeIndexSuffix, "", logSuffix} {
+			if suffix == "" {
+				if err := l.fs.SyncDir(l.dir); err != nil {
+					return done, err
+				}
+				continue
+			}
+			from := fileName(l.dir, base, suffix+swapSuffix)
+			if err := l.fs.Rename(from, fileName(l.dir, base, suffix)); err != nil && !isNotExist(err) {
+				return done, err
+			}
+		}
+		if err := l.fs.SyncDir(l.dir); err != nil {
+			return done, err
+		}
+		l.logger.Info("logstore: completed an interrupted swap of a cleaned segment", "dir", l.dir, "segment", base)
+		done = true
+	}
+	return done, nil
+}
+
+// checkpointFirstDirty records that the log is clean below offset, unless a truncation came
+// since the clean began.
+func (l *Log) checkpointFirstDirty(offset int64, truncations uint64) error {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if l.truncations.Load() != truncations {
+		return nil
+	}
+	if err := l.usableLocked(); err != nil {
+		return err
+	}
+	if err := WriteFileAtomic(l.fs, l.dir, cleanerCheckpointFile, encodeOffsetCheckpoint(l.dir, offset)); err != nil {
+		return l.cleanFail(err)
+	}
+	l.firstDirty.Store(offset)
+	return nil
+}
+
+// loadFirstDirty reads the cleaner checkpoint on open. A value beyond the log end (a crash
+// after a truncation) is clamped to it: records counted clean that are not cost only a less
+// thorough clean, never a record.
+// REQUIRES: called from load.
+func (l *Log) loadFirstDirty() {
+	if off, ok := readOffsetCheckpoint(l.fs, l.dir, cleanerCheckpointFile); ok {
+		l.firstDirty.Store(max(0, min(off, l.mu.logEnd)))
+	}
+}
+
+// noteTruncationLocked tells the cleaner the log is cut at offset: what follows is dirty, and
+// a Clean in progress aborts its swaps.
+// REQUIRES: appendMu held.
+func (l *Log) noteTruncationLocked(offset int64) {
+	l.truncations.Add(1)
+	if l.firstDirty.Load() > offset {
+		l.firstDirty.Store(offset)
+	}
+}
+
+// cleanFail is fail for the cleaner: a log closed or deleted under it is not a storage failure.
+func (l *Log) cleanFail(err error) error {
+	l.mu.RLock()
+	closed := l.mu.closed
+	l.mu.RUnlock()
+	if closed {
+		return ErrClosed
+	}
+	return l.fail(err)
+}
