@@ -26,11 +26,11 @@ type Cluster struct {
 func StartCluster(t testing.TB, n int, settings ...string) *Cluster {
 	t.Helper()
 	c := &Cluster{}
-	ports := make([]int, n)
+	all := freePorts(t, 2*n) // distinct client and controller ports for every node
+	ports := all[:n]
 	var voters []string
 	for i := range n {
-		ports[i] = freePort(t)
-		ctl := net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t)))
+		ctl := net.JoinHostPort("127.0.0.1", strconv.Itoa(all[n+i]))
 		c.ControllerAddrs = append(c.ControllerAddrs, ctl)
 		voters = append(voters, fmt.Sprintf("%d@%s", i+1, ctl))
 	}
