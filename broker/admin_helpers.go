@@ -423,14 +423,39 @@ func (b *Broker) alterConfigs(ctx context.Context, rs []alterResource, validateO
 	}
 }
 
-// hostedPartitions returns the replicas hosted on this node, sorted by topic and partition.
-func (b *Broker) hostedPartitions() []*Partition {
+// partitionsSnapshot returns the replicas hosted on this node, in no order.
+func (b *Broker) partitionsSnapshot() []*Partition {
 	b.mu.RLock()
+	defer b.mu.RUnlock()
 	out := make([]*Partition, 0, len(b.mu.partitions))
 	for _, p := range b.mu.partitions {
 		out = append(out, p)
 	}
-	b.mu.RUnlock()
+	return out
+}
+
+// every runs f every interval (fallback when interval is not positive) until the broker
+// closes. REQUIRES: counted in b.done.
+func (b *Broker) every(interval, fallback time.Duration, f func()) {
+	defer b.done.Done()
+	if interval <= 0 {
+		interval = fallback
+	}
+	ticker := time.NewTicker(interval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-b.closing:
+			return
+		case <-ticker.C:
+			f()
+		}
+	}
+}
+
+// hostedPartitions returns the replicas hosted on this node, sorted by topic and partition.
+func (b *Broker) hostedPartitions() []*Partition {
+	out := b.partitionsSnapshot()
 	slices.SortFunc(out, func(x, y *Partition) int {
 		if c := strings.Compare(x.tp.topic, y.tp.topic); c != 0 {
 			return c

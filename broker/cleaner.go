@@ -94,12 +94,7 @@ func (b *Broker) cleanerWorker(st *cleanerState, opts logstore.CleanOptions, bac
 // grabFilthiestLog picks the compacted partition most in need of cleaning and marks it in
 // progress; nil if none is (Kafka's LogCleanerManager.grabFilthiestCompactedLog).
 func (b *Broker) grabFilthiestLog(st *cleanerState) (*Partition, int64) {
-	b.mu.RLock()
-	parts := make([]*Partition, 0, len(b.mu.partitions))
-	for _, p := range b.mu.partitions {
-		parts = append(parts, p)
-	}
-	b.mu.RUnlock()
+	parts := b.partitionsSnapshot()
 	var best *Partition
 	var bestHW int64
 	bestRatio := -1.0

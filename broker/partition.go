@@ -137,21 +137,8 @@ func appendErrorCode(err error) int16 {
 // replica.high.watermark.checkpoint.interval.ms, as Kafka's ReplicaManager does; Close writes
 // it once more after the last append.
 func (b *Broker) highWatermarkCheckpointLoop() {
-	defer b.done.Done()
 	interval := time.Duration(b.cfg.Static.Int64("replica.high.watermark.checkpoint.interval.ms")) * time.Millisecond
-	if interval <= 0 {
-		interval = 5 * time.Second
-	}
-	ticker := time.NewTicker(interval)
-	defer ticker.Stop()
-	for {
-		select {
-		case <-b.closing:
-			return
-		case <-ticker.C:
-		}
-		b.checkpointHighWatermarks()
-	}
+	b.every(interval, 5*time.Second, b.checkpointHighWatermarks)
 }
 
 // checkpointHighWatermarks writes the HW of every hosted partition, keeping the entries of
@@ -209,32 +196,14 @@ func (b *Broker) loadHighWatermarkCheckpoint() {
 // replica.lag.time.max.ms, every half of it, as Kafka's isr-expiration task does, and hands
 // the proposals to the controller's AlterPartition (alterPartition).
 func (b *Broker) isrExpirationLoop() {
-	defer b.done.Done()
-	interval := time.Duration(b.cfg.Static.ReplicaLagTimeMaxMs) * time.Millisecond / 2
-	if interval <= 0 {
-		interval = 15 * time.Second
-	}
-	ticker := time.NewTicker(interval)
-	defer ticker.Stop()
-	for {
-		select {
-		case <-b.closing:
-			return
-		case <-ticker.C:
-		}
+	b.every(time.Duration(b.cfg.Static.ReplicaLagTimeMaxMs)*time.Millisecond/2, 15*time.Second, func() {
 		now := b.clock.Now()
-		b.mu.RLock()
-		parts := make([]*Partition, 0, len(b.mu.partitions))
-		for _, p := range b.mu.partitions {
-			parts = append(parts, p)
-		}
-		b.mu.RUnlock()
-		for _, p := range parts {
+		for _, p := range b.partitionsSnapshot() {
 			if change := p.replica.MaybeShrinkISR(now); change != nil {
 				b.alterPartition.ProposeISR(p, *change)
 			}
 		}
-	}
+	})
 }
 
 // alterPartitionSender sends a replica's ISR proposal to the controller (Kafka's

@@ -35,7 +35,7 @@ else
   LOGS="$DATA/sluice.log"
 fi
 status=0
-KGO_SEEDS="$SEEDS" KGO_TEST_RF=1 go test -count=1 -timeout "$TIMEOUT" -run "$PATTERN" -skip "$SKIP" github.com/twmb/franz-go/pkg/kgo -v 2>&1 | tee "$DATA/franz.log" | grep -E "^(=== RUN|--- |PASS|FAIL|ok|panic|    )" || status=$?
+KGO_SEEDS="$SEEDS" KGO_TEST_RF="${FRANZ_RF:-1}" go test -count=1 -timeout "$TIMEOUT" -run "$PATTERN" -skip "$SKIP" github.com/twmb/franz-go/pkg/kgo -v 2>&1 | tee "$DATA/franz.log" | grep -E "^(=== RUN|--- |PASS|FAIL|ok|panic|    )" || status=$?
 if grep -qE '^(FAIL|--- FAIL|panic)' "$DATA/franz.log"; then
   echo "franz-go suite failed; sluice log tail:"; tail -n 50 $LOGS; exit 1
 fi
