@@ -21,9 +21,10 @@ test: deps vet build
 	SLUICE_BIN=$(CURDIR)/bin/sluice $(GO) test -count=1 -timeout 20m ./...
 	$(GO) test -count=1 -tags invariants ./broker/...
 	scripts/franz-suite.sh
+	# Three nodes, topics with replication factor 3 (547 PASS lines, about 130 s).
 	# Test848RegexBrokerResolves failed once in three full runs on the cluster (0.15 s into
 	# the test, cause not found yet; it passes alone, 15 of 15); skipped there until it is.
-	FRANZ_NODES=3 FRANZ_SKIP='TestTxnEtl|Share|TestSCRAM|TestOAuth|^Test848RegexBrokerResolves$$' scripts/franz-suite.sh
+	FRANZ_NODES=3 FRANZ_RF=3 FRANZ_SKIP='TestTxnEtl|Share|TestSCRAM|TestOAuth|^Test848RegexBrokerResolves$$' scripts/franz-suite.sh
 
 deps:
 	scripts/install-test-deps.sh
