@@ -435,12 +435,18 @@ func (r *Replica) AppendAsFollower(batches []byte, leaderHighWatermark int64) (l
 // TruncateTo cuts a follower's log to offset (a divergence found with OffsetForLeaderEpoch);
 // the HW follows it down when it was above.
 func (r *Replica) TruncateTo(offset int64) error {
+	return r.asFollower(func() error { return r.log.TruncateTo(offset) })
+}
+
+// asFollower runs mutate under the lock while this replica follows, then publishes the new
+// offsets and wakes what waits on them; NOT_LEADER_OR_FOLLOWER when it does not follow.
+func (r *Replica) asFollower(mutate func() error) error {
 	r.mu.Lock()
 	if r.mu.role != RoleFollower {
 		r.mu.Unlock()
 		return kerr.NotLeaderForPartition
 	}
-	err := r.log.TruncateTo(offset)
+	err := mutate()
 	changed := r.publishLocked()
 	r.mu.Unlock()
 	r.notify(changed)
@@ -452,21 +458,14 @@ func (r *Replica) TruncateTo(offset int64) error {
 // (retention, DeleteRecords) do not come back if this replica leads later. Never past this
 // replica's HW, never backwards.
 func (r *Replica) FollowLeaderLogStart(leaderLogStart int64) error {
-	r.mu.Lock()
-	if r.mu.role != RoleFollower {
-		r.mu.Unlock()
-		return kerr.NotLeaderForPartition
-	}
-	offset := min(leaderLogStart, r.mu.highWatermark)
-	if offset <= r.log.LogStartOffset() {
-		r.mu.Unlock()
-		return nil
-	}
-	_, err := r.log.DeleteRecordsBefore(offset)
-	changed := r.publishLocked()
-	r.mu.Unlock()
-	r.notify(changed)
-	return err
+	return r.asFollower(func() error {
+		offset := min(leaderLogStart, r.mu.highWatermark)
+		if offset <= r.log.LogStartOffset() {
+			return nil
+		}
+		_, err := r.log.DeleteRecordsBefore(offset)
+		return err
+	})
 }
 
 // TruncateFullyAndStartAt empties a follower's log and restarts it at offset: the leader's
@@ -474,16 +473,7 @@ func (r *Replica) FollowLeaderLogStart(leaderLogStart int64) error {
 // leader meanwhile), as Kafka's fetcher does after OFFSET_OUT_OF_RANGE. The HW moves to offset
 // with the log start.
 func (r *Replica) TruncateFullyAndStartAt(offset int64) error {
-	r.mu.Lock()
-	if r.mu.role != RoleFollower {
-		r.mu.Unlock()
-		return kerr.NotLeaderForPartition
-	}
-	err := r.log.TruncateFullyAndStartAt(offset)
-	changed := r.publishLocked()
-	r.mu.Unlock()
-	r.notify(changed)
-	return err
+	return r.asFollower(func() error { return r.log.TruncateFullyAndStartAt(offset) })
 }
 
 // maybeAdvanceHighWatermarkLocked moves the leader's HW to the smallest log end over the
