@@ -9,9 +9,10 @@ need_apt=()
 command -v kcat >/dev/null 2>&1 || need_apt+=(kcat)
 /usr/bin/python3 -c "import confluent_kafka" >/dev/null 2>&1 || need_apt+=(python3-confluent-kafka)
 /usr/bin/python3 -c "import kafka" >/dev/null 2>&1 || need_apt+=(python3-kafka)
-# kafka-python's snappy and zstd codecs are separate modules (compat-tests/matrix produces with them).
+# kafka-python's snappy, zstd and lz4 codecs are separate modules (compat-tests/matrix produces with them).
 /usr/bin/python3 -c "import snappy" >/dev/null 2>&1 || need_apt+=(python3-snappy)
 /usr/bin/python3 -c "import zstandard" >/dev/null 2>&1 || need_apt+=(python3-zstandard)
+/usr/bin/python3 -c "import lz4" >/dev/null 2>&1 || need_apt+=(python3-lz4)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "installing Debian packages: ${need_apt[*]}"
   SUDO=""
