@@ -4,7 +4,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -224,17 +223,5 @@ func (b *Broker) claimPartitionDir(dir string, id controller.TopicID) error {
 
 // readSmallFile reads a file expected to be small; one longer than limit is an error.
 func readSmallFile(path string, limit int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, &fs.PathError{Op: "read", Path: path, Err: err}
-	}
-	if int64(len(data)) > limit {
-		return nil, &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("longer than %d bytes", limit)}
-	}
-	return data, nil
+	return logstore.ReadFileLimit(logstore.OSFS{}, path, limit)
 }

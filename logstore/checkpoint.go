@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	iofs "io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -43,13 +44,25 @@ func WriteFileAtomic(fs FS, dir, name string, data []byte) error {
 	return fs.SyncDir(dir)
 }
 
-// readFile reads a whole file; a missing file is (nil, nil).
+// readFile reads a whole file of at most 64 MiB; a missing file is (nil, nil).
 func readFile(fs FS, path string) ([]byte, error) {
-	f, err := fs.OpenFile(path, os.O_RDONLY, 0)
+	b, err := ReadFileLimit(fs, path, 64<<20)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	return b, err
+}
+
+// ErrFileTooLarge is ReadFileLimit's refusal of a file longer than its limit.
+var ErrFileTooLarge = errors.New("file too large")
+
+// ReadFileLimit reads a whole small file (a checkpoint, partition.metadata, meta.properties)
+// through fsys, refusing one longer than limit before reading it: that error is an
+// *fs.PathError wrapping ErrFileTooLarge, and a missing file's error wraps fs.ErrNotExist.
+// The bound keeps a damaged or hostile metadata file from costing memory.
+func ReadFileLimit(fsys FS, path string, limit int64) ([]byte, error) {
+	f, err := fsys.OpenFile(path, os.O_RDONLY, 0)
 	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, nil
-		}
 		return nil, err
 	}
 	defer f.Close()
@@ -57,12 +70,12 @@ func readFile(fs FS, path string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if st.Size() > 64<<20 {
-		return nil, fmt.Errorf("logstore: %s too large", path)
+	if st.Size() > limit {
+		return nil, &iofs.PathError{Op: "read", Path: path, Err: fmt.Errorf("%w: longer than %d bytes", ErrFileTooLarge, limit)}
 	}
 	b := make([]byte, st.Size())
 	if _, err := f.ReadAt(b, 0); err != nil && !errors.Is(err, io.EOF) {
-		return nil, err
+		return nil, &iofs.PathError{Op: "read", Path: path, Err: err}
 	}
 	return b, nil
 }

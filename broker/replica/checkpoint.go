@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -95,23 +93,14 @@ func WriteHighWatermarks(fsys logstore.FS, dir string, hws map[TopicPartition]in
 // ReadHighWatermarks reads dir's checkpoint; a missing file is an empty map.
 func ReadHighWatermarks(fsys logstore.FS, dir string) (map[TopicPartition]int64, error) {
 	path := filepath.Join(dir, HighWatermarkCheckpointFile)
-	f, err := fsys.OpenFile(path, os.O_RDONLY, 0)
+	data, err := logstore.ReadFileLimit(fsys, path, maxCheckpointBytes)
 	if errors.Is(err, fs.ErrNotExist) {
 		return map[TopicPartition]int64{}, nil
 	}
+	if errors.Is(err, logstore.ErrFileTooLarge) {
+		return nil, fmt.Errorf("%w: %w", ErrCorruptCheckpoint, err)
+	}
 	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if st.Size() > maxCheckpointBytes {
-		return nil, fmt.Errorf("%w: %s is %d bytes", ErrCorruptCheckpoint, path, st.Size())
-	}
-	data := make([]byte, st.Size())
-	if _, err := f.ReadAt(data, 0); err != nil && !errors.Is(err, io.EOF) {
 		return nil, err
 	}
 	hws, err := ParseHighWatermarks(data)
