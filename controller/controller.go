@@ -51,7 +51,10 @@ type Config struct {
 
 	// Voters are the node IDs of the metadata quorum's voters; nil means this node alone.
 	// Used only to bootstrap a new metadata directory; afterwards the membership is the one
-	// in the log and snapshots.
+	// in the log and snapshots. A node not among them (process.roles=broker) is an
+	// observer: it bootstraps the same initial configuration, never campaigns, and follows
+	// the log once the active controller has added it as a raft learner (see "Observers" in
+	// the package doc).
 	Voters []int32
 	// Transport sends raft messages to the other voters; nil is valid only when this node is
 	// the only voter.
@@ -128,6 +131,16 @@ type Controller struct {
 	sessions      map[int32]*brokerSession
 	sessionTicks  uint64
 	clusterIDTerm uint64
+
+	// learnerProposed holds, by raft ID, the tick at which this leader proposed adding a
+	// broker as a learner (ensureLearner); entries go once the broker is a member, and the
+	// map is reset with every leadership, so it is bounded by the registered brokers.
+	learnerProposed map[uint64]uint64
+
+	// members are the voters and learners of the applied configuration: written by the
+	// driver after each configuration change, read by the transport to accept an observer's
+	// connection (AcceptsObserver). Never nil after open.
+	members atomic.Pointer[quorumMembers]
 }
 
 // request is a proposal handed to the driver.
@@ -260,11 +273,14 @@ func open(cfg Config) (*Controller, error) {
 		inflight:     map[uint64]*request{},
 		nextProposal: binary.BigEndian.Uint64(seed[:]) | 1,
 		sessions:     map[int32]*brokerSession{},
+
+		learnerProposed: map[uint64]uint64{},
 	}
 	if cfg.SessionTimeout > 0 {
 		c.sessionTicks = uint64((cfg.SessionTimeout + cfg.TickInterval - 1) / cfg.TickInterval)
 	}
 	c.image.Store(img)
+	c.storeLearners()
 	c.calls.signal = make(chan struct{}, 1)
 	if a, ok := transport.(interface{ Attach(*Controller) }); ok {
 		a.Attach(c) // a network transport delivers received messages to c.Step
@@ -603,6 +619,7 @@ func (c *Controller) leadershipChanged(ss *raft.SoftState) {
 		if c.leaderTerm == 0 {
 			c.leaderTerm = c.node.BasicStatus().HardState.GetTerm()
 			c.sessions = map[int32]*brokerSession{} // every broker gets a full session
+			c.learnerProposed = map[uint64]uint64{}
 			c.logger.Info("became metadata leader", "term", c.leaderTerm)
 		}
 	} else if c.leaderTerm != 0 {
@@ -647,6 +664,7 @@ func (c *Controller) installSnapshot(snap *pb.Snapshot) error {
 		return err
 	}
 	c.confState = proto.Clone(snap.GetMetadata().GetConfState()).(*pb.ConfState)
+	c.storeLearners()
 	c.applied = snap.GetMetadata().GetIndex()
 	c.sinceSnapshot = 0
 	img.ControllerID = c.leaderID
@@ -696,12 +714,14 @@ func (c *Controller) apply(ents []*pb.Entry) error {
 				return fmt.Errorf("controller: conf change at %d: %w", e.GetIndex(), err)
 			}
 			c.confState = c.node.ApplyConfChange(cc)
+			c.storeLearners()
 		case pb.EntryConfChangeV2:
 			cc := new(pb.ConfChangeV2)
 			if err := proto.Unmarshal(e.GetData(), cc); err != nil {
 				return fmt.Errorf("controller: conf change at %d: %w", e.GetIndex(), err)
 			}
 			c.confState = c.node.ApplyConfChange(cc)
+			c.storeLearners()
 		}
 		c.applied = e.GetIndex()
 		c.sinceSnapshot++

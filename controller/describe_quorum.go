@@ -25,6 +25,9 @@ type QuorumDescription struct {
 	IsLeader bool
 	// Voters are the voters of the current configuration, sorted by node ID.
 	Voters []VoterDescription
+	// Observers are the raft learners of the current configuration (broker-only nodes that
+	// follow the metadata log), sorted by node ID, described as voters are.
+	Observers []VoterDescription
 }
 
 // VoterDescription is one voter's replication state as this node knows it.
@@ -72,18 +75,24 @@ func (c *Controller) describeQuorum() QuorumDescription {
 		contacts[id] = t
 	}
 	c.calls.mu.Unlock()
-	for _, id := range c.confState.GetVoters() {
-		v := VoterDescription{NodeID: kafkaID(id), MatchIndex: -1, LastContact: contacts[id]}
-		if id == st.ID {
-			v.LastContact = now
+	describe := func(ids []uint64) []VoterDescription {
+		var out []VoterDescription
+		for _, id := range ids {
+			v := VoterDescription{NodeID: kafkaID(id), MatchIndex: -1, LastContact: contacts[id]}
+			if id == st.ID {
+				v.LastContact = now
+			}
+			if pr, ok := st.Progress[id]; ok {
+				v.MatchIndex = int64(pr.Match)
+				v.State = pr.State.String()
+				v.RecentActive = pr.RecentActive || id == st.ID
+			}
+			out = append(out, v)
 		}
-		if pr, ok := st.Progress[id]; ok {
-			v.MatchIndex = int64(pr.Match)
-			v.State = pr.State.String()
-			v.RecentActive = pr.RecentActive || id == st.ID
-		}
-		d.Voters = append(d.Voters, v)
+		slices.SortFunc(out, func(a, b VoterDescription) int { return cmp.Compare(a.NodeID, b.NodeID) })
+		return out
 	}
-	slices.SortFunc(d.Voters, func(a, b VoterDescription) int { return cmp.Compare(a.NodeID, b.NodeID) })
+	d.Voters = describe(c.confState.GetVoters())
+	d.Observers = describe(c.confState.GetLearners())
 	return d
 }

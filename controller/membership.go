@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	pb "go.etcd.io/raft/v3/raftpb"
 )
 
 // Broker membership, as Kafka's ClusterControlManager and BrokerHeartbeatManager keep it. A
@@ -87,6 +88,7 @@ func (c *Controller) RegisterBroker(ctx context.Context, reg BrokerRegistration)
 			verr = fail(kerr.InvalidRequest, "Invalid broker ID %d.", reg.BrokerID)
 			return nil
 		}
+		c.ensureLearner(reg.BrokerID)
 		old := w.Brokers[reg.BrokerID]
 		if old != nil && old.IncarnationID == reg.IncarnationID && reg.IncarnationID != ([16]byte{}) {
 			epoch = old.Epoch
@@ -152,6 +154,7 @@ func (c *Controller) Heartbeat(ctx context.Context, hb BrokerHeartbeat) (Heartbe
 			return nil
 		}
 		c.sessions[hb.BrokerID] = &brokerSession{epoch: b.Epoch, lastHeartbeat: c.tickCount}
+		c.ensureLearner(hb.BrokerID)
 		var recs []Record
 		switch {
 		case hb.WantShutDown && !b.Fenced && !b.InControlledShutdown:
@@ -346,4 +349,63 @@ func (c *Controller) proposeClusterID() {
 		}
 		return []Record{&ClusterIDRecord{ClusterID: newClusterID()}}
 	}})
+}
+
+// storeLearners publishes the voters and learners of c.confState for the transport.
+// REQUIRES: driver goroutine (or open, before the driver starts).
+func (c *Controller) storeLearners() {
+	var m quorumMembers
+	for _, id := range c.confState.GetVoters() {
+		m.voters = append(m.voters, kafkaID(id))
+	}
+	for _, id := range c.confState.GetLearners() {
+		m.learners = append(m.learners, kafkaID(id))
+	}
+	c.members.Store(&m)
+}
+
+// quorumMembers are the node IDs of an applied raft configuration.
+type quorumMembers struct{ voters, learners []int32 }
+
+// AcceptsObserver reports whether node id may open an observer's raft connection to this
+// voter: it is a learner of the applied configuration, or a registered broker that is not a
+// voter (the learner change its registration caused may not be applied here yet). Anyone
+// else is an unknown node.
+func (c *Controller) AcceptsObserver(id int32) bool {
+	m := c.members.Load()
+	if slices.Contains(m.learners, id) {
+		return true
+	}
+	if slices.Contains(m.voters, id) {
+		return false
+	}
+	return c.Image().Brokers[id] != nil
+}
+
+// learnerRetryTicks is how long the active controller waits for a proposed learner change to
+// apply before proposing it again.
+const learnerRetryTicks = 20
+
+// ensureLearner makes sure the broker id follows the metadata log: a node that is neither a
+// voter nor a learner of the applied configuration is added as a raft learner (an observer,
+// as Kafka's broker-only nodes are). etcd-raft allows one pending configuration change at a
+// time and turns another into an empty entry, so a change that has not applied after
+// learnerRetryTicks is proposed again (registration and every heartbeat call this).
+// REQUIRES: driver goroutine, this node leads.
+func (c *Controller) ensureLearner(id int32) {
+	rid := raftID(id)
+	if slices.Contains(c.confState.GetVoters(), rid) || slices.Contains(c.confState.GetLearners(), rid) {
+		delete(c.learnerProposed, rid)
+		return
+	}
+	if at, ok := c.learnerProposed[rid]; ok && c.tickCount-at < learnerRetryTicks {
+		return
+	}
+	cc := &pb.ConfChange{Type: pb.ConfChangeAddLearnerNode.Enum(), NodeId: &rid}
+	if err := c.node.ProposeConfChange(cc); err != nil {
+		c.logger.Warn("could not propose adding an observer to the metadata quorum", "broker", id, "err", err)
+		return
+	}
+	c.learnerProposed[rid] = c.tickCount
+	c.logger.Info("adding broker to the metadata quorum as an observer (raft learner)", "broker", id)
 }

@@ -333,7 +333,13 @@ type NetTransportConfig struct {
 	// ClusterID, if set, is the cluster ID this node belongs to. If empty, the attached
 	// controller's image supplies it once known.
 	ClusterID string
-	Logger    *slog.Logger
+	// Observer makes this the transport of a node that is not a voter (process.roles=broker):
+	// Peers are the voters it follows; it dials them only once Connect is called (after the
+	// broker registered, so the voters know it), and receives their messages on the
+	// connections it dialled, since an observer has no controller listener. It serves no
+	// inbound connections.
+	Observer bool
+	Logger   *slog.Logger
 
 	QueueMessages       int           // per-peer queue bound in messages; 0 = 1024
 	QueueBytes          int           // per-peer queue bound in encoded bytes; 0 = 64 MiB
@@ -354,7 +360,10 @@ type NetTransport struct {
 	cancel context.CancelFunc
 	peers  map[int32]*netPeer // immutable after NewNetTransport
 	ctrl   atomic.Pointer[Controller]
-	warn   logLimiter
+	// connectOnce starts the peers' dialling goroutines (at NewNetTransport, or at Connect
+	// for an observer).
+	connectOnce sync.Once
+	warn        logLimiter
 
 	refused       atomic.Uint64 // inbound connections refused
 	unknownDrops  atomic.Uint64 // messages for node IDs that are not peers
@@ -367,6 +376,11 @@ type NetTransport struct {
 		listeners map[net.Listener]struct{}
 		conns     map[net.Conn]struct{} // accepted connections; bounded by maxInboundConns
 		inbound   map[int32]net.Conn    // the established connection of each peer
+		// observers are the observers (raft learners) that connected to this voter, by
+		// node ID: messages for them go out on the connection they dialled. Entries stay
+		// after a disconnect (raft keeps addressing the learner). Invariant: at most
+		// maxObservers entries.
+		observers map[int32]*netPeer
 	}
 }
 
@@ -402,6 +416,7 @@ func NewNetTransport(cfg NetTransportConfig) (*NetTransport, error) {
 	t.mu.listeners = map[net.Listener]struct{}{}
 	t.mu.conns = map[net.Conn]struct{}{}
 	t.mu.inbound = map[int32]net.Conn{}
+	t.mu.observers = map[int32]*netPeer{}
 	for id, addr := range cfg.Peers {
 		if id == cfg.NodeID {
 			continue
@@ -416,11 +431,26 @@ func NewNetTransport(cfg NetTransportConfig) (*NetTransport, error) {
 		}
 		t.peers[id] = &netPeer{t: t, id: id, addr: addr, wake: make(chan struct{}, 1)}
 	}
-	for _, p := range t.peers {
-		t.wg.Add(1)
-		go p.run()
+	if !cfg.Observer {
+		t.Connect()
 	}
 	return t, nil
+}
+
+// Connect starts dialling the peers; NewNetTransport calls it unless Config.Observer is set.
+// Calls after the first do nothing.
+func (t *NetTransport) Connect() {
+	t.connectOnce.Do(func() {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		if t.mu.closed {
+			return
+		}
+		for _, p := range t.peers {
+			t.wg.Add(1)
+			go p.run()
+		}
+	})
 }
 
 func setDefault[T int | time.Duration](v *T, def T) {
@@ -481,6 +511,27 @@ func (t *NetTransport) Send(msgs []*pb.Message) {
 		to := kafkaID(m.GetTo())
 		p := t.peers[to]
 		if p == nil {
+			p = t.observer(to)
+			if p != nil && !p.connected.Load() {
+				// Nothing reaches an observer while it is not connected: it dials us.
+				p.drops.Add(1)
+				t.reportUnreachable(to)
+				if m.GetType() == pb.MessageType_MsgSnap {
+					t.reportSnapshot(to, true)
+				}
+				continue
+			}
+		}
+		if p == nil && t.acceptsObserver(to) {
+			// A learner that has not connected yet: it dials once it registered.
+			t.unknownDrops.Add(1)
+			t.reportUnreachable(to)
+			if m.GetType() == pb.MessageType_MsgSnap {
+				t.reportSnapshot(to, true)
+			}
+			continue
+		}
+		if p == nil {
 			t.unknownDrops.Add(1)
 			t.warn.log(t.logger, "send-unknown", "dropping raft message for a node that is not a configured voter", "to", to, "type", m.GetType().String())
 			continue
@@ -538,6 +589,12 @@ func (t *NetTransport) Stats() NetTransportStats {
 		s.Dropped[id] = p.drops.Load()
 		s.Connected[id] = p.connected.Load()
 	}
+	t.mu.Lock()
+	for id, p := range t.mu.observers {
+		s.Dropped[id] = p.drops.Load()
+		s.Connected[id] = p.connected.Load()
+	}
+	t.mu.Unlock()
 	return s
 }
 
@@ -599,13 +656,16 @@ func (t *NetTransport) ServeConn(conn net.Conn) {
 	}
 	status := byte(helloOK)
 	own := t.clusterID()
+	observer := false
 	switch {
 	case h.to != t.cfg.NodeID:
 		status = helloWrongTarget
-	case t.peers[h.from] == nil:
+	case t.peers[h.from] == nil && !t.awaitObserver(h.from):
 		status = helloUnknownNode
 	case own != "" && h.clusterID != "" && h.clusterID != own:
 		status = helloWrongCluster
+	default:
+		observer = t.peers[h.from] == nil
 	}
 	if _, err := conn.Write(appendAck(nil, status)); err != nil {
 		return
@@ -617,6 +677,28 @@ func (t *NetTransport) ServeConn(conn net.Conn) {
 	}
 	conn.SetDeadline(time.Time{}) // voters that have nothing to say stay connected
 	t.setInbound(h.from, conn)
+	if observer {
+		// The observer's connection carries this voter's messages to it as well.
+		p := t.addObserver(h.from)
+		if p == nil {
+			return
+		}
+		hungUp := make(chan struct{})
+		streamed := make(chan struct{})
+		p.connected.Store(true)
+		go func() {
+			defer close(streamed)
+			p.stream(conn, hungUp)
+		}()
+		defer func() {
+			close(hungUp)
+			<-streamed
+			p.connected.Store(false)
+			p.lost(p.take())
+			t.reportUnreachable(h.from)
+		}()
+		t.logger.Debug("observer connected", "observer", h.from, "remote", conn.RemoteAddr().String())
+	}
 
 	fr := &frameReader{r: br, from: raftID(h.from), to: raftID(t.cfg.NodeID)}
 	for {
@@ -638,6 +720,75 @@ func (t *NetTransport) ServeConn(conn net.Conn) {
 			return // closed
 		}
 	}
+}
+
+// maxObservers bounds the observers one voter sends to (each has a queue like a voter's).
+const maxObservers = 256
+
+// acceptsObserver reports whether node id, not a voter, may connect as an observer: the
+// attached controller knows it as a learner or a registered broker, and this node is a voter.
+func (t *NetTransport) acceptsObserver(id int32) bool {
+	if t.cfg.Observer || id == t.cfg.NodeID {
+		return false
+	}
+	c := t.ctrl.Load()
+	return c != nil && c.AcceptsObserver(id)
+}
+
+// observerGrace is how long a voter holds the handshake of a node it does not know yet
+// before refusing it: an observer dials every voter once the active controller registered
+// it, and a follower may apply that registration a moment later.
+const observerGrace = 2 * time.Second
+
+// awaitObserver is acceptsObserver, waiting up to observerGrace for the node to become known
+// through the metadata log.
+func (t *NetTransport) awaitObserver(id int32) bool {
+	if t.cfg.Observer || id == t.cfg.NodeID {
+		return false
+	}
+	timer := time.NewTimer(observerGrace)
+	defer timer.Stop()
+	for {
+		c := t.ctrl.Load()
+		if c == nil {
+			return false
+		}
+		im := c.Image()
+		if c.AcceptsObserver(id) {
+			return true
+		}
+		select {
+		case <-im.Changed():
+		case <-timer.C:
+			return false
+		case <-t.ctx.Done():
+			return false
+		}
+	}
+}
+
+// observer returns the sender of an observer that connected, or nil.
+func (t *NetTransport) observer(id int32) *netPeer {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.mu.observers[id]
+}
+
+// addObserver returns the sender for observer id, creating it; nil beyond maxObservers.
+func (t *NetTransport) addObserver(id int32) *netPeer {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if p := t.mu.observers[id]; p != nil {
+		return p
+	}
+	if len(t.mu.observers) >= maxObservers {
+		t.refused.Add(1)
+		t.warn.log(t.logger, "refuse-observers", "refused observer connection: too many observers", "observer", id, "limit", maxObservers)
+		return nil
+	}
+	p := &netPeer{t: t, id: id, wake: make(chan struct{}, 1)}
+	t.mu.observers[id] = p
+	return p
 }
 
 func (t *NetTransport) refuse(key, msg string, args ...any) {
@@ -782,7 +933,7 @@ func (p *netPeer) run() {
 			backoff = t.cfg.ReconnectBackoff
 			p.connected.Store(true)
 			t.logger.Debug("connected to raft peer", "peer", p.id, "addr", p.addr)
-			err = p.stream(conn)
+			err = p.stream(conn, p.receive(conn))
 			p.connected.Store(false)
 		}
 		if t.ctx.Err() != nil {
@@ -851,16 +1002,48 @@ func (c *stoppableConn) Close() error {
 
 var errPeerHungUp = errors.New("peer closed the connection")
 
-// stream writes queued items to conn until a write fails, the peer hangs up or the
-// transport closes. It closes conn.
-func (p *netPeer) stream(conn net.Conn) error {
+// receive starts the reader of an outbound connection and returns a channel closed when the
+// peer hung up. A voter sends nothing after its ack to another voter, so that reader
+// discards; to an observer it sends its raft messages, which go to the controller.
+func (p *netPeer) receive(conn net.Conn) <-chan struct{} {
 	t := p.t
 	hungUp := make(chan struct{})
 	go func() {
-		// The peer sends nothing after its ack: a read returning means it hung up.
-		io.Copy(io.Discard, conn)
-		close(hungUp)
+		defer close(hungUp)
+		if !t.cfg.Observer {
+			io.Copy(io.Discard, conn)
+			return
+		}
+		fr := &frameReader{r: bufio.NewReaderSize(conn, 64<<10), from: raftID(p.id), to: raftID(t.cfg.NodeID)}
+		for {
+			m, err := fr.next()
+			if err != nil {
+				if errors.Is(err, ErrBadRaftFrame) {
+					t.refuse(fmt.Sprintf("refuse-frame-%d", p.id), "closing raft connection: bad frame", "from", p.id, "err", err)
+				}
+				conn.Close()
+				return
+			}
+			if t.partitioned(p.id) {
+				continue
+			}
+			c := t.ctrl.Load()
+			if c == nil {
+				continue
+			}
+			if err := c.Step(t.ctx, m); err != nil {
+				conn.Close()
+				return
+			}
+		}
 	}()
+	return hungUp
+}
+
+// stream writes queued items to conn until a write fails, the peer hangs up (hungUp is
+// closed by the connection's reader) or the transport closes. It closes conn.
+func (p *netPeer) stream(conn net.Conn, hungUp <-chan struct{}) error {
+	t := p.t
 	defer func() {
 		conn.Close()
 		<-hungUp

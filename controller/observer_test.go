@@ -1,0 +1,112 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// startObserver starts node id as an observer of q (process.roles=broker): not a voter, it
+// registers as a broker through the leader, and only then dials the voters.
+func (q *netQuorum) startObserver(ctx context.Context, id int32, dir string) *netNode {
+	q.t.Helper()
+	tr, err := NewNetTransport(NetTransportConfig{NodeID: id, Peers: q.addrs, Observer: true, Logger: testLogger()})
+	if err != nil {
+		q.t.Fatal(err)
+	}
+	cfg := testConfig(dir)
+	cfg.NodeID = id
+	cfg.Voters = q.ids
+	cfg.SnapshotEvery = q.snapshotEvery
+	cfg.Transport = tr
+	cfg.ticks = nil
+	cfg.TickInterval = q.tick
+	c, err := open(cfg)
+	if err != nil {
+		tr.Close()
+		q.t.Fatal(err)
+	}
+	n := &netNode{id: id, tr: tr, c: c}
+	q.t.Cleanup(func() { tr.Close(); c.Close() })
+	q.propose(func(lead *Controller) error {
+		_, err := lead.RegisterBroker(ctx, BrokerRegistration{BrokerID: id, ClusterID: lead.Image().ClusterID, IncarnationID: [16]byte{byte(id)}})
+		return err
+	})
+	tr.Connect()
+	return n
+}
+
+// TestNetObserver: a node that is not a voter follows the metadata log as a raft learner,
+// added by the active controller when it registers. It catches up from a compacted log (by
+// snapshot), follows new entries, never leads, survives a leader change, and the leader's
+// DescribeQuorum lists it as an observer at the log end.
+func TestNetObserver(t *testing.T) {
+	ctx := testCtx(t)
+	q := newNetQuorum(t, 10*time.Millisecond, 3, 1, 2, 3)
+	q.propose(func(c *Controller) error { return registerLeader(ctx, c) })
+	for _, name := range []string{"a", "b", "c", "d"} {
+		q.propose(createTopic(ctx, name)) // past SnapshotEvery: the leader has compacted
+	}
+	obs := q.startObserver(ctx, 7, t.TempDir())
+	waitConverged(t, append(q.running(), obs), "d")
+	eventually(t, "the observer to see its own registration", func() bool { return obs.c.Image().Brokers[7] != nil })
+
+	q.propose(createTopic(ctx, "after"))
+	waitConverged(t, append(q.running(), obs), "after")
+
+	var d QuorumDescription
+	eventually(t, "the leader to describe the observer at its log end", func() bool {
+		var err error
+		if d, err = q.leader().c.DescribeQuorum(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return len(d.Observers) == 1 && d.Observers[0].NodeID == 7 && d.Observers[0].MatchIndex == int64(d.HighWatermark)
+	})
+	if len(d.Voters) != 3 {
+		t.Fatalf("voters %+v, want 1, 2 and 3", d.Voters)
+	}
+	if od, err := obs.c.DescribeQuorum(ctx); err != nil || od.IsLeader {
+		t.Fatalf("observer's own view: %+v, %v", od, err)
+	}
+	// Proposals on the observer are refused: it never leads.
+	if _, err := obs.c.AllocateProducerIDs(ctx, 7, 10); !errors.Is(err, kerr.NotController) {
+		t.Fatalf("AllocateProducerIDs on the observer: %v, want NOT_CONTROLLER", err)
+	}
+
+	// The leader dies: the two remaining voters elect another, and the observer follows it.
+	old := q.leader()
+	q.stop(old.id)
+	q.propose(createTopic(ctx, "later"))
+	waitConverged(t, append(q.running(), obs), "later")
+	eventually(t, "the observer to know the new leader", func() bool {
+		return obs.c.Image().ControllerID == q.leader().id
+	})
+}
+
+// TestNetRefusesUnregisteredObserver: a node that is neither a voter nor a registered broker
+// is refused at the handshake (unknown node), counted and logged, and a registered broker is
+// accepted.
+func TestNetRefusesUnregisteredObserver(t *testing.T) {
+	ctx := testCtx(t)
+	q := newNetQuorum(t, 10*time.Millisecond, 1024, 1, 2, 3)
+	q.propose(func(c *Controller) error { return registerLeader(ctx, c) })
+	lead := q.leader()
+	clusterID := lead.c.Image().ClusterID
+	before := lead.tr.Stats().Refused
+	conn := rawConn(t, q.addrs[lead.id])
+	if _, err := conn.Write(appendHello(nil, hello{from: 42, to: lead.id, clusterID: clusterID})); err != nil {
+		t.Fatal(err)
+	}
+	if got := expectClosed(t, conn, "unregistered observer"); len(got) < ackLen || got[ackLen-1] != helloUnknownNode {
+		t.Fatalf("answer %q, want status %d", got, helloUnknownNode)
+	}
+	if lead.tr.Stats().Refused <= before {
+		t.Fatal("refusal not counted")
+	}
+	obs := q.startObserver(ctx, 42, t.TempDir())
+	q.propose(createTopic(ctx, "seen"))
+	waitConverged(t, append(q.running(), obs), "seen")
+}
