@@ -9,14 +9,17 @@ package cluster
 // watermark is the commit index plus one, a voter's log end offset its match index plus one.
 // v1 LastFetchTimestamp is the last raft message received from the voter, and
 // LastCaughtUpTimestamp the same for a voter at the leader's high watermark (else -1). v2
-// directory IDs are zero (none), and Nodes carry each voter's controller listener. There are
-// no observers: brokers do not fetch the metadata log.
+// directory IDs are zero (none), and Nodes carry each voter's controller listener. Observers
+// are the broker-only nodes, which follow the log as raft learners, described as voters are
+// (Kafka lists the brokers fetching the log; they have no controller listener to put in Nodes).
 
 import (
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"sluice/controller"
 )
 
 func init() { register(55, 0, 2, (*Server).handleDescribeQuorum) }
@@ -44,17 +47,10 @@ func (s *Server) handleDescribeQuorum(ctx context.Context, req *kmsg.DescribeQuo
 				p.LeaderID, p.LeaderEpoch = d.LeaderID, int32(d.LeaderEpoch)
 				p.HighWatermark = int64(d.HighWatermark) + 1
 				for _, v := range d.Voters {
-					rs := kmsg.NewDescribeQuorumResponseTopicPartitionReplicaState()
-					rs.ReplicaID = v.NodeID
-					rs.LogEndOffset = v.MatchIndex + 1
-					rs.LastFetchTimestamp, rs.LastCaughtUpTimestamp = -1, -1
-					if !v.LastContact.IsZero() {
-						rs.LastFetchTimestamp = v.LastContact.UnixMilli()
-						if v.MatchIndex >= int64(d.HighWatermark) {
-							rs.LastCaughtUpTimestamp = rs.LastFetchTimestamp
-						}
-					}
-					p.CurrentVoters = append(p.CurrentVoters, rs)
+					p.CurrentVoters = append(p.CurrentVoters, replicaState(v, d.HighWatermark))
+				}
+				for _, o := range d.Observers {
+					p.Observers = append(p.Observers, replicaState(o, d.HighWatermark))
 				}
 			}
 			t.Partitions = append(t.Partitions, p)
@@ -76,4 +72,19 @@ func (s *Server) handleDescribeQuorum(ctx context.Context, req *kmsg.DescribeQuo
 		}
 	}
 	return resp, nil
+}
+
+// replicaState is one voter's or observer's row, with Kafka's exclusive offsets.
+func replicaState(v controller.VoterDescription, highWatermark uint64) kmsg.DescribeQuorumResponseTopicPartitionReplicaState {
+	rs := kmsg.NewDescribeQuorumResponseTopicPartitionReplicaState()
+	rs.ReplicaID = v.NodeID
+	rs.LogEndOffset = v.MatchIndex + 1
+	rs.LastFetchTimestamp, rs.LastCaughtUpTimestamp = -1, -1
+	if !v.LastContact.IsZero() {
+		rs.LastFetchTimestamp = v.LastContact.UnixMilli()
+		if v.MatchIndex >= int64(highWatermark) {
+			rs.LastCaughtUpTimestamp = rs.LastFetchTimestamp
+		}
+	}
+	return rs
 }

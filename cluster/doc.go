@@ -23,8 +23,12 @@
 // # Link
 //
 // Link is the broker's view of the quorum (it has the method set of broker.Metadata). Image
-// is the local controller's image (combined mode: every node runs a voter; a broker-only node
-// would need the metadata log fetched from the quorum, which is not built). A proposal runs
+// is the local controller's image: a voter's in combined mode, and on a broker-only node
+// (process.roles=broker) an observer's, which follows the log as a raft learner once the active
+// controller has added it (at its registration; see the controller package doc, "Observers").
+// Such a node's log is empty before it registered, so its Link asks the voters for the
+// cluster ID (DescribeCluster) and calls LinkConfig.Registered once registered, when its
+// transport starts dialling the voters. A proposal runs
 // on the local controller when it leads and is otherwise sent with franz-go to the
 // controller listener of the active controller (from the image's ControllerID, else each
 // voter in turn), retrying on NOT_CONTROLLER and connection errors with a backoff from 50 ms

@@ -28,9 +28,16 @@ type LinkConfig struct {
 	Rack      *string
 	// HeartbeatInterval is broker.heartbeat.interval.ms; 0 = 2 s.
 	HeartbeatInterval time.Duration
-	// Controller is this node's voter (combined mode). Required: a broker-only node would
-	// need the metadata log fetched from the quorum, which is not built.
+	// Controller is this node's member of the metadata quorum: a voter (combined mode) or,
+	// on a broker-only node, an observer that follows the log as a raft learner. Required.
 	Controller *controller.Controller
+	// Observer is set on a broker-only node: its local log is empty until the active
+	// controller adds it as a learner, so Register learns the cluster ID from the voters
+	// (DescribeCluster on their controller listeners) instead of waiting for the local log.
+	Observer bool
+	// Registered, if set, is called once, after the first successful registration: an
+	// observer's transport starts dialling the voters then, when they know it.
+	Registered func()
 	Logger     *slog.Logger
 }
 
@@ -49,9 +56,10 @@ type Link struct {
 	incarnation [16]byte
 	clients     map[int32]*kgo.Client // one per voter, seeded with its controller listener
 
-	stop     chan struct{} // closed by Close
-	stopOnce sync.Once
-	wg       sync.WaitGroup
+	stop           chan struct{} // closed by Close
+	stopOnce       sync.Once
+	wg             sync.WaitGroup
+	registeredOnce sync.Once
 
 	mu struct {
 		sync.Mutex
@@ -60,6 +68,9 @@ type Link struct {
 		shuttingDown bool  // ControlledShutdown was called: heartbeats say WantShutDown
 		shouldStop   bool  // the controller answered ShouldShutDown
 		heartbeating bool
+		// clusterID is the cluster ID the voters answered an observer (quorumClusterID),
+		// until its own log has one.
+		clusterID string
 	}
 	changed chan struct{} // signalled (capacity 1) when a heartbeat changed mu
 }
@@ -67,7 +78,7 @@ type Link struct {
 // NewLink returns a link; it sends nothing until Register.
 func NewLink(cfg LinkConfig) (*Link, error) {
 	if cfg.Controller == nil {
-		return nil, errors.New("cluster: LinkConfig.Controller is required (broker-only nodes are not supported)")
+		return nil, errors.New("cluster: LinkConfig.Controller is required")
 	}
 	if cfg.HeartbeatInterval <= 0 {
 		cfg.HeartbeatInterval = 2 * time.Second
@@ -196,16 +207,22 @@ func (l *Link) waitOffset(ctx context.Context, offset int64) {
 // heartbeats until Close. It is refused at once with INCONSISTENT_CLUSTER_ID if the quorum
 // belongs to another cluster than the local image.
 func (l *Link) Register(ctx context.Context) error {
-	// The cluster ID comes with the local replica of the log.
-	for l.local.Image().ClusterID == "" {
+	// The cluster ID comes with the local replica of the log; an observer has none before it
+	// registered, and asks the voters.
+	for l.local.Image().ClusterID == "" && l.quorumClusterID(ctx) == "" {
 		im := l.local.Image()
+		retry := time.NewTimer(maxRetry) // an observer asks the voters again
 		select {
 		case <-im.Changed():
+		case <-retry.C:
 		case <-ctx.Done():
+			retry.Stop()
 			return fmt.Errorf("cluster: waiting for the cluster ID: %w", ctx.Err())
 		case <-l.stop:
+			retry.Stop()
 			return controller.ErrClosed
 		}
+		retry.Stop()
 	}
 	if err := l.register(ctx); err != nil {
 		return err
@@ -240,8 +257,40 @@ func (l *Link) Register(ctx context.Context) error {
 	}
 }
 
+// quorumClusterID is the cluster ID to register with: the local log's, or (on an observer
+// whose log is still empty) the first one a voter's controller listener answers in
+// DescribeCluster. "" while none is known.
+func (l *Link) quorumClusterID(ctx context.Context) string {
+	if id := l.local.Image().ClusterID; id != "" || !l.cfg.Observer {
+		return id
+	}
+	l.mu.Lock()
+	id := l.mu.clusterID
+	l.mu.Unlock()
+	if id != "" {
+		return id
+	}
+	for _, vid := range sortedIDs(l.cfg.Voters) {
+		req := kmsg.NewPtrDescribeClusterRequest()
+		req.Version, req.EndpointType = 1, 2
+		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		resp, err := request(rctx, l.clients[vid], req)
+		cancel()
+		if err != nil {
+			continue
+		}
+		if r := resp.(*kmsg.DescribeClusterResponse); r.ErrorCode == 0 && r.ClusterID != "" {
+			l.mu.Lock()
+			l.mu.clusterID = r.ClusterID
+			l.mu.Unlock()
+			return r.ClusterID
+		}
+	}
+	return ""
+}
+
 func (l *Link) register(ctx context.Context) error {
-	reg := controller.BrokerRegistration{BrokerID: l.cfg.NodeID, ClusterID: l.local.Image().ClusterID,
+	reg := controller.BrokerRegistration{BrokerID: l.cfg.NodeID, ClusterID: l.quorumClusterID(ctx),
 		IncarnationID: l.incarnation, Endpoints: l.cfg.Endpoints, Rack: l.cfg.Rack}
 	var epoch int64
 	err := l.withLeader(ctx, func() error {
@@ -274,6 +323,9 @@ func (l *Link) register(ctx context.Context) error {
 	l.mu.epoch, l.mu.fenced = epoch, true
 	l.mu.Unlock()
 	l.log.Info("broker registered", "broker", l.cfg.NodeID, "epoch", epoch)
+	if l.cfg.Registered != nil {
+		l.registeredOnce.Do(l.cfg.Registered)
+	}
 	return nil
 }
 

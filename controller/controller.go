@@ -141,6 +141,10 @@ type Controller struct {
 	// driver after each configuration change, read by the transport to accept an observer's
 	// connection (AcceptsObserver). Never nil after open.
 	members atomic.Pointer[quorumMembers]
+
+	// refusals rate-limits the warnings about refused registrations and heartbeats: one
+	// line per kind per logEvery, with the count of those suppressed.
+	refusals logLimiter
 }
 
 // request is a proposal handed to the driver.
@@ -275,6 +279,7 @@ func open(cfg Config) (*Controller, error) {
 		sessions:     map[int32]*brokerSession{},
 
 		learnerProposed: map[uint64]uint64{},
+		refusals:        logLimiter{every: logEvery},
 	}
 	if cfg.SessionTimeout > 0 {
 		c.sessionTicks = uint64((cfg.SessionTimeout + cfg.TickInterval - 1) / cfg.TickInterval)

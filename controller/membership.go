@@ -82,10 +82,13 @@ func (c *Controller) RegisterBroker(ctx context.Context, reg BrokerRegistration)
 		epoch, verr = 0, nil
 		if reg.ClusterID != w.ClusterID {
 			verr = fail(kerr.InconsistentClusterID, "Expected cluster ID %s, but got cluster ID %s.", w.ClusterID, reg.ClusterID)
+			c.refusals.log(c.logger, "register-cluster", "refused broker registration: wrong cluster ID",
+				"broker", reg.BrokerID, "cluster_id", reg.ClusterID, "own_cluster_id", w.ClusterID)
 			return nil
 		}
 		if reg.BrokerID < 0 {
 			verr = fail(kerr.InvalidRequest, "Invalid broker ID %d.", reg.BrokerID)
+			c.refusals.log(c.logger, "register-id", "refused broker registration: negative broker ID", "broker", reg.BrokerID)
 			return nil
 		}
 		c.ensureLearner(reg.BrokerID)
@@ -148,9 +151,12 @@ func (c *Controller) Heartbeat(ctx context.Context, hb BrokerHeartbeat) (Heartbe
 		switch {
 		case b == nil:
 			verr = fail(kerr.BrokerIDNotRegistered, "Broker %d is not registered.", hb.BrokerID)
+			c.refusals.log(c.logger, "heartbeat-unknown", "refused broker heartbeat: broker not registered", "broker", hb.BrokerID)
 			return nil
 		case b.Epoch != hb.BrokerEpoch:
 			verr = fail(kerr.StaleBrokerEpoch, "Expected broker epoch %d, but got broker epoch %d.", b.Epoch, hb.BrokerEpoch)
+			c.refusals.log(c.logger, "heartbeat-epoch", "refused broker heartbeat: stale broker epoch",
+				"broker", hb.BrokerID, "epoch", hb.BrokerEpoch, "registered_epoch", b.Epoch)
 			return nil
 		}
 		c.sessions[hb.BrokerID] = &brokerSession{epoch: b.Epoch, lastHeartbeat: c.tickCount}
