@@ -143,9 +143,11 @@ func run(args []string) error {
 		defer unlockMetadata()
 	}
 
-	endpoints, err := advertisedEndpoints(cfg)
-	if err != nil {
-		return err
+	var endpoints []controller.Endpoint
+	if cfg.HasRole("broker") { // a controller-only node registers no broker
+		if endpoints, err = advertisedEndpoints(cfg); err != nil {
+			return err
+		}
 	}
 	// A log directory of a cluster whose metadata is gone must not become a new cluster.
 	metadataLog := filepath.Join(metadataDir, "__cluster_metadata-0")
@@ -173,6 +175,9 @@ func run(args []string) error {
 			q.close(logger)
 		}
 	}()
+	if !cfg.HasRole("broker") {
+		return serveControllerOnly(cfg, q, identityDirs, metaProps, signals, logger)
+	}
 	if err := q.register(cfg, logger); err != nil {
 		return err
 	}
@@ -351,4 +356,31 @@ func rack(cfg *config.Broker) *string {
 		return nil
 	}
 	return &cfg.BrokerRack
+}
+
+// serveControllerOnly runs a node with process.roles=controller: a voter serving the
+// controller listener only, hosting no partitions and registering no broker. It claims its
+// directories once the quorum has a cluster ID, then waits for a signal; the caller closes
+// the quorum.
+func serveControllerOnly(cfg *config.Broker, q *quorum, identityDirs []string, metaProps []*broker.MetaProperties,
+	signals <-chan os.Signal, logger *slog.Logger) error {
+	for im := q.ctrl.Image(); im.ClusterID == ""; im = q.ctrl.Image() {
+		select {
+		case <-im.Changed():
+		case sig := <-signals:
+			logger.Info("shutting down before the quorum formed", "signal", sig.String())
+			return nil
+		}
+	}
+	im := q.ctrl.Image()
+	for i, dir := range identityDirs {
+		if err := broker.ClaimLogDir(dir, metaProps[i], im.ClusterID, cfg.NodeID); err != nil {
+			return err
+		}
+	}
+	logger.Info("sluice started", "node.id", cfg.NodeID, "process.roles", "controller", "cluster.id", im.ClusterID,
+		"metadata.log.dir", cfg.MetadataLogDir)
+	sig := <-signals
+	logger.Info("shutting down", "signal", sig.String())
+	return nil
 }

@@ -18,23 +18,32 @@ import (
 )
 
 // quorum is this node's member of the metadata quorum and what connects it to the others: in
-// a quorum of several voters the raft transport, the link through which the broker registers,
-// heartbeats and forwards its proposals to the active controller; and the controller listener
-// (when one is configured), which serves raft connections and the controller's Kafka APIs.
+// a quorum of several voters, or on a node with one role only, the raft transport and (on a
+// broker) the link through which the broker registers, heartbeats and forwards its proposals
+// to the active controller; and the controller listener (on a controller), which serves raft
+// connections and the controller's Kafka APIs.
+//
+// The roles (process.roles): a combined node (broker,controller) runs a voter and a broker;
+// a controller-only node a voter and no broker (it never registers, so it is in no Metadata
+// answer, only in DescribeQuorum and in DescribeCluster on the controller listener); a
+// broker-only node an observer — a raft learner that the active controller adds when the
+// broker registers — and a broker, with no controller listener: it reaches the voters at the
+// addresses in controller.quorum.voters.
 type quorum struct {
 	ctrl      *controller.Controller
-	transport *controller.NetTransport // nil for a quorum of one voter
-	link      *cluster.Link            // nil for a quorum of one voter
-	listener  *wire.Server             // nil without a controller listener
+	transport *controller.NetTransport // nil for a combined quorum of one voter
+	link      *cluster.Link            // nil for a combined quorum of one voter and on a controller-only node
+	listener  *wire.Server             // nil without a controller listener (a broker-only node)
 }
 
-// startQuorum opens the metadata log at dir and, for several voters, starts the transport and
-// the link. A single voter starts as before: it registers its own broker at once and has no
-// sessions to expire, since nothing heartbeats. Nothing here waits for the other voters; see
-// register.
+// startQuorum opens the metadata log at dir and, for several voters or a node with one role,
+// starts the transport and (with the broker role) the link. A combined single voter starts as
+// before: it registers its own broker at once and has no sessions to expire, since nothing
+// heartbeats. Nothing here waits for the other voters; see register.
 func startQuorum(cfg *config.Broker, dir string, endpoints []controller.Endpoint, memory *wire.MemoryPool, limits *wire.ConnLimits, logger *slog.Logger) (*quorum, error) {
 	q := &quorum{}
 	voters, addrs := quorumVoters(cfg)
+	isController, isBroker := cfg.HasRole("controller"), cfg.HasRole("broker")
 	ctrlCfg := controller.Config{
 		NodeID:    cfg.NodeID,
 		Dir:       dir,
@@ -43,13 +52,17 @@ func startQuorum(cfg *config.Broker, dir string, endpoints []controller.Endpoint
 		Logger:    logger.With("component", "controller"),
 	}
 	var err error
-	if len(voters) <= 1 {
+	if len(voters) == 0 && isController {
+		voters = []int32{cfg.NodeID} // a quorum of this node alone
+	}
+	if isController && isBroker && len(voters) == 1 {
 		if q.ctrl, err = controller.Start(ctrlCfg); err != nil {
 			return nil, err
 		}
 	} else {
+		observer := !isController
 		q.transport, err = controller.NewNetTransport(controller.NetTransportConfig{
-			NodeID: cfg.NodeID, Peers: addrs, Logger: logger.With("component", "raft"),
+			NodeID: cfg.NodeID, Peers: addrs, Observer: observer, Logger: logger.With("component", "raft"),
 		})
 		if err != nil {
 			return nil, err
@@ -60,15 +73,21 @@ func startQuorum(cfg *config.Broker, dir string, endpoints []controller.Endpoint
 			q.transport.Close()
 			return nil, err
 		}
-		q.link, err = cluster.NewLink(cluster.LinkConfig{
-			NodeID: cfg.NodeID, Voters: addrs, Endpoints: endpoints, Rack: rack(cfg),
-			HeartbeatInterval: time.Duration(cfg.BrokerHeartbeatIntervalMs) * time.Millisecond,
-			Controller:        q.ctrl,
-			Logger:            logger.With("component", "link"),
-		})
-		if err != nil {
-			q.close(logger)
-			return nil, err
+		if isBroker {
+			lc := cluster.LinkConfig{
+				NodeID: cfg.NodeID, Voters: addrs, Endpoints: endpoints, Rack: rack(cfg),
+				HeartbeatInterval: time.Duration(cfg.BrokerHeartbeatIntervalMs) * time.Millisecond,
+				Controller:        q.ctrl,
+				Observer:          observer,
+				Logger:            logger.With("component", "link"),
+			}
+			if observer {
+				lc.Registered = q.transport.Connect // the voters know this node once it registered
+			}
+			if q.link, err = cluster.NewLink(lc); err != nil {
+				q.close(logger)
+				return nil, err
+			}
 		}
 	}
 	if err := q.listen(cfg, addrs, memory, limits, logger); err != nil {
@@ -101,9 +120,12 @@ func (q *quorum) listen(cfg *config.Broker, addrs map[int32]string, memory *wire
 		}
 	}
 	if l == nil {
-		if q.transport != nil {
+		if q.transport != nil && cfg.HasRole("controller") {
 			return errors.New("controller.listener.names: a quorum of several voters needs a controller listener in listeners")
 		}
+		return nil // a broker-only node listens for clients only
+	}
+	if !cfg.HasRole("controller") {
 		return nil
 	}
 	if len(addrs) == 0 {
@@ -151,7 +173,7 @@ func (q *quorum) metadata() broker.Metadata {
 // until the quorum has a leader that registered this broker and unfenced it.
 func (q *quorum) register(cfg *config.Broker, logger *slog.Logger) error {
 	if q.link == nil {
-		return nil // Start registered the single voter's own broker
+		return nil // Start registered the single voter's own broker, or there is no broker
 	}
 	timeout := time.Duration(cfg.Int64("initial.broker.registration.timeout.ms")) * time.Millisecond
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)

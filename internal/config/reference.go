@@ -49,7 +49,6 @@ func WriteReference(w io.Writer) error {
 var refusedValuesNote = map[string]string{
 	"compression.type":                      "only `producer` is accepted: the broker does not recompress yet",
 	"log.dirs":                              "one directory only: several log directories (JBOD) are not supported yet",
-	"process.roles":                         "only `broker,controller` (combined): broker-only and controller-only nodes are not implemented yet",
 	"group.consumer.assignors":              "the first (default) assignor must be `uniform`",
 	"group.coordinator.rebalance.protocols": "`share` and `streams` are refused, and `consumer` must be listed",
 	"listeners":                             "only PLAINTEXT listeners: TLS and SASL are not implemented yet",

@@ -283,13 +283,6 @@ var valueRefusals = map[string]func(value string) string{
 		}
 		return ""
 	},
-	"process.roles": func(v string) string {
-		roles := ParseList(v)
-		if !slices.Contains(roles, "broker") || !slices.Contains(roles, "controller") {
-			return "nodes with only the broker or only the controller role are not implemented yet; use broker,controller"
-		}
-		return ""
-	},
 	"unclean.leader.election.enable": func(v string) string {
 		if b, _ := ParseBool(v); b {
 			return "leaders are elected from the ISR only; unclean election (accepting data loss) is not implemented yet"

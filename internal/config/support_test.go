@@ -198,8 +198,9 @@ func TestUnsupportedBrokerSettingsRefused(t *testing.T) {
 		{map[string]string{"create.topic.policy.class.name": "com.example.Policy"}, "create.topic.policy.class.name"},
 		{map[string]string{"delegation.token.secret.key": "s3cret"}, "delegation.token.secret.key"},
 		{map[string]string{"unclean.leader.election.enable": "true"}, "unclean.leader.election.enable"},
+		// A broker-only node of a dynamic quorum: it would have to discover the voters.
 		{map[string]string{"process.roles": "broker", "listeners": "PLAINTEXT://127.0.0.1:9092", "controller.listener.names": "CONTROLLER",
-			"controller.quorum.voters": "2@127.0.0.1:9093"}, "process.roles"},
+			"controller.quorum.bootstrap.servers": "127.0.0.1:9093"}, "controller.quorum.bootstrap.servers"},
 		{map[string]string{"listeners": "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093", "controller.listener.names": "CONTROLLER",
 			"controller.quorum.bootstrap.servers": "127.0.0.2:9093"}, "controller.quorum.bootstrap.servers"},
 		{map[string]string{"log.dirs": "/a,/b"}, "log.dirs"},
@@ -222,7 +223,8 @@ func TestUnsupportedBrokerSettingsRefused(t *testing.T) {
 }
 
 // TestQuorumSettingsAccepted: Kafka's single-node combined configurations (static and dynamic
-// quorum naming only this node) and a combined node of a static multi-node quorum start.
+// quorum naming only this node), a combined node of a static multi-node quorum, and
+// broker-only and controller-only nodes of a static quorum start.
 func TestQuorumSettingsAccepted(t *testing.T) {
 	for _, props := range []map[string]string{
 		{"listeners": "PLAINTEXT://:9092,CONTROLLER://:9093", "controller.listener.names": "CONTROLLER", "controller.quorum.voters": "1@localhost:9093"},
@@ -231,6 +233,13 @@ func TestQuorumSettingsAccepted(t *testing.T) {
 		// A combined node of a three-voter quorum.
 		{"node.id": "2", "listeners": "PLAINTEXT://127.0.0.2:9092,CONTROLLER://127.0.0.2:9093", "controller.listener.names": "CONTROLLER",
 			"controller.quorum.voters": "1@127.0.0.1:9093,2@127.0.0.2:9093,3@127.0.0.3:9093"},
+		// A broker-only node and a controller-only node of a static quorum.
+		{"node.id": "4", "process.roles": "broker", "listeners": "PLAINTEXT://127.0.0.4:9092", "controller.listener.names": "CONTROLLER",
+			"controller.quorum.voters": "1@127.0.0.1:9093,2@127.0.0.2:9093,3@127.0.0.3:9093"},
+		{"node.id": "3", "process.roles": "controller", "listeners": "CONTROLLER://127.0.0.3:9093", "controller.listener.names": "CONTROLLER",
+			"controller.quorum.voters": "1@127.0.0.1:9093,2@127.0.0.2:9093,3@127.0.0.3:9093"},
+		// A controller-only node alone.
+		{"process.roles": "controller", "listeners": "CONTROLLER://127.0.0.1:9093", "controller.listener.names": "CONTROLLER"},
 	} {
 		if _, err := ParseBroker(props); err != nil {
 			t.Errorf("%v: %v", props, err)
