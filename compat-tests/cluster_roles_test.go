@@ -270,6 +270,22 @@ func TestClusterFiveNodesWithRoles(t *testing.T) {
 	readBack("after-kills", c.Nodes[3].Addr, 100)
 	produce("roles", 200, 300) // partitions that lost a replica still take acks=all with min.insync.replicas=2
 	readBack("roles", c.Nodes[0].Addr, 300)
+
+	// The broker-only node restarts from its data: it follows the log again, is unfenced and
+	// serves what it holds.
+	c.Nodes[4].Restart()
+	waitFor(t, clusterDeadline, "the restarted broker-only node back in Metadata", func() error {
+		ids, err := liveBrokers(c.Nodes[0].Addr)
+		if err != nil {
+			return err
+		}
+		slices.Sort(ids)
+		if !slices.Equal(ids, []int32{1, 2, 4, 5}) {
+			return fmt.Errorf("brokers %v, want [1 2 4 5]", ids)
+		}
+		return nil
+	})
+	readBack("roles", c.Nodes[4].Addr, 300)
 }
 
 func ptrTo[T any](v T) *T { return &v }

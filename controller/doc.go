@@ -79,6 +79,16 @@
 // bounded on the sending side by the write deadline. The controller calls the transport's
 // Attach from open, so messages are delivered from the start.
 //
+// Observers (raft learners, see "Observers" below) have no controller listener: an observer's
+// transport (NetTransportConfig.Observer) dials every voter only once Connect is called (after
+// its broker registered), and reads the voters' messages from the connections it dialled. A
+// voter accepts a hello from a node that is not a voter when its controller knows the node as a
+// learner or a registered broker (AcceptsObserver; it holds the handshake up to 2 s for its
+// image to catch up with the registration, else refuses with status 1), and sends to that
+// observer on the connection, with the same bounded queue as a voter's, at most 256 observers
+// per voter. Raft's messages for a learner that is not connected are dropped and reported
+// unreachable.
+//
 // Delivery reports and DescribeQuorum reach the driver through driverCalls: recorded under a
 // mutex (per voter, so bounded by the voters; queries bounded at 64) and signalled on a
 // channel of capacity 1, so a transport never blocks on the driver.
@@ -129,6 +139,25 @@
 // change only from the current leader at the current leader and partition epochs, to an ISR
 // of active replicas holding the leader, as Kafka's ReplicationControlManager does, and
 // commits it as a PartitionChange record with the partition epoch plus one.
+//
+// # Observers
+//
+// A node that is not among Config.Voters (process.roles=broker) is an observer: it bootstraps
+// the same initial configuration as the voters (so its raft node is in no configuration and
+// never campaigns), and follows the log as an etcd-raft learner once the active controller has
+// added it. RegisterBroker and Heartbeat on the active controller propose
+// ConfChangeAddLearnerNode for a broker that is neither voter nor learner (ensureLearner; etcd
+// raft takes one configuration change at a time and turns another into an empty entry, so an
+// unapplied change is proposed again after 20 ticks). The learner then receives appends or a
+// snapshot like any follower, applies them and publishes images, so the broker on it reads
+// metadata exactly as on a voter. Learners were chosen over fetching committed entries from
+// the quorum (what Kafka's observers do) because everything a follower has — WAL, snapshots,
+// install, apply, images — is reused unchanged, and raft's progress tracking gives
+// DescribeQuorum the observers' log end offsets. Learners are never removed. Proposals on an
+// observer answer NOT_CONTROLLER; cluster.Link forwards them to the active controller.
+//
+// Registration and heartbeat refusals (INCONSISTENT_CLUSTER_ID, a negative broker ID,
+// BROKER_ID_NOT_REGISTERED, STALE_BROKER_EPOCH) are logged at most once per 10 s per kind.
 //
 // Images are copy-on-write: applying a batch copies only the maps and topics it changes and
 // shares everything else with the previous image; a published Image is never modified.
