@@ -289,3 +289,27 @@ func TestClusterFiveNodesWithRoles(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// TestClusterOneVoterAndABrokerOnlyNode: a combined node whose voters line names only itself
+// takes a broker-only node as an observer (before, a lone voter served no raft connections,
+// so the broker never caught up and gave up registering); a topic of RF 2 spans both.
+func TestClusterOneVoterAndABrokerOnlyNode(t *testing.T) {
+	c := StartClusterWith(t, []string{RoleCombined, RoleBroker}, clusterSettings...)
+	waitFor(t, clusterDeadline, "both brokers in Metadata", func() error {
+		ids, err := liveBrokers(c.Nodes[1].Addr)
+		if err != nil {
+			return err
+		}
+		slices.Sort(ids)
+		if !slices.Equal(ids, []int32{1, 2}) {
+			return fmt.Errorf("brokers %v, want [1 2]", ids)
+		}
+		return nil
+	})
+	adm, _ := clusterAdmin(t, c.Nodes[1].Addr)
+	ctx, cancel := context.WithTimeout(context.Background(), clusterDeadline)
+	defer cancel()
+	if resp, err := adm.CreateTopic(ctx, 2, 2, nil, "pair"); err != nil || resp.Err != nil {
+		t.Fatalf("create RF 2 through the broker-only node: %v %v", err, resp.Err)
+	}
+}

@@ -31,15 +31,15 @@ import (
 // addresses in controller.quorum.voters.
 type quorum struct {
 	ctrl      *controller.Controller
-	transport *controller.NetTransport // nil for a combined quorum of one voter
-	link      *cluster.Link            // nil for a combined quorum of one voter and on a controller-only node
+	transport *controller.NetTransport // nil for a combined node alone (no controller.quorum.voters)
+	link      *cluster.Link            // nil then and on a controller-only node
 	listener  *wire.Server             // nil without a controller listener (a broker-only node)
 }
 
-// startQuorum opens the metadata log at dir and, for several voters or a node with one role,
-// starts the transport and (with the broker role) the link. A combined single voter starts as
-// before: it registers its own broker at once and has no sessions to expire, since nothing
-// heartbeats. Nothing here waits for the other voters; see register.
+// startQuorum opens the metadata log at dir and, with controller.quorum.voters set or on a
+// node with one role, starts the transport and (with the broker role) the link. A combined
+// node without a voters line starts alone: it registers its own broker at once and has no
+// sessions to expire, since nothing heartbeats. Nothing here waits for the other voters; see register.
 func startQuorum(cfg *config.Broker, dir string, endpoints []controller.Endpoint, memory *wire.MemoryPool, limits *wire.ConnLimits, logger *slog.Logger) (*quorum, error) {
 	q := &quorum{}
 	voters, addrs := quorumVoters(cfg)
@@ -55,7 +55,9 @@ func startQuorum(cfg *config.Broker, dir string, endpoints []controller.Endpoint
 	if len(voters) == 0 && isController {
 		voters = []int32{cfg.NodeID} // a quorum of this node alone
 	}
-	if isController && isBroker && len(voters) == 1 {
+	if isController && isBroker && len(cfg.QuorumVoters) == 0 {
+		// No voters line: a node alone (sluice with no arguments). With one, even naming only
+		// this node, broker-only nodes may join as observers, so it takes the path below.
 		if q.ctrl, err = controller.Start(ctrlCfg); err != nil {
 			return nil, err
 		}
