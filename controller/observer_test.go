@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -109,4 +110,103 @@ func TestNetRefusesUnregisteredObserver(t *testing.T) {
 	obs := q.startObserver(ctx, 42, t.TempDir())
 	q.propose(createTopic(ctx, "seen"))
 	waitConverged(t, append(q.running(), obs), "seen")
+}
+
+// TestObserversJoinThroughRegistration, on the in-memory network with an injected clock: two
+// brokers that are not voters register at once; etcd-raft takes one configuration change at
+// a time, so the second learner change is proposed again on a later heartbeat. Both
+// end as learners (never voters), follow the log, keep following after the leader is
+// stopped, and never lead.
+func TestObserversJoinThroughRegistration(t *testing.T) {
+	q := newMembershipQuorum(t)
+	lead := q.leader()
+	q.waitFor(lead.cfg.NodeID, "a cluster ID", func(im *Image) bool { return im.ClusterID != "" })
+	// Both learner changes proposed in one driver step, as two registrations arriving
+	// together would: raft keeps the first and turns the second into an empty entry.
+	q.call(func(c *Controller) error {
+		return c.submit(testCtx(t), &request{plan: func(*Image) []Record {
+			c.ensureLearner(4)
+			c.ensureLearner(5)
+			return nil
+		}})
+	})
+	epochs := map[int32]int64{4: q.register(4, 1), 5: q.register(5, 1)}
+	for _, id := range []int32{4, 5} {
+		cfg := q.cfgs[1]
+		cfg.NodeID = id
+		cfg.Dir = t.TempDir()
+		q.cfgs[id] = cfg
+		q.start(id)
+	}
+	t.Cleanup(func() { q.stop(4); q.stop(5) })
+	learners := func() []int32 {
+		var ids []int32
+		q.call(func(c *Controller) error {
+			d, err := c.DescribeQuorum(testCtx(t))
+			if err != nil {
+				return err
+			}
+			if !d.IsLeader {
+				return kerr.NotController
+			}
+			ids = ids[:0]
+			for _, o := range d.Observers {
+				if o.MatchIndex == int64(d.HighWatermark) {
+					ids = append(ids, o.NodeID)
+				}
+			}
+			if len(d.Voters) != 3 {
+				t.Fatalf("voters %+v, want 1, 2, 3", d.Voters)
+			}
+			return nil
+		})
+		return ids
+	}
+	for i := 0; ; i++ {
+		if got := learners(); len(got) == 2 && got[0] == 4 && got[1] == 5 {
+			break
+		}
+		if i == 200 {
+			t.Fatalf("after %d ticks observers at the log end: %v, want [4 5]", i, learners())
+		}
+		q.tick()
+		for id, epoch := range epochs {
+			q.heartbeat(BrokerHeartbeat{BrokerID: id, BrokerEpoch: epoch})
+		}
+	}
+	q.call(func(c *Controller) error {
+		_, err := c.CreateTopics(testCtx(t), []CreateTopic{{Name: "seen", NumPartitions: 1, ReplicationFactor: 1}}, false)
+		return err
+	})
+	for _, id := range []int32{4, 5} {
+		q.waitFor(id, "the topic on observer "+fmt.Sprint(id), func(im *Image) bool { return im.Topics["seen"] != nil })
+	}
+
+	// Stop the leader: the two remaining voters elect one of themselves.
+	old := q.leader().cfg.NodeID
+	q.stop(old)
+	var next int32
+	for i := 0; ; i++ {
+		// Until the election, the others agree on the stopped leader (leader returns nil).
+		if l := q.leader(); l != nil {
+			next = l.cfg.NodeID
+			break
+		}
+		if i == 1000 {
+			t.Fatal("no new leader after 1000 ticks")
+		}
+		q.tick()
+	}
+	if next == 4 || next == 5 || next == old {
+		t.Fatalf("new leader %d", next)
+	}
+	q.call(func(c *Controller) error {
+		_, err := c.CreateTopics(testCtx(t), []CreateTopic{{Name: "later", NumPartitions: 1, ReplicationFactor: 1}}, false)
+		return err
+	})
+	for _, id := range []int32{4, 5} {
+		q.waitFor(id, "the later topic on observer "+fmt.Sprint(id), func(im *Image) bool {
+			return im.Topics["later"] != nil && im.ControllerID == next
+		})
+	}
 }

@@ -3,6 +3,7 @@ package controller
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -118,7 +119,8 @@ func (q *testQuorum) tick() {
 	}
 }
 
-// leader ticks until every running node agrees on one leader, and returns it.
+// leader ticks until every running voter agrees on one leader, and returns it. Observers
+// (nodes not among their Config.Voters) are not asked: one may not follow the log yet.
 func (q *testQuorum) leader() *Controller {
 	q.t.Helper()
 	for i := 0; i < 1000; i++ {
@@ -126,7 +128,7 @@ func (q *testQuorum) leader() *Controller {
 		agree := true
 		q.net.mu.Lock()
 		for _, c := range q.net.nodes {
-			if c == nil {
+			if c == nil || !slices.Contains(c.cfg.Voters, c.cfg.NodeID) {
 				continue
 			}
 			id := c.Image().ControllerID
