@@ -363,6 +363,15 @@ func (b *Broker) checkSupported() error {
 				"listener %s uses security protocol %s; TLS and SASL are not implemented yet, only PLAINTEXT is served", l.Name, l.SecurityProtocol), false)
 		}
 	}
+	// A broker-only node connects to the controllers with the protocol of the first
+	// controller listener name, which is not among its own listeners.
+	if len(b.ControllerListeners) > 0 {
+		name := b.ControllerListeners[0]
+		if proto, ok := b.ListenerSecurityProtocolMap[name]; ok && proto != "PLAINTEXT" {
+			return notSupported("listener.security.protocol.map", b.String("listener.security.protocol.map"), fmt.Sprintf(
+				"controller listener %s uses security protocol %s; TLS and SASL are not implemented yet, only PLAINTEXT is served", name, proto), false)
+		}
+	}
 	for _, server := range b.ControllerQuorumBootstrapServers {
 		if !b.isOwnControllerAddress(server) {
 			return notSupported("controller.quorum.bootstrap.servers", b.String("controller.quorum.bootstrap.servers"), fmt.Sprintf(
