@@ -313,3 +313,31 @@ func TestClusterOneVoterAndABrokerOnlyNode(t *testing.T) {
 		t.Fatalf("create RF 2 through the broker-only node: %v %v", err, resp.Err)
 	}
 }
+
+// TestClusterBrokerOnlyNodeFromBootstrapServers: a broker-only node given
+// controller.quorum.bootstrap.servers instead of the voters learns them from a controller
+// (DescribeQuorum) and joins as an observer.
+func TestClusterBrokerOnlyNodeFromBootstrapServers(t *testing.T) {
+	c := StartClusterWith(t, []string{RoleCombined, RoleController}, clusterSettings...)
+	b := StartBrokerWith(t, BrokerOptions{}, append([]string{
+		"node.id=3", "process.roles=broker", "controller.listener.names=CONTROLLER",
+		"controller.quorum.bootstrap.servers=" + c.ControllerAddrs[1],
+	}, clusterSettings...)...)
+	waitFor(t, clusterDeadline, "the broker-only node in Metadata", func() error {
+		ids, err := liveBrokers(c.Nodes[0].Addr)
+		if err != nil {
+			return err
+		}
+		slices.Sort(ids)
+		if !slices.Equal(ids, []int32{1, 3}) {
+			return fmt.Errorf("brokers %v, want [1 3]", ids)
+		}
+		return nil
+	})
+	adm, _ := clusterAdmin(t, b.Addr)
+	ctx, cancel := context.WithTimeout(context.Background(), clusterDeadline)
+	defer cancel()
+	if resp, err := adm.CreateTopic(ctx, 2, 2, nil, "pair"); err != nil || resp.Err != nil {
+		t.Fatalf("create RF 2 through the broker-only node: %v %v", err, resp.Err)
+	}
+}

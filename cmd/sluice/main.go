@@ -165,6 +165,9 @@ func run(args []string) error {
 			return err
 		}
 	}
+	if err := discoverVoters(cfg, logger); err != nil {
+		return err
+	}
 	q, err := startQuorum(cfg, metadataLog, endpoints, memory, limits, logger)
 	if err != nil {
 		return fmt.Errorf("starting controller: %w", err)

@@ -10,6 +10,9 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"sluice/broker"
 	"sluice/cluster"
 	"sluice/controller"
@@ -239,4 +242,73 @@ func brokerListeners(cfg *config.Broker) []config.Listener {
 		}
 	}
 	return out
+}
+
+// discoverVoters fills cfg.QuorumVoters on a broker-only node configured with
+// controller.quorum.bootstrap.servers instead of controller.quorum.voters: it asks each
+// server in turn (DescribeQuorum v2, whose Nodes are the voters and their controller
+// listeners, answered by any voter) until one answers, for at most
+// initial.broker.registration.timeout.ms. sluice's voters are static (a controller refuses a
+// dynamic quorum of other nodes), so the voters answered are the ones the quorum was
+// bootstrapped with, which the observer's metadata log must start from.
+func discoverVoters(cfg *config.Broker, logger *slog.Logger) error {
+	if cfg.HasRole("controller") || len(cfg.QuorumVoters) > 0 || len(cfg.ControllerQuorumBootstrapServers) == 0 {
+		return nil
+	}
+	timeout := time.Duration(cfg.Int64("initial.broker.registration.timeout.ms")) * time.Millisecond
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	var last error
+	for {
+		for _, server := range cfg.ControllerQuorumBootstrapServers {
+			voters, err := describeVoters(ctx, server)
+			if err != nil {
+				last = fmt.Errorf("%s: %w", server, err)
+				continue
+			}
+			if slices.ContainsFunc(voters, func(v config.QuorumVoter) bool { return v.ID == cfg.NodeID }) {
+				return fmt.Errorf("controller.quorum.bootstrap.servers: node.id %d is a voter of the quorum at %s; a broker-only node must have another ID", cfg.NodeID, server)
+			}
+			cfg.QuorumVoters = voters
+			logger.Info("learned the metadata quorum's voters", "from", server, "voters", len(voters))
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("controller.quorum.bootstrap.servers: no controller told the voters within %v: %v", timeout, last)
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// describeVoters asks one controller listener for the quorum's voters.
+func describeVoters(ctx context.Context, server string) ([]config.QuorumVoter, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(server), kgo.DialTimeout(2*time.Second))
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	req := kmsg.NewPtrDescribeQuorumRequest()
+	req.Version = 2
+	rt := kmsg.NewDescribeQuorumRequestTopic()
+	rt.Topic = "__cluster_metadata"
+	rt.Partitions = []kmsg.DescribeQuorumRequestTopicPartition{kmsg.NewDescribeQuorumRequestTopicPartition()}
+	req.Topics = []kmsg.DescribeQuorumRequestTopic{rt}
+	rctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	resp, err := cl.SeedBrokers()[0].Request(rctx, req)
+	if err != nil {
+		return nil, err
+	}
+	var voters []config.QuorumVoter
+	for _, n := range resp.(*kmsg.DescribeQuorumResponse).Nodes {
+		if len(n.Listeners) == 0 {
+			continue
+		}
+		voters = append(voters, config.QuorumVoter{ID: n.NodeID, Host: n.Listeners[0].Host, Port: int32(n.Listeners[0].Port)})
+	}
+	if len(voters) == 0 {
+		return nil, errors.New("DescribeQuorum answered no voters")
+	}
+	return voters, nil
 }

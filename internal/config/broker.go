@@ -344,7 +344,8 @@ func parseBroker(props map[string]string) (*Broker, error) {
 
 // checkSupported refuses combinations of keys that ask for features sluice does not implement
 // yet (single keys are refused by Def.CheckSupported): listeners whose security protocol is
-// not PLAINTEXT, and a dynamic quorum naming other nodes.
+// not PLAINTEXT, and a controller whose dynamic quorum names other nodes (a broker-only node
+// may name the controllers to learn the voters from).
 func (b *Broker) checkSupported() error {
 	keys := make([]string, 0, len(b.Raw))
 	for k := range b.Raw {
@@ -373,6 +374,11 @@ func (b *Broker) checkSupported() error {
 		}
 	}
 	for _, server := range b.ControllerQuorumBootstrapServers {
+		if !b.HasRole("controller") {
+			// A broker-only node asks these for the (static) voters at start; see
+			// cmd/sluice discoverVoters.
+			break
+		}
 		if !b.isOwnControllerAddress(server) {
 			return notSupported("controller.quorum.bootstrap.servers", b.String("controller.quorum.bootstrap.servers"), fmt.Sprintf(
 				"%s is not one of this node's controller listeners; dynamic quorums (KIP-853) are not implemented yet: list the voters in controller.quorum.voters", server), false)

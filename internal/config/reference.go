@@ -54,7 +54,7 @@ var refusedValuesNote = map[string]string{
 	"listeners":                             "only PLAINTEXT listeners: TLS and SASL are not implemented yet",
 	"offsets.topic.replication.factor":      "capped at the number of brokers when the offsets topic is created",
 	"unclean.leader.election.enable":        "only `false`: leaders are elected from the ISR only; unclean election is not implemented yet",
-	"controller.quorum.bootstrap.servers":   "only this node's own controller listener: dynamic quorums (KIP-853) are not implemented yet; use controller.quorum.voters",
+	"controller.quorum.bootstrap.servers":   "on a controller, only its own controller listener: dynamic quorums (KIP-853) are not implemented yet; use controller.quorum.voters. A broker-only node asks the servers listed for the voters at start",
 	"remote.log.storage.system.enable":      "only `false`: sluice has no tiered storage",
 	"remote.storage.enable":                 "only `false`: sluice has no tiered storage",
 }

@@ -201,9 +201,6 @@ func TestUnsupportedBrokerSettingsRefused(t *testing.T) {
 		// A broker-only node that would reach the controllers over SSL.
 		{map[string]string{"process.roles": "broker", "listeners": "PLAINTEXT://127.0.0.1:9092", "controller.listener.names": "CONTROLLER",
 			"controller.quorum.voters": "2@127.0.0.1:9093", "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:SSL"}, "listener.security.protocol.map"},
-		// A broker-only node of a dynamic quorum: it would have to discover the voters.
-		{map[string]string{"process.roles": "broker", "listeners": "PLAINTEXT://127.0.0.1:9092", "controller.listener.names": "CONTROLLER",
-			"controller.quorum.bootstrap.servers": "127.0.0.1:9093"}, "controller.quorum.bootstrap.servers"},
 		{map[string]string{"listeners": "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093", "controller.listener.names": "CONTROLLER",
 			"controller.quorum.bootstrap.servers": "127.0.0.2:9093"}, "controller.quorum.bootstrap.servers"},
 		{map[string]string{"log.dirs": "/a,/b"}, "log.dirs"},
@@ -241,6 +238,9 @@ func TestQuorumSettingsAccepted(t *testing.T) {
 			"controller.quorum.voters": "1@127.0.0.1:9093,2@127.0.0.2:9093,3@127.0.0.3:9093"},
 		{"node.id": "3", "process.roles": "controller", "listeners": "CONTROLLER://127.0.0.3:9093", "controller.listener.names": "CONTROLLER",
 			"controller.quorum.voters": "1@127.0.0.1:9093,2@127.0.0.2:9093,3@127.0.0.3:9093"},
+		// A broker-only node that learns the voters from the controllers.
+		{"node.id": "4", "process.roles": "broker", "listeners": "PLAINTEXT://127.0.0.4:9092", "controller.listener.names": "CONTROLLER",
+			"controller.quorum.bootstrap.servers": "127.0.0.1:9093,127.0.0.2:9093"},
 		// A controller-only node alone.
 		{"process.roles": "controller", "listeners": "CONTROLLER://127.0.0.1:9093", "controller.listener.names": "CONTROLLER"},
 	} {
