@@ -242,6 +242,7 @@ func TestClusterFiveNodesWithRoles(t *testing.T) {
 
 	// Kill -9 one voter (the controller-only node) and one broker-only node: two voters of
 	// three and three brokers of four remain.
+	killed := time.Now()
 	c.Nodes[2].Kill()
 	c.Nodes[4].Kill()
 	survivors := []string{c.Nodes[0].Addr, c.Nodes[1].Addr, c.Nodes[3].Addr}
@@ -266,6 +267,7 @@ func TestClusterFiveNodesWithRoles(t *testing.T) {
 		}
 		return nil
 	})
+	t.Logf("nodes 3 and 5 killed; an RF 3 topic was created %v later", time.Since(killed).Round(time.Millisecond))
 	produce("after-kills", 0, 100)
 	readBack("after-kills", c.Nodes[3].Addr, 100)
 	produce("roles", 200, 300) // partitions that lost a replica still take acks=all with min.insync.replicas=2
