@@ -685,7 +685,7 @@ func (t *NetTransport) ServeConn(conn net.Conn) {
 		}
 		hungUp := make(chan struct{})
 		streamed := make(chan struct{})
-		p.connected.Store(true)
+		p.attachInbound(conn)
 		go func() {
 			defer close(streamed)
 			p.stream(conn, hungUp)
@@ -693,9 +693,10 @@ func (t *NetTransport) ServeConn(conn net.Conn) {
 		defer func() {
 			close(hungUp)
 			<-streamed
-			p.connected.Store(false)
-			p.lost(p.take())
-			t.reportUnreachable(h.from)
+			if p.detachInbound(conn) {
+				p.lost(p.take())
+				t.reportUnreachable(h.from)
+			}
 		}()
 		t.logger.Debug("observer connected", "observer", h.from, "remote", conn.RemoteAddr().String())
 	}
@@ -881,7 +882,31 @@ type netPeer struct {
 		queue        []outItem
 		bytes        int
 		snapshotHeld bool
+		// inbound is an observer's current connection (the one it dialled last), on which
+		// this voter sends to it; nil while it is not connected. connected mirrors it.
+		inbound net.Conn
 	}
+}
+
+// attachInbound makes conn the observer's connection to send on.
+func (p *netPeer) attachInbound(conn net.Conn) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.mu.inbound = conn
+	p.connected.Store(true)
+}
+
+// detachInbound forgets conn, reporting whether it was still the current connection: the
+// teardown of a connection the observer already replaced must leave the new one alone.
+func (p *netPeer) detachInbound(conn net.Conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.mu.inbound != conn {
+		return false
+	}
+	p.mu.inbound = nil
+	p.connected.Store(false)
+	return true
 }
 
 func (p *netPeer) enqueue(it outItem) bool {

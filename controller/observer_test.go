@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"testing"
 	"time"
 
@@ -208,5 +209,44 @@ func TestObserversJoinThroughRegistration(t *testing.T) {
 		q.waitFor(id, "the later topic on observer "+fmt.Sprint(id), func(im *Image) bool {
 			return im.Topics["later"] != nil && im.ControllerID == next
 		})
+	}
+}
+
+// TestNetObserverReconnectKeepsConnection: an observer that dials again (after a restart, or
+// with its old connection half-open) replaces its connection; the teardown of the old one
+// must not mark the new one disconnected, or the voter would drop everything for the
+// observer until it reconnected once more.
+func TestNetObserverReconnectKeepsConnection(t *testing.T) {
+	ctx := testCtx(t)
+	q := newNetQuorum(t, 10*time.Millisecond, 1024, 1, 2, 3)
+	q.propose(func(c *Controller) error { return registerLeader(ctx, c) })
+	lead := q.leader()
+	clusterID := lead.c.Image().ClusterID
+	if _, err := lead.c.RegisterBroker(ctx, BrokerRegistration{BrokerID: 9, ClusterID: clusterID, IncarnationID: [16]byte{9}}); err != nil {
+		t.Fatal(err)
+	}
+	dial := func() net.Conn {
+		conn := rawConn(t, q.addrs[lead.id])
+		if _, err := conn.Write(appendHello(nil, hello{from: 9, to: lead.id, clusterID: clusterID})); err != nil {
+			t.Fatal(err)
+		}
+		status, err := readAck(conn)
+		if err != nil || status != helloOK {
+			t.Fatalf("hello as observer 9: status %d, %v", status, err)
+		}
+		return conn
+	}
+	first := dial()
+	eventually(t, "observer 9 connected", func() bool { return lead.tr.Stats().Connected[9] })
+	dial()
+	// The voter closes the first connection and finishes with it.
+	expectClosed(t, first, "the replaced connection")
+	eventually(t, "the replaced connection torn down", func() bool {
+		lead.tr.mu.Lock()
+		defer lead.tr.mu.Unlock()
+		return len(lead.tr.mu.conns) == 1+len(q.ids)-1 // the second observer connection and the other voters'
+	})
+	if !lead.tr.Stats().Connected[9] {
+		t.Fatal("after the reconnect the voter holds observer 9 disconnected")
 	}
 }
