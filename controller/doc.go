@@ -39,7 +39,7 @@
 //
 // from and to are Kafka node IDs; the cluster ID is empty while the sender does not know
 // one (a new cluster before its first record commits). The listener answers status 0 (ok)
-// or refuses — 1 the sender is not a configured voter (or is itself), 2 both sides know a
+// or refuses — 1 the sender is not a configured voter, nor an observer this voter knows (or is itself), 2 both sides know a
 // cluster ID and they differ, 3 the hello names another node as its target, 4 unsupported
 // version — and closes the connection. Bytes that do not start with the magic get no answer.
 // As a Kafka request size "SLCR" is 1.4 GB, beyond any request bound, so a listener shared
