@@ -197,7 +197,16 @@ func run(args []string) error {
 
 	var servers []*wire.Server
 	for _, l := range brokerListeners(cfg) {
+		sec, err := securityFor(cfg, l)
+		if err != nil {
+			shutdownListeners(servers, b, logger)
+			return err
+		}
 		srv, err := wire.Listen(wire.Config{
+			SecurityProtocol:   sec.protocol,
+			TLS:                sec.tls,
+			PrincipalMapper:    sec.mapper,
+			SASL:               sec.sasl,
 			Addr:               net.JoinHostPort(l.Host, strconv.Itoa(int(l.Port))),
 			ListenerName:       l.Name,
 			MaxRequestBytes:    cfg.SocketRequestMaxBytes,
@@ -213,7 +222,7 @@ func run(args []string) error {
 			return fmt.Errorf("listener %s: %w", l.Name, err)
 		}
 		servers = append(servers, srv)
-		logger.Info("listening", "listener", l.Name, "addr", srv.Addr().String())
+		logger.Info("listening", "listener", l.Name, "security.protocol", l.SecurityProtocol, "addr", srv.Addr().String())
 	}
 	im := ctrl.Image()
 	logger.Info("sluice started", "node.id", cfg.NodeID, "cluster.id", im.ClusterID, "log.dir", logDir, "metadata.log.dir", metadataDir)
