@@ -226,8 +226,10 @@ func (s *scramServer) clientFinal(msg string) ([]byte, error) {
 	if binding, err := base64.StdEncoding.DecodeString(cb); err != nil || string(binding) != s.gs2Header {
 		return nil, badSCRAM("channel binding does not match the gs2 header")
 	}
+	// As Kafka's ScramSaslServer, the nonce must end with the one the server sent: librdkafka
+	// sends its own nonce in front of the combined one.
 	nonce, ok := strings.CutPrefix(fields[1], "r=")
-	if !ok || !hmac.Equal([]byte(nonce), []byte(s.nonce)) {
+	if !ok || !strings.HasSuffix(nonce, s.nonce) {
 		return nil, badSCRAM("nonce does not match")
 	}
 	last := fields[len(fields)-1]

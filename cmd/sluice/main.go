@@ -120,6 +120,13 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
+	// TLS and SASL settings are checked (and SCRAM credentials salted) before anything starts.
+	security := map[string]listenerSecurity{}
+	for _, l := range brokerListeners(cfg) {
+		if security[l.Name], err = securityFor(cfg, l); err != nil {
+			return err
+		}
+	}
 
 	logDir := cfg.LogDirs[0]
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
@@ -197,11 +204,7 @@ func run(args []string) error {
 
 	var servers []*wire.Server
 	for _, l := range brokerListeners(cfg) {
-		sec, err := securityFor(cfg, l)
-		if err != nil {
-			shutdownListeners(servers, b, logger)
-			return err
-		}
+		sec := security[l.Name]
 		srv, err := wire.Listen(wire.Config{
 			SecurityProtocol:   sec.protocol,
 			TLS:                sec.tls,
