@@ -507,3 +507,29 @@ func TestTLSSettingsRefusedAtStart(t *testing.T) {
 }
 
 var _ = plain.Auth{}
+
+// TestSASLReauthenticationFranzGo (KIP-368): with connections.max.reauth.ms a SCRAM client is
+// told its session lifetime and re-authenticates on its connections before it ends; it keeps
+// producing across several lifetimes and the broker never closes it for an expired session.
+func TestSASLReauthenticationFranzGo(t *testing.T) {
+	const lifetime = 1500 * time.Millisecond
+	s := startSecureBroker(t, fmt.Sprintf("connections.max.reauth.ms=%d", lifetime.Milliseconds()))
+	cl := secClient(t, kgo.SeedBrokers(s.saslSSL), kgo.DialTLSConfig(&tls.Config{RootCAs: s.ca.Pool()}),
+		kgo.SASL(scram.Auth{User: "alice", Pass: alicePass}.AsSha512Mechanism()),
+		kgo.DefaultProduceTopic("reauth"), kgo.AllowAutoTopicCreation())
+	start := time.Now()
+	n := 0
+	for time.Since(start) < 4*lifetime {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte(strconv.Itoa(n))}).FirstErr()
+		cancel()
+		if err != nil {
+			t.Fatalf("produce %d, %v after start: %v", n, time.Since(start), err)
+		}
+		n++
+	}
+	if log := s.sluiceLog(); strings.Contains(log, "session expired") {
+		t.Fatalf("the broker closed a connection for an expired session:\n%s", clip(log))
+	}
+	t.Logf("%d records produced over %v with a %v session lifetime", n, time.Since(start), lifetime)
+}
