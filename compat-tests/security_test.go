@@ -11,6 +11,7 @@ import (
 	"crypto/tls"
 	"crypto/x509/pkix"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -532,4 +533,32 @@ func TestSASLReauthenticationFranzGo(t *testing.T) {
 		t.Fatalf("the broker closed a connection for an expired session:\n%s", clip(log))
 	}
 	t.Logf("%d records produced over %v with a %v session lifetime", n, time.Since(start), lifetime)
+}
+
+// TestSASLConfluentPython: confluent-kafka-python with SASL_SSL + SCRAM-SHA-512 and with mTLS
+// produces and consumes in a consumer group.
+func TestSASLConfluentPython(t *testing.T) {
+	python := pythonWith(t, "confluent_kafka")
+	s := startSecureBroker(t)
+	for _, tc := range []struct {
+		name, addr string
+		settings   map[string]string
+	}{
+		{"SASL_SSL_SCRAM-SHA-512", s.saslSSL, map[string]string{"security.protocol": "SASL_SSL", "sasl.mechanisms": "SCRAM-SHA-512",
+			"sasl.username": "alice", "sasl.password": alicePass, "ssl.ca.location": s.caFile}},
+		{"mTLS", s.ssl, map[string]string{"security.protocol": "SSL", "ssl.ca.location": s.caFile,
+			"ssl.certificate.location": s.clientCert, "ssl.key.location": s.clientKey}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			js, err := json.Marshal(tc.settings)
+			if err != nil {
+				t.Fatal(err)
+			}
+			topic := "py-" + strings.ToLower(strings.ReplaceAll(tc.name, "_", "-"))
+			out := runCmd(t, pythonTimeout, "", python, filepath.Join("testdata", "confluent_security.py"), tc.addr, topic, "200", string(js))
+			if !strings.HasPrefix(lastLine(out), "OK ") {
+				t.Fatalf("confluent_security.py did not report OK:\n%s", out)
+			}
+		})
+	}
 }
