@@ -1,10 +1,13 @@
 package wire
 
 import (
+	"crypto/tls"
 	"crypto/x509/pkix"
 	"encoding/asn1"
 	"strings"
 	"testing"
+
+	"sluice/internal/testcerts"
 )
 
 // TestPrincipalMappingRules: ssl.principal.mapping.rules as Kafka's SslPrincipalMapper tests
@@ -130,5 +133,61 @@ func TestSCRAMNonceSuffixLikeKafka(t *testing.T) {
 	}
 	if _, _, _, err := s.Step([]byte("c=biws,r=CLICLISRV,p=" + strings.Repeat("A", 43) + "=")); err == nil || strings.Contains(err.Error(), "nonce") {
 		t.Fatalf("a nonce ending with the server's was refused for its nonce: %v", err)
+	}
+}
+
+// TestBuildTLSConfigRefusals: each refusal names the key at fault.
+func TestBuildTLSConfigRefusals(t *testing.T) {
+	ca := testcerts.NewCA()
+	server := ca.Server()
+	pem := func() TLSSettings {
+		return TLSSettings{
+			KeystoreType:             Setting{"ssl.keystore.type", "PEM"},
+			KeystoreCertificateChain: Setting{"listener.name.x.ssl.keystore.certificate.chain", string(server.CertPEM)},
+			KeystoreKey:              Setting{"listener.name.x.ssl.keystore.key", string(server.KeyPEM)},
+		}
+	}
+	if cfg, err := BuildTLSConfig(pem()); err != nil || cfg.MinVersion != tls.VersionTLS12 || cfg.MaxVersion != tls.VersionTLS13 {
+		t.Fatalf("PEM inline: %v", err)
+	}
+	for _, tc := range []struct {
+		change func(*TLSSettings)
+		want   string
+	}{
+		{func(s *TLSSettings) { s.KeystoreType.Value = "JKS" }, "ssl.keystore.type: must be PEM"},
+		{func(s *TLSSettings) {
+			*s = TLSSettings{KeystoreType: Setting{"ssl.keystore.type", "JKS"}, KeystoreLocation: Setting{"ssl.keystore.location", "/k.jks"}}
+		}, "ssl.keystore.type: JKS keystores are not supported yet"},
+		{func(s *TLSSettings) { s.KeystoreKey.Value = "" }, "must be set together"},
+		{func(s *TLSSettings) { s.KeyPassword = Setting{"ssl.key.password", "x"} }, "ssl.key.password is set but the private key"},
+		{func(s *TLSSettings) {
+			s.KeystoreKey.Value = "-----BEGIN ENCRYPTED PRIVATE KEY-----\nAAAA\n-----END ENCRYPTED PRIVATE KEY-----\n"
+			s.KeyPassword = Setting{"ssl.key.password", "x"}
+		}, "encrypted PKCS#8 private keys (ssl.key.password) are not supported yet"},
+		{func(s *TLSSettings) { s.KeystorePassword = Setting{"ssl.keystore.password", "x"} }, "ssl.keystore.password cannot be set with PEM"},
+		{func(s *TLSSettings) { s.ClientAuth = Setting{"ssl.client.auth", "maybe"} }, "ssl.client.auth: must be none"},
+		{func(s *TLSSettings) { s.EnabledProtocols = Setting{"ssl.enabled.protocols", "TLSv1.1,TLSv1.2"} }, "ssl.enabled.protocols: TLSv1.1 is not supported"},
+		{func(s *TLSSettings) { s.CipherSuites = Setting{"ssl.cipher.suites", "TLS_NOPE"} }, "unknown cipher suite TLS_NOPE"},
+		{func(s *TLSSettings) { s.CipherSuites = Setting{"ssl.cipher.suites", "TLS_AES_128_GCM_SHA256"} }, "names only TLS 1.3 suites"},
+		{func(s *TLSSettings) {
+			s.TruststoreType = Setting{"ssl.truststore.type", "PKCS12"}
+			s.TruststoreLocation = Setting{"ssl.truststore.location", "/t.p12"}
+		}, "ssl.truststore.type: PKCS12 keystores are not supported yet"},
+		{func(s *TLSSettings) {
+			s.TruststoreType = Setting{"ssl.truststore.type", "PEM"}
+			s.TruststoreCertificates = Setting{"ssl.truststore.certificates", "junk"}
+		}, "ssl.truststore.certificates: no PEM CERTIFICATE block"},
+	} {
+		s := pem()
+		tc.change(&s)
+		if _, err := BuildTLSConfig(s); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("error %v, want it to contain %q", err, tc.want)
+		}
+	}
+	s := pem()
+	s.EnabledProtocols = Setting{"ssl.enabled.protocols", "TLSv1.3"}
+	s.CipherSuites = Setting{"ssl.cipher.suites", "TLS_AES_128_GCM_SHA256"}
+	if cfg, err := BuildTLSConfig(s); err != nil || cfg.MinVersion != tls.VersionTLS13 {
+		t.Fatalf("TLSv1.3 only: %v", err)
 	}
 }
