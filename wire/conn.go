@@ -279,7 +279,12 @@ func (c *conn) readLoop() {
 		}
 		c.frameStarted = false
 		c.reserved = 0
-		frame, err := readFrame(c.br, maxBytes, func() { c.frameStarted = true }, c.admit)
+		minBytes := int32(minFrameSize)
+		rawToken := gate && c.saslRaw.Load()
+		if rawToken {
+			minBytes = 1
+		}
+		frame, err := readSizedFrame(c.br, minBytes, maxBytes, func() { c.frameStarted = true }, c.admit)
 		if err != nil {
 			c.srv.pool.release(c.reserved)
 			c.reserved = 0
@@ -297,7 +302,7 @@ func (c *conn) readLoop() {
 		// A large frame was reserved at twice its size while its chunks were assembled.
 		c.srv.pool.release(c.reserved - frameCharge(len(frame)))
 		c.reserved = 0
-		if gate && c.saslRaw.Load() {
+		if rawToken {
 			// A raw SASL token (SaslHandshake v0): not a Kafka request.
 			p := &pending{key: keyRawSASLToken, rawToken: append([]byte(nil), frame...), saslGate: true}
 			c.srv.pool.release(frameCharge(len(frame)))

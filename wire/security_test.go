@@ -356,6 +356,16 @@ func TestSASLHandshakeV0RawTokens(t *testing.T) {
 	if principals, _ := s.broker.seen(); principals[len(principals)-1] != "User:alice" {
 		t.Fatalf("principals %q", principals)
 	}
+	// A token shorter than a request header (user "a", password "b": 4 bytes) is a token.
+	s2 := startPlainSASL(t, SASLConfig{PlainUsers: map[string]string{"a": "b"}})
+	short := dial(t, s2.srv)
+	handshake(short, 0, "PLAIN")
+	tok := []byte("\x00a\x00b")
+	short.write(append(binary.BigEndian.AppendUint32(nil, uint32(len(tok))), tok...))
+	if got := short.readFrame(); len(got) != 0 {
+		t.Fatalf("raw PLAIN answer %q, want empty", got)
+	}
+	short.roundTrip(metadataRequest(1))
 	// A wrong password in raw mode: closed (v0 cannot carry an error).
 	c = dial(t, s.srv)
 	handshake(c, 0, "PLAIN")

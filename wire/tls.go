@@ -20,7 +20,7 @@ func (c *conn) tlsHandshake() error {
 	ctx, cancel := context.WithTimeout(c.ctx, min(tlsHandshakeTimeout, c.srv.cfg.IdleTimeout))
 	defer cancel()
 	if err := c.tlsConn.HandshakeContext(ctx); err != nil {
-		if !errors.Is(err, io.EOF) {
+		if !errors.Is(err, io.EOF) && !c.draining.Load() {
 			c.log.Info("wire: TLS handshake failed; closing connection", "err", err)
 		}
 		return fmt.Errorf("tls handshake: %w", err)
