@@ -562,3 +562,36 @@ func TestSASLConfluentPython(t *testing.T) {
 		})
 	}
 }
+
+// TestSASLSecretsNotDescribed: DescribeConfigs of the broker never shows a password, a JAAS
+// configuration or a private key; the sensitive keys are answered as Kafka answers them
+// (null value, marked sensitive).
+func TestSASLSecretsNotDescribed(t *testing.T) {
+	s := startSecureBroker(t)
+	adm := kadm.NewClient(secClient(t, kgo.SeedBrokers(s.Addr)))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	rcs, err := adm.DescribeBrokerConfigs(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sensitiveSeen := 0
+	for _, rc := range rcs {
+		if rc.Err != nil {
+			t.Fatalf("describe: %v", rc.Err)
+		}
+		for _, c := range rc.Configs {
+			v := c.MaybeValue()
+			if strings.Contains(v, alicePass) || strings.Contains(v, bobPass) || strings.Contains(v, "PRIVATE KEY") {
+				t.Errorf("%s is described with a secret in its value", c.Key)
+			}
+			if strings.Contains(c.Key, "jaas.config") || strings.HasSuffix(c.Key, "ssl.keystore.key") {
+				if !c.Sensitive || c.Value != nil {
+					t.Errorf("%s: sensitive %v, value %v; want sensitive with a null value", c.Key, c.Sensitive, c.Value)
+				}
+				sensitiveSeen++
+			}
+		}
+	}
+	t.Logf("%d sensitive keys described", sensitiveSeen)
+}
