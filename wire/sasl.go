@@ -154,7 +154,12 @@ func (c *conn) handleSASL(p *pending) bool {
 			s.state = saslHandshake
 			return c.saslHandshake(p)
 		case keySaslAuthenticate:
-			c.saslRefuse(p, kerr.IllegalSaslState.Code, "SaslAuthenticate outside an authentication exchange")
+			// As Kafka's KafkaApis: answered with ILLEGAL_SASL_STATE, the connection stays.
+			msg := "SaslAuthenticate request received after successful authentication"
+			resp := kmsg.NewPtrSASLAuthenticateResponse()
+			resp.ErrorCode = kerr.IllegalSaslState.Code
+			resp.ErrorMessage = &msg
+			c.answer(p, resp, nil)
 			return true
 		}
 		if !s.expires.IsZero() && c.srv.now().After(s.expires) {
@@ -320,14 +325,6 @@ func (c *conn) answerToken(p *pending, token []byte, lifetimeMillis int64) {
 	resp.SASLAuthBytes = token
 	resp.SessionLifetimeMillis = lifetimeMillis
 	c.answer(p, resp, nil)
-}
-
-// saslRefuse answers a SaslAuthenticate that is out of place with an error code and closes.
-func (c *conn) saslRefuse(p *pending, code int16, msg string) {
-	resp := kmsg.NewPtrSASLAuthenticateResponse()
-	resp.ErrorCode = code
-	resp.ErrorMessage = &msg
-	c.failAfter(p, resp, 0)
 }
 
 // failAfter answers p with resp and closes the connection once it is written, after delay:

@@ -401,6 +401,11 @@ func TestSASLReauthentication(t *testing.T) {
 		t.Fatalf("authenticate: code %d lifetime %d", resp.ErrorCode, resp.SessionLifetimeMillis)
 	}
 	c.roundTrip(metadataRequest(1))
+	// A SaslAuthenticate outside an exchange: ILLEGAL_SASL_STATE, and the connection stays.
+	if resp := authenticate(c, plainToken("alice", "a")); resp.ErrorCode != kerr.IllegalSaslState.Code {
+		t.Fatalf("SaslAuthenticate after authentication: code %d", resp.ErrorCode)
+	}
+	c.roundTrip(metadataRequest(1))
 	clock.advance(50 * time.Second)
 	handshake(c, 1, "PLAIN")
 	if resp := authenticate(c, plainToken("alice", "a")); resp.ErrorCode != 0 {

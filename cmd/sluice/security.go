@@ -83,7 +83,7 @@ func saslFor(cfg *config.Broker, l config.Listener) (*wire.SASLConfig, error) {
 	mechKey := listenerKey(cfg, l, "sasl.enabled.mechanisms")
 	out := &wire.SASLConfig{
 		Scram:           map[string]map[string]wire.ScramCredential{},
-		MaxReceiveBytes: cfg.Int32("sasl.server.max.receive.size"),
+		MaxReceiveBytes: cfg.Int32(listenerKey(cfg, l, "sasl.server.max.receive.size").Key),
 		MaxReauth:       time.Duration(cfg.Int64("connections.max.reauth.ms")) * time.Millisecond,
 		FailedAuthDelay: time.Duration(cfg.Int32("connection.failed.authentication.delay.ms")) * time.Millisecond,
 	}
