@@ -458,3 +458,32 @@ func TestSASLFailureIsLoggedWithoutSecret(t *testing.T) {
 		t.Fatalf("%d failure lines, want 1", failures)
 	}
 }
+
+// TestTLSClientAuthRequested: ssl.client.auth=requested serves clients with and without a
+// certificate: User:<mapped subject> with one, User:ANONYMOUS without; a certificate from
+// another CA is refused.
+func TestTLSClientAuthRequested(t *testing.T) {
+	ca := testcerts.NewCA()
+	s := startSecure(t, Config{SecurityProtocol: "SSL", TLS: serverTLS(t, ca, "requested")})
+	addr := s.srv.Addr().String()
+	client := ca.Client(pkix.Name{CommonName: "bob", Organization: []string{"sluice"}})
+	if err := metadataThrough(t, kgo.SeedBrokers(addr), kgo.DialTLSConfig(&tls.Config{RootCAs: ca.Pool(), Certificates: []tls.Certificate{client.TLS()}})); err != nil {
+		t.Fatal(err)
+	}
+	if err := metadataThrough(t, kgo.SeedBrokers(addr), kgo.DialTLSConfig(&tls.Config{RootCAs: ca.Pool()})); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	principals, _ := s.broker.seen()
+	for _, p := range principals {
+		seen[p] = true
+	}
+	if len(seen) != 2 || !seen["User:CN=bob,O=sluice"] || !seen[AnonymousPrincipal] {
+		t.Fatalf("principals %q, want User:CN=bob,O=sluice and %s", principals, AnonymousPrincipal)
+	}
+	other := testcerts.NewCA().Client(pkix.Name{CommonName: "mallory"})
+	if err := metadataThrough(t, kgo.SeedBrokers(addr), kgo.DialTLSConfig(&tls.Config{RootCAs: ca.Pool(), Certificates: []tls.Certificate{other.TLS()}}),
+		kgo.RequestRetries(0), kgo.RetryTimeout(time.Second)); err == nil {
+		t.Fatal("a certificate from an untrusted CA was accepted")
+	}
+}
