@@ -22,11 +22,11 @@ func TestUnsupportedSettingsStopTheStart(t *testing.T) {
 		settings []string
 		key      string
 	}{
-		{[]string{"listeners=SSL://127.0.0.1:0", "security.inter.broker.protocol=SSL"}, "listeners"},
-		{[]string{"listeners=SASL_PLAINTEXT://127.0.0.1:0", "security.inter.broker.protocol=SASL_PLAINTEXT"}, "listeners"},
-		{[]string{"listeners=SASL_SSL://127.0.0.1:0", "security.inter.broker.protocol=SASL_SSL"}, "listeners"},
-		{[]string{"ssl.keystore.location=/etc/kafka/server.keystore.jks"}, "ssl.keystore.location"},
-		{[]string{"sasl.enabled.mechanisms=SCRAM-SHA-512"}, "sasl.enabled.mechanisms"},
+		// TLS and SASL between nodes (security_test.go has the listeners sluice serves).
+		{[]string{"listeners=SSL://127.0.0.1:0", "security.inter.broker.protocol=SSL"}, "security.inter.broker.protocol"},
+		{[]string{"listeners=SASL_PLAINTEXT://127.0.0.1:0", "security.inter.broker.protocol=SASL_PLAINTEXT"}, "security.inter.broker.protocol"},
+		{[]string{"listeners=SASL_SSL://127.0.0.1:0", "security.inter.broker.protocol=SASL_SSL"}, "security.inter.broker.protocol"},
+		{[]string{"sasl.mechanism.inter.broker.protocol=SCRAM-SHA-512"}, "sasl.mechanism.inter.broker.protocol"},
 		{[]string{"authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer"}, "authorizer.class.name"},
 		{[]string{"unclean.leader.election.enable=true"}, "unclean.leader.election.enable"},
 		{[]string{"log.dirs=" + t.TempDir() + "," + t.TempDir()}, "log.dirs"},

@@ -16,5 +16,7 @@
 // GetOffsetShell), python_test.go with testdata/*.py (confluent-kafka-python, kafka-python),
 // durability_test.go (kill -9 under idempotent acks=all load), badinput_test.go (malformed and
 // hostile input on raw sockets), limits_test.go (request memory bound under a slowloris,
-// connection quotas), shutdown_test.go (SIGHUP, bounded shutdown). Everything is in _test.go files; this package has no API.
+// connection quotas), shutdown_test.go (SIGHUP, bounded shutdown), security_test.go (SSL, mTLS,
+// SASL PLAIN and SCRAM with kcat, franz-go, the Java console tools and confluent-kafka-python;
+// bad input on secured listeners; certificates made by internal/testcerts). Everything is in _test.go files; this package has no API.
 package compattests

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"context"
+	"crypto/tls"
 	"log/slog"
 	"net"
 	"sync/atomic"
@@ -42,9 +43,26 @@ func (r *Request) ReleaseFrame() {
 type ConnInfo struct {
 	ID           uint64
 	ListenerName string
-	LocalAddr    net.Addr
-	RemoteAddr   net.Addr
+	// SecurityProtocol is the listener's: PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL.
+	SecurityProtocol string
+	LocalAddr        net.Addr
+	RemoteAddr       net.Addr
+
+	// principal is set once the connection authenticated (TLS client certificate or SASL),
+	// and again on a KIP-368 re-authentication; nil means User:ANONYMOUS.
+	principal atomic.Pointer[string]
 }
+
+// Principal is the connection's authenticated principal, "User:name", or AnonymousPrincipal.
+// Requests are only handed to the broker on a SASL listener once it authenticated.
+func (c *ConnInfo) Principal() string {
+	if p := c.principal.Load(); p != nil {
+		return *p
+	}
+	return AnonymousPrincipal
+}
+
+func (c *ConnInfo) setPrincipal(p string) { c.principal.Store(&p) }
 
 // Respond finishes one request. It must be called exactly once per request, from any goroutine,
 // before or after Handle returns. A nil response with a nil error sends nothing (acks=0
@@ -110,4 +128,20 @@ type Config struct {
 	Divert     func(prefix [4]byte) bool
 	DivertConn func(net.Conn)
 	Logger     *slog.Logger
+
+	// SecurityProtocol is the listener's protocol, for ConnInfo; "" means PLAINTEXT. It must
+	// agree with TLS and SASL: SSL and SASL_SSL need TLS, SASL_* need SASL.
+	SecurityProtocol string
+	// TLS, when set, makes every connection a TLS server connection (SSL, SASL_SSL). A
+	// handshake that fails, or takes longer than tlsHandshakeTimeout, closes the connection.
+	TLS *tls.Config
+	// PrincipalMapper maps a verified client certificate's subject to the connection's
+	// principal (ssl.principal.mapping.rules) on an SSL listener; nil means DEFAULT. On a
+	// SASL_SSL listener the SASL user is the principal, as in Kafka.
+	PrincipalMapper *PrincipalMapper
+	// SASL, when set, requires every connection to authenticate (SASL_PLAINTEXT, SASL_SSL)
+	// before anything but ApiVersions, SaslHandshake and SaslAuthenticate is served.
+	SASL *SASLConfig
+	// Now is the clock for SASL session lifetimes; nil means time.Now.
+	Now func() time.Time
 }

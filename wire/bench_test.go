@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -11,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"sluice/internal/testcerts"
 )
 
 func benchProduceRequest(recordBytes int) *kmsg.ProduceRequest {
@@ -107,12 +110,34 @@ func BenchmarkEncodeResponse(b *testing.B) {
 // BenchmarkServerPipelinedProduce measures the whole path over loopback: one connection with
 // pipelined acks=1 produce requests of 16 KiB, answered at once by the handler.
 func BenchmarkServerPipelinedProduce(b *testing.B) {
+	benchPipelinedProduce(b, Config{}, func(addr string) (net.Conn, error) { return net.Dial("tcp", addr) })
+}
+
+// BenchmarkServerPipelinedProduceTLS is BenchmarkServerPipelinedProduce over TLS 1.3 (an SSL
+// listener; the client's encryption runs in the same process, so this is the cost of both ends).
+func BenchmarkServerPipelinedProduceTLS(b *testing.B) {
+	ca := testcerts.NewCA()
+	server := ca.Server()
+	tlsCfg, err := BuildTLSConfig(TLSSettings{
+		KeystoreType:             Setting{"ssl.keystore.type", "PEM"},
+		KeystoreCertificateChain: Setting{"ssl.keystore.certificate.chain", string(server.CertPEM)},
+		KeystoreKey:              Setting{"ssl.keystore.key", string(server.KeyPEM)},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchPipelinedProduce(b, Config{SecurityProtocol: "SSL", TLS: tlsCfg}, func(addr string) (net.Conn, error) {
+		return tls.Dial("tcp", addr, &tls.Config{RootCAs: ca.Pool()})
+	})
+}
+
+func benchPipelinedProduce(b *testing.B, cfg Config, dial func(addr string) (net.Conn, error)) {
 	resp := kmsg.NewPtrProduceResponse()
 	resp.Topics = []kmsg.ProduceResponseTopic{{Topic: "bench-topic", Partitions: []kmsg.ProduceResponseTopicPartition{{}}}}
-	srv := startServer(b, Config{}, handlerFunc(func(_ context.Context, _ *Request, respond Respond) {
+	srv := startServer(b, cfg, handlerFunc(func(_ context.Context, _ *Request, respond Respond) {
 		respond(resp, nil) // one writer goroutine per connection encodes it, so sharing is safe
 	}))
-	nc, err := net.Dial("tcp", srv.Addr().String())
+	nc, err := dial(srv.Addr().String())
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -3,6 +3,8 @@ package wire
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -44,9 +46,20 @@ type pending struct {
 	correlationID int32
 	req           *Request // nil for a request refused before decoding (ApiVersions fallback); set before it is queued
 
+	// rawToken is the token of a raw SASL frame (key keyRawSASLToken, after SaslHandshake v0).
+	rawToken []byte
+	// saslGate: read before the connection authenticated; the reader waits until the handler
+	// is done with it before it reads on (stepDone).
+	saslGate bool
+
 	// Guarded by conn.mu.
 	answered bool
 	resp     kmsg.Response // nil with answered set: nothing to send (acks=0)
+	// raw, with answered set, is sent as a bare size-prefixed frame (a raw SASL token).
+	raw   []byte
+	isRaw bool
+	// closeAfter closes the connection once this response is written (failed authentication).
+	closeAfter bool
 }
 
 // conn is one client connection, served by three goroutines: readLoop, handleLoop, writeLoop.
@@ -91,6 +104,21 @@ type conn struct {
 	// remoteIP is the address the connection counts against in the server's ConnLimits.
 	remoteIP netip.Addr
 
+	// tlsConn is nc as a TLS server connection (nil on PLAINTEXT and SASL_PLAINTEXT
+	// listeners); readLoop completes its handshake before it reads a frame.
+	tlsConn *tls.Conn
+	// sasl is the SASL state on SASL listeners, nil otherwise. Only handleLoop touches it.
+	sasl *saslSession
+	// authenticated is set once SASL authentication succeeded; until then the reader bounds
+	// frames by SASLConfig.MaxReceiveBytes and reads one request at a time.
+	authenticated atomic.Bool
+	// saslRaw: the next frame is a raw SASL token (SaslHandshake v0 was accepted).
+	saslRaw atomic.Bool
+	// saslFailed: authentication failed; the reader reads nothing more.
+	saslFailed atomic.Bool
+	// stepDone (capacity 1) tells the reader the handler is done with a saslGate request.
+	stepDone chan struct{}
+
 	mu struct {
 		sync.Mutex
 		// queue is every request read and not yet written, in read order; the writer sends
@@ -107,10 +135,11 @@ func newConn(s *Server, nc net.Conn, id uint64) *conn {
 		srv: s,
 		nc:  nc,
 		info: &ConnInfo{
-			ID:           id,
-			ListenerName: s.cfg.ListenerName,
-			LocalAddr:    nc.LocalAddr(),
-			RemoteAddr:   nc.RemoteAddr(),
+			ID:               id,
+			ListenerName:     s.cfg.ListenerName,
+			SecurityProtocol: s.cfg.SecurityProtocol,
+			LocalAddr:        nc.LocalAddr(),
+			RemoteAddr:       nc.RemoteAddr(),
 		},
 		vt:       newVersionTable(s.cfg.Versions()),
 		remoteIP: remoteIP(nc.RemoteAddr()),
@@ -123,6 +152,14 @@ func newConn(s *Server, nc net.Conn, id uint64) *conn {
 		drainCh:  make(chan struct{}),
 
 		bytesFreed: make(chan struct{}, 1),
+		stepDone:   make(chan struct{}, 1),
+	}
+	if s.cfg.TLS != nil {
+		c.tlsConn = tls.Server(nc, s.cfg.TLS)
+		c.nc = c.tlsConn
+	}
+	if s.cfg.SASL != nil {
+		c.sasl = &saslSession{cfg: s.cfg.SASL}
 	}
 	c.br = bufio.NewReaderSize(idleReader{c}, readBufferSize)
 	return c
@@ -209,8 +246,20 @@ func (c *conn) readLoop() {
 		close(c.requests)
 		c.signalWriter()
 	}()
-	maxBytes := c.srv.cfg.MaxRequestBytes
+	if c.tlsConn != nil {
+		if err := c.tlsHandshake(); err != nil {
+			c.close(err)
+			return
+		}
+	}
 	for {
+		maxBytes := c.srv.cfg.MaxRequestBytes
+		gate := c.sasl != nil && !c.authenticated.Load()
+		if gate {
+			// As Kafka's SaslServerAuthenticator: sasl.server.max.receive.size bounds every
+			// frame until the client has authenticated.
+			maxBytes = min(maxBytes, c.srv.cfg.SASL.MaxReceiveBytes)
+		}
 		select {
 		case c.slots <- struct{}{}:
 		case <-c.ctx.Done():
@@ -230,7 +279,12 @@ func (c *conn) readLoop() {
 		}
 		c.frameStarted = false
 		c.reserved = 0
-		frame, err := readFrame(c.br, maxBytes, func() { c.frameStarted = true }, c.admit)
+		minBytes := int32(minFrameSize)
+		rawToken := gate && c.saslRaw.Load()
+		if rawToken {
+			minBytes = 1
+		}
+		frame, err := readSizedFrame(c.br, minBytes, maxBytes, func() { c.frameStarted = true }, c.admit)
 		if err != nil {
 			c.srv.pool.release(c.reserved)
 			c.reserved = 0
@@ -248,6 +302,16 @@ func (c *conn) readLoop() {
 		// A large frame was reserved at twice its size while its chunks were assembled.
 		c.srv.pool.release(c.reserved - frameCharge(len(frame)))
 		c.reserved = 0
+		if rawToken {
+			// A raw SASL token (SaslHandshake v0): not a Kafka request.
+			p := &pending{key: keyRawSASLToken, rawToken: append([]byte(nil), frame...), saslGate: true}
+			c.srv.pool.release(frameCharge(len(frame)))
+			putFrame(frame)
+			if !c.passGated(p) {
+				return
+			}
+			continue
+		}
 		req, err := decodeRequest(frame, c.vt)
 		if err != nil {
 			c.srv.pool.release(frameCharge(len(frame))) // the frame is dropped
@@ -268,7 +332,13 @@ func (c *conn) readLoop() {
 		req.Conn = c.info
 		req.frame, req.release = frame, c.releaseFrame
 		c.heldBytes.Add(int64(len(frame)))
-		p := &pending{key: req.Key, version: req.Version, correlationID: req.CorrelationID, req: req}
+		p := &pending{key: req.Key, version: req.Version, correlationID: req.CorrelationID, req: req, saslGate: gate}
+		if gate {
+			if !c.passGated(p) {
+				return
+			}
+			continue
+		}
 		c.enqueue(p)
 		if c.ctx.Err() != nil {
 			// Closed meanwhile: close may have released the queue before p was in it.
@@ -281,6 +351,30 @@ func (c *conn) readLoop() {
 			return
 		}
 	}
+}
+
+// passGated queues a request read before authentication and waits until the handler is done
+// with it, so the SASL exchange is served one step at a time, as Kafka's authenticator reads
+// it. It reports whether the reader should go on.
+func (c *conn) passGated(p *pending) bool {
+	c.enqueue(p)
+	if c.ctx.Err() != nil {
+		if p.req != nil {
+			c.releaseFrame(p.req, false)
+		}
+		return false
+	}
+	select {
+	case c.requests <- p:
+	case <-c.ctx.Done():
+		return false
+	}
+	select {
+	case <-c.stepDone:
+	case <-c.ctx.Done():
+		return false
+	}
+	return !c.saslFailed.Load()
 }
 
 // releaseFrame stops counting r's frame against the connection, once, and with recycle (the
@@ -335,10 +429,16 @@ func (c *conn) handle(p *pending) {
 	defer func() {
 		if r := recover(); r != nil {
 			c.log.Error("wire: handler panic; closing connection",
-				"api_key", req.Key, "api_version", req.Version, "panic", r, "stack", string(debug.Stack()))
+				"api_key", p.key, "api_version", p.version, "panic", r, "stack", string(debug.Stack()))
 			c.close(fmt.Errorf("handler panic: %v", r))
 		}
+		if p.saslGate {
+			c.stepDone <- struct{}{} // capacity 1, and the reader waits for exactly this one
+		}
 	}()
+	if c.sasl != nil && c.handleSASL(p) {
+		return
+	}
 	c.srv.handler.Handle(c.ctx, req, func(resp kmsg.Response, err error) { c.answer(p, resp, err) })
 }
 
@@ -359,6 +459,17 @@ func (c *conn) answer(p *pending, resp kmsg.Response, err error) {
 		return
 	}
 	p.answered, p.resp = true, resp
+	head := len(c.mu.queue) > 0 && c.mu.queue[0] == p
+	c.mu.Unlock()
+	if head {
+		c.signalWriter()
+	}
+}
+
+// answerRaw answers p with a bare size-prefixed token (SASL after SaslHandshake v0).
+func (c *conn) answerRaw(p *pending, token []byte) {
+	c.mu.Lock()
+	p.answered, p.isRaw, p.raw = true, true, token
 	head := len(c.mu.queue) > 0 && c.mu.queue[0] == p
 	c.mu.Unlock()
 	if head {
@@ -428,6 +539,12 @@ func (c *conn) writeLoop() {
 			// (the response may alias it) unless the handler released it.
 			c.releaseFrame(p.req, false)
 		}
+		if p.isRaw {
+			buf = binary.BigEndian.AppendUint32(buf, uint32(len(p.raw)))
+			buf = append(buf, p.raw...)
+			p.raw = nil
+			continue
+		}
 		if p.resp == nil {
 			continue // acks=0: nothing to send
 		}
@@ -443,6 +560,12 @@ func (c *conn) writeLoop() {
 			return
 		}
 		p.resp = nil
+		if p.closeAfter {
+			if flush() {
+				c.close(errors.New("authentication failed"))
+			}
+			return
+		}
 		if len(buf) >= writeFlushBytes && !flush() {
 			return
 		}

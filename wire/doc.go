@@ -70,6 +70,29 @@
 // sent. A connection holds at most MaxInFlightBytesPerConn bytes of frames plus one frame, and
 // all connections together at most their MemoryPool's capacity.
 //
+// # Security
+//
+// Config.SecurityProtocol is the listener's: PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL. With
+// Config.TLS (SSL, SASL_SSL) each connection is a crypto/tls server connection whose handshake
+// the reader completes first (at most tlsHandshakeTimeout); on SSL the verified client
+// certificate's subject, as RFC 2253 the way Java prints it, is mapped by
+// ssl.principal.mapping.rules (PrincipalMapper) to the principal, else it is User:ANONYMOUS.
+// BuildTLSConfig reads Kafka's ssl.* keys (PEM only).
+//
+// With Config.SASL (SASL_PLAINTEXT, SASL_SSL) the connection must authenticate first, as with
+// Kafka's SaslServerAuthenticator: until it has, the reader reads one frame at a time (the
+// handler finishes each before the next is read), each at most SASLConfig.MaxReceiveBytes, and
+// only ApiVersions (served by the broker), SaslHandshake and SaslAuthenticate (served here,
+// sasl.go) are accepted; anything else closes the connection unanswered. SaslHandshake v0 is
+// followed by raw size-prefixed tokens instead of SaslAuthenticate. Mechanisms: PLAIN and
+// SCRAM-SHA-256/512 (scram.go, RFC 5802 without channel binding). A failure is answered with
+// SASL_AUTHENTICATION_FAILED and Kafka's message after FailedAuthDelay, logged once at info
+// without the token, and the connection closes once the answer is written. The principal
+// (ConnInfo.Principal) is User:<name>. KIP-368: with MaxReauth the session ends that long
+// after authentication (SaslAuthenticate v1+ tells the client); a SaslHandshake on an
+// authenticated connection re-authenticates it (same mechanism, same principal, or it closes),
+// and any other request after the session ended closes the connection.
+//
 // # Zero copy
 //
 // Decoded request bodies alias their frame buffer, so produce records reach the broker
@@ -78,4 +101,6 @@
 // otherwise it is left to the garbage collector. The writer encodes a response with kmsg AppendTo into a reused
 // buffer. A response that implements SplicedResponse (a fetch response) leaves byte ranges out of
 // that buffer and has them sent by their own writers (sendfile of segment bytes) in between.
+// On a TLS connection the splices are written through TLS (a copy): sendfile would send the
+// segment bytes unencrypted.
 package wire

@@ -45,6 +45,12 @@ func (e *FrameSizeError) Error() string {
 // allocated (the caller reserves memory for it there, and may wait); an error from it is
 // returned as is.
 func readFrame(r io.Reader, maxSize int32, started func(), admit func(size int) error) ([]byte, error) {
+	return readSizedFrame(r, minFrameSize, maxSize, started, admit)
+}
+
+// readSizedFrame is readFrame with the smallest acceptable size given: a raw SASL token
+// (after SaslHandshake v0) is not a request and may be shorter than a request header.
+func readSizedFrame(r io.Reader, minSize, maxSize int32, started func(), admit func(size int) error) ([]byte, error) {
 	var sizeBuf [4]byte
 	if _, err := io.ReadFull(r, sizeBuf[:1]); err != nil {
 		return nil, err // io.EOF here is a clean close between frames
@@ -56,7 +62,7 @@ func readFrame(r io.Reader, maxSize int32, started func(), admit func(size int) 
 		return nil, noEOF(err)
 	}
 	size := int32(binary.BigEndian.Uint32(sizeBuf[:]))
-	if size < minFrameSize || size > maxSize {
+	if size < minSize || size > maxSize {
 		return nil, &FrameSizeError{Size: size, Max: maxSize}
 	}
 	if admit != nil {

@@ -88,6 +88,12 @@ func Listen(cfg Config, h Handler) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if err := checkSecurity(&cfg); err != nil {
+		return nil, err
+	}
 	pool := cfg.Memory
 	if pool == nil {
 		pool = NewMemoryPool(DefaultQueuedMaxRequestBytes(cfg.MaxRequestBytes), cfg.Logger)
@@ -110,6 +116,46 @@ func Listen(cfg Config, h Handler) (*Server, error) {
 	go s.acceptLoop()
 	return s, nil
 }
+
+// checkSecurity checks that SecurityProtocol, TLS and SASL agree, and fills defaults.
+func checkSecurity(cfg *Config) error {
+	if cfg.SecurityProtocol == "" {
+		cfg.SecurityProtocol = "PLAINTEXT"
+	}
+	wantTLS, wantSASL := false, false
+	switch cfg.SecurityProtocol {
+	case "PLAINTEXT":
+	case "SSL":
+		wantTLS = true
+	case "SASL_PLAINTEXT":
+		wantSASL = true
+	case "SASL_SSL":
+		wantTLS, wantSASL = true, true
+	default:
+		return fmt.Errorf("wire: unknown security protocol %q", cfg.SecurityProtocol)
+	}
+	if wantTLS != (cfg.TLS != nil) || wantSASL != (cfg.SASL != nil) {
+		return fmt.Errorf("wire: security protocol %s with TLS=%v and SASL=%v", cfg.SecurityProtocol, cfg.TLS != nil, cfg.SASL != nil)
+	}
+	if cfg.TLS != nil && cfg.Divert != nil {
+		return errors.New("wire: a diverting (controller) listener cannot use TLS yet")
+	}
+	if cfg.SASL != nil {
+		if err := cfg.SASL.validate(); err != nil {
+			return err
+		}
+		if cfg.SASL.MaxReceiveBytes <= 0 {
+			cfg.SASL.MaxReceiveBytes = DefaultSASLMaxReceiveBytes
+		}
+	}
+	if cfg.PrincipalMapper == nil {
+		cfg.PrincipalMapper = &PrincipalMapper{rules: []principalRule{{isDefault: true}}}
+	}
+	return nil
+}
+
+// now is the server's clock.
+func (s *Server) now() time.Time { return s.cfg.Now() }
 
 // Addr is the bound address (useful when Config.Addr used port 0).
 func (s *Server) Addr() net.Addr { return s.ln.Addr() }

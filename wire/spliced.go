@@ -58,7 +58,13 @@ func (c *conn) writeSpliced(buf []byte, correlationID int32, resp SplicedRespons
 		}
 		sent = at
 		c.setWriteDeadline()
-		n, err := s.Send(c.nc)
+		var w io.Writer = c.nc
+		if c.tlsConn != nil {
+			// The bytes must go through TLS: a copy, not sendfile (segment bytes are sent as
+			// they are, which only a plaintext socket may see).
+			w = plainWriter{c.nc}
+		}
+		n, err := s.Send(w)
 		if err == nil && n != s.Length {
 			err = io.ErrShortWrite
 		}

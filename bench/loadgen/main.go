@@ -5,6 +5,7 @@
 //
 //	loadgen all -kafka-lib DIR -sluice-bin bin/sluice [-quick]   the whole comparison + report
 //	loadgen produce -brokers HOST:PORT -topic T [-producers 8 -size 1024 -acks all -duration 10s]
+//	                [-tls-ca ca.crt] [-scram-sha-512 user:password]      (SSL, SASL_SSL listeners)
 //	loadgen consume -brokers HOST:PORT -topic T -records N
 //	loadgen limits -dir DIR                                        disk and loopback ceilings
 //
@@ -79,10 +80,16 @@ func cmdProduce(ctx context.Context, args []string) error {
 	e2e := fs.Bool("e2e", true, "measure end-to-end latency with a consumer")
 	rate := fs.Int("rate", 0, "records/s for all producers together (0: as fast as possible)")
 	sequential := fs.Bool("sequential", false, "one record at a time with linger 0 (request round trip)")
+	tlsCA := fs.String("tls-ca", "", "connect with TLS, trusting this PEM CA file (an SSL or SASL_SSL listener)")
+	scram512 := fs.String("scram-sha-512", "", "USER:PASSWORD: authenticate with SASL SCRAM-SHA-512")
 	_ = fs.Parse(args)
+	security, err := securityOpts(*tlsCA, *scram512)
+	if err != nil {
+		return err
+	}
 	res, err := runProduce(ctx, produceSpec{Brokers: strings.Split(*brokers, ","), Topic: *topic,
 		Producers: *producers, RecordSize: *size, AcksAll: *acks == "all", Duration: *dur, E2E: *e2e,
-		Rate: *rate, Sequential: *sequential})
+		Rate: *rate, Sequential: *sequential, Security: security})
 	if res != nil {
 		s := res.Elapsed.Seconds()
 		fmt.Printf("%d records in %.1fs: %.0f rec/s %.1f MiB/s; produce p50 %v p99 %v p99.9 %v; errors %d\n",

@@ -29,6 +29,9 @@ type produceSpec struct {
 	// the latency is one produce request's round trip through the broker, without client
 	// batching or queueing.
 	Sequential bool
+	// Security are the client options for a TLS or SASL listener (-tls-ca, -scram-sha-512),
+	// given to the producers and the end-to-end consumer alike.
+	Security []kgo.Opt
 }
 
 // produceResult is what one produce workload measured.
@@ -60,6 +63,7 @@ func runProduce(ctx context.Context, spec produceSpec) (*produceResult, error) {
 	// that cross the socket and reach the log.
 	opts := []kgo.Opt{kgo.SeedBrokers(spec.Brokers...), kgo.DefaultProduceTopic(spec.Topic),
 		kgo.ProducerBatchCompression(kgo.NoCompression())}
+	opts = append(opts, spec.Security...)
 	if spec.AcksAll {
 		acks = kgo.AllISRAcks()
 	} else {
@@ -73,7 +77,7 @@ func runProduce(ctx context.Context, spec produceSpec) (*produceResult, error) {
 	var e2e *e2eConsumer
 	if spec.E2E {
 		var err error
-		if e2e, err = startE2E(spec.Brokers, spec.Topic); err != nil {
+		if e2e, err = startE2E(spec.Brokers, spec.Topic, spec.Security...); err != nil {
 			return nil, err
 		}
 		defer e2e.stop()
@@ -204,13 +208,13 @@ type e2eConsumer struct {
 	once   sync.Once
 }
 
-func startE2E(brokers []string, topic string) (*e2eConsumer, error) {
-	cl, err := kgo.NewClient(
+func startE2E(brokers []string, topic string, extra ...kgo.Opt) (*e2eConsumer, error) {
+	cl, err := kgo.NewClient(append([]kgo.Opt{
 		kgo.SeedBrokers(brokers...),
 		kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.FetchMaxWait(500*time.Millisecond), // the Java consumer's fetch.max.wait.ms
-	)
+		kgo.FetchMaxWait(500 * time.Millisecond), // the Java consumer's fetch.max.wait.ms
+	}, extra...)...)
 	if err != nil {
 		return nil, err
 	}

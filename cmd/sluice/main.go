@@ -120,6 +120,13 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
+	// TLS and SASL settings are checked (and SCRAM credentials salted) before anything starts.
+	security := map[string]listenerSecurity{}
+	for _, l := range brokerListeners(cfg) {
+		if security[l.Name], err = securityFor(cfg, l); err != nil {
+			return err
+		}
+	}
 
 	logDir := cfg.LogDirs[0]
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
@@ -205,7 +212,12 @@ func run(args []string) error {
 
 	var servers []*wire.Server
 	for _, l := range brokerListeners(cfg) {
+		sec := security[l.Name]
 		srv, err := wire.Listen(wire.Config{
+			SecurityProtocol:   sec.protocol,
+			TLS:                sec.tls,
+			PrincipalMapper:    sec.mapper,
+			SASL:               sec.sasl,
 			Addr:               net.JoinHostPort(l.Host, strconv.Itoa(int(l.Port))),
 			ListenerName:       l.Name,
 			MaxRequestBytes:    cfg.SocketRequestMaxBytes,
@@ -221,7 +233,7 @@ func run(args []string) error {
 			return fmt.Errorf("listener %s: %w", l.Name, err)
 		}
 		servers = append(servers, srv)
-		logger.Info("listening", "listener", l.Name, "addr", srv.Addr().String())
+		logger.Info("listening", "listener", l.Name, "security.protocol", l.SecurityProtocol, "addr", srv.Addr().String())
 	}
 	im := ctrl.Image()
 	logger.Info("sluice started", "node.id", cfg.NodeID, "cluster.id", im.ClusterID, "log.dir", logDir, "metadata.log.dir", metadataDir)

@@ -358,11 +358,8 @@ func (b *Broker) checkSupported() error {
 			return err
 		}
 	}
-	for _, l := range b.Listeners {
-		if l.SecurityProtocol != "PLAINTEXT" {
-			return notSupported("listeners", b.String("listeners"), fmt.Sprintf(
-				"listener %s uses security protocol %s; TLS and SASL are not implemented yet, only PLAINTEXT is served", l.Name, l.SecurityProtocol), false)
-		}
+	if err := b.checkSecuritySupported(); err != nil {
+		return err
 	}
 	// A broker-only node connects to the controllers with the protocol of the first
 	// controller listener name, which is not among its own listeners.
@@ -382,6 +379,50 @@ func (b *Broker) checkSupported() error {
 		if !b.isOwnControllerAddress(server) {
 			return notSupported("controller.quorum.bootstrap.servers", b.String("controller.quorum.bootstrap.servers"), fmt.Sprintf(
 				"%s is not one of this node's controller listeners; dynamic quorums (KIP-853) are not implemented yet: list the voters in controller.quorum.voters", server), false)
+		}
+	}
+	return nil
+}
+
+// checkSecuritySupported refuses the security set-ups sluice does not serve yet: TLS or SASL on
+// controller listeners and on the inter-broker listener (sluice's own connections between
+// nodes speak PLAINTEXT), a broker-wide sasl.jaas.config (Kafka's brokers ignore it with a
+// warning; sluice refuses rather than ignore), and listener.name.NAME. keys naming no listener.
+func (b *Broker) checkSecuritySupported() error {
+	for _, l := range b.Listeners {
+		if l.SecurityProtocol == "PLAINTEXT" {
+			continue
+		}
+		if slices.Contains(b.ControllerListeners, l.Name) {
+			return notSupported("listener.security.protocol.map", b.String("listener.security.protocol.map"), fmt.Sprintf(
+				"controller listener %s uses %s; TLS and SASL between controllers are not implemented yet, controller listeners must be PLAINTEXT", l.Name, l.SecurityProtocol), false)
+		}
+		if l.Name == b.InterBrokerListenerName {
+			key := "inter.broker.listener.name"
+			if !b.IsSet(key) {
+				key = "security.inter.broker.protocol"
+			}
+			return notSupported(key, b.String(key), fmt.Sprintf(
+				"the inter-broker listener %s uses %s; replication over TLS or SASL is not implemented yet: name a PLAINTEXT listener in inter.broker.listener.name", l.Name, l.SecurityProtocol), false)
+		}
+	}
+	if b.IsSet("sasl.jaas.config") {
+		return notSupported("sasl.jaas.config", "[hidden]",
+			"a broker reads its SASL users per listener and mechanism: set listener.name.NAME.MECHANISM.sasl.jaas.config (for example listener.name.sasl_ssl.plain.sasl.jaas.config)", false)
+	}
+	for k := range b.Raw {
+		rest, ok := strings.CutPrefix(k, "listener.name.")
+		if !ok {
+			continue
+		}
+		name, _, _ := strings.Cut(rest, ".")
+		found := false
+		for _, l := range b.Listeners {
+			found = found || strings.ToLower(l.Name) == name
+		}
+		if !found {
+			return notSupported(k, "[not shown]", fmt.Sprintf(
+				"%q names no listener in listeners (listener prefixes use the lower-case listener name, as in Kafka)", name), false)
 		}
 	}
 	return nil

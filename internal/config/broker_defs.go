@@ -119,7 +119,28 @@ func ValidateBrokerDynamic(key, value string) error {
 		return err
 	}
 	d, _ := BrokerDef(key)
+	if err := refuseDynamicSecurity(d, value); err != nil {
+		return err
+	}
 	return d.CheckSupported(value)
+}
+
+// refuseDynamicSecurity refuses changing TLS and SASL settings on a running broker: sluice
+// reads them when a listener starts, and would otherwise store the change and ignore it.
+func refuseDynamicSecurity(d *Def, value string) error {
+	base := d.Name
+	if rest, ok := strings.CutPrefix(base, "listener.name."); ok {
+		_, base, _ = strings.Cut(rest, ".")
+	}
+	if d.Support != Honoured || !(strings.HasPrefix(base, "ssl.") || strings.Contains(base, "sasl.") ||
+		base == "connections.max.reauth.ms" || base == "connection.failed.authentication.delay.ms") {
+		return nil
+	}
+	shown := value
+	if d.Sensitive {
+		shown = "[hidden]"
+	}
+	return notSupported(d.Name, shown, "TLS and SASL settings are read when a listener starts; changing them on a running broker is not implemented yet (set them in server.properties and restart)", false)
 }
 
 // validateBrokerDynamicRules is ValidateBrokerDynamic with Kafka's rules alone.
@@ -147,6 +168,9 @@ func ValidateBrokerDynamicDefault(key, value string) error {
 	d, _ := BrokerDef(key)
 	if d.PerBroker {
 		return &Error{Key: key, Value: value, Message: "Cannot update these configs at default cluster level, broker id must be specified: " + key}
+	}
+	if err := refuseDynamicSecurity(d, value); err != nil {
+		return err
 	}
 	return d.CheckSupported(value)
 }

@@ -21,7 +21,7 @@ const (
 	// hints (thread counts, buffer sizes, purgatory intervals) and settings of machinery a
 	// single sluice node does not have or does not need. Setting one is logged once at start.
 	NoEffect
-	// NotYet keys ask for a feature sluice does not implement yet (TLS, SASL, authorizers,
+	// NotYet keys ask for a feature sluice does not implement yet (authorizers, OAUTHBEARER,
 	// Java plugins, delegation tokens). Setting one to anything but its default stops the start
 	// (broker keys) or fails CreateTopics / AlterConfigs, with an error naming the key.
 	NotYet
@@ -51,7 +51,7 @@ type supportGroup struct {
 const (
 	whyThrottles   = "replication throttles are not implemented yet"
 	whyRaftTiming  = "sluice's metadata quorum (etcd-raft) keeps its own timing: 100 ms ticks, a randomized 1-2 s election timeout, reconnects backing off from 50 ms to 1 s"
-	whySecurity    = "TLS, SASL and authorization are not implemented yet"
+	whySecurity    = "authorization (ACLs), OAUTHBEARER, Kerberos, TLS and SASL between brokers and security plugins are not implemented yet"
 	whyJava        = "sluice cannot load Java classes"
 	whyTiered      = "sluice has no tiered storage"
 	whyTuning      = "a Kafka tuning setting; sluice sizes this itself"
@@ -94,16 +94,20 @@ var brokerSupport = []supportGroup{
 		"log.cleaner.max.compaction.lag.ms", "log.cleaner.min.cleanable.ratio", "log.cleaner.min.compaction.lag.ms",
 		"log.cleaner.threads",
 	}},
-	{NotYet, whySecurity, []string{
-		"authorizer.class.name", "sasl.enabled.mechanisms", "sasl.jaas.config",
-		"sasl.mechanism.controller.protocol", "sasl.mechanism.inter.broker.protocol",
-		"sasl.client.callback.handler.class", "sasl.server.callback.handler.class",
-		"sasl.login.callback.handler.class", "sasl.login.class", "sasl.kerberos.service.name",
+	{Honoured, "", []string{
 		"ssl.keystore.location", "ssl.keystore.password", "ssl.keystore.type", "ssl.keystore.key",
 		"ssl.keystore.certificate.chain", "ssl.key.password", "ssl.truststore.location",
 		"ssl.truststore.password", "ssl.truststore.type", "ssl.truststore.certificates",
-		"ssl.client.auth", "ssl.cipher.suites", "ssl.enabled.protocols", "ssl.protocol",
-		"ssl.principal.mapping.rules", "ssl.engine.factory.class", "ssl.provider",
+		"ssl.client.auth", "ssl.cipher.suites", "ssl.enabled.protocols", "ssl.principal.mapping.rules",
+		"sasl.enabled.mechanisms", "sasl.jaas.config", "sasl.server.max.receive.size",
+		"connections.max.reauth.ms", "connection.failed.authentication.delay.ms",
+	}},
+	{NotYet, whySecurity, []string{
+		"authorizer.class.name",
+		"sasl.mechanism.controller.protocol", "sasl.mechanism.inter.broker.protocol",
+		"sasl.client.callback.handler.class", "sasl.server.callback.handler.class",
+		"sasl.login.callback.handler.class", "sasl.login.class", "sasl.kerberos.service.name",
+		"ssl.engine.factory.class", "ssl.provider",
 		"principal.builder.class", "security.providers",
 		"sasl.oauthbearer.jwks.endpoint.url", "sasl.oauthbearer.token.endpoint.url",
 		"sasl.oauthbearer.expected.audience", "sasl.oauthbearer.expected.issuer",
@@ -113,8 +117,10 @@ var brokerSupport = []supportGroup{
 		"sasl.oauthbearer.assertion.private.key.passphrase", "sasl.oauthbearer.assertion.template.file",
 		"sasl.oauthbearer.scope", "sasl.kerberos.principal.to.local.rules",
 	}},
-	{NoEffect, "it only matters once TLS or SASL is in use, which is not implemented yet", []string{
-		"connection.failed.authentication.delay.ms", "connections.max.reauth.ms", "sasl.server.max.receive.size",
+	{NoEffect, "crypto/tls negotiates the highest version ssl.enabled.protocols allows; there is no SSLContext protocol to choose", []string{
+		"ssl.protocol",
+	}},
+	{NoEffect, "it configures a part of Kafka's security sluice does not have: JSSE key and trust managers, keystore reloading, the broker's own TLS and SASL clients, Kerberos, OAUTHBEARER", []string{
 		"ssl.allow.dn.changes", "ssl.allow.san.changes", "ssl.endpoint.identification.algorithm",
 		"ssl.keymanager.algorithm", "ssl.trustmanager.algorithm", "ssl.secure.random.implementation",
 		"sasl.kerberos.kinit.cmd", "sasl.kerberos.min.time.before.relogin", "sasl.kerberos.ticket.renew.jitter",

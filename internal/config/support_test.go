@@ -186,14 +186,14 @@ func TestUnsupportedBrokerSettingsRefused(t *testing.T) {
 		props map[string]string
 		key   string
 	}{
-		{map[string]string{"listeners": "SSL://127.0.0.1:9093", "security.inter.broker.protocol": "SSL"}, "listeners"},
-		{map[string]string{"listeners": "SASL_PLAINTEXT://127.0.0.1:9093", "security.inter.broker.protocol": "SASL_PLAINTEXT"}, "listeners"},
-		{map[string]string{"listeners": "SASL_SSL://127.0.0.1:9093", "inter.broker.listener.name": "SASL_SSL"}, "listeners"},
-		{map[string]string{"listeners": "PLAINTEXT://127.0.0.1:9092,SECURE://127.0.0.1:9093", "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SECURE:SSL"}, "listeners"},
-		{map[string]string{"ssl.keystore.location": "/etc/kafka/ks.jks"}, "ssl.keystore.location"},
-		{map[string]string{"ssl.client.auth": "required"}, "ssl.client.auth"},
-		{map[string]string{"sasl.enabled.mechanisms": "PLAIN"}, "sasl.enabled.mechanisms"},
-		{map[string]string{"listener.name.plaintext.plain.sasl.jaas.config": "x required;"}, "listener.name.plaintext.plain.sasl.jaas.config"},
+		{map[string]string{"listeners": "SSL://127.0.0.1:9093", "security.inter.broker.protocol": "SSL"}, "security.inter.broker.protocol"},
+		{map[string]string{"listeners": "SASL_PLAINTEXT://127.0.0.1:9093", "security.inter.broker.protocol": "SASL_PLAINTEXT"}, "security.inter.broker.protocol"},
+		{map[string]string{"listeners": "SASL_SSL://127.0.0.1:9093", "inter.broker.listener.name": "SASL_SSL"}, "inter.broker.listener.name"},
+		{map[string]string{"listeners": "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093", "controller.listener.names": "CONTROLLER",
+			"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:SSL"}, "listener.security.protocol.map"},
+		{map[string]string{"sasl.jaas.config": `org.apache.kafka.common.security.plain.PlainLoginModule required user_a="b";`}, "sasl.jaas.config"},
+		{map[string]string{"listener.name.nosuch.ssl.client.auth": "required"}, "listener.name.nosuch.ssl.client.auth"},
+		{map[string]string{"sasl.mechanism.inter.broker.protocol": "PLAIN"}, "sasl.mechanism.inter.broker.protocol"},
 		{map[string]string{"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer"}, "authorizer.class.name"},
 		{map[string]string{"create.topic.policy.class.name": "com.example.Policy"}, "create.topic.policy.class.name"},
 		{map[string]string{"delegation.token.secret.key": "s3cret"}, "delegation.token.secret.key"},
@@ -217,7 +217,7 @@ func TestUnsupportedBrokerSettingsRefused(t *testing.T) {
 		}
 	}
 	// Secrets are not repeated in the message.
-	if _, err := ParseBroker(map[string]string{"ssl.keystore.password": "hunter2"}); err == nil || strings.Contains(err.Error(), "hunter2") {
+	if _, err := ParseBroker(map[string]string{"sasl.jaas.config": `x required user_a="hunter2";`}); err == nil || strings.Contains(err.Error(), "hunter2") {
 		t.Errorf("password setting: %v", err)
 	}
 }

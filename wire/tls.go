@@ -1,0 +1,51 @@
+package wire
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+)
+
+// tlsHandshakeTimeout bounds a new connection's TLS handshake: a client that opens a TCP
+// connection and sends nothing (or a trickle) is cut off after this long.
+const tlsHandshakeTimeout = 10 * time.Second
+
+// tlsHandshake completes the TLS handshake of a new connection and, on an SSL listener, sets
+// the connection's principal from the client certificate (ssl.principal.mapping.rules), as
+// Kafka's DefaultKafkaPrincipalBuilder does. A failure is logged once, at info (a port scan or
+// a client configured for PLAINTEXT looks like this), and closes the connection.
+func (c *conn) tlsHandshake() error {
+	ctx, cancel := context.WithTimeout(c.ctx, min(tlsHandshakeTimeout, c.srv.cfg.IdleTimeout))
+	defer cancel()
+	if err := c.tlsConn.HandshakeContext(ctx); err != nil {
+		if !errors.Is(err, io.EOF) && !c.draining.Load() {
+			c.log.Info("wire: TLS handshake failed; closing connection", "err", err)
+		}
+		return fmt.Errorf("tls handshake: %w", err)
+	}
+	if c.sasl != nil {
+		return nil // SASL_SSL: the SASL user is the principal
+	}
+	state := c.tlsConn.ConnectionState()
+	if len(state.PeerCertificates) == 0 {
+		return nil // ssl.client.auth none or requested without a certificate: ANONYMOUS
+	}
+	dn, err := DistinguishedName(state.PeerCertificates[0].RawSubject)
+	if err == nil {
+		var name string
+		if name, err = c.srv.cfg.PrincipalMapper.Name(dn); err == nil {
+			c.info.setPrincipal("User:" + name)
+			return nil
+		}
+	}
+	c.log.Info("wire: no principal for the client certificate; closing connection", "err", err)
+	return fmt.Errorf("tls principal: %w", err)
+}
+
+// plainWriter hides every method of a writer but Write, so that a TLS connection is written
+// to through TLS: sendfile, which would bypass the encryption, is never tried on it.
+type plainWriter struct{ w io.Writer }
+
+func (p plainWriter) Write(b []byte) (int, error) { return p.w.Write(b) }
