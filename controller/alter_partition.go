@@ -80,16 +80,22 @@ func (c *Controller) AlterPartition(ctx context.Context, reqs []AlterPartition) 
 					setErr(&results[i].Err, &results[i].Message, verr)
 					continue
 				}
-				rec := partitionChange(t.ID, p, p.Leader, reqs[i].NewISR)
+				rec := alterPartitionChange(cur, t.ID, p, reqs[i].NewISR)
 				if rec == nil {
 					results[i].Partition = clonePartition(p)
 					continue
 				}
-				next := clonePartition(p)
-				next.ISR, next.PartitionEpoch = slices.Clone(rec.ISR), rec.PartitionEpoch
-				changed[i] = next
 				recs = append(recs, rec)
 				cur, _ = applyRecords(cur, cur.Offset, []Record{rec})
+				if rec.Leader != reqs[i].LeaderID {
+					// The change completed a reassignment that moved the leadership away
+					// (reassign.go): the requester learns it from the metadata, as Kafka
+					// answers it.
+					setErr(&results[i].Err, &results[i].Message, fail(kerr.NewLeaderElected,
+						"The ISR change of %s-%d completed its reassignment; broker %d leads it now.", t.Name, p.Partition, rec.Leader))
+					continue
+				}
+				changed[i] = clonePartition(&cur.TopicsByID[t.ID].Partitions[p.Partition])
 			}
 			return recs
 		},
