@@ -235,7 +235,7 @@ func alterPartitionChange(w *Image, topic TopicID, p *PartitionInfo, isr []int32
 
 // OngoingReassignment is one partition being reassigned (ListPartitionReassignments).
 type OngoingReassignment struct {
-	Partition                                int32
+	Partition                                  int32
 	Replicas, AddingReplicas, RemovingReplicas []int32
 }
 
