@@ -1,0 +1,269 @@
+package compattests
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+const reassignCommand = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"
+
+// reassignmentJSON is kafka-reassign-partitions' reassignment file.
+type reassignmentJSON struct {
+	Version    int `json:"version"`
+	Partitions []struct {
+		Topic     string   `json:"topic"`
+		Partition int32    `json:"partition"`
+		Replicas  []int32  `json:"replicas"`
+		LogDirs   []string `json:"log_dirs,omitempty"`
+	} `json:"partitions"`
+}
+
+// TestReassignPartitionsTool moves replicas between the brokers of a three-node cluster with
+// Apache Kafka's kafka-reassign-partitions (--generate, --execute, --verify) while an
+// idempotent acks=all producer writes: a replication factor 2 topic moves each partition off
+// one of its brokers (partition 0 off its leader, so leadership moves too), and a replication
+// factor 1 topic moves its only replica to another broker. Every acknowledged record is read
+// back exactly once afterwards, the brokers that lost a replica removed its directory, and no
+// reassignment is left listed. (A fourth broker cannot join yet: every node is a voter until
+// broker-only nodes exist, so the moves stay within the three.)
+func TestReassignPartitionsTool(t *testing.T) {
+	lookPath(t, "java")
+	kafkaJars(t)
+	c := StartCluster(t, 3, clusterSettings...)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*clusterDeadline)
+	defer cancel()
+	adm, cl := clusterAdmin(t, c.Bootstrap()...)
+	boot := strings.Join(c.Bootstrap(), ",")
+
+	for name, assignment := range map[string]map[int32][]int32{
+		"moving": {0: {1, 2}, 1: {2, 3}},
+		"single": {0: {1}},
+	} {
+		if err := createWithAssignment(ctx, cl, name, assignment); err != nil {
+			t.Fatalf("create %s: %v", name, err)
+		}
+	}
+
+	// An idempotent acks=all producer writes to every partition until told to stop.
+	producer, err := kgo.NewClient(kgo.SeedBrokers(c.Bootstrap()...), kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.RecordRetries(1000), kgo.RetryTimeout(clusterDeadline), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer producer.Close()
+	var mu sync.Mutex
+	acked := map[string]map[string]bool{"moving": {}, "single": {}}
+	stop := make(chan struct{})
+	produced := make(chan error, 1)
+	go func() {
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				produced <- nil
+				return
+			default:
+			}
+			var wg sync.WaitGroup
+			var firstErr error
+			for _, topic := range []string{"moving", "single"} {
+				v := fmt.Sprintf("%s-%06d", topic, i)
+				wg.Add(1)
+				producer.Produce(ctx, &kgo.Record{Topic: topic, Value: []byte(v)}, func(r *kgo.Record, err error) {
+					defer wg.Done()
+					mu.Lock()
+					defer mu.Unlock()
+					if err != nil {
+						if firstErr == nil {
+							firstErr = fmt.Errorf("produce %s: %w", v, err)
+						}
+						return
+					}
+					acked[topic][v] = true
+				})
+			}
+			wg.Wait()
+			if firstErr != nil {
+				produced <- firstErr
+				return
+			}
+		}
+	}()
+	waitAcked := func(n int) {
+		t.Helper()
+		waitFor(t, clusterDeadline, fmt.Sprintf("%d more acknowledged records", n), func() error {
+			mu.Lock()
+			defer mu.Unlock()
+			if got := len(acked["moving"]); got < n {
+				return fmt.Errorf("%d acknowledged", got)
+			}
+			return nil
+		})
+	}
+	waitAcked(200)
+
+	dir := t.TempDir()
+	topicsFile := filepath.Join(dir, "topics.json")
+	if err := os.WriteFile(topicsFile, []byte(`{"version":1,"topics":[{"topic":"moving"},{"topic":"single"}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// --generate proposes a placement on the brokers given, from the current one it prints.
+	out, _ := javaTool(t, "", reassignCommand, "--bootstrap-server", boot, "--generate",
+		"--topics-to-move-json-file", topicsFile, "--broker-list", "2,3")
+	current, proposed := generatedAssignments(t, out)
+	if len(current.Partitions) != 3 || len(proposed.Partitions) != 3 {
+		t.Fatalf("--generate printed %d current and %d proposed partitions, want 3 each:\n%s", len(current.Partitions), len(proposed.Partitions), out)
+	}
+	for _, p := range proposed.Partitions {
+		for _, r := range p.Replicas {
+			if r != 2 && r != 3 {
+				t.Fatalf("--generate placed %s-%d on broker %d, not in --broker-list 2,3:\n%s", p.Topic, p.Partition, r, out)
+			}
+		}
+	}
+
+	// Our own plan: moving-0 1,2 -> 3,2 (its leader 1 leaves), moving-1 2,3 -> 3,1, single-0 1 -> 2.
+	targets := map[string][]int32{"moving-0": {3, 2}, "moving-1": {3, 1}, "single-0": {2}}
+	plan := `{"version":1,"partitions":[` +
+		`{"topic":"moving","partition":0,"replicas":[3,2]},` +
+		`{"topic":"moving","partition":1,"replicas":[3,1]},` +
+		`{"topic":"single","partition":0,"replicas":[2]}]}`
+	planFile := filepath.Join(dir, "plan.json")
+	if err := os.WriteFile(planFile, []byte(plan), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, _ = javaTool(t, "", reassignCommand, "--bootstrap-server", boot, "--execute", "--reassignment-json-file", planFile)
+	if !strings.Contains(out, "Successfully started partition reassignments for moving-0,moving-1,single-0") {
+		t.Fatalf("--execute printed:\n%s", out)
+	}
+	waitFor(t, 2*clusterDeadline, "--verify to report every reassignment complete", func() error {
+		out, _ := javaTool(t, "", reassignCommand, "--bootstrap-server", boot, "--verify", "--reassignment-json-file", planFile)
+		for tp := range targets {
+			if !strings.Contains(out, "Reassignment of partition "+tp+" is completed.") {
+				return fmt.Errorf("--verify printed:\n%s", out)
+			}
+		}
+		return nil
+	})
+	mu.Lock()
+	before := len(acked["moving"])
+	mu.Unlock()
+	waitAcked(before + 200) // the producer carries on under the new leaders
+	close(stop)
+	if err := <-produced; err != nil {
+		t.Fatalf("the producer failed during the reassignment: %v", err)
+	}
+
+	td, err := adm.ListTopics(ctx, "moving", "single")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, topic := range []string{"moving", "single"} {
+		for _, p := range td[topic].Partitions {
+			want := targets[fmt.Sprintf("%s-%d", topic, p.Partition)]
+			if !slices.Equal(p.Replicas, want) || !slices.Contains(want, p.Leader) {
+				t.Fatalf("%s-%d: replicas %v leader %d ISR %v, want replicas %v", topic, p.Partition, p.Replicas, p.Leader, p.ISR, want)
+			}
+		}
+	}
+	listed, err := adm.ListPartitionReassignments(ctx, nil)
+	if err != nil || len(listed) != 0 {
+		t.Fatalf("reassignments still listed: %v %v", listed, err)
+	}
+	// The brokers that lost a replica removed its directory.
+	for tp, gone := range map[string]int{"moving-0": 1, "moving-1": 2, "single-0": 1} {
+		path := filepath.Join(c.Nodes[gone-1].Dir, tp)
+		waitFor(t, clusterDeadline, path+" removed", func() error {
+			if _, err := os.Stat(path); !errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("stat: %v", err)
+			}
+			return nil
+		})
+	}
+
+	// Every acknowledged record, exactly once.
+	for _, topic := range []string{"moving", "single"} {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(c.Bootstrap()...), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := map[string]int{}
+		rctx, rcancel := context.WithTimeout(ctx, clusterDeadline)
+		for n := 0; n < len(acked[topic]) && rctx.Err() == nil; {
+			cl.PollFetches(rctx).EachRecord(func(r *kgo.Record) { seen[string(r.Value)]++; n++ })
+		}
+		rcancel()
+		cl.Close()
+		for v := range acked[topic] {
+			if seen[v] != 1 {
+				t.Fatalf("acknowledged record %s read %d times (%d acknowledged in %s)", v, seen[v], len(acked[topic]), topic)
+			}
+		}
+		t.Logf("%s: %d acknowledged records, each read back once", topic, len(acked[topic]))
+	}
+}
+
+// createWithAssignment creates topic name with an explicit replica assignment.
+func createWithAssignment(ctx context.Context, cl *kgo.Client, name string, assignment map[int32][]int32) error {
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.TimeoutMillis = 30000
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = name, -1, -1
+	for p, replicas := range assignment {
+		a := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+		a.Partition, a.Replicas = p, replicas
+		rt.ReplicaAssignment = append(rt.ReplicaAssignment, a)
+	}
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return err
+	}
+	if len(resp.Topics) != 1 {
+		return fmt.Errorf("%d topics answered", len(resp.Topics))
+	}
+	if err := kerr.ErrorForCode(resp.Topics[0].ErrorCode); err != nil {
+		return fmt.Errorf("%w: %s", err, deref(resp.Topics[0].ErrorMessage))
+	}
+	return nil
+}
+
+// generatedAssignments parses --generate's two JSON documents (current, then proposed).
+func generatedAssignments(t *testing.T, out string) (current, proposed reassignmentJSON) {
+	t.Helper()
+	var docs []string
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(line), "{") {
+			docs = append(docs, line)
+		}
+	}
+	if len(docs) != 2 {
+		t.Fatalf("--generate printed %d JSON documents, want 2:\n%s", len(docs), out)
+	}
+	if err := json.Unmarshal([]byte(docs[0]), &current); err != nil {
+		t.Fatalf("current assignment %q: %v", docs[0], err)
+	}
+	if err := json.Unmarshal([]byte(docs[1]), &proposed); err != nil {
+		t.Fatalf("proposed assignment %q: %v", docs[1], err)
+	}
+	return current, proposed
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
