@@ -241,3 +241,45 @@ func TestReassignmentRecordRoundTrip(t *testing.T) {
 		t.Fatalf("snapshot: %+v %v", back2, err)
 	}
 }
+
+// TestCreatePartitionsPlacesReplicatedPartitions: growing a replication factor 2 topic on four
+// brokers places every new partition on two distinct registered brokers, round robin, so the
+// six new replicas of three partitions land on every broker; each starts with its replicas as
+// ISR and its first replica leading, as Kafka creates them.
+func TestCreatePartitionsPlacesReplicatedPartitions(t *testing.T) {
+	q, _ := reassignQuorum(t) // "r": one partition on 1,2; brokers 1-4
+	q.call(func(c *Controller) error {
+		res, err := c.CreatePartitions(testCtx(t), []CreatePartitions{{Topic: "r", Count: 4}}, false)
+		if err == nil && res[0].Err != nil {
+			err = fmt.Errorf("%v: %s", res[0].Err, res[0].Message)
+		}
+		return err
+	})
+	parts := q.leader().Image().Topics["r"].Partitions
+	if len(parts) != 4 {
+		t.Fatalf("%d partitions, want 4", len(parts))
+	}
+	perBroker := map[int32]int{}
+	for _, p := range parts[1:] {
+		if len(p.Replicas) != 2 || p.Replicas[0] == p.Replicas[1] {
+			t.Fatalf("partition %d placed on %v, want two distinct brokers", p.Partition, p.Replicas)
+		}
+		if !slices.Equal(p.ISR, p.Replicas) || p.Leader != p.Replicas[0] {
+			t.Fatalf("partition %d: ISR %v leader %d, want ISR = replicas %v and the first leading", p.Partition, p.ISR, p.Leader, p.Replicas)
+		}
+		for _, r := range p.Replicas {
+			if q.leader().Image().Brokers[r] == nil {
+				t.Fatalf("partition %d on unregistered broker %d", p.Partition, r)
+			}
+			perBroker[r]++
+		}
+	}
+	for id, n := range perBroker {
+		if n > 2 {
+			t.Fatalf("broker %d got %d of the 6 new replicas (%v): not spread", id, n, perBroker)
+		}
+	}
+	if len(perBroker) < 3 {
+		t.Fatalf("new replicas on %d brokers only: %v", len(perBroker), perBroker)
+	}
+}
