@@ -362,7 +362,7 @@ func brokerConfigProblem(ops []controller.ConfigOp) (int16, string) {
 		if op.Value == nil {
 			continue // reverting a key to its default is always allowed, as in Kafka
 		}
-		d, ok := config.BrokerDef(op.Key)
+		d, ok := config.DynamicBrokerDef(op.Key)
 		if !ok {
 			return kerr.InvalidConfig.Code, (&config.Error{Key: op.Key, Unknown: true}).Error()
 		}

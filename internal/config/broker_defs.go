@@ -118,13 +118,13 @@ func ValidateBrokerDynamic(key, value string) error {
 	if err := validateBrokerDynamicRules(key, value); err != nil {
 		return err
 	}
-	d, _ := BrokerDef(key)
+	d, _ := DynamicBrokerDef(key)
 	return d.CheckSupported(value)
 }
 
 // validateBrokerDynamicRules is ValidateBrokerDynamic with Kafka's rules alone.
 func validateBrokerDynamicRules(key, value string) error {
-	d, ok := BrokerDef(key)
+	d, ok := DynamicBrokerDef(key)
 	if !ok {
 		return &Error{Key: key, Value: value, Unknown: true}
 	}
@@ -144,7 +144,7 @@ func ValidateBrokerDynamicDefault(key, value string) error {
 	if err := validateBrokerDynamicRules(key, value); err != nil {
 		return err
 	}
-	d, _ := BrokerDef(key)
+	d, _ := DynamicBrokerDef(key)
 	if d.PerBroker {
 		return &Error{Key: key, Value: value, Message: "Cannot update these configs at default cluster level, broker id must be specified: " + key}
 	}
