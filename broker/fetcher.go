@@ -26,6 +26,9 @@ package broker
 //     retention or DeleteRecords removed on the leader does not come back. A DivergingEpoch
 //     answer truncates as above; a fetch offset below the leader's log start restarts the log
 //     empty there.
+//   - A partition throttled as follower (throttle.go) that has not caught up with the leader's
+//     HW is left out of a fetch while follower.replication.throttled.rate is exceeded, and
+//     tried again after replica.fetch.backoff.ms; its fetched bytes count against the rate.
 //   - After an error the fetcher (a connection problem) or the partition (a partition error)
 //     waits replica.fetch.backoff.ms. A dead leader is retried with that backoff until a new
 //     image moves the partition to another leader's fetcher.

@@ -144,19 +144,53 @@ func TestReassignPartitionsTool(t *testing.T) {
 	if err := os.WriteFile(planFile, []byte(plan), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, _ = javaTool(t, "", reassignCommand, "--bootstrap-server", boot, "--execute", "--reassignment-json-file", planFile)
-	if !strings.Contains(out, "Successfully started partition reassignments for moving-0,moving-1,single-0") {
-		t.Fatalf("--execute printed:\n%s", out)
+	// --throttle sets the throttle rates on every broker and the throttled replicas on the
+	// topics (high enough not to slow this test; broker/throttle_test.go shows them bite).
+	out, _ = javaTool(t, "", reassignCommand, "--bootstrap-server", boot, "--execute", "--reassignment-json-file", planFile,
+		"--throttle", "50000000")
+	for _, want := range []string{"The inter-broker throttle limit was set to 50000000 B/s",
+		"Successfully started partition reassignments for moving-0,moving-1,single-0"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("--execute --throttle lacks %q:\n%s", want, out)
+		}
 	}
-	waitFor(t, 2*clusterDeadline, "--verify to report every reassignment complete", func() error {
+	rc, err := adm.DescribeTopicConfigs(ctx, "moving")
+	if err != nil {
+		t.Fatal(err)
+	}
+	throttledReplicas := map[string]string{}
+	for _, c := range rc[0].Configs {
+		if strings.HasSuffix(c.Key, ".replication.throttled.replicas") {
+			throttledReplicas[c.Key] = c.MaybeValue()
+		}
+	}
+	if throttledReplicas["follower.replication.throttled.replicas"] == "" || throttledReplicas["leader.replication.throttled.replicas"] == "" {
+		t.Fatalf("--execute --throttle left the topic's throttled replicas %v", throttledReplicas)
+	}
+	t.Logf("moving's throttled replicas during the reassignment: %v", throttledReplicas)
+	waitFor(t, 2*clusterDeadline, "--verify to report every reassignment complete and clear the throttles", func() error {
 		out, _ := javaTool(t, "", reassignCommand, "--bootstrap-server", boot, "--verify", "--reassignment-json-file", planFile)
 		for tp := range targets {
 			if !strings.Contains(out, "Reassignment of partition "+tp+" is completed.") {
 				return fmt.Errorf("--verify printed:\n%s", out)
 			}
 		}
+		if !strings.Contains(out, "Clearing broker-level throttles") || !strings.Contains(out, "Clearing topic-level throttles") {
+			return fmt.Errorf("--verify did not clear the throttles:\n%s", out)
+		}
 		return nil
 	})
+	rc, err = adm.DescribeTopicConfigs(ctx, "moving", "single")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rc {
+		for _, c := range r.Configs {
+			if strings.HasSuffix(c.Key, ".replication.throttled.replicas") && c.MaybeValue() != "" {
+				t.Fatalf("%s keeps %s=%s after --verify", r.Name, c.Key, c.MaybeValue())
+			}
+		}
+	}
 	mu.Lock()
 	before := len(acked["moving"])
 	mu.Unlock()
