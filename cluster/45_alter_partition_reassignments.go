@@ -11,6 +11,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -27,6 +28,9 @@ func (s *Server) handleAlterPartitionReassignments(ctx context.Context, req *kms
 	defer cancel()
 	allow := req.AllowReplicationFactorChange || req.Version < 1
 	results, err := s.cfg.Controller.AlterPartitionReassignments(ctx, reassignmentsOf(req), allow)
+	if err == nil && len(results) > 0 && errors.Is(results[0].Err, kerr.NotController) {
+		err = kerr.NotController // this node does not lead: the whole call is refused
+	}
 	if err != nil {
 		resp.ErrorCode, resp.ErrorMessage = callError(err)
 		return resp, nil
