@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -212,9 +213,8 @@ func TestReassignPartitionsTool(t *testing.T) {
 			}
 		}
 	}
-	listed, err := adm.ListPartitionReassignments(ctx, nil)
-	if err != nil || len(listed) != 0 {
-		t.Fatalf("reassignments still listed: %v %v", listed, err)
+	if listed := listReassignments(ctx, t, cl); len(listed) != 0 {
+		t.Fatalf("reassignments still listed: %+v", listed)
 	}
 	// The brokers that lost a replica removed its directory.
 	for tp, gone := range map[string]int{"moving-0": 1, "moving-1": 2, "single-0": 1} {
@@ -300,4 +300,115 @@ func deref(s *string) string {
 		return ""
 	}
 	return *s
+}
+
+// TestReassignCancelUnderThrottle: a replica move throttled to 1 B/s with
+// kafka-reassign-partitions --throttle stays in progress (the new replica gets one fetch of
+// replica.fetch.max.bytes, then no more while the leader's and the follower's quotas are
+// exceeded), --verify says so and ListPartitionReassignments lists it; --cancel reverts it:
+// the partition is back on its original broker alone, the half-copied replica's directory is
+// removed, and the throttles are cleared.
+func TestReassignCancelUnderThrottle(t *testing.T) {
+	lookPath(t, "java")
+	kafkaJars(t)
+	c := StartCluster(t, 3, clusterSettings...)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*clusterDeadline)
+	defer cancel()
+	adm, cl := clusterAdmin(t, c.Bootstrap()...)
+	boot := strings.Join(c.Bootstrap(), ",")
+	if err := createWithAssignment(ctx, cl, "slow", map[int32][]int32{0: {1}}); err != nil {
+		t.Fatal(err)
+	}
+	// Uncompressed and random, so the log really is 3 MB: three times what one replica fetch
+	// carries for a partition (replica.fetch.max.bytes).
+	producer, err := kgo.NewClient(kgo.SeedBrokers(c.Bootstrap()...), kgo.DefaultProduceTopic("slow"), kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.ProducerBatchCompression(kgo.NoCompression()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer producer.Close()
+	rng := rand.New(rand.NewPCG(1, 2))
+	var records []*kgo.Record
+	for range 3000 {
+		value := make([]byte, 1000)
+		for i := range value {
+			value[i] = byte(rng.Uint32())
+		}
+		records = append(records, &kgo.Record{Value: value})
+	}
+	if err := producer.ProduceSync(ctx, records...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+
+	plan := filepath.Join(t.TempDir(), "plan.json")
+	if err := os.WriteFile(plan, []byte(`{"version":1,"partitions":[{"topic":"slow","partition":0,"replicas":[2]}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, _ := javaTool(t, "", reassignCommand, "--bootstrap-server", boot, "--execute", "--reassignment-json-file", plan, "--throttle", "1")
+	if !strings.Contains(out, "The inter-broker throttle limit was set to 1 B/s") {
+		t.Fatalf("--execute --throttle 1 printed:\n%s", out)
+	}
+	newDir := filepath.Join(c.Nodes[1].Dir, "slow-0")
+	waitFor(t, clusterDeadline, "broker 2 to hold part of the log", func() error {
+		if _, err := os.Stat(newDir); err != nil {
+			return err
+		}
+		return nil
+	})
+	out, _ = javaTool(t, "", reassignCommand, "--bootstrap-server", boot, "--verify", "--reassignment-json-file", plan)
+	if !strings.Contains(out, "Reassignment of partition slow-0 is still in progress.") {
+		t.Fatalf("--verify of a throttled move printed:\n%s", out)
+	}
+	listed := listReassignments(ctx, t, cl)
+	if len(listed) != 1 || listed[0].Topic != "slow" || len(listed[0].Partitions) != 1 {
+		t.Fatalf("listed %+v, want the one move", listed)
+	}
+	if r := listed[0].Partitions[0]; !slices.Equal(r.Replicas, []int32{2, 1}) || !slices.Equal(r.AddingReplicas, []int32{2}) ||
+		!slices.Equal(r.RemovingReplicas, []int32{1}) {
+		t.Fatalf("listed %+v", r)
+	}
+
+	out, _ = javaTool(t, "", reassignCommand, "--bootstrap-server", boot, "--cancel", "--reassignment-json-file", plan)
+	if !strings.Contains(out, "Successfully cancelled partition reassignment") {
+		t.Fatalf("--cancel printed:\n%s", out)
+	}
+	td, err := adm.ListTopics(ctx, "slow")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := td["slow"].Partitions[0]; !slices.Equal(p.Replicas, []int32{1}) || p.Leader != 1 {
+		t.Fatalf("after --cancel: replicas %v leader %d, want back on 1", p.Replicas, p.Leader)
+	}
+	waitFor(t, clusterDeadline, "broker 2's partial replica removed", func() error {
+		if _, err := os.Stat(newDir); !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("stat %s: %v", newDir, err)
+		}
+		return nil
+	})
+	rc, err := adm.DescribeTopicConfigs(ctx, "slow")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range rc[0].Configs {
+		if strings.HasSuffix(c.Key, ".replication.throttled.replicas") && c.MaybeValue() != "" {
+			t.Fatalf("--cancel left %s=%s", c.Key, c.MaybeValue())
+		}
+	}
+	if listed := listReassignments(ctx, t, cl); len(listed) != 0 {
+		t.Fatalf("still listed after --cancel: %+v", listed)
+	}
+}
+
+// listReassignments asks ListPartitionReassignments for every reassignment (a null topic
+// list; kadm answers an empty set without asking).
+func listReassignments(ctx context.Context, t *testing.T, cl *kgo.Client) []kmsg.ListPartitionReassignmentsResponseTopic {
+	t.Helper()
+	resp, err := kmsg.NewPtrListPartitionReassignmentsRequest().RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatalf("ListPartitionReassignments: %v", err)
+	}
+	if resp.ErrorCode != 0 {
+		t.Fatalf("ListPartitionReassignments: %v", kerr.ErrorForCode(resp.ErrorCode))
+	}
+	return resp.Topics
 }
