@@ -169,6 +169,24 @@ func TestReassignPartitionsTool(t *testing.T) {
 		t.Fatalf("--execute --throttle left the topic's throttled replicas %v", throttledReplicas)
 	}
 	t.Logf("moving's throttled replicas during the reassignment: %v", throttledReplicas)
+	brokerThrottle := func() map[string]string {
+		t.Helper()
+		rc, err := adm.DescribeBrokerConfigs(ctx, 1)
+		if err != nil || len(rc) != 1 {
+			t.Fatalf("describe broker 1: %v %v", rc, err)
+		}
+		got := map[string]string{}
+		for _, c := range rc[0].Configs {
+			if strings.HasSuffix(c.Key, ".replication.throttled.rate") {
+				got[c.Key] = c.MaybeValue() + " " + c.Source.String()
+			}
+		}
+		return got
+	}
+	if got := brokerThrottle(); got["leader.replication.throttled.rate"] != "50000000 DYNAMIC_BROKER_CONFIG" ||
+		got["follower.replication.throttled.rate"] != "50000000 DYNAMIC_BROKER_CONFIG" {
+		t.Fatalf("broker 1's throttle rates during the reassignment: %v", got)
+	}
 	waitFor(t, 2*clusterDeadline, "--verify to report every reassignment complete and clear the throttles", func() error {
 		out, _ := javaTool(t, "", reassignCommand, "--bootstrap-server", boot, "--verify", "--reassignment-json-file", planFile)
 		for tp := range targets {
@@ -181,6 +199,9 @@ func TestReassignPartitionsTool(t *testing.T) {
 		}
 		return nil
 	})
+	if got := brokerThrottle(); len(got) != 0 {
+		t.Fatalf("broker 1 keeps throttle rates after --verify: %v", got)
+	}
 	rc, err = adm.DescribeTopicConfigs(ctx, "moving", "single")
 	if err != nil {
 		t.Fatal(err)
