@@ -73,6 +73,9 @@ func (c *Controller) AlterPartitionReassignments(ctx context.Context, reqs []Rea
 			cur := w
 			for i := range reqs {
 				rec, verr := planReassignment(cur, &reqs[i], allowReplicationFactorChange)
+				if max := c.cfg.MaxReplicationFactor; verr == nil && max > 0 && len(reqs[i].Replicas) > max {
+					verr = fail(kerr.InvalidReplicationFactor, "Replication factor %d is above this cluster's limit of %d.", len(reqs[i].Replicas), max)
+				}
 				if verr == nil && len(recs)+1 > maxRecordsPerRequest {
 					verr = fail(kerr.PolicyViolation, "Unable to perform excessively large batch operation.")
 				}
@@ -110,8 +113,7 @@ func planReassignment(w *Image, r *Reassignment, allowReplicationFactorChange bo
 	}
 	if !allowReplicationFactorChange {
 		if original := originalReplicas(p); len(original) != len(r.Replicas) {
-			return nil, fail(kerr.InvalidReplicationFactor, "The replication factor of %s-%d would change from %d to %d, but the request does not allow replication factor changes.",
-				r.Topic, r.Partition, len(original), len(r.Replicas))
+			return nil, fail(kerr.InvalidReplicationFactor, "The replication factor is changed from %d to %d", len(original), len(r.Replicas))
 		}
 	}
 	target := reassignmentTarget(p.Replicas, r.Replicas)
