@@ -16,5 +16,9 @@
 // GetOffsetShell), python_test.go with testdata/*.py (confluent-kafka-python, kafka-python),
 // durability_test.go (kill -9 under idempotent acks=all load), badinput_test.go (malformed and
 // hostile input on raw sockets), limits_test.go (request memory bound under a slowloris,
-// connection quotas), shutdown_test.go (SIGHUP, bounded shutdown). Everything is in _test.go files; this package has no API.
+// connection quotas), shutdown_test.go (SIGHUP, bounded shutdown), reassign_test.go
+// (kafka-reassign-partitions --generate/--execute/--verify/--cancel and --throttle on three
+// nodes under an acks=all producer), under_replicated_test.go (kafka-topics
+// --under-replicated-partitions and --under-min-isr-partitions with a SIGSTOPped follower,
+// kafka-log-dirs). Everything is in _test.go files; this package has no API.
 package compattests
