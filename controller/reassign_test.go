@@ -283,3 +283,22 @@ func TestCreatePartitionsPlacesReplicatedPartitions(t *testing.T) {
 		t.Fatalf("new replicas on %d brokers only: %v", len(perBroker), perBroker)
 	}
 }
+
+// TestReassignmentSurvivesLeaderFencing: the removing leader is fenced mid-reassignment; the
+// election keeps the reassignment (2, the first replica in the ISR and active, leads), and
+// the new leader's AlterPartition that adds 3 completes it, keeping its own leadership (no
+// NEW_LEADER_ELECTED) while the leader epoch grows because 1 leaves the assignment.
+func TestReassignmentSurvivesLeaderFencing(t *testing.T) {
+	q, epochs := reassignQuorum(t)
+	wantOK(t, q.reassign(true, Reassignment{Topic: "r", Partition: 0, Replicas: []int32{3, 2}})[0])
+	q.heartbeat(BrokerHeartbeat{BrokerID: 1, BrokerEpoch: epochs[1], WantFence: true})
+	wantPartition(t, q, PartitionInfo{Replicas: []int32{3, 2, 1}, ISR: []int32{2}, Leader: 2, LeaderEpoch: 1, PartitionEpoch: 2,
+		AddingReplicas: []int32{3}, RemovingReplicas: []int32{1}})
+	r := q.leader().Image().Topics["r"]
+	res := q.alter(AlterPartition{TopicID: r.ID, Partition: 0, LeaderID: 2, BrokerEpoch: epochs[2], LeaderEpoch: 1, PartitionEpoch: 2,
+		NewISR: []int32{2, 3}})[0]
+	if res.Err != nil || res.Partition == nil || res.Partition.Leader != 2 || !slices.Equal(res.Partition.Replicas, []int32{3, 2}) {
+		t.Fatalf("completing AlterPartition from the new leader: %v (%s) %+v", res.Err, res.Message, res.Partition)
+	}
+	wantPartition(t, q, PartitionInfo{Replicas: []int32{3, 2}, ISR: []int32{2, 3}, Leader: 2, LeaderEpoch: 2, PartitionEpoch: 3})
+}
