@@ -23,6 +23,7 @@ package broker
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -122,6 +123,7 @@ func (b *Broker) readTargets(req *kmsg.FetchRequest, im *controller.Image, targe
 		if req.IsolationLevel == 1 {
 			visible = s.LastStable // read_committed
 		}
+		throttled := false
 		if follower.id >= 0 {
 			var code int16
 			if s, code = b.recordFollowerFetch(p, im, rs.topic, follower, t.fetchOffset); code != 0 {
@@ -130,6 +132,14 @@ func (b *Broker) readTargets(req *kmsg.FetchRequest, im *controller.Image, targe
 				continue
 			}
 			visible = s.LogEnd
+			throttled = b.leaderThrottled(rs.topic, t.partition)
+			if throttled && !slices.Contains(rs.topic.Partitions[t.partition].ISR, follower.id) &&
+				b.throttles.leader.exceeded(b.throttledRate(im, leaderThrottledRateKey)) {
+				// Leader throttle (throttle.go): no records for an out-of-sync replica now.
+				r.highWatermark, r.lastStableOffset, r.logStartOffset = s.HighWatermark, s.LastStable, s.LogStart
+				b.throttles.leaderSkips.Add(1)
+				continue
+			}
 		}
 		r.highWatermark, r.lastStableOffset, r.logStartOffset = s.HighWatermark, s.LastStable, s.LogStart
 		limit := min(int64(t.maxBytes), maxBytes-total)
@@ -145,6 +155,9 @@ func (b *Broker) readTargets(req *kmsg.FetchRequest, im *controller.Image, targe
 		}
 		r.records = read.Slices
 		total += read.Bytes
+		if throttled {
+			b.throttles.leader.record(read.Bytes)
+		}
 	}
 	return results, total, anyError
 }

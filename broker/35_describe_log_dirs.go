@@ -3,8 +3,11 @@ package broker
 // DescribeLogDirs, key 35: v0–v4.
 //
 // sluice has one log directory per node. It is answered with every hosted partition (a null
-// topic list) or the requested ones that are hosted here, each with its size on disk, offset
-// lag 0 (no replica is moving between directories) and IsFuture false. v3+: top-level error
+// topic list) or the requested ones that are hosted here, leaders and followers alike, each
+// with its size on disk, IsFuture false and the offset lag Kafka's ReplicaManager reports for
+// a replica that is not a future one: max(high watermark − log end offset, 0), which is 0 for
+// every healthy replica (a follower's HW never passes its own log end; the lag is meant for
+// replicas moving between directories, which sluice does not have). v3+: top-level error
 // code. v4+ (KIP-827): the file system's total and usable bytes, as Kafka reads them from the
 // directory's FileStore.
 //
@@ -73,7 +76,8 @@ func (b *Broker) handleDescribeLogDirs(_ context.Context, _ *wire.ConnInfo, req 
 		dp := kmsg.NewDescribeLogDirsResponseDirTopicPartition()
 		dp.Partition = p.tp.partition
 		dp.Size = p.log.Size()
-		dp.OffsetLag = 0
+		snap := p.replica.Snapshot()
+		dp.OffsetLag = max(snap.HighWatermark-snap.LogEnd, 0)
 		t := &dir.Topics[len(dir.Topics)-1]
 		t.Partitions = append(t.Partitions, dp)
 	}

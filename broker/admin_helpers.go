@@ -190,6 +190,39 @@ func (b *Broker) brokerConfigEntries(im *controller.Image, names []string) []con
 			}
 		}
 	}
+	// Keys Kafka defines only dynamically (the replication throttle rates) are listed when
+	// set, with their dynamic source and synonyms, as Kafka lists them.
+	for _, key := range sortedKeys(mergedKeys(perBroker, clusterDefault)) {
+		d, ok := config.DynamicBrokerDef(key)
+		if !ok || seen[key] || !wanted(names, key) {
+			continue
+		}
+		if _, static := config.BrokerDef(key); static {
+			continue
+		}
+		seen[key] = true
+		var syns []config.Synonym
+		for _, src := range []struct {
+			m      map[string]string
+			source config.Source
+		}{{perBroker, config.SourceDynamicBrokerConfig}, {clusterDefault, config.SourceDynamicDefaultBrokerConfig}} {
+			if v, ok := src.m[key]; ok {
+				syns = append(syns, config.Synonym{Name: key, Value: &v, Source: src.source})
+			}
+		}
+		out = append(out, configEntry{name: key, value: syns[0].Value, source: syns[0].Source, synonyms: syns, typ: d.Type, doc: d.Doc})
+	}
+	return out
+}
+
+// mergedKeys is the set of keys of the maps.
+func mergedKeys(ms ...map[string]string) map[string]string {
+	out := map[string]string{}
+	for _, m := range ms {
+		for k, v := range m {
+			out[k] = v
+		}
+	}
 	return out
 }
 
@@ -362,7 +395,7 @@ func brokerConfigProblem(ops []controller.ConfigOp) (int16, string) {
 		if op.Value == nil {
 			continue // reverting a key to its default is always allowed, as in Kafka
 		}
-		d, ok := config.BrokerDef(op.Key)
+		d, ok := config.DynamicBrokerDef(op.Key)
 		if !ok {
 			return kerr.InvalidConfig.Code, (&config.Error{Key: op.Key, Unknown: true}).Error()
 		}

@@ -87,6 +87,8 @@ type Broker struct {
 	alterPartition alterPartitionSender
 	// fetchers copy the partitions this node follows from their leaders (fetcher.go).
 	fetchers *replicaFetchers
+	// throttles are the leader and follower replication quotas (throttle.go).
+	throttles *replicationThrottles
 
 	// draining is closed by Drain: parked fetches are answered and no fetch parks any more.
 	draining  chan struct{}
@@ -135,6 +137,7 @@ func New(cfg Config, ctrl Metadata) (*Broker, error) {
 	alterSender := newControllerAlterPartition(b)
 	b.alterPartition = alterSender
 	b.fetchers = newReplicaFetchers(b)
+	b.throttles = newReplicationThrottles(b)
 	b.mu.partitions = make(map[topicPartition]*Partition)
 	b.mu.appliedChanged = make(chan struct{})
 	b.offline.init()

@@ -26,6 +26,9 @@ package broker
 //     retention or DeleteRecords removed on the leader does not come back. A DivergingEpoch
 //     answer truncates as above; a fetch offset below the leader's log start restarts the log
 //     empty there.
+//   - A partition throttled as follower (throttle.go) that has not caught up with the leader's
+//     HW is left out of a fetch while follower.replication.throttled.rate is exceeded, and
+//     tried again after replica.fetch.backoff.ms; its fetched bytes count against the rate.
 //   - After an error the fetcher (a connection problem) or the partition (a partition error)
 //     waits replica.fetch.backoff.ms. A dead leader is retried with that backoff until a new
 //     image moves the partition to another leader's fetcher.
@@ -101,6 +104,9 @@ type fetchState struct {
 		truncating bool
 		// retryAt delays the partition after a partition error.
 		retryAt time.Time
+		// caughtUp: the last fetch brought the log to the leader's high watermark (Kafka's
+		// isReplicaInSync for its fetcher): a follower throttle no longer applies.
+		caughtUp bool
 	}
 }
 
@@ -522,6 +528,31 @@ func (f *replicaFetcher) fetch(br *kgo.Broker, states map[topicPartition]*fetchS
 		}
 		return int(a.partition - c.partition)
 	})
+	// Follower throttle (throttle.go): a throttled partition that has not caught up stays
+	// out of the fetch while the quota is exceeded.
+	im := b.ctrl.Image()
+	overQuota := b.throttles.follower.exceeded(b.throttledRate(im, followerThrottledRateKey))
+	throttled := map[topicPartition]bool{}
+	kept := tps[:0]
+	for _, tp := range tps {
+		s := states[tp]
+		if topic := im.TopicsByID[s.topicID]; topic != nil && b.followerThrottled(topic, tp.partition) {
+			throttled[tp] = true
+			s.mu.Lock()
+			caughtUp := s.mu.caughtUp
+			s.mu.Unlock()
+			if !caughtUp && overQuota {
+				b.throttles.followerSkips.Add(1)
+				f.partitionBackoff(s)
+				continue
+			}
+		}
+		kept = append(kept, tp)
+	}
+	tps = kept
+	if len(tps) == 0 {
+		return nil
+	}
 	byTopic := map[string]int{}
 	byID := map[controller.TopicID]string{}
 	for _, tp := range tps {
@@ -558,9 +589,13 @@ func (f *replicaFetcher) fetch(br *kgo.Broker, states map[topicPartition]*fetchS
 		}
 		for i := range rt.Partitions {
 			rp := &rt.Partitions[i]
-			s := states[topicPartition{name, rp.Partition}]
+			tp := topicPartition{name, rp.Partition}
+			s := states[tp]
 			if s == nil {
 				continue
+			}
+			if throttled[tp] {
+				b.throttles.follower.record(int64(len(rp.RecordBatches)))
 			}
 			f.applyFetched(s, rp)
 		}
@@ -627,6 +662,7 @@ func (f *replicaFetcher) applyFetched(st *fetchState, rp *kmsg.FetchResponseTopi
 		st.mu.retryAt = time.Now().Add(time.Duration(b.cfg.Static.ReplicaFetchBackoffMs) * time.Millisecond)
 		return
 	}
+	st.mu.caughtUp = st.p.log.LogEndOffset() >= rp.HighWatermark
 	if err := st.p.replica.FollowLeaderLogStart(rp.LogStartOffset); err != nil {
 		b.logger.Warn("replica fetcher: moving the log start to the leader's failed", "partition", st.p.tp.String(), "offset", rp.LogStartOffset, "err", err)
 	}

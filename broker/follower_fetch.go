@@ -20,6 +20,10 @@ package broker
 //   - A fetch whose LastFetchedEpoch diverges is answered with DivergingEpoch and no records
 //     (readTargets, divergingEpoch), and does not update the follower's state either.
 //
+// A partition this leader throttles (throttle.go) is answered without records to a replica
+// outside its ISR while leader.replication.throttled.rate is exceeded; the bytes it sends for
+// throttled partitions count against that rate.
+//
 // Fetch sessions: followers may use them as consumers do (the server side does not tell them
 // apart); sluice's own fetcher (fetcher.go) sends sessionless full fetches. There are no
 // consumer quotas to exempt followers from.

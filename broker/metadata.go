@@ -23,6 +23,8 @@ type Metadata interface {
 	AllocateProducerIDs(ctx context.Context, brokerID int32, count int32) (firstID int64, err error)
 	// AlterPartition commits ISR changes a partition leader proposes (Kafka's API 56).
 	AlterPartition(ctx context.Context, reqs []controller.AlterPartition) ([]controller.AlterPartitionResult, error)
+	// AlterPartitionReassignments starts or cancels partition reassignments (Kafka's API 45).
+	AlterPartitionReassignments(ctx context.Context, reqs []controller.Reassignment, allowReplicationFactorChange bool) ([]controller.ReassignmentResult, error)
 }
 
 var _ Metadata = (*controller.Controller)(nil)

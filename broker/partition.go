@@ -342,6 +342,14 @@ func (c *controllerAlterPartition) send(batch []isrProposal) {
 			b.logger.Info("ISR change committed", "partition", pr.p.tp.String(), "leaderEpoch", pr.change.LeaderEpoch, "isr", pr.change.ISR)
 			continue
 		}
+		if errors.Is(rerr, kerr.NewLeaderElected) {
+			// Committed, and it completed a reassignment that moved the leadership away
+			// (controller/reassign.go): the new role arrives with the metadata.
+			b.logger.Info("ISR change completed a reassignment; leadership moved", "partition", pr.p.tp.String(),
+				"leaderEpoch", pr.change.LeaderEpoch, "isr", pr.change.ISR, "message", msg)
+			pr.p.replica.ISRChangeFailed()
+			continue
+		}
 		c.mu.Lock()
 		c.mu.refusedAt[pr.p.tp] = time.Now()
 		warned := c.mu.warned[pr.p.tp]

@@ -871,3 +871,50 @@ func (l *Link) alterPartitionRemote(ctx context.Context, cl *kgo.Client, reqs []
 	}
 	return nil
 }
+
+// AlterPartitionReassignments starts or cancels reassignments through the active controller
+// and returns once the local image has the outcome.
+func (l *Link) AlterPartitionReassignments(ctx context.Context, reqs []controller.Reassignment, allowReplicationFactorChange bool) ([]controller.ReassignmentResult, error) {
+	var out []controller.ReassignmentResult
+	err := l.withLeader(ctx, func() error {
+		var err error
+		out, err = l.local.AlterPartitionReassignments(ctx, reqs, allowReplicationFactorChange)
+		return localRetry(err, len(out) > 0 && errors.Is(out[0].Err, kerr.NotController))
+	}, func(cl *kgo.Client) error {
+		req := kmsg.NewPtrAlterPartitionAssignmentsRequest()
+		req.Version, req.TimeoutMillis, req.AllowReplicationFactorChange = 1, timeoutMillis(ctx), allowReplicationFactorChange
+		// One topic entry per item, so the answer maps back by position.
+		for _, r := range reqs {
+			t := kmsg.NewAlterPartitionAssignmentsRequestTopic()
+			t.Topic = r.Topic
+			p := kmsg.NewAlterPartitionAssignmentsRequestTopicPartition()
+			p.Partition, p.Replicas = r.Partition, r.Replicas
+			t.Partitions = append(t.Partitions, p)
+			req.Topics = append(req.Topics, t)
+		}
+		resp, err := request(ctx, cl, req)
+		if err != nil {
+			return err
+		}
+		r := resp.(*kmsg.AlterPartitionAssignmentsResponse)
+		switch r.ErrorCode {
+		case 0:
+		case kerr.NotController.Code:
+			return errRetry
+		default:
+			return kerr.ErrorForCode(r.ErrorCode)
+		}
+		l.waitOffset(ctx, offsetOf(&r.UnknownTags))
+		out = make([]controller.ReassignmentResult, len(reqs))
+		for i := range out {
+			if i >= len(r.Topics) || len(r.Topics[i].Partitions) != 1 {
+				out[i].Err = kerr.UnknownServerError
+				continue
+			}
+			rp := r.Topics[i].Partitions[0]
+			out[i].Err, out[i].Message = kerr.ErrorForCode(rp.ErrorCode), deref(rp.ErrorMessage)
+		}
+		return nil
+	})
+	return out, err
+}

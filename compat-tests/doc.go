@@ -18,5 +18,10 @@
 // hostile input on raw sockets), limits_test.go (request memory bound under a slowloris,
 // connection quotas), shutdown_test.go (SIGHUP, bounded shutdown), security_test.go (SSL, mTLS,
 // SASL PLAIN and SCRAM with kcat, franz-go, the Java console tools and confluent-kafka-python;
-// bad input on secured listeners; certificates made by internal/testcerts). Everything is in _test.go files; this package has no API.
+// bad input on secured listeners; certificates made by internal/testcerts),
+// reassign_test.go
+// (kafka-reassign-partitions --generate/--execute/--verify/--cancel and --throttle on three
+// nodes under an acks=all producer), under_replicated_test.go (kafka-topics
+// --under-replicated-partitions and --under-min-isr-partitions with a SIGSTOPped follower,
+// kafka-log-dirs). Everything is in _test.go files; this package has no API.
 package compattests

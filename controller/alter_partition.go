@@ -60,7 +60,9 @@ type AlterPartitionResult struct {
 // one (leader and leader epoch unchanged); its result is the partition as that record
 // committed it. A new ISR equal to the current one commits nothing and answers the current
 // partition. The follower that caught up rejoins the same way: its leader proposes the
-// expanded ISR. A failure of the whole call (this node is not the active controller, the
+// expanded ISR. For a partition being reassigned the change may also complete the
+// reassignment (reassign.go); when that moves the leadership off the requester its item is
+// answered NEW_LEADER_ELECTED, as Kafka answers it, and the new state reaches it in metadata. A failure of the whole call (this node is not the active controller, the
 // metadata log cannot be written) is returned as a *kerr.Error; a Go error otherwise means
 // ctx ended or the controller is closed.
 func (c *Controller) AlterPartition(ctx context.Context, reqs []AlterPartition) ([]AlterPartitionResult, error) {
@@ -80,16 +82,22 @@ func (c *Controller) AlterPartition(ctx context.Context, reqs []AlterPartition) 
 					setErr(&results[i].Err, &results[i].Message, verr)
 					continue
 				}
-				rec := partitionChange(t.ID, p, p.Leader, reqs[i].NewISR)
+				rec := alterPartitionChange(cur, t.ID, p, reqs[i].NewISR)
 				if rec == nil {
 					results[i].Partition = clonePartition(p)
 					continue
 				}
-				next := clonePartition(p)
-				next.ISR, next.PartitionEpoch = slices.Clone(rec.ISR), rec.PartitionEpoch
-				changed[i] = next
 				recs = append(recs, rec)
 				cur, _ = applyRecords(cur, cur.Offset, []Record{rec})
+				if rec.Leader != reqs[i].LeaderID {
+					// The change completed a reassignment that moved the leadership away
+					// (reassign.go): the requester learns it from the metadata, as Kafka
+					// answers it.
+					setErr(&results[i].Err, &results[i].Message, fail(kerr.NewLeaderElected,
+						"The ISR change of %s-%d completed its reassignment; broker %d leads it now.", t.Name, p.Partition, rec.Leader))
+					continue
+				}
+				changed[i] = clonePartition(&cur.TopicsByID[t.ID].Partitions[p.Partition])
 			}
 			return recs
 		},

@@ -156,10 +156,19 @@ func (b *imageBuilder) apply(r Record) error {
 			return fmt.Errorf("%w: change of %s/%d to partition epoch %d leader epoch %d, not above %d/%d", ErrInvalidRecord,
 				t.Name, r.Partition, r.PartitionEpoch, r.LeaderEpoch, old.PartitionEpoch, old.LeaderEpoch)
 		}
+		if r.Replicas != nil {
+			if err := checkAssignment(r.Replicas, r.AddingReplicas, r.RemovingReplicas); err != nil {
+				return fmt.Errorf("%w: change of %s/%d: %v", ErrInvalidRecord, t.Name, r.Partition, err)
+			}
+		}
 		t = b.topicForWrite(t)
 		p := &t.Partitions[r.Partition]
 		p.Leader, p.ISR = r.Leader, slices.Clone(r.ISR)
 		p.LeaderEpoch, p.PartitionEpoch = r.LeaderEpoch, r.PartitionEpoch
+		if r.Replicas != nil {
+			p.Replicas = slices.Clone(r.Replicas)
+			p.AddingReplicas, p.RemovingReplicas = cloneNonEmpty(r.AddingReplicas), cloneNonEmpty(r.RemovingReplicas)
+		}
 
 	case *TopicRecord:
 		if img.Topics[r.Name] != nil {
@@ -182,14 +191,21 @@ func (b *imageBuilder) apply(r Record) error {
 		if r.Partition < 0 || int(r.Partition) > len(t.Partitions) {
 			return fmt.Errorf("%w: partition %d of topic %q with %d partitions", ErrInvalidRecord, r.Partition, t.Name, len(t.Partitions))
 		}
+		if len(r.AddingReplicas)+len(r.RemovingReplicas) > 0 {
+			if err := checkAssignment(r.Replicas, r.AddingReplicas, r.RemovingReplicas); err != nil {
+				return fmt.Errorf("%w: partition %d of topic %q: %v", ErrInvalidRecord, r.Partition, t.Name, err)
+			}
+		}
 		t = b.topicForWrite(t)
 		p := PartitionInfo{
-			Partition:      r.Partition,
-			Replicas:       slices.Clone(r.Replicas),
-			ISR:            slices.Clone(r.ISR),
-			Leader:         r.Leader,
-			LeaderEpoch:    r.LeaderEpoch,
-			PartitionEpoch: r.PartitionEpoch,
+			Partition:        r.Partition,
+			Replicas:         slices.Clone(r.Replicas),
+			ISR:              slices.Clone(r.ISR),
+			Leader:           r.Leader,
+			LeaderEpoch:      r.LeaderEpoch,
+			PartitionEpoch:   r.PartitionEpoch,
+			AddingReplicas:   cloneNonEmpty(r.AddingReplicas),
+			RemovingReplicas: cloneNonEmpty(r.RemovingReplicas),
 		}
 		if int(r.Partition) == len(t.Partitions) {
 			t.Partitions = append(t.Partitions, p)

@@ -12,7 +12,7 @@
 // an atomic pointer, after which the previous image's Changed channel is closed.
 //
 // Proposals (CreateTopics, DeleteTopics, CreatePartitions, AlterConfigs, AllocateProducerIDs,
-// AlterPartition) travel to the driver over a bounded channel. The driver validates them
+// AlterPartition, AlterPartitionReassignments) travel to the driver over a bounded channel. The driver validates them
 // against its working image — the published image with every in-flight proposal applied on
 // top — so two requests cannot both create the same topic, proposes the resulting records as
 // one raft entry, and answers the caller once that entry is applied and published. Proposals
@@ -107,7 +107,8 @@
 // 1 ClusterID, 2 RegisterBroker, 3 Topic, 4 Partition, 5 Config, 6 RemoveTopic,
 // 7 ProducerIDs, 8 BrokerChange (fenced / in controlled shutdown, for one broker epoch),
 // 9 PartitionChange (a partition's new leader, ISR, leader epoch and partition epoch; the
-// partition epoch must grow) — see records.go. Empty entries (a new leader's) and raft
+// partition epoch must grow; with replicas set also its new assignment and the adding and
+// removing replicas of a reassignment, reassign.go) — see records.go. Empty entries (a new leader's) and raft
 // configuration changes carry no records. A record that does not fit the state (e.g. a
 // partition of an unknown topic) is skipped identically on every node. The state machine is
 // a pure function of the records and the raft index of the entry carrying each: a
@@ -138,7 +139,9 @@
 // follower falls behind and expanding it when one has caught up. The controller accepts a
 // change only from the current leader at the current leader and partition epochs, to an ISR
 // of active replicas holding the leader, as Kafka's ReplicationControlManager does, and
-// commits it as a PartitionChange record with the partition epoch plus one.
+// commits it as a PartitionChange record with the partition epoch plus one. For a partition
+// being reassigned the change that brings the last adding replica into the ISR also completes
+// the reassignment (reassign.go, which states Kafka's reassignment rules).
 //
 // # Observers
 //

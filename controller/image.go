@@ -46,6 +46,16 @@ type PartitionInfo struct {
 	Leader         int32 // -1 when none
 	LeaderEpoch    int32
 	PartitionEpoch int32
+	// AddingReplicas and RemovingReplicas are an ongoing reassignment (reassign.go): while
+	// either is non-empty Replicas is the target followed by the replicas being removed.
+	// Invariant: both are subsets of Replicas and disjoint.
+	AddingReplicas   []int32 `json:",omitempty"`
+	RemovingReplicas []int32 `json:",omitempty"`
+}
+
+// Reassigning reports whether a reassignment of the partition is in progress.
+func (p *PartitionInfo) Reassigning() bool {
+	return len(p.AddingReplicas) > 0 || len(p.RemovingReplicas) > 0
 }
 
 // TopicInfo is a topic with its partitions (indexed by partition number) and its config

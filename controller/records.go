@@ -76,13 +76,19 @@ type BrokerChangeRecord struct {
 // PartitionChangeRecord changes the leadership of an existing partition (as Kafka's
 // PartitionChangeRecord, with the new values in full): leader (-1 = none), ISR and both
 // epochs. PartitionEpoch must be above the partition's current one, else it is skipped.
+// Replicas, when set, changes the assignment (a reassignment starting, completing or being
+// cancelled, reassign.go) and then AddingReplicas and RemovingReplicas are the new values in
+// full too (absent = none); without Replicas all three stay as they are.
 type PartitionChangeRecord struct {
-	TopicID        TopicID `json:"topic_id"`
-	Partition      int32   `json:"partition"`
-	Leader         int32   `json:"leader"`
-	ISR            []int32 `json:"isr"`
-	LeaderEpoch    int32   `json:"leader_epoch"`
-	PartitionEpoch int32   `json:"partition_epoch"`
+	TopicID          TopicID `json:"topic_id"`
+	Partition        int32   `json:"partition"`
+	Leader           int32   `json:"leader"`
+	ISR              []int32 `json:"isr"`
+	LeaderEpoch      int32   `json:"leader_epoch"`
+	PartitionEpoch   int32   `json:"partition_epoch"`
+	Replicas         []int32 `json:"replicas,omitempty"`
+	AddingReplicas   []int32 `json:"adding_replicas,omitempty"`
+	RemovingReplicas []int32 `json:"removing_replicas,omitempty"`
 }
 
 // TopicRecord creates a topic. Its partitions follow as PartitionRecords.
@@ -102,6 +108,10 @@ type PartitionRecord struct {
 	Leader         int32   `json:"leader"`
 	LeaderEpoch    int32   `json:"leader_epoch"`
 	PartitionEpoch int32   `json:"partition_epoch"`
+	// AddingReplicas and RemovingReplicas: an ongoing reassignment (as Kafka's
+	// PartitionRecord carries it), normally empty.
+	AddingReplicas   []int32 `json:"adding_replicas,omitempty"`
+	RemovingReplicas []int32 `json:"removing_replicas,omitempty"`
 }
 
 // Config resource types, as Kafka's ConfigResource.Type.

@@ -118,7 +118,7 @@ func ValidateBrokerDynamic(key, value string) error {
 	if err := validateBrokerDynamicRules(key, value); err != nil {
 		return err
 	}
-	d, _ := BrokerDef(key)
+	d, _ := DynamicBrokerDef(key)
 	if err := refuseDynamicSecurity(d, value); err != nil {
 		return err
 	}
@@ -145,7 +145,7 @@ func refuseDynamicSecurity(d *Def, value string) error {
 
 // validateBrokerDynamicRules is ValidateBrokerDynamic with Kafka's rules alone.
 func validateBrokerDynamicRules(key, value string) error {
-	d, ok := BrokerDef(key)
+	d, ok := DynamicBrokerDef(key)
 	if !ok {
 		return &Error{Key: key, Value: value, Unknown: true}
 	}
@@ -165,7 +165,7 @@ func ValidateBrokerDynamicDefault(key, value string) error {
 	if err := validateBrokerDynamicRules(key, value); err != nil {
 		return err
 	}
-	d, _ := BrokerDef(key)
+	d, _ := DynamicBrokerDef(key)
 	if d.PerBroker {
 		return &Error{Key: key, Value: value, Message: "Cannot update these configs at default cluster level, broker id must be specified: " + key}
 	}

@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 )
 
@@ -39,6 +40,18 @@ func WriteReference(w io.Writer) error {
 				fmt.Fprintf(&b, "| `%s` | %s | %s |\n", d.Name, defaultCell(d), note)
 			}
 		}
+	}
+	b.WriteString("\n## Dynamic-only broker keys\n\n")
+	b.WriteString("Kafka defines these only as dynamic broker configs: set them per broker id or as the cluster default with AlterConfigs (`kafka-configs --entity-type brokers`, `kafka-reassign-partitions --throttle`), not in server.properties.\n\n")
+	b.WriteString("| key | default | support | note |\n|---|---|---|---|\n")
+	names := make([]string, 0, len(dynamicOnlyBrokerDefs))
+	for n := range dynamicOnlyBrokerDefs {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		d := dynamicOnlyBrokerDefs[n]
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", d.Name, defaultCell(d), d.Support, d.supportWhy)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

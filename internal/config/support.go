@@ -49,7 +49,6 @@ type supportGroup struct {
 
 // Reasons shared by several groups.
 const (
-	whyThrottles   = "replication throttles are not implemented yet"
 	whyRaftTiming  = "sluice's metadata quorum (etcd-raft) keeps its own timing: 100 ms ticks, a randomized 1-2 s election timeout, reconnects backing off from 50 ms to 1 s"
 	whySecurity    = "authorization (ACLs), OAUTHBEARER, Kerberos, TLS and SASL between brokers and security plugins are not implemented yet"
 	whyJava        = "sluice cannot load Java classes"
@@ -93,6 +92,7 @@ var brokerSupport = []supportGroup{
 		"log.cleaner.io.buffer.load.factor", "log.cleaner.io.max.bytes.per.second",
 		"log.cleaner.max.compaction.lag.ms", "log.cleaner.min.cleanable.ratio", "log.cleaner.min.compaction.lag.ms",
 		"log.cleaner.threads",
+		"replication.quota.window.num", "replication.quota.window.size.seconds",
 	}},
 	{Honoured, "", []string{
 		"ssl.keystore.location", "ssl.keystore.password", "ssl.keystore.type", "ssl.keystore.key",
@@ -215,8 +215,8 @@ var brokerSupport = []supportGroup{
 		"group.consumer.regex.refresh.interval.ms",
 	}},
 	{NoEffect, whyQuotas, []string{
-		"quota.window.num", "quota.window.size.seconds", "replication.quota.window.num",
-		"replication.quota.window.size.seconds", "controller.quota.window.num", "controller.quota.window.size.seconds",
+		"quota.window.num", "quota.window.size.seconds",
+		"controller.quota.window.num", "controller.quota.window.size.seconds",
 		"alter.log.dirs.replication.quota.window.num", "alter.log.dirs.replication.quota.window.size.seconds",
 	}},
 	{NoEffect, whyMetrics, []string{
@@ -266,12 +266,10 @@ var topicSupport = []supportGroup{
 		"remote.storage.enable", "retention.bytes", "retention.ms", "segment.bytes", "segment.index.bytes",
 		"segment.jitter.ms", "segment.ms", "internal.segment.bytes", "unclean.leader.election.enable",
 		"delete.retention.ms", "max.compaction.lag.ms", "min.compaction.lag.ms", "min.cleanable.dirty.ratio",
+		"follower.replication.throttled.replicas", "leader.replication.throttled.replicas",
 	}},
 	{NoEffect, "only used when the broker recompresses, which sluice does not do yet (compression.type other than producer is refused)", []string{
 		"compression.gzip.level", "compression.lz4.level", "compression.zstd.level",
-	}},
-	{NoEffect, whyThrottles, []string{
-		"follower.replication.throttled.replicas", "leader.replication.throttled.replicas",
 	}},
 	{NoEffect, whyTiered, []string{
 		"local.retention.bytes", "local.retention.ms", "remote.log.copy.disable", "remote.log.delete.on.disable",
