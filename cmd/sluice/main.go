@@ -32,6 +32,7 @@ import (
 	"sluice/broker"
 	"sluice/controller"
 	"sluice/internal/config"
+	"sluice/ops"
 	"sluice/wire"
 )
 
@@ -69,6 +70,7 @@ func run(args []string) error {
 	fs := flag.NewFlagSet("sluice", flag.ContinueOnError)
 	configPath := fs.String("config", "", "Kafka-style server.properties file")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	httpAddr := fs.String("http-addr", "", "serve /healthz, /readyz and Prometheus /metrics on this host:port (e.g. 127.0.0.1:9644); off when empty")
 	debugAddr := fs.String("debug-addr", "", "serve Go's pprof profiles on this host:port (e.g. 127.0.0.1:6060); off when empty")
 	cacheWindow := fs.Int64("cache-window-bytes", defaultCacheWindowBytes,
 		"page cache kept per partition for its newest data; older appended bytes are written back and dropped from the cache (0: leave it to the kernel)")
@@ -185,7 +187,25 @@ func run(args []string) error {
 			q.close(logger)
 		}
 	}()
+	var opsServer *ops.Server
+	if *httpAddr != "" {
+		// The metadata as this node's broker sees it (its link's image on a cluster); the
+		// controller's on a controller-only node.
+		image := q.ctrl.Image
+		if cfg.HasRole("broker") {
+			image = q.metadata().Image
+		}
+		if opsServer, err = ops.Listen(ops.Config{Addr: *httpAddr, NodeID: cfg.NodeID, Image: image,
+			Logger: logger.With("component", "http")}); err != nil {
+			return fmt.Errorf("--http-addr: %w", err)
+		}
+		defer opsServer.Close()
+		logger.Info("serving health and metrics", "addr", opsServer.Addr().String())
+	}
 	if !cfg.HasRole("broker") {
+		if opsServer != nil {
+			opsServer.SetServing(nil)
+		}
 		return serveControllerOnly(cfg, q, identityDirs, metaProps, signals, logger)
 	}
 	if err := q.register(cfg, logger); err != nil {
@@ -227,6 +247,7 @@ func run(args []string) error {
 			Memory:             memory,
 			Limits:             limits,
 			Logger:             logger.With("component", "wire", "listener", l.Name),
+			ObserveRequest:     observeRequest(opsServer),
 		}, b)
 		if err != nil {
 			shutdownListeners(servers, b, logger)
@@ -238,8 +259,15 @@ func run(args []string) error {
 	im := ctrl.Image()
 	logger.Info("sluice started", "node.id", cfg.NodeID, "cluster.id", im.ClusterID, "log.dir", logDir, "metadata.log.dir", metadataDir)
 
+	if opsServer != nil {
+		opsServer.SetServing(b)
+	}
+
 	sig := <-signals
 	shutdownStart := time.Now()
+	if opsServer != nil {
+		opsServer.StopServing()
+	}
 	logger.Info("shutting down", "signal", sig.String())
 	go func() {
 		sig := <-signals
