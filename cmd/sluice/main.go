@@ -2,7 +2,11 @@
 //
 // With no arguments it is a single-node cluster on 127.0.0.1:9092 keeping its data in ./data.
 // --config reads a Kafka server.properties file; --set key=value (repeatable) overrides one key.
-// Unknown or invalid keys stop the start with an error naming the key.
+// Unknown or invalid keys stop the start with an error naming the key. --http-addr (off by
+// default) serves /healthz, /readyz and Prometheus /metrics (package ops).
+//
+// `sluice topic|produce|consume|group|cluster ...` are admin subcommands instead, Kafka clients
+// on franz-go that work against any Kafka-compatible broker (cli.go; `sluice help` lists them).
 //
 // SIGTERM, SIGINT or SIGHUP (the terminal that started it closing) shut it down cleanly, as the
 // Kafka JVM's shutdown hooks do, logging one line per phase with its duration: listeners (stop
@@ -37,6 +41,9 @@ import (
 )
 
 func main() {
+	if isSubcommand(os.Args[1:]) {
+		os.Exit(runCLI(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	}
 	if err := run(os.Args[1:]); err != nil {
 		fmt.Fprintln(os.Stderr, "sluice:", err)
 		os.Exit(1)
