@@ -18,5 +18,7 @@
 // hostile input on raw sockets), limits_test.go (request memory bound under a slowloris,
 // connection quotas), shutdown_test.go (SIGHUP, bounded shutdown), security_test.go (SSL, mTLS,
 // SASL PLAIN and SCRAM with kcat, franz-go, the Java console tools and confluent-kafka-python;
-// bad input on secured listeners; certificates made by internal/testcerts). Everything is in _test.go files; this package has no API.
+// bad input on secured listeners; certificates made by internal/testcerts), metrics_test.go
+// (/healthz, /readyz, /metrics parsed by Prometheus's text parser under load, group lag),
+// cli_test.go (the sluice admin CLI against sluice and against Apache Kafka from the cached jars). Everything is in _test.go files; this package has no API.
 package compattests
