@@ -170,6 +170,9 @@ func TestMetricsEndpointsUnderLoad(t *testing.T) {
 			t.Errorf("%s = %v (%d samples), want %v", name, v, n, want)
 		}
 	}
+	if conns, n := series(after, "sluice_listener_connections", map[string]string{"listener": "PLAINTEXT"}); n != 1 || conns < 1 {
+		t.Errorf("sluice_listener_connections{listener=PLAINTEXT} = %v (%d samples) with a client connected", conns, n)
+	}
 	if _, n := series(after, "go_goroutines", nil); n != 1 {
 		t.Errorf("no Go runtime metrics (go_goroutines)")
 	}

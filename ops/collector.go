@@ -49,6 +49,8 @@ var (
 		"Committed offset of a group this node coordinates (kafka-exporter's kafka_consumergroup_current_offset).", gtpLabels, nil)
 	descLag = prometheus.NewDesc("sluice_consumer_group_lag",
 		"High watermark minus the committed offset, for groups this node coordinates on partitions it leads (kafka-exporter's kafka_consumergroup_lag; kafka-consumer-groups.sh's LAG).", gtpLabels, nil)
+	descConnections = prometheus.NewDesc("sluice_listener_connections",
+		"Open client connections per listener (mirrors kafka.server:type=socket-server-metrics,listener=<name>,name=connection-count).", []string{"listener"}, nil)
 	descScrapeErrors = prometheus.NewDesc("sluice_consumer_group_scrape_errors",
 		"1 when this scrape could not read the committed offsets (coordinator loading or timed out).", nil, nil)
 )
@@ -59,7 +61,7 @@ type brokerCollector struct{ s *Server }
 func (c *brokerCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descLogSize, descSegments, descLogStart, descLogEnd, descHW, descLeader, descISR,
 		descPartitions, descLeaders, descUnderReplicated, descUnderMinISR, descActiveController, descMetadataOffset,
-		descBrokerApplied, descBrokers, descCommitted, descLag, descScrapeErrors} {
+		descBrokerApplied, descBrokers, descCommitted, descLag, descScrapeErrors, descConnections} {
 		ch <- d
 	}
 }
@@ -85,6 +87,11 @@ func (c *brokerCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	gauge(descBrokers, unfenced, "active")
 	gauge(descBrokers, fenced, "fenced")
+	if ls := c.s.listeners.Load(); ls != nil {
+		for _, l := range *ls {
+			gauge(descConnections, float64(l.Connections()), l.Name)
+		}
+	}
 
 	b := c.s.broker.Load()
 	if b == nil {

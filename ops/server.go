@@ -42,6 +42,14 @@ type Server struct {
 	broker atomic.Pointer[broker.Broker]
 	// serving is set once the client listeners are open.
 	serving atomic.Bool
+	// listeners are the client listeners' connection counts, set once by SetServing.
+	listeners atomic.Pointer[[]Listener]
+}
+
+// Listener names a client listener and reads its open connections (wire.Server).
+type Listener struct {
+	Name        string
+	Connections func() int
 }
 
 // Listen binds cfg.Addr and serves the endpoints in the background. /healthz answers at once;
@@ -81,11 +89,12 @@ func Listen(cfg Config) (*Server, error) {
 func (s *Server) Addr() net.Addr { return s.ln.Addr() }
 
 // SetServing records that the client listeners are open; b (nil on a controller-only node) is
-// the broker the partition and group metrics read.
-func (s *Server) SetServing(b *broker.Broker) {
+// the broker the partition and group metrics read, listeners the listeners it serves on.
+func (s *Server) SetServing(b *broker.Broker, listeners ...Listener) {
 	if b != nil {
 		s.broker.Store(b)
 	}
+	s.listeners.Store(&listeners)
 	s.serving.Store(true)
 }
 

@@ -84,6 +84,10 @@ func run(args []string) error {
 	overrides := setFlags{}
 	fs.Var(overrides, "set", "key=value broker config override (repeatable)")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) { // the flags are printed; add the subcommands
+			fmt.Fprint(os.Stderr, "\n"+cliUsage)
+			return nil
+		}
 		return err
 	}
 	if fs.NArg() > 0 {
@@ -267,7 +271,11 @@ func run(args []string) error {
 	logger.Info("sluice started", "node.id", cfg.NodeID, "cluster.id", im.ClusterID, "log.dir", logDir, "metadata.log.dir", metadataDir)
 
 	if opsServer != nil {
-		opsServer.SetServing(b)
+		var listeners []ops.Listener
+		for i, l := range brokerListeners(cfg) {
+			listeners = append(listeners, ops.Listener{Name: l.Name, Connections: servers[i].OpenConnections})
+		}
+		opsServer.SetServing(b, listeners...)
 	}
 
 	sig := <-signals
