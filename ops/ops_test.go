@@ -1,12 +1,16 @@
 package ops
 
 import (
+	"encoding/json"
 	"io"
 	"net/http"
+	"os"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
@@ -100,4 +104,54 @@ func BenchmarkObserveRequest(b *testing.B) {
 			m.observe(0, 11, 250*time.Microsecond)
 		}
 	})
+}
+
+// TestGrafanaDashboardUsesServedMetrics keeps docs/grafana/sluice-dashboard.json on metrics
+// /metrics really serves: every sluice_ series its queries name is one the server describes.
+func TestGrafanaDashboardUsesServedMetrics(t *testing.T) {
+	raw, err := os.ReadFile("../docs/grafana/sluice-dashboard.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dash struct {
+		Panels []struct {
+			Title   string `json:"title"`
+			Targets []struct {
+				Expr string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+	}
+	if err := json.Unmarshal(raw, &dash); err != nil {
+		t.Fatalf("dashboard is not JSON: %v", err)
+	}
+	served := map[string]bool{}
+	descs := make(chan *prometheus.Desc, 100)
+	(&brokerCollector{}).Describe(descs)
+	newRequestMetrics().duration.Describe(descs)
+	close(descs)
+	fqName := regexp.MustCompile(`fqName: "([a-z_]+)"`)
+	for d := range descs {
+		if m := fqName.FindStringSubmatch(d.String()); m != nil {
+			served[m[1]] = true
+		}
+	}
+	name := regexp.MustCompile(`sluice_[a-z_]+`)
+	used := 0
+	for _, p := range dash.Panels {
+		if len(p.Targets) == 0 {
+			t.Errorf("panel %q has no query", p.Title)
+		}
+		for _, tg := range p.Targets {
+			for _, n := range name.FindAllString(tg.Expr, -1) {
+				base := strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(n, "_bucket"), "_count"), "_sum")
+				if !served[base] {
+					t.Errorf("panel %q queries %s, which /metrics does not serve", p.Title, n)
+				}
+				used++
+			}
+		}
+	}
+	if used == 0 {
+		t.Error("the dashboard queries no sluice metric")
+	}
 }
