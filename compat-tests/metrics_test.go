@@ -165,6 +165,7 @@ func TestMetricsEndpointsUnderLoad(t *testing.T) {
 		"sluice_active_controller":           1,
 		"sluice_under_replicated_partitions": 0,
 		"sluice_under_min_isr_partitions":    0,
+		"sluice_raft_leader_id":              1,
 	} {
 		if v, n := series(after, name, nil); n != 1 || v != want {
 			t.Errorf("%s = %v (%d samples), want %v", name, v, n, want)
@@ -172,6 +173,12 @@ func TestMetricsEndpointsUnderLoad(t *testing.T) {
 	}
 	if conns, n := series(after, "sluice_listener_connections", map[string]string{"listener": "PLAINTEXT"}); n != 1 || conns < 1 {
 		t.Errorf("sluice_listener_connections{listener=PLAINTEXT} = %v (%d samples) with a client connected", conns, n)
+	}
+	if term, _ := series(after, "sluice_raft_term", nil); term < 1 {
+		t.Errorf("sluice_raft_term = %v, want at least 1", term)
+	}
+	if commit, _ := series(after, "sluice_raft_commit_index", nil); commit < 1 {
+		t.Errorf("sluice_raft_commit_index = %v, want at least 1", commit)
 	}
 	if _, n := series(after, "go_goroutines", nil); n != 1 {
 		t.Errorf("no Go runtime metrics (go_goroutines)")

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"sluice/controller"
 )
 
 // groupOffsetsTimeout bounds how long a scrape waits for the coordinator's committed offsets.
@@ -51,6 +53,14 @@ var (
 		"High watermark minus the committed offset, for groups this node coordinates on partitions it leads (kafka-exporter's kafka_consumergroup_lag; kafka-consumer-groups.sh's LAG).", gtpLabels, nil)
 	descConnections = prometheus.NewDesc("sluice_listener_connections",
 		"Open client connections per listener (mirrors kafka.server:type=socket-server-metrics,listener=<name>,name=connection-count).", []string{"listener"}, nil)
+	descRaftTerm = prometheus.NewDesc("sluice_raft_term",
+		"Raft term of the metadata quorum as this node knows it (mirrors kafka.server:type=raft-metrics,name=current-epoch).", nil, nil)
+	descRaftCommit = prometheus.NewDesc("sluice_raft_commit_index",
+		"Commit index of the metadata log known to this node (mirrors kafka.server:type=raft-metrics,name=high-watermark).", nil, nil)
+	descRaftLeader = prometheus.NewDesc("sluice_raft_leader_id",
+		"Node ID of the metadata quorum's leader, -1 if none (mirrors kafka.server:type=raft-metrics,name=current-leader).", nil, nil)
+	descRaftVoterLag = prometheus.NewDesc("sluice_raft_replica_lag_entries",
+		"On the quorum leader, how far each voter's and observer's log is behind the commit index (the Lag column of kafka-metadata-quorum describe --replication).", []string{"node", "role"}, nil)
 	descScrapeErrors = prometheus.NewDesc("sluice_consumer_group_scrape_errors",
 		"1 when this scrape could not read the committed offsets (coordinator loading or timed out).", nil, nil)
 )
@@ -61,7 +71,8 @@ type brokerCollector struct{ s *Server }
 func (c *brokerCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descLogSize, descSegments, descLogStart, descLogEnd, descHW, descLeader, descISR,
 		descPartitions, descLeaders, descUnderReplicated, descUnderMinISR, descActiveController, descMetadataOffset,
-		descBrokerApplied, descBrokers, descCommitted, descLag, descScrapeErrors, descConnections} {
+		descBrokerApplied, descBrokers, descCommitted, descLag, descScrapeErrors, descConnections,
+		descRaftTerm, descRaftCommit, descRaftLeader, descRaftVoterLag} {
 		ch <- d
 	}
 }
@@ -87,6 +98,23 @@ func (c *brokerCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	gauge(descBrokers, unfenced, "active")
 	gauge(descBrokers, fenced, "fenced")
+	if c.s.cfg.Quorum != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), groupOffsetsTimeout)
+		q, err := c.s.cfg.Quorum(ctx)
+		cancel()
+		if err == nil {
+			gauge(descRaftTerm, float64(q.LeaderEpoch))
+			gauge(descRaftCommit, float64(q.HighWatermark))
+			gauge(descRaftLeader, float64(q.LeaderID))
+			if q.IsLeader {
+				for role, replicas := range map[string][]controller.VoterDescription{"voter": q.Voters, "observer": q.Observers} {
+					for _, v := range replicas {
+						gauge(descRaftVoterLag, float64(max(int64(q.HighWatermark)-v.MatchIndex, 0)), strconv.Itoa(int(v.NodeID)), role)
+					}
+				}
+			}
+		}
+	}
 	if ls := c.s.listeners.Load(); ls != nil {
 		for _, l := range *ls {
 			gauge(descConnections, float64(l.Connections()), l.Name)

@@ -8,7 +8,8 @@
 // histogram per API and version whose observers are looked up once per (key, version) and
 // cached, so the hot path is one atomic load and one histogram observation. Everything else is
 // computed at scrape time by a Collector from state the broker already keeps
-// (broker.PartitionStats, broker.CommittedOffsets, the metadata image): nothing is counted on
+// (broker.PartitionStats, broker.CommittedOffsets, the metadata image, the controller's
+// DescribeQuorum for the raft term, commit index and replicas' lag): nothing is counted on
 // the produce or fetch path for it. Every metric's HELP names the Kafka JMX metric (or the
 // kafka-exporter series) it mirrors.
 //

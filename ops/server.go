@@ -26,7 +26,10 @@ type Config struct {
 	NodeID int32
 	// Image returns the newest metadata image this node knows (the controller's or the
 	// broker's link to it).
-	Image  func() *controller.Image
+	Image func() *controller.Image
+	// Quorum, if set, describes this node's view of the metadata quorum (raft term, commit
+	// index, voters' progress when leading); a scrape waits at most groupOffsetsTimeout.
+	Quorum func(ctx context.Context) (controller.QuorumDescription, error)
 	Logger *slog.Logger
 }
 

@@ -206,7 +206,7 @@ func run(args []string) error {
 		if cfg.HasRole("broker") {
 			image = q.metadata().Image
 		}
-		if opsServer, err = ops.Listen(ops.Config{Addr: *httpAddr, NodeID: cfg.NodeID, Image: image,
+		if opsServer, err = ops.Listen(ops.Config{Addr: *httpAddr, NodeID: cfg.NodeID, Image: image, Quorum: q.ctrl.DescribeQuorum,
 			Logger: logger.With("component", "http")}); err != nil {
 			return fmt.Errorf("--http-addr: %w", err)
 		}
