@@ -8,7 +8,7 @@ build:
 
 # A single-node cluster on 127.0.0.1:9092 with data under ./data.
 run: build
-	./bin/sluice
+	./bin/sluice --http-addr 127.0.0.1:9644
 
 # A local three-node cluster on 127.0.0.1:9092/9094/9096 (controllers on the next ports), data
 # under ./data/node-N; Ctrl-C stops it.
