@@ -20,5 +20,6 @@
 // SASL PLAIN and SCRAM with kcat, franz-go, the Java console tools and confluent-kafka-python;
 // bad input on secured listeners; certificates made by internal/testcerts), metrics_test.go
 // (/healthz, /readyz, /metrics parsed by Prometheus's text parser under load, group lag),
+// metrics_cluster_test.go (readiness and under-replicated partitions across a broker's death),
 // cli_test.go (the sluice admin CLI against sluice and against Apache Kafka from the cached jars). Everything is in _test.go files; this package has no API.
 package compattests
