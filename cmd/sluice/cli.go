@@ -199,7 +199,7 @@ func (c *cli) table(header []string, rows [][]string) error {
 func explain(err error, topic string) error {
 	switch {
 	case errors.Is(err, kerr.UnknownTopicOrPartition):
-		return fmt.Errorf("topic %s does not exist; `sluice topic list` shows the topics", topic)
+		return fmt.Errorf("topic %s does not exist; `sluice topic list` shows the topics, `sluice topic create %s` makes it", topic, topic)
 	case errors.Is(err, kerr.TopicAlreadyExists):
 		return fmt.Errorf("topic %s already exists; `sluice topic describe %s` shows it", topic, topic)
 	case errors.Is(err, kerr.InvalidReplicationFactor):
