@@ -6,9 +6,9 @@ GO ?= go
 build:
 	$(GO) build -o bin/sluice ./cmd/sluice
 
-# A single-node cluster on 127.0.0.1:9092 with data under ./data.
+# A single-node cluster on 127.0.0.1:9092 with data under ./data; health and metrics on 127.0.0.1:9644.
 run: build
-	./bin/sluice
+	./bin/sluice --http-addr 127.0.0.1:9644
 
 # A local three-node cluster on 127.0.0.1:9092/9094/9096 (controllers on the next ports), data
 # under ./data/node-N; Ctrl-C stops it.

@@ -23,5 +23,9 @@
 // (kafka-reassign-partitions --generate/--execute/--verify/--cancel and --throttle on three
 // nodes under an acks=all producer), under_replicated_test.go (kafka-topics
 // --under-replicated-partitions and --under-min-isr-partitions with a SIGSTOPped follower,
-// kafka-log-dirs). Everything is in _test.go files; this package has no API.
+// kafka-log-dirs).,
+// metrics_test.go
+// (/healthz, /readyz, /metrics parsed by Prometheus's text parser under load, group lag),
+// metrics_cluster_test.go (readiness and under-replicated partitions across a broker's death),
+// cli_test.go (the sluice admin CLI against sluice and against Apache Kafka from the cached jars). Everything is in _test.go files; this package has no API.
 package compattests

@@ -144,4 +144,8 @@ type Config struct {
 	SASL *SASLConfig
 	// Now is the clock for SASL session lifetimes; nil means time.Now.
 	Now func() time.Time
+	// ObserveRequest, when set, is called once per request the handler answers, with the
+	// request's key and version and the time from handing it to the handler to its answer
+	// (not the write). The operator metrics (package ops) record it; it must not block.
+	ObserveRequest func(key, version int16, elapsed time.Duration)
 }

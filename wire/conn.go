@@ -439,7 +439,15 @@ func (c *conn) handle(p *pending) {
 	if c.sasl != nil && c.handleSASL(p) {
 		return
 	}
-	c.srv.handler.Handle(c.ctx, req, func(resp kmsg.Response, err error) { c.answer(p, resp, err) })
+	respond := func(resp kmsg.Response, err error) { c.answer(p, resp, err) }
+	if observe := c.srv.cfg.ObserveRequest; observe != nil {
+		start := time.Now()
+		respond = func(resp kmsg.Response, err error) {
+			observe(p.key, p.version, time.Since(start))
+			c.answer(p, resp, err)
+		}
+	}
+	c.srv.handler.Handle(c.ctx, req, respond)
 }
 
 // answer is Respond for p.

@@ -160,6 +160,13 @@ func (s *Server) now() time.Time { return s.cfg.Now() }
 // Addr is the bound address (useful when Config.Addr used port 0).
 func (s *Server) Addr() net.Addr { return s.ln.Addr() }
 
+// OpenConnections is the number of connections this listener serves now (for metrics).
+func (s *Server) OpenConnections() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.mu.conns)
+}
+
 // StopAccepting closes the listener and returns once no connection is accepted any more;
 // connections already open are served on. Safe to call more than once.
 func (s *Server) StopAccepting() {

@@ -5,6 +5,9 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"time"
+
+	"sluice/ops"
 )
 
 // serveDebug serves Go's runtime profiles (/debug/pprof/...) for profiling a running broker,
@@ -27,4 +30,13 @@ func serveDebug(addr string, logger *slog.Logger) error {
 		}
 	}()
 	return nil
+}
+
+// observeRequest is wire.Config.ObserveRequest for the metrics server s, nil without one (so
+// --http-addr off costs the request path nothing).
+func observeRequest(s *ops.Server) func(key, version int16, elapsed time.Duration) {
+	if s == nil {
+		return nil
+	}
+	return s.ObserveRequest
 }

@@ -2,7 +2,11 @@
 //
 // With no arguments it is a single-node cluster on 127.0.0.1:9092 keeping its data in ./data.
 // --config reads a Kafka server.properties file; --set key=value (repeatable) overrides one key.
-// Unknown or invalid keys stop the start with an error naming the key.
+// Unknown or invalid keys stop the start with an error naming the key. --http-addr (off by
+// default) serves /healthz, /readyz and Prometheus /metrics (package ops).
+//
+// `sluice topic|produce|consume|group|cluster ...` are admin subcommands instead, Kafka clients
+// on franz-go that work against any Kafka-compatible broker (cli.go; `sluice help` lists them).
 //
 // SIGTERM, SIGINT or SIGHUP (the terminal that started it closing) shut it down cleanly, as the
 // Kafka JVM's shutdown hooks do, logging one line per phase with its duration: listeners (stop
@@ -32,10 +36,14 @@ import (
 	"sluice/broker"
 	"sluice/controller"
 	"sluice/internal/config"
+	"sluice/ops"
 	"sluice/wire"
 )
 
 func main() {
+	if isSubcommand(os.Args[1:]) {
+		os.Exit(runCLI(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	}
 	if err := run(os.Args[1:]); err != nil {
 		fmt.Fprintln(os.Stderr, "sluice:", err)
 		os.Exit(1)
@@ -69,12 +77,17 @@ func run(args []string) error {
 	fs := flag.NewFlagSet("sluice", flag.ContinueOnError)
 	configPath := fs.String("config", "", "Kafka-style server.properties file")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	httpAddr := fs.String("http-addr", "", "serve /healthz, /readyz and Prometheus /metrics on this host:port (e.g. 127.0.0.1:9644); off when empty")
 	debugAddr := fs.String("debug-addr", "", "serve Go's pprof profiles on this host:port (e.g. 127.0.0.1:6060); off when empty")
 	cacheWindow := fs.Int64("cache-window-bytes", defaultCacheWindowBytes,
 		"page cache kept per partition for its newest data; older appended bytes are written back and dropped from the cache (0: leave it to the kernel)")
 	overrides := setFlags{}
 	fs.Var(overrides, "set", "key=value broker config override (repeatable)")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) { // the flags are printed; add the subcommands
+			fmt.Fprint(os.Stderr, "\n"+cliUsage)
+			return nil
+		}
 		return err
 	}
 	if fs.NArg() > 0 {
@@ -185,7 +198,25 @@ func run(args []string) error {
 			q.close(logger)
 		}
 	}()
+	var opsServer *ops.Server
+	if *httpAddr != "" {
+		// The metadata as this node's broker sees it (its link's image on a cluster); the
+		// controller's on a controller-only node.
+		image := q.ctrl.Image
+		if cfg.HasRole("broker") {
+			image = q.metadata().Image
+		}
+		if opsServer, err = ops.Listen(ops.Config{Addr: *httpAddr, NodeID: cfg.NodeID, Image: image, Quorum: q.ctrl.DescribeQuorum,
+			Logger: logger.With("component", "http")}); err != nil {
+			return fmt.Errorf("--http-addr: %w", err)
+		}
+		defer opsServer.Close()
+		logger.Info("serving health and metrics", "addr", opsServer.Addr().String())
+	}
 	if !cfg.HasRole("broker") {
+		if opsServer != nil {
+			opsServer.SetServing(nil)
+		}
 		return serveControllerOnly(cfg, q, identityDirs, metaProps, signals, logger)
 	}
 	if err := q.register(cfg, logger); err != nil {
@@ -227,6 +258,7 @@ func run(args []string) error {
 			Memory:             memory,
 			Limits:             limits,
 			Logger:             logger.With("component", "wire", "listener", l.Name),
+			ObserveRequest:     observeRequest(opsServer),
 		}, b)
 		if err != nil {
 			shutdownListeners(servers, b, logger)
@@ -238,8 +270,19 @@ func run(args []string) error {
 	im := ctrl.Image()
 	logger.Info("sluice started", "node.id", cfg.NodeID, "cluster.id", im.ClusterID, "log.dir", logDir, "metadata.log.dir", metadataDir)
 
+	if opsServer != nil {
+		var listeners []ops.Listener
+		for i, l := range brokerListeners(cfg) {
+			listeners = append(listeners, ops.Listener{Name: l.Name, Connections: servers[i].OpenConnections})
+		}
+		opsServer.SetServing(b, listeners...)
+	}
+
 	sig := <-signals
 	shutdownStart := time.Now()
+	if opsServer != nil {
+		opsServer.StopServing()
+	}
 	logger.Info("shutting down", "signal", sig.String())
 	go func() {
 		sig := <-signals

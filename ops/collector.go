@@ -1,0 +1,178 @@
+package ops
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"sluice/controller"
+)
+
+// groupOffsetsTimeout bounds how long a scrape waits for the coordinator's committed offsets.
+const groupOffsetsTimeout = 2 * time.Second
+
+var (
+	tpLabels  = []string{"topic", "partition"}
+	gtpLabels = []string{"group", "topic", "partition"}
+
+	descLogSize = prometheus.NewDesc("sluice_partition_log_size_bytes",
+		"Bytes of the partition replica's log on disk (mirrors kafka.log:type=Log,name=Size).", tpLabels, nil)
+	descSegments = prometheus.NewDesc("sluice_partition_log_segments",
+		"Segments in the partition replica's log (mirrors kafka.log:type=Log,name=NumLogSegments).", tpLabels, nil)
+	descLogStart = prometheus.NewDesc("sluice_partition_log_start_offset",
+		"First offset of the partition replica's log (mirrors kafka.log:type=Log,name=LogStartOffset).", tpLabels, nil)
+	descLogEnd = prometheus.NewDesc("sluice_partition_log_end_offset",
+		"Log end offset of the partition replica (mirrors kafka.log:type=Log,name=LogEndOffset).", tpLabels, nil)
+	descHW = prometheus.NewDesc("sluice_partition_high_watermark",
+		"High watermark of the partition replica: the offset consumers read up to (Kafka exposes it through ListOffsets, kafka-exporter as kafka_topic_partition_current_offset).", tpLabels, nil)
+	descLeader = prometheus.NewDesc("sluice_partition_leader",
+		"1 when this node leads the partition, 0 when it follows (the per-partition view of kafka.server:type=ReplicaManager,name=LeaderCount).", tpLabels, nil)
+	descISR = prometheus.NewDesc("sluice_partition_in_sync_replicas",
+		"In-sync replicas of a partition this node leads (kafka-exporter's kafka_topic_partition_in_sync_replica).", tpLabels, nil)
+	descPartitions = prometheus.NewDesc("sluice_partitions",
+		"Partition replicas hosted on this node (mirrors kafka.server:type=ReplicaManager,name=PartitionCount).", nil, nil)
+	descLeaders = prometheus.NewDesc("sluice_leader_partitions",
+		"Partitions this node leads (mirrors kafka.server:type=ReplicaManager,name=LeaderCount).", nil, nil)
+	descUnderReplicated = prometheus.NewDesc("sluice_under_replicated_partitions",
+		"Partitions this node leads whose ISR is smaller than their replica set (mirrors kafka.server:type=ReplicaManager,name=UnderReplicatedPartitions).", nil, nil)
+	descUnderMinISR = prometheus.NewDesc("sluice_under_min_isr_partitions",
+		"Partitions this node leads whose ISR is smaller than min.insync.replicas (mirrors kafka.server:type=ReplicaManager,name=UnderMinIsrPartitionCount).", nil, nil)
+	descActiveController = prometheus.NewDesc("sluice_active_controller",
+		"1 when this node is the active controller (mirrors kafka.controller:type=KafkaController,name=ActiveControllerCount).", nil, nil)
+	descMetadataOffset = prometheus.NewDesc("sluice_metadata_applied_offset",
+		"Offset of the newest metadata image this node knows (mirrors kafka.server:type=broker-metadata-metrics,name=last-applied-record-offset).", nil, nil)
+	descBrokerApplied = prometheus.NewDesc("sluice_broker_metadata_applied_offset",
+		"Offset of the newest metadata image the broker has acted on (opened and led partitions by).", nil, nil)
+	descBrokers = prometheus.NewDesc("sluice_cluster_brokers",
+		"Registered brokers in the metadata, by fenced state (mirrors kafka.controller:type=KafkaController,name=ActiveBrokerCount and FencedBrokerCount).", []string{"state"}, nil)
+	descCommitted = prometheus.NewDesc("sluice_consumer_group_committed_offset",
+		"Committed offset of a group this node coordinates (kafka-exporter's kafka_consumergroup_current_offset).", gtpLabels, nil)
+	descLag = prometheus.NewDesc("sluice_consumer_group_lag",
+		"High watermark minus the committed offset, for groups this node coordinates on partitions it leads (kafka-exporter's kafka_consumergroup_lag; kafka-consumer-groups.sh's LAG).", gtpLabels, nil)
+	descConnections = prometheus.NewDesc("sluice_listener_connections",
+		"Open client connections per listener (mirrors kafka.server:type=socket-server-metrics,listener=<name>,name=connection-count).", []string{"listener"}, nil)
+	descRaftTerm = prometheus.NewDesc("sluice_raft_term",
+		"Raft term of the metadata quorum as this node knows it (mirrors kafka.server:type=raft-metrics,name=current-epoch).", nil, nil)
+	descRaftCommit = prometheus.NewDesc("sluice_raft_commit_index",
+		"Commit index of the metadata log known to this node (mirrors kafka.server:type=raft-metrics,name=high-watermark).", nil, nil)
+	descRaftLeader = prometheus.NewDesc("sluice_raft_leader_id",
+		"Node ID of the metadata quorum's leader, -1 if none (mirrors kafka.server:type=raft-metrics,name=current-leader).", nil, nil)
+	descRaftVoterLag = prometheus.NewDesc("sluice_raft_replica_lag_entries",
+		"On the quorum leader, how far each voter's and observer's log is behind the commit index (the Lag column of kafka-metadata-quorum describe --replication).", []string{"node", "role"}, nil)
+	descScrapeErrors = prometheus.NewDesc("sluice_consumer_group_scrape_errors",
+		"1 when this scrape could not read the committed offsets (coordinator loading or timed out).", nil, nil)
+)
+
+// brokerCollector computes the partition, cluster and group metrics at scrape time.
+type brokerCollector struct{ s *Server }
+
+func (c *brokerCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descLogSize, descSegments, descLogStart, descLogEnd, descHW, descLeader, descISR,
+		descPartitions, descLeaders, descUnderReplicated, descUnderMinISR, descActiveController, descMetadataOffset,
+		descBrokerApplied, descBrokers, descCommitted, descLag, descScrapeErrors, descConnections,
+		descRaftTerm, descRaftCommit, descRaftLeader, descRaftVoterLag} {
+		ch <- d
+	}
+}
+
+func (c *brokerCollector) Collect(ch chan<- prometheus.Metric) {
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	im := c.s.cfg.Image()
+	active := 0.0
+	if im.ControllerID == c.s.cfg.NodeID {
+		active = 1
+	}
+	gauge(descActiveController, active)
+	gauge(descMetadataOffset, float64(im.Offset))
+	var fenced, unfenced float64
+	for _, bi := range im.Brokers {
+		if bi.Fenced {
+			fenced++
+		} else {
+			unfenced++
+		}
+	}
+	gauge(descBrokers, unfenced, "active")
+	gauge(descBrokers, fenced, "fenced")
+	if c.s.cfg.Quorum != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), groupOffsetsTimeout)
+		q, err := c.s.cfg.Quorum(ctx)
+		cancel()
+		if err == nil {
+			gauge(descRaftTerm, float64(q.LeaderEpoch))
+			gauge(descRaftCommit, float64(q.HighWatermark))
+			gauge(descRaftLeader, float64(q.LeaderID))
+			if q.IsLeader {
+				for role, replicas := range map[string][]controller.VoterDescription{"voter": q.Voters, "observer": q.Observers} {
+					for _, v := range replicas {
+						gauge(descRaftVoterLag, float64(max(int64(q.HighWatermark)-v.MatchIndex, 0)), strconv.Itoa(int(v.NodeID)), role)
+					}
+				}
+			}
+		}
+	}
+	if ls := c.s.listeners.Load(); ls != nil {
+		for _, l := range *ls {
+			gauge(descConnections, float64(l.Connections()), l.Name)
+		}
+	}
+
+	b := c.s.broker.Load()
+	if b == nil {
+		return
+	}
+	gauge(descBrokerApplied, float64(b.AppliedMetadataOffset()))
+	type tp struct {
+		topic     string
+		partition int32
+	}
+	hw := map[tp]int64{}
+	var leaders, underReplicated, underMinISR float64
+	stats := b.PartitionStats()
+	for _, p := range stats {
+		part := strconv.Itoa(int(p.Partition))
+		gauge(descLogSize, float64(p.SizeBytes), p.Topic, part)
+		gauge(descSegments, float64(p.Segments), p.Topic, part)
+		gauge(descLogStart, float64(p.LogStart), p.Topic, part)
+		gauge(descLogEnd, float64(p.LogEnd), p.Topic, part)
+		gauge(descHW, float64(p.HighWatermark), p.Topic, part)
+		if p.Leader {
+			gauge(descLeader, 1, p.Topic, part)
+			gauge(descISR, float64(p.ISR), p.Topic, part)
+			leaders++
+			hw[tp{p.Topic, p.Partition}] = p.HighWatermark
+			if p.ISR < p.Replicas {
+				underReplicated++
+			}
+			if int32(p.ISR) < p.MinInsync {
+				underMinISR++
+			}
+		} else {
+			gauge(descLeader, 0, p.Topic, part)
+		}
+	}
+	gauge(descPartitions, float64(len(stats)))
+	gauge(descLeaders, leaders)
+	gauge(descUnderReplicated, underReplicated)
+	gauge(descUnderMinISR, underMinISR)
+
+	ctx, cancel := context.WithTimeout(context.Background(), groupOffsetsTimeout)
+	defer cancel()
+	offsets, err := b.CommittedOffsets(ctx)
+	if err != nil {
+		gauge(descScrapeErrors, 1)
+		return
+	}
+	gauge(descScrapeErrors, 0)
+	for _, o := range offsets {
+		part := strconv.Itoa(int(o.Partition))
+		gauge(descCommitted, float64(o.Committed), o.Group, o.Topic, part)
+		if h, ok := hw[tp{o.Topic, o.Partition}]; ok {
+			gauge(descLag, float64(max(h-o.Committed, 0)), o.Group, o.Topic, part)
+		}
+	}
+}
