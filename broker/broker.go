@@ -71,6 +71,8 @@ type Broker struct {
 
 	producerIDs   producerIDBlock
 	fetchSessions *fetchSessionCache
+	// leaderSuspects are leaders whose fetch connections failed (leader_hints.go).
+	leaderSuspects leaderSuspects
 	// clock is the time of replicas and delayed operations.
 	clock replica.Clock
 	// purgatory holds delayed fetches and acks=all produces, keyed by partition

@@ -287,6 +287,7 @@ func (f *replicaFetcher) run() {
 		}
 		if f.ctx.Err() == nil {
 			b.logger.Warn("replica fetcher: fetch from leader failed", "leader", f.key.leader, "err", err, "backoff", backoff)
+			b.suspectLeader(f.key.leader)
 		}
 		if f.client != nil {
 			f.client.Close()

@@ -19,7 +19,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -142,35 +141,15 @@ func (p *pacedProducer) errors() []error {
 	return slices.Clone(p.mu.errs)
 }
 
-// leaderAndISR is one partition's leader and ISR as a broker's Metadata answers them.
-func leaderAndISR(ctx context.Context, adm *kadm.Client, topic string, partition int32) (int32, []int32, error) {
-	td, err := adm.ListTopics(ctx, topic)
+// metadataPartition asks the broker at addr itself (no client cache) for partition's leader
+// and ISR.
+func metadataPartition(addr, topic string, partition int32) (int32, []int32, error) {
+	conn, err := net.DialTimeout("tcp", addr, time.Second)
 	if err != nil {
 		return -1, nil, err
 	}
-	t := td[topic]
-	if t.Err != nil {
-		return -1, nil, t.Err
-	}
-	p, ok := t.Partitions[partition]
-	if !ok {
-		return -1, nil, fmt.Errorf("no partition %d", partition)
-	}
-	if p.Err != nil {
-		return p.Leader, p.ISR, p.Err
-	}
-	return p.Leader, p.ISR, nil
-}
-
-// metadataLeader asks the broker at addr itself (no client that might ask another) which node
-// leads partition of topic.
-func metadataLeader(addr, topic string, partition int32) (int32, error) {
-	conn, err := net.DialTimeout("tcp", addr, time.Second)
-	if err != nil {
-		return -1, err
-	}
 	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(2 * time.Second))
+	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
 	req := kmsg.NewPtrMetadataRequest()
 	req.Version = 12
 	rt := kmsg.NewMetadataRequestTopic()
@@ -178,16 +157,23 @@ func metadataLeader(addr, topic string, partition int32) (int32, error) {
 	req.Topics = append(req.Topics, rt)
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
 	if err := roundTrip(conn, req, resp, 1); err != nil {
-		return -1, err
+		return -1, nil, err
 	}
 	for _, t := range resp.Topics {
 		for _, p := range t.Partitions {
 			if p.Partition == partition {
-				return p.Leader, kerr.ErrorForCode(p.ErrorCode)
+				return p.Leader, p.ISR, kerr.ErrorForCode(p.ErrorCode)
 			}
 		}
 	}
-	return -1, fmt.Errorf("partition %d not in %s's metadata", partition, addr)
+	return -1, nil, fmt.Errorf("partition %d not in %s's metadata", partition, addr)
+}
+
+// metadataLeader asks the broker at addr itself (no client that might ask another, or
+// answer from a cache) which node leads partition of topic.
+func metadataLeader(addr, topic string, partition int32) (int32, error) {
+	l, _, err := metadataPartition(addr, topic, partition)
+	return l, err
 }
 
 // summary formats durations as min / median / max.
@@ -206,7 +192,9 @@ func summary(ds []time.Duration) string {
 // the victim and waiting for it to rejoin the ISR between repetitions. It measures, per kill,
 // when a surviving broker's Metadata first names a new leader ("metadata") and when a record
 // handed to the producer after the kill is first acknowledged ("ack"), and logs both
-// distributions, split by whether the victim was also the active controller. Cluster defaults
+// distributions, split by whether the victim was also the active controller. Kills are paced
+// at least calmAfter apart (see below). SLUICE_FAILOVER_KGO_LOG=1 adds the producer's log,
+// SLUICE_FAILOVER_LOGS=1 the nodes' fencing and election lines. Cluster defaults
 // throughout: broker.session.timeout.ms=9000, broker.heartbeat.interval.ms=2000.
 func TestFailoverTime(t *testing.T) {
 	reps := 10
@@ -225,14 +213,27 @@ func TestFailoverTime(t *testing.T) {
 	if _, err := adm.CreateTopic(ctx, 3, 3, map[string]*string{"min.insync.replicas": &minISR}, "failover"); err != nil {
 		t.Fatalf("create RF 3: %v", err)
 	}
-	prod := startPacedProducer(t, c.Bootstrap(), "failover", 0, 5*time.Millisecond)
+	var popts []kgo.Opt
+	if os.Getenv("SLUICE_FAILOVER_KGO_LOG") != "" { // the producer's own account of a failover
+		popts = append(popts, kgo.WithLogger(kgo.BasicLogger(os.Stderr, kgo.LogLevelInfo,
+			func() string { return time.Now().Format("15:04:05.000 ") })))
+	}
+	prod := startPacedProducer(t, c.Bootstrap(), "failover", 0, 5*time.Millisecond, popts...)
+	// A producer refreshes metadata when it starts and after each failover, and franz-go
+	// refreshes once more MetadataMinAge (5 s) later for the produce failures it queued
+	// meanwhile; within MetadataMinAge of a refresh it will not refresh again, however wrong
+	// its metadata. Kills come at least calmAfter after the producer's start and the previous
+	// recovery, so each one meets a producer in its steady state, as a long-running one
+	// would be.
+	const calmAfter = 12 * time.Second
+	calmFrom := time.Now()
 
 	var acks, metas, ackCtl, ackOther []time.Duration
 	var lines []string
 	for rep := range reps {
 		var leader int32
 		waitFor(t, clusterDeadline, "partition 0 with a full ISR and producing", func() error {
-			l, isr, err := leaderAndISR(ctx, adm, "failover", 0)
+			l, isr, err := metadataPartition(c.Nodes[0].Addr, "failover", 0)
 			if err != nil {
 				return err
 			}
@@ -245,6 +246,7 @@ func TestFailoverTime(t *testing.T) {
 			leader = l
 			return nil
 		})
+		time.Sleep(time.Until(calmFrom.Add(calmAfter))) // pacing the nemesis, not waiting for a condition
 		activeController := c.quorumLeader(t)
 		victim := c.Nodes[leader-1]
 		var survivor *Broker
@@ -254,8 +256,9 @@ func TestFailoverTime(t *testing.T) {
 				break
 			}
 		}
-		killed := time.Now()
 		victim.Kill()
+		killed := time.Now() // the process is reaped: nothing it answers is acknowledged after this
+		t.Logf("rep %d: node %d killed at %s", rep+1, leader, killed.Format("15:04:05.000"))
 
 		var metaAt time.Time
 		waitFor(t, clusterDeadline, "a new leader in metadata and an acknowledgement after the kill", func() error {
@@ -270,6 +273,7 @@ func TestFailoverTime(t *testing.T) {
 			return nil
 		})
 		ackAt, _ := prod.firstAckOfRecordSentAfter(killed)
+		calmFrom = ackAt // the producer refreshed its metadata by then
 		ack, meta := ackAt.Sub(killed), metaAt.Sub(killed)
 		acks, metas = append(acks, ack), append(metas, meta)
 		role := "leader"
@@ -285,7 +289,7 @@ func TestFailoverTime(t *testing.T) {
 
 		victim.Restart()
 		waitFor(t, clusterDeadline, "the restarted node back in the ISR", func() error {
-			_, isr, err := leaderAndISR(ctx, adm, "failover", 0)
+			_, isr, err := metadataPartition(survivor.Addr, "failover", 0)
 			if err != nil {
 				return err
 			}
@@ -294,6 +298,15 @@ func TestFailoverTime(t *testing.T) {
 			}
 			return nil
 		})
+	}
+	if os.Getenv("SLUICE_FAILOVER_LOGS") != "" {
+		for i, b := range c.Nodes {
+			for _, line := range strings.Split(b.Log(), "\n") {
+				if strings.Contains(line, "fencing") || strings.Contains(line, "campaign") || strings.Contains(line, "became metadata leader") {
+					t.Logf("node %d: %s", i+1, line)
+				}
+			}
+		}
 	}
 	if errs := prod.errors(); len(errs) > 0 {
 		t.Fatalf("%d records failed, first: %v", len(errs), errs[0])

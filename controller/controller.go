@@ -67,6 +67,10 @@ type Config struct {
 	// (INVALID_REPLICATION_FACTOR); see checkReplicationFactor.
 	MaxReplicationFactor int
 
+	// Prober, when set, lets the active controller fence a broker at once on certain
+	// evidence that its process is gone (evidence.go); nil leaves only the session timeout.
+	Prober Prober
+
 	// ticks, when non-nil, replaces the TickInterval ticker: tests drive time by hand.
 	ticks <-chan time.Time
 }
@@ -128,6 +132,14 @@ type Controller struct {
 	sessions      map[int32]*brokerSession
 	sessionTicks  uint64
 	clusterIDTerm uint64
+	// liveness (evidence.go) is what this node's probes showed of each unfenced broker
+	// incarnation; livenessTerm the term in which the active controller last suspected
+	// every broker.
+	liveness     map[int32]*brokerLiveness
+	livenessTerm uint64
+	// forcedCampaignTerm is the term whose leader this node last campaigned against on
+	// evidence that it is gone (ReportPeerGone), so it does so once per term.
+	forcedCampaignTerm uint64
 }
 
 // request is a proposal handed to the driver.
@@ -260,6 +272,7 @@ func open(cfg Config) (*Controller, error) {
 		inflight:     map[uint64]*request{},
 		nextProposal: binary.BigEndian.Uint64(seed[:]) | 1,
 		sessions:     map[int32]*brokerSession{},
+		liveness:     map[int32]*brokerLiveness{},
 	}
 	if cfg.SessionTimeout > 0 {
 		c.sessionTicks = uint64((cfg.SessionTimeout + cfg.TickInterval - 1) / cfg.TickInterval)
@@ -414,6 +427,7 @@ func (c *Controller) run() {
 		case <-ticks:
 			c.node.Tick()
 			c.tickSessions()
+			c.tickLiveness()
 		case <-c.calls.signal:
 			c.runDriverCalls()
 		case m := <-c.inbound:

@@ -56,6 +56,7 @@ func startQuorum(cfg *config.Broker, dir string, endpoints []controller.Endpoint
 		}
 		ctrlCfg.Voters, ctrlCfg.Transport = voters, q.transport
 		ctrlCfg.SessionTimeout = time.Duration(cfg.BrokerSessionTimeoutMs) * time.Millisecond
+		ctrlCfg.Prober = cluster.Prober{} // fence at once on certain evidence (controller/evidence.go)
 		if q.ctrl, err = controller.Open(ctrlCfg); err != nil {
 			q.transport.Close()
 			return nil, err
