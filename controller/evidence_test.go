@@ -347,6 +347,19 @@ func TestElectionOnLeaderGone(t *testing.T) {
 		t.Fatalf("node %d (not the lowest survivor) campaigned: %v (leader %d)", second, st, lead)
 	}
 
+	// Both survivors hold the leader's whole log, so either may win the vote (a survivor with a
+	// shorter log loses it and the election falls back to the timeout, as raft requires).
+	lastIndex := func(id int32) (last uint64) {
+		c := q.node(id)
+		if err := c.query(testCtx(t), func() { last, _ = c.storage.mem.LastIndex() }); err != nil {
+			t.Fatal(err)
+		}
+		return last
+	}
+	pollUntil(t, "the survivors caught up", func() bool {
+		want := lastIndex(old)
+		return lastIndex(first) == want && lastIndex(second) == want
+	})
 	q.stop(old)
 	q.node(second).ReportPeerGone(old)
 	q.node(first).ReportPeerGone(old)
