@@ -10,7 +10,8 @@ package broker
 // connection failed (suspectLeader); a Metadata request that finds such a suspect still
 // leading partitions in the image dials the suspect's listeners, and when every one refuses
 // the connection (nothing listens: the process is gone) it waits, at most failoverWait, for
-// the image in which the controller fenced it, and answers from that. A suspect whose
+// the image in which the controller fenced it (as applied by this broker, so its replicas
+// already know their new roles), and answers from that. A suspect whose
 // listener accepts is cleared. This never changes what is answered, only when: the worst a
 // wrong suspicion costs is one probe per request, and a refusal is a dead process.
 
@@ -18,12 +19,17 @@ import (
 	"context"
 	"errors"
 	"net"
+	"slices"
 	"strconv"
 	"sync"
 	"syscall"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"sluice/controller"
+	"sluice/wire"
 )
 
 const (
@@ -80,8 +86,8 @@ func (s *leaderSuspects) clear(id int32) {
 }
 
 // awaitLeaderFailover returns the image a Metadata answer should be built from: im, or, when
-// a suspect leader of partitions in im is certainly dead, the first image (within
-// failoverWait) in which it is fenced or re-registered.
+// a suspect leader of partitions in im is certainly dead, the first image this broker applied
+// (within failoverWait) in which it is fenced or re-registered.
 func (b *Broker) awaitLeaderFailover(ctx context.Context, im *controller.Image) *controller.Image {
 	for _, id := range b.leaderSuspects.recent() {
 		info := im.Brokers[id]
@@ -95,16 +101,24 @@ func (b *Broker) awaitLeaderFailover(ctx context.Context, im *controller.Image) 
 		epoch := info.Epoch
 		deadline := time.NewTimer(failoverWait)
 		for gone := false; !gone; {
-			select {
-			case <-im.Changed():
-				im = b.ctrl.Image()
+			b.mu.RLock()
+			applied, appliedChanged := b.mu.appliedImage, b.mu.appliedChanged
+			b.mu.RUnlock()
+			if applied != nil && applied.Offset > im.Offset {
+				im = applied
 				now := im.Brokers[id]
-				gone = now == nil || now.Fenced || now.Epoch != epoch
+				if gone = now == nil || now.Fenced || now.Epoch != epoch; gone {
+					break
+				}
+			}
+			select {
+			case <-appliedChanged:
 			case <-deadline.C:
 				gone = true
 			case <-ctx.Done():
-				deadline.Stop()
-				return b.ctrl.Image()
+				gone = true
+			case <-b.closing:
+				gone = true
 			}
 		}
 		deadline.Stop()
@@ -140,4 +154,138 @@ func listenersRefuse(eps []controller.Endpoint) bool {
 		}
 	}
 	return true
+}
+
+// KIP-951 leader hints. A produce (v10+) or fetch (v12+) answered NOT_LEADER_OR_FOLLOWER or
+// FENCED_LEADER_EPOCH for a partition carries the partition's current leader and leader epoch
+// as this broker's image has them (CurrentLeader; -1/-1 when it has none), and, from produce
+// v10 and fetch v16, the endpoints of those leaders on the listener the request came in on
+// (NodeEndpoints), so a client moves to the new leader without a Metadata round trip, as
+// Kafka's brokers answer since 3.7.
+
+// leaderHint is a partition's current leader for a hint.
+func leaderHint(im *controller.Image, topic string, topicID [16]byte, partition int32) (leader, epoch int32) {
+	t := im.Topics[topic]
+	if t == nil {
+		t = im.TopicsByID[controller.TopicID(topicID)]
+	}
+	if t == nil || partition < 0 || int(partition) >= len(t.Partitions) {
+		return -1, -1
+	}
+	p := &t.Partitions[partition]
+	if p.Leader < 0 {
+		return -1, -1
+	}
+	return p.Leader, p.LeaderEpoch
+}
+
+// wantsLeaderHint reports whether an error code is answered with a leader hint.
+func wantsLeaderHint(code int16) bool {
+	return code == kerr.NotLeaderForPartition.Code || code == kerr.FencedLeaderEpoch.Code
+}
+
+// withProduceLeaderHints wraps respond so that the produce response it sends carries leader
+// hints, from the image current when it is sent (an acks=all produce may be answered much
+// later than it arrived).
+func (b *Broker) withProduceLeaderHints(wreq *wire.Request, respond wire.Respond) wire.Respond {
+	if wreq.Version < 10 {
+		return respond
+	}
+	listener := ""
+	if wreq.Conn != nil {
+		listener = wreq.Conn.ListenerName
+	}
+	return func(r kmsg.Response, err error) {
+		if resp, ok := r.(*kmsg.ProduceResponse); ok && err == nil {
+			b.addProduceLeaderHints(b.ctrl.Image(), listener, resp)
+		}
+		respond(r, err)
+	}
+}
+
+func (b *Broker) addProduceLeaderHints(im *controller.Image, listener string, resp *kmsg.ProduceResponse) {
+	var leaders []int32
+	for i := range resp.Topics {
+		t := &resp.Topics[i]
+		for j := range t.Partitions {
+			p := &t.Partitions[j]
+			if !wantsLeaderHint(p.ErrorCode) {
+				continue
+			}
+			p.CurrentLeader.LeaderID, p.CurrentLeader.LeaderEpoch = leaderHint(im, t.Topic, t.TopicID, p.Partition)
+			if p.CurrentLeader.LeaderID >= 0 {
+				leaders = append(leaders, p.CurrentLeader.LeaderID)
+			}
+		}
+	}
+	for _, id := range uniqueSorted(leaders) {
+		br := im.Brokers[id]
+		if br == nil || br.Fenced {
+			continue
+		}
+		if ep, ok := endpointFor(br, listener); ok {
+			n := kmsg.NewProduceResponseBroker()
+			n.NodeID, n.Host, n.Port, n.Rack = id, ep.Host, ep.Port, br.Rack
+			resp.Brokers = append(resp.Brokers, n)
+		}
+	}
+}
+
+// withFetchLeaderHints is withProduceLeaderHints for fetch responses (v12+; endpoints v16+).
+func (b *Broker) withFetchLeaderHints(wreq *wire.Request, respond wire.Respond) wire.Respond {
+	if wreq.Version < 12 {
+		return respond
+	}
+	listener := ""
+	if wreq.Conn != nil {
+		listener = wreq.Conn.ListenerName
+	}
+	version := wreq.Version
+	return func(r kmsg.Response, err error) {
+		if err == nil {
+			switch resp := r.(type) {
+			case *splicedFetchResponse:
+				b.addFetchLeaderHints(b.ctrl.Image(), listener, version, resp.FetchResponse)
+			case *kmsg.FetchResponse:
+				b.addFetchLeaderHints(b.ctrl.Image(), listener, version, resp)
+			}
+		}
+		respond(r, err)
+	}
+}
+
+func (b *Broker) addFetchLeaderHints(im *controller.Image, listener string, version int16, resp *kmsg.FetchResponse) {
+	var leaders []int32
+	for i := range resp.Topics {
+		t := &resp.Topics[i]
+		for j := range t.Partitions {
+			p := &t.Partitions[j]
+			if !wantsLeaderHint(p.ErrorCode) {
+				continue
+			}
+			p.CurrentLeader.LeaderID, p.CurrentLeader.LeaderEpoch = leaderHint(im, t.Topic, t.TopicID, p.Partition)
+			if p.CurrentLeader.LeaderID >= 0 {
+				leaders = append(leaders, p.CurrentLeader.LeaderID)
+			}
+		}
+	}
+	if version < 16 {
+		return
+	}
+	for _, id := range uniqueSorted(leaders) {
+		br := im.Brokers[id]
+		if br == nil || br.Fenced {
+			continue
+		}
+		if ep, ok := endpointFor(br, listener); ok {
+			n := kmsg.NewFetchResponseBroker()
+			n.NodeID, n.Host, n.Port, n.Rack = id, ep.Host, ep.Port, br.Rack
+			resp.Brokers = append(resp.Brokers, n)
+		}
+	}
+}
+
+func uniqueSorted(ids []int32) []int32 {
+	slices.Sort(ids)
+	return slices.Compact(ids)
 }
