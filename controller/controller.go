@@ -71,6 +71,11 @@ type Config struct {
 	// evidence that its process is gone (evidence.go); nil leaves only the session timeout.
 	Prober Prober
 
+	// LeaderRebalanceInterval, when positive, turns on auto leader rebalance
+	// (auto.leader.rebalance.enable) with this leader.imbalance.check.interval.seconds
+	// (elections.go); 0 = off.
+	LeaderRebalanceInterval time.Duration
+
 	// ticks, when non-nil, replaces the TickInterval ticker: tests drive time by hand.
 	ticks <-chan time.Time
 }
@@ -140,6 +145,10 @@ type Controller struct {
 	// forcedCampaignTerm is the term whose leader this node last campaigned against on
 	// evidence that it is gone (ReportPeerGone), so it does so once per term.
 	forcedCampaignTerm uint64
+	// Auto leader rebalance (elections.go): rebalanceDue is the tick of the next round (0 =
+	// none scheduled); rebalanceCheckedOffset the image offset last checked for imbalance.
+	rebalanceDue           uint64
+	rebalanceCheckedOffset int64
 }
 
 // request is a proposal handed to the driver.
@@ -428,6 +437,7 @@ func (c *Controller) run() {
 			c.node.Tick()
 			c.tickSessions()
 			c.tickLiveness()
+			c.tickRebalance()
 		case <-c.calls.signal:
 			c.runDriverCalls()
 		case m := <-c.inbound:
