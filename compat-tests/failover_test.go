@@ -302,7 +302,7 @@ func TestFailoverTime(t *testing.T) {
 	if os.Getenv("SLUICE_FAILOVER_LOGS") != "" {
 		for i, b := range c.Nodes {
 			for _, line := range strings.Split(b.Log(), "\n") {
-				if strings.Contains(line, "fencing") || strings.Contains(line, "campaign") || strings.Contains(line, "became metadata leader") {
+				if strings.Contains(line, "fencing") || strings.Contains(line, "campaign") || strings.Contains(line, "became metadata leader") || strings.Contains(line, "fetch from leader failed") {
 					t.Logf("node %d: %s", i+1, line)
 				}
 			}

@@ -42,6 +42,9 @@ func startQuorum(cfg *config.Broker, dir string, endpoints []controller.Endpoint
 		Rack:      rack(cfg),
 		Logger:    logger.With("component", "controller"),
 	}
+	if cfg.Bool("auto.leader.rebalance.enable") {
+		ctrlCfg.LeaderRebalanceInterval = time.Duration(cfg.Int64("leader.imbalance.check.interval.seconds")) * time.Second
+	}
 	var err error
 	if len(voters) <= 1 {
 		if q.ctrl, err = controller.Start(ctrlCfg); err != nil {
