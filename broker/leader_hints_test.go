@@ -141,3 +141,29 @@ func TestMetadataWaitsForCertainFailover(t *testing.T) {
 		t.Fatal("waited for a suspect whose listener accepts")
 	}
 }
+
+// TestPartitionRetryDelayAfterLeaderChange: a follower refused by a new leader that has not
+// applied its leadership yet retries within milliseconds (SIGTERM of a leader under acks=all
+// load paused produces for the whole replica.fetch.backoff.ms, 1 s, before); other partition
+// errors wait the configured backoff.
+func TestPartitionRetryDelayAfterLeaderChange(t *testing.T) {
+	backoff := time.Second
+	for _, tc := range []struct {
+		err  error
+		want time.Duration
+	}{
+		{kerr.NotLeaderForPartition, leaderCatchUpRetry},
+		{kerr.UnknownLeaderEpoch, leaderCatchUpRetry},
+		{kerr.FencedLeaderEpoch, leaderCatchUpRetry},
+		{kerr.KafkaStorageError, backoff},
+		{kerr.UnknownTopicOrPartition, backoff},
+		{nil, backoff},
+	} {
+		if got := partitionRetryDelay(tc.err, backoff); got != tc.want {
+			t.Errorf("after %v: retry in %v, want %v", tc.err, got, tc.want)
+		}
+	}
+	if got := partitionRetryDelay(kerr.UnknownLeaderEpoch, 5*time.Millisecond); got != 5*time.Millisecond {
+		t.Errorf("a backoff below the catch-up retry is kept: %v", got)
+	}
+}
