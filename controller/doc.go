@@ -130,6 +130,14 @@
 // of active replicas holding the leader, as Kafka's ReplicationControlManager does, and
 // commits it as a PartitionChange record with the partition epoch plus one.
 //
+// With a Config.Prober the active controller also fences at once on certain evidence that a
+// broker's process is gone — its heartbeats stopped and every listener this node saw accept
+// for that incarnation now refuses connections — and a follower whose transport finds the
+// metadata leader's listener refusing campaigns at once (ReportPeerGone); evidence.go has
+// the rules and why they never fence a broker that is merely slow. elections.go has
+// ElectLeaders (Kafka's API 43: preferred elections, unclean ones refused) and auto leader
+// rebalance (Config.LeaderRebalanceInterval).
+//
 // Images are copy-on-write: applying a batch copies only the maps and topics it changes and
 // shares everything else with the previous image; a published Image is never modified.
 //
