@@ -154,7 +154,7 @@ func New(cfg Config, ctrl Metadata) (*Broker, error) {
 		b.closePartitions()
 		return nil, err
 	}
-	b.done.Add(7)
+	b.done.Add(8)
 	go alterSender.run()
 	go b.storageRecoveryLoop()
 	go b.followImages(initial)
@@ -162,6 +162,7 @@ func New(cfg Config, ctrl Metadata) (*Broker, error) {
 	go b.purgatoryLoop()
 	go b.highWatermarkCheckpointLoop()
 	go b.isrExpirationLoop()
+	go b.watchPeers() // leader_hints.go
 	return b, nil
 }
 

@@ -289,3 +289,106 @@ func uniqueSorted(ids []int32) []int32 {
 	slices.Sort(ids)
 	return slices.Compact(ids)
 }
+
+// Peer watches. A fetch connection notices a dead leader only when the fetcher's goroutine
+// gets the error back through its client, a few goroutine hand-offs after the kernel closed
+// the socket — sometimes after a client already asked this broker for metadata. So each
+// broker also keeps one idle connection to the inter-broker listener of every leader it
+// follows, read by a goroutine that does nothing else: when it ends, the leader is suspect
+// (suspectLeader) at once. The listener's idle timeout ending one is a false suspicion, which
+// costs one probe on the next Metadata request and is cleared by it.
+
+// peerRedial is how long a watch waits before connecting again.
+const peerRedial = time.Second
+
+// watchPeers keeps a watch on every leader of a partition this broker follows in the image
+// it applied, until Close.
+func (b *Broker) watchPeers() {
+	defer b.done.Done()
+	type watch struct {
+		addr   string
+		cancel context.CancelFunc
+	}
+	watches := map[int32]*watch{}
+	var wg sync.WaitGroup
+	defer func() {
+		for _, w := range watches {
+			w.cancel()
+		}
+		wg.Wait()
+	}()
+	for {
+		b.mu.RLock()
+		im, appliedChanged := b.mu.appliedImage, b.mu.appliedChanged
+		b.mu.RUnlock()
+		want := map[int32]string{}
+		for _, t := range topicsOf(im) {
+			for i := range t.Partitions {
+				p := &t.Partitions[i]
+				if p.Leader >= 0 && p.Leader != b.nodeID && slices.Contains(p.Replicas, b.nodeID) {
+					if addr := leaderAddress(im, p.Leader, b.cfg.Static.InterBrokerListenerName); addr != "" {
+						want[p.Leader] = addr
+					}
+				}
+			}
+		}
+		for id, w := range watches {
+			if want[id] != w.addr {
+				w.cancel()
+				delete(watches, id)
+			}
+		}
+		for id, addr := range want {
+			if watches[id] != nil {
+				continue
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			watches[id] = &watch{addr: addr, cancel: cancel}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				b.watchPeer(ctx, id, addr)
+			}()
+		}
+		select {
+		case <-appliedChanged:
+		case <-b.closing:
+			return
+		}
+	}
+}
+
+// watchPeer holds a connection to addr (broker id's listener) until ctx ends, marking id
+// suspect whenever an established connection ends.
+func (b *Broker) watchPeer(ctx context.Context, id int32, addr string) {
+	d := net.Dialer{Timeout: peerRedial}
+	for ctx.Err() == nil {
+		conn, err := d.DialContext(ctx, "tcp", addr)
+		if err == nil {
+			stop := context.AfterFunc(ctx, func() { conn.Close() })
+			var buf [1]byte
+			_, _ = conn.Read(buf[:]) // a listener never writes first: returns when the connection ends
+			stop()
+			conn.Close()
+			if ctx.Err() != nil {
+				return
+			}
+			b.suspectLeader(id)
+		}
+		t := time.NewTimer(peerRedial)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// topicsOf is im's topics, none for a nil image.
+func topicsOf(im *controller.Image) map[string]*controller.TopicInfo {
+	if im == nil {
+		return nil
+	}
+	return im.Topics
+}

@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"net"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -166,4 +167,60 @@ func TestPartitionRetryDelayAfterLeaderChange(t *testing.T) {
 	if got := partitionRetryDelay(kerr.UnknownLeaderEpoch, 5*time.Millisecond); got != 5*time.Millisecond {
 		t.Errorf("a backoff below the catch-up retry is kept: %v", got)
 	}
+}
+
+// TestPeerWatchSuspectsALeaderWhoseConnectionEnds: a follower holds a connection to its
+// leader's listener, and the leader is suspect the moment that connection ends.
+func TestPeerWatchSuspectsALeaderWhoseConnectionEnds(t *testing.T) {
+	// The fetcher also connects; it is left waiting for an answer to its first request (a
+	// failed fetch would make the leader suspect by itself).
+	c := startReplCluster(t, []int32{1}, map[string]string{"replica.fetch.backoff.ms": "60000"}, nil)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	_, portText, _ := net.SplitHostPort(l.Addr().String())
+	port, _ := strconv.Atoi(portText)
+	c.nodes[2] = &replNode{id: 2, host: "127.0.0.1", port: int32(port)}
+	accepted := make(chan net.Conn, 16)
+	go func() {
+		for {
+			conn, err := l.Accept()
+			if err != nil {
+				return
+			}
+			accepted <- conn
+		}
+	}()
+	c.publish(1, controller.PartitionInfo{Replicas: []int32{2, 1}, ISR: []int32{2, 1}, Leader: 2, LeaderEpoch: 1}, 1)
+	b := c.nodes[1].broker
+	var watch net.Conn
+	var held []net.Conn
+	defer func() {
+		for _, c := range held {
+			c.Close()
+		}
+	}()
+	for watch == nil {
+		select {
+		case conn := <-accepted:
+			// The fetcher's connection writes its first request at once; the watch never
+			// writes.
+			_ = conn.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
+			var buf [1]byte
+			if _, err := conn.Read(buf[:]); err != nil {
+				watch = conn
+			} else {
+				held = append(held, conn)
+			}
+		case <-time.After(testWait):
+			t.Fatal("no watch connection to the leader")
+		}
+	}
+	if slices.Contains(b.leaderSuspects.recent(), 2) {
+		t.Fatal("leader suspect before its connection ended")
+	}
+	watch.Close()
+	waitFor(t, "the leader suspect", func() bool { return slices.Contains(b.leaderSuspects.recent(), 2) })
 }
