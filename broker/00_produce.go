@@ -20,6 +20,9 @@ package broker
 // Timestamps are checked against message.timestamp.{before,after}.max.ms, and batches of
 // LogAppendTime topics are stamped (produce_validate.go).
 //
+// v10+: a partition answered NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH carries its
+// current leader, and the response those leaders' endpoints (KIP-951, leader_hints.go).
+//
 // Not yet: transactional produce (answered INVALID_REQUEST until transactions land).
 
 import (
@@ -49,6 +52,7 @@ func (b *Broker) handleProduce(_ context.Context, wreq *wire.Request, respond wi
 		respond(nil, errUnexpectedBody)
 		return
 	}
+	respond = b.withProduceLeaderHints(wreq, respond) // KIP-951 (leader_hints.go)
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 	im := b.ctrl.Image()
 	byID := req.Version >= 13

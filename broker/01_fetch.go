@@ -16,7 +16,9 @@ package broker
 // v12 adds LastFetchedEpoch: a fetch whose last fetched epoch the leader's log does not hold
 // up to the fetch offset is answered with DivergingEpoch (KIP-320) and no records, for
 // consumers and followers alike, as Kafka's Partition.fetchRecords does. v15 moves the
-// follower's ID into ReplicaState with its broker epoch (KIP-903).
+// follower's ID into ReplicaState with its broker epoch (KIP-903). v12+: a partition answered
+// NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH carries its current leader, v16+ with the
+// leaders' endpoints (KIP-951, leader_hints.go).
 //
 // A fetch with a replica ID >= 0 is a follower's (follower_fetch.go): it reads up to the log
 // end, not the HW, and its fetch offset is the follower's log end, which moves the HW.
@@ -45,6 +47,7 @@ func (b *Broker) handleFetch(ctx context.Context, wreq *wire.Request, respond wi
 		respond(nil, errUnexpectedBody)
 		return
 	}
+	respond = b.withFetchLeaderHints(wreq, respond) // KIP-951 (leader_hints.go)
 	im := b.ctrl.Image()
 	targets, session, sessionID, errCode := b.openSession(req, im)
 	if errCode != 0 {

@@ -31,6 +31,7 @@ func (b *Broker) handleMetadata(ctx context.Context, conn *wire.ConnInfo, req *k
 	if !allTopics {
 		im = b.autoCreateTopics(ctx, im, req)
 	}
+	im = b.awaitLeaderFailover(ctx, im) // leader_hints.go
 
 	resp.ClusterID = &im.ClusterID
 	resp.ControllerID = b.nodeID

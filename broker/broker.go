@@ -71,6 +71,8 @@ type Broker struct {
 
 	producerIDs   producerIDBlock
 	fetchSessions *fetchSessionCache
+	// leaderSuspects are leaders whose fetch connections failed (leader_hints.go).
+	leaderSuspects leaderSuspects
 	// clock is the time of replicas and delayed operations.
 	clock replica.Clock
 	// purgatory holds delayed fetches and acks=all produces, keyed by partition
@@ -155,7 +157,7 @@ func New(cfg Config, ctrl Metadata) (*Broker, error) {
 		b.closePartitions()
 		return nil, err
 	}
-	b.done.Add(7)
+	b.done.Add(8)
 	go alterSender.run()
 	go b.storageRecoveryLoop()
 	go b.followImages(initial)
@@ -163,6 +165,7 @@ func New(cfg Config, ctrl Metadata) (*Broker, error) {
 	go b.purgatoryLoop()
 	go b.highWatermarkCheckpointLoop()
 	go b.isrExpirationLoop()
+	go b.watchPeers() // leader_hints.go
 	return b, nil
 }
 

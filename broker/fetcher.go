@@ -293,6 +293,7 @@ func (f *replicaFetcher) run() {
 		}
 		if f.ctx.Err() == nil {
 			b.logger.Warn("replica fetcher: fetch from leader failed", "leader", f.key.leader, "err", err, "backoff", backoff)
+			b.suspectLeader(f.key.leader)
 		}
 		if f.client != nil {
 			f.client.Close()
@@ -404,11 +405,27 @@ func leaderAddress(im *controller.Image, id int32, listener string) string {
 	return ""
 }
 
-// partitionBackoff delays st after a partition error.
-func (f *replicaFetcher) partitionBackoff(st *fetchState) {
+// partitionBackoff delays st after a partition error (err, nil when there is none).
+func (f *replicaFetcher) partitionBackoff(st *fetchState, err error) {
 	st.mu.Lock()
-	st.mu.retryAt = time.Now().Add(time.Duration(f.m.b.cfg.Static.ReplicaFetchBackoffMs) * time.Millisecond)
+	st.mu.retryAt = time.Now().Add(partitionRetryDelay(err, time.Duration(f.m.b.cfg.Static.ReplicaFetchBackoffMs)*time.Millisecond))
 	st.mu.Unlock()
+}
+
+// leaderCatchUpRetry is how soon a partition is retried when the leader answered with an
+// error that means it has not applied the metadata this follower acts on yet.
+const leaderCatchUpRetry = 20 * time.Millisecond
+
+// partitionRetryDelay is how long a partition waits after err: replica.fetch.backoff.ms
+// (backoff), except for the errors a leader answers in the moment after a leadership change,
+// before it applied the image this follower already has (NOT_LEADER_OR_FOLLOWER,
+// UNKNOWN_LEADER_EPOCH, FENCED_LEADER_EPOCH): those clear within milliseconds, and waiting a
+// whole backoff there holds acks=all produces on the new leader back for as long.
+func partitionRetryDelay(err error, backoff time.Duration) time.Duration {
+	if errors.Is(err, kerr.NotLeaderForPartition) || errors.Is(err, kerr.UnknownLeaderEpoch) || errors.Is(err, kerr.FencedLeaderEpoch) {
+		return min(backoff, leaderCatchUpRetry)
+	}
+	return backoff
 }
 
 // truncate resolves the divergence of tps with the leader through OffsetForLeaderEpoch.
@@ -455,7 +472,7 @@ func (f *replicaFetcher) truncate(br *kgo.Broker, states map[topicPartition]*fet
 			}
 			if rp.ErrorCode != 0 {
 				b.logger.Debug("replica fetcher: OffsetForLeaderEpoch refused", "partition", st.p.tp.String(), "err", kerr.ErrorForCode(rp.ErrorCode))
-				f.partitionBackoff(st)
+				f.partitionBackoff(st, kerr.ErrorForCode(rp.ErrorCode))
 				continue
 			}
 			f.truncateToLeaderEpochEnd(st, rp.LeaderEpoch, rp.EndOffset)
@@ -543,7 +560,7 @@ func (f *replicaFetcher) fetch(br *kgo.Broker, states map[topicPartition]*fetchS
 			s.mu.Unlock()
 			if !caughtUp && overQuota {
 				b.throttles.followerSkips.Add(1)
-				f.partitionBackoff(s)
+				f.partitionBackoff(s, nil)
 				continue
 			}
 		}
@@ -637,7 +654,7 @@ func (f *replicaFetcher) applyFetched(st *fetchState, rp *kmsg.FetchResponseTopi
 			return
 		}
 		b.logger.Debug("replica fetcher: partition error", "partition", st.p.tp.String(), "leader", f.key.leader, "err", err)
-		f.partitionBackoff(st)
+		f.partitionBackoff(st, err)
 		return
 	}
 	if rp.DivergingEpoch.EndOffset >= 0 {
@@ -648,7 +665,7 @@ func (f *replicaFetcher) applyFetched(st *fetchState, rp *kmsg.FetchResponseTopi
 		if st.p.log.LogEndOffset() == before {
 			// Nothing to cut by this answer (the follower has no epoch at or below the
 			// leader's and is at its HW): wait before asking again rather than spin.
-			f.partitionBackoff(st)
+			f.partitionBackoff(st, nil)
 		}
 		return
 	}

@@ -918,3 +918,48 @@ func (l *Link) AlterPartitionReassignments(ctx context.Context, reqs []controlle
 	})
 	return out, err
 }
+
+// ElectLeaders runs leader elections through the active controller (see
+// controller.ElectLeaders) and returns once the local image has the outcome.
+func (l *Link) ElectLeaders(ctx context.Context, electionType int8, topics []controller.ElectLeadersTopic) ([]controller.ElectLeadersResult, error) {
+	var out []controller.ElectLeadersResult
+	err := l.withLeader(ctx, func() error {
+		var err error
+		out, err = l.local.ElectLeaders(ctx, electionType, topics)
+		return err
+	}, func(cl *kgo.Client) error {
+		req := kmsg.NewPtrElectLeadersRequest()
+		req.Version, req.ElectionType, req.TimeoutMillis = 2, electionType, timeoutMillis(ctx)
+		if topics != nil {
+			req.Topics = []kmsg.ElectLeadersRequestTopic{}
+			for _, t := range topics {
+				rt := kmsg.NewElectLeadersRequestTopic()
+				rt.Topic, rt.Partitions = t.Topic, t.Partitions
+				req.Topics = append(req.Topics, rt)
+			}
+		}
+		resp, err := request(ctx, cl, req)
+		if err != nil {
+			return err
+		}
+		r := resp.(*kmsg.ElectLeadersResponse)
+		if err := kerr.ErrorForCode(r.ErrorCode); err != nil {
+			if errors.Is(err, kerr.NotController) {
+				return errRetry
+			}
+			return err
+		}
+		l.waitOffset(ctx, offsetOf(&r.UnknownTags))
+		out = make([]controller.ElectLeadersResult, 0, len(r.Topics))
+		for _, rt := range r.Topics {
+			tr := controller.ElectLeadersResult{Topic: rt.Topic}
+			for _, rp := range rt.Partitions {
+				tr.Partitions = append(tr.Partitions, controller.ElectLeadersPartitionResult{Partition: rp.Partition,
+					Err: kerr.ErrorForCode(rp.ErrorCode), Message: deref(rp.ErrorMessage)})
+			}
+			out = append(out, tr)
+		}
+		return nil
+	})
+	return out, err
+}

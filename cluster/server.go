@@ -32,8 +32,9 @@ type ServerConfig struct {
 
 // Server answers Kafka requests on the controller listener (see the package doc).
 type Server struct {
-	cfg ServerConfig
-	log *slog.Logger
+	cfg            ServerConfig
+	log            *slog.Logger
+	heartbeatConns heartbeatConns
 }
 
 // NewServer returns the handler of the controller listener.

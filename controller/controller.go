@@ -70,6 +70,15 @@ type Config struct {
 	// (INVALID_REPLICATION_FACTOR); see checkReplicationFactor.
 	MaxReplicationFactor int
 
+	// Prober, when set, lets the active controller fence a broker at once on certain
+	// evidence that its process is gone (evidence.go); nil leaves only the session timeout.
+	Prober Prober
+
+	// LeaderRebalanceInterval, when positive, turns on auto leader rebalance
+	// (auto.leader.rebalance.enable) with this leader.imbalance.check.interval.seconds
+	// (elections.go); 0 = off.
+	LeaderRebalanceInterval time.Duration
+
 	// ticks, when non-nil, replaces the TickInterval ticker: tests drive time by hand.
 	ticks <-chan time.Time
 }
@@ -145,6 +154,18 @@ type Controller struct {
 	// refusals rate-limits the warnings about refused registrations and heartbeats: one
 	// line per kind per logEvery, with the count of those suppressed.
 	refusals logLimiter
+	// liveness (evidence.go) is what this node's probes showed of each unfenced broker
+	// incarnation; livenessTerm the term in which the active controller last suspected
+	// every broker.
+	liveness     map[int32]*brokerLiveness
+	livenessTerm uint64
+	// forcedCampaignTerm is the term whose leader this node last campaigned against on
+	// evidence that it is gone (ReportPeerGone), so it does so once per term.
+	forcedCampaignTerm uint64
+	// Auto leader rebalance (elections.go): rebalanceDue is the tick of the next round (0 =
+	// none scheduled); rebalanceCheckedOffset the image offset last checked for imbalance.
+	rebalanceDue           uint64
+	rebalanceCheckedOffset int64
 }
 
 // request is a proposal handed to the driver.
@@ -280,6 +301,7 @@ func open(cfg Config) (*Controller, error) {
 
 		learnerProposed: map[uint64]uint64{},
 		refusals:        logLimiter{every: logEvery},
+		liveness:        map[int32]*brokerLiveness{},
 	}
 	if cfg.SessionTimeout > 0 {
 		c.sessionTicks = uint64((cfg.SessionTimeout + cfg.TickInterval - 1) / cfg.TickInterval)
@@ -435,6 +457,8 @@ func (c *Controller) run() {
 		case <-ticks:
 			c.node.Tick()
 			c.tickSessions()
+			c.tickLiveness()
+			c.tickRebalance()
 		case <-c.calls.signal:
 			c.runDriverCalls()
 		case m := <-c.inbound:

@@ -162,6 +162,14 @@
 // Registration and heartbeat refusals (INCONSISTENT_CLUSTER_ID, a negative broker ID,
 // BROKER_ID_NOT_REGISTERED, STALE_BROKER_EPOCH) are logged at most once per 10 s per kind.
 //
+// With a Config.Prober the active controller also fences at once on certain evidence that a
+// broker's process is gone — its heartbeats stopped and every listener this node saw accept
+// for that incarnation now refuses connections — and a follower whose transport finds the
+// metadata leader's listener refusing campaigns at once (ReportPeerGone); evidence.go has
+// the rules and why they never fence a broker that is merely slow. elections.go has
+// ElectLeaders (Kafka's API 43: preferred elections, unclean ones refused) and auto leader
+// rebalance (Config.LeaderRebalanceInterval).
+//
 // Images are copy-on-write: applying a batch copies only the maps and topics it changes and
 // shares everything else with the previous image; a published Image is never modified.
 //

@@ -161,6 +161,7 @@ func (c *Controller) Heartbeat(ctx context.Context, hb BrokerHeartbeat) (Heartbe
 		}
 		c.sessions[hb.BrokerID] = &brokerSession{epoch: b.Epoch, lastHeartbeat: c.tickCount}
 		c.ensureLearner(hb.BrokerID)
+		c.noteHeartbeat(b)
 		var recs []Record
 		switch {
 		case hb.WantShutDown && !b.Fenced && !b.InControlledShutdown:
@@ -323,23 +324,7 @@ func (c *Controller) tickSessions() {
 	if len(expired) == 0 {
 		return
 	}
-	slices.Sort(expired)
-	r := &request{ctx: context.Background(), done: make(chan error, 1), plan: func(w *Image) []Record {
-		var recs []Record
-		for _, id := range expired {
-			b := w.Brokers[id]
-			if b == nil || b.Fenced {
-				continue
-			}
-			c.logger.Info("fencing broker: its session expired", "broker", id, "epoch", b.Epoch)
-			// Later removals in the batch must see earlier ones, so plan each on top.
-			step := append(removeBrokerRecords(w, id), &BrokerChangeRecord{BrokerID: id, BrokerEpoch: b.Epoch, Fenced: ptr(true)})
-			w, _ = applyRecords(w, w.Offset, step)
-			recs = append(recs, step...)
-		}
-		return recs
-	}}
-	c.handleRequest(r)
+	c.fenceBrokers(expired, "fencing broker: its session expired")
 }
 
 // proposeClusterID proposes the cluster ID record when this node leads a log that has none:

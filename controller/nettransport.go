@@ -13,6 +13,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"go.etcd.io/raft/v3"
@@ -874,6 +875,9 @@ type netPeer struct {
 
 	drops     atomic.Uint64
 	connected atomic.Bool
+	// everConnected: a dial to the peer succeeded in this process, so a refused dial now
+	// means its process is gone (Controller.ReportPeerGone).
+	everConnected atomic.Bool
 
 	mu struct {
 		sync.Mutex
@@ -957,6 +961,7 @@ func (p *netPeer) run() {
 		if err == nil {
 			backoff = t.cfg.ReconnectBackoff
 			p.connected.Store(true)
+			p.everConnected.Store(true)
 			t.logger.Debug("connected to raft peer", "peer", p.id, "addr", p.addr)
 			err = p.stream(conn, p.receive(conn))
 			p.connected.Store(false)
@@ -965,6 +970,11 @@ func (p *netPeer) run() {
 			return
 		}
 		t.reportUnreachable(p.id)
+		if errors.Is(err, syscall.ECONNREFUSED) && p.everConnected.Load() {
+			if c := t.ctrl.Load(); c != nil {
+				c.ReportPeerGone(p.id)
+			}
+		}
 		// What queued up meanwhile is stale by the time the peer is back (raft retransmits
 		// what still matters), and a snapshot waiting for a connection would hold raft's
 		// snapshot state for this follower as long as it is away: drop it all, so a dead

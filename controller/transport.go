@@ -103,11 +103,16 @@ type driverCalls struct {
 		queries []func()
 		// lastContact is when a raft message from each voter (by raft ID) last arrived.
 		lastContact map[uint64]time.Time
+		// connClosed (broker ID -> epoch) and probes are evidence.go's reports; bounded by
+		// the brokers (one entry per broker; at most one probe in flight per broker).
+		connClosed map[int32]int64
+		probes     []*probeResult
 	}
 }
 
 type pendingReport struct {
 	unreachable bool
+	gone        bool                // ReportPeerGone
 	snapshot    raft.SnapshotStatus // 0 = none
 }
 
@@ -175,13 +180,19 @@ func (c *Controller) runDriverCalls() {
 	c.calls.mu.Lock()
 	reports, queries := c.calls.mu.reports, c.calls.mu.queries
 	c.calls.mu.reports, c.calls.mu.queries = nil, nil
+	closed, probes := c.calls.mu.connClosed, c.calls.mu.probes
+	c.calls.mu.connClosed, c.calls.mu.probes = nil, nil
 	c.calls.mu.Unlock()
+	c.livenessCalls(closed, probes)
 	for id, p := range reports {
 		if p.unreachable {
 			c.node.ReportUnreachable(id)
 		}
 		if p.snapshot != 0 {
 			c.node.ReportSnapshot(id, p.snapshot)
+		}
+		if p.gone {
+			c.peerGone(id)
 		}
 	}
 	for _, fn := range queries {

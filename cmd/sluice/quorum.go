@@ -54,6 +54,9 @@ func startQuorum(cfg *config.Broker, dir string, endpoints []controller.Endpoint
 		Rack:      rack(cfg),
 		Logger:    logger.With("component", "controller"),
 	}
+	if cfg.Bool("auto.leader.rebalance.enable") {
+		ctrlCfg.LeaderRebalanceInterval = time.Duration(cfg.Int64("leader.imbalance.check.interval.seconds")) * time.Second
+	}
 	var err error
 	if len(voters) == 0 && isController {
 		voters = []int32{cfg.NodeID} // a quorum of this node alone
@@ -74,6 +77,7 @@ func startQuorum(cfg *config.Broker, dir string, endpoints []controller.Endpoint
 		}
 		ctrlCfg.Voters, ctrlCfg.Transport = voters, q.transport
 		ctrlCfg.SessionTimeout = time.Duration(cfg.BrokerSessionTimeoutMs) * time.Millisecond
+		ctrlCfg.Prober = cluster.Prober{} // fence at once on certain evidence (controller/evidence.go)
 		if q.ctrl, err = controller.Open(ctrlCfg); err != nil {
 			q.transport.Close()
 			return nil, err

@@ -154,8 +154,9 @@ var brokerSupport = []supportGroup{
 		"replica.fetch.response.max.bytes", "replica.fetch.wait.max.ms", "replica.lag.time.max.ms",
 		"offsets.commit.timeout.ms", "unclean.leader.election.enable",
 	}},
-	{NoEffect, "preferred-leader rebalancing is not implemented yet: leadership moves only on fencing, controlled shutdown and elections", []string{
-		"auto.leader.rebalance.enable", "leader.imbalance.check.interval.seconds", "unclean.leader.election.interval.ms",
+	{Honoured, "", []string{"auto.leader.rebalance.enable", "leader.imbalance.check.interval.seconds"}},
+	{NoEffect, "unclean leader election is not implemented: a leaderless partition waits for an ISR member", []string{
+		"unclean.leader.election.interval.ms",
 	}},
 	{NoEffect, "replica fetchers use franz-go's connection handling and the replica.fetch.* bounds", []string{
 		"replica.socket.receive.buffer.bytes", "replica.socket.timeout.ms",
