@@ -26,9 +26,9 @@ func poll(consumer string, session int, p int32, o int64, v string) Poll {
 func clean() History {
 	return History{
 		Partitions: 1, WorkloadStart: 0, WorkloadEnd: ms(100), FinalComplete: true,
-		Sends: []Send{ack(0, 0, "a", 0, 0, 10), ack(0, 1, "b", 0, 1, 20), ack(0, 2, "c", 0, 2, 30), failed(0, 3, "d", 0, 40)},
-		Polls: []Poll{poll("g1", 1, 0, 0, "a"), poll("g1", 1, 0, 1, "b"), poll("g1", 1, 0, 2, "c")},
-		Final: map[int32][]Record{0: {{0, "a"}, {1, "b"}, {2, "c"}}},
+		Sends:   []Send{ack(0, 0, "a", 0, 0, 10), ack(0, 1, "b", 0, 1, 20), ack(0, 2, "c", 0, 2, 30), failed(0, 3, "d", 0, 40)},
+		Polls:   []Poll{poll("g1", 1, 0, 0, "a"), poll("g1", 1, 0, 1, "b"), poll("g1", 1, 0, 2, "c")},
+		Final:   map[int32][]Record{0: {{0, "a"}, {1, "b"}, {2, "c"}}},
 		Commits: []CommitObservation{{ms(10), 0, 1}, {ms(20), 0, 3}},
 	}
 }
@@ -131,7 +131,7 @@ func TestCheckUnavailability(t *testing.T) {
 		},
 		Nemesis: []NemesisEvent{
 			{Time: ms(1000), Kind: "kill", Nodes: []int32{2}, Led: []int32{1}},
-			{Time: ms(2000), Kind: "kill", Nodes: []int32{3}},                    // led nothing: not measured
+			{Time: ms(2000), Kind: "kill", Nodes: []int32{3}},                     // led nothing: not measured
 			{Time: ms(9500), Kind: "kill", Nodes: []int32{1}, Led: []int32{0, 1}}, // never recovered
 		},
 		Final: map[int32][]Record{0: {{0, "a"}, {1, "c"}, {2, "e"}, {3, "f"}}, 1: {{0, "b"}, {1, "d"}}},
