@@ -1,7 +1,7 @@
 # sluice — the two commands a fresh machine needs are `make run` and `make test`.
 GO ?= go
 
-.PHONY: build run test unit deps franz franz-cluster vet fmt-check clean compat cluster
+.PHONY: build run test unit deps franz franz-cluster vet fmt-check clean compat cluster chaos
 
 build:
 	$(GO) build -o bin/sluice ./cmd/sluice
@@ -60,3 +60,13 @@ bench:
 # to under compat-tests/matrix/logs/. About 15 minutes.
 compat: deps build
 	$(GO) run ./compat-tests/matrix -bin $(CURDIR)/bin/sluice -out COMPAT.md -logs compat-tests/matrix/logs
+
+# Jepsen-style fault runs (as root: network namespaces): CHAOS_RUNS runs of a CHAOS_NODES-node
+# cluster under kill -9, SIGSTOP and network partitions, each checked for lost, duplicated and
+# reordered records; writes CHAOS.md and the run logs under chaos/logs/ (about 90 s a run).
+# make test runs the short one (TestChaosShort, two nemeses, about 75 s).
+CHAOS_RUNS ?= 20
+CHAOS_NODES ?= 3
+CHAOS_ARGS ?=
+chaos: build
+	$(GO) run ./chaos/cmd/chaos -bin $(CURDIR)/bin/sluice -runs $(CHAOS_RUNS) -nodes $(CHAOS_NODES) -out CHAOS.md -logs chaos/logs $(CHAOS_ARGS)
