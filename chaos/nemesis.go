@@ -20,11 +20,14 @@ const (
 	PartitionLeader   = "partition-leader"   // cut a partition leader off from every other node
 	PartitionMajority = "partition-majority" // split a random minority from the majority
 	PartitionBridge   = "partition-bridge"   // two sides that only one node connects
-	Mixed             = "mixed"              // each fault picked at random from the above
+	// KillAndPartition combines two faults: a partition leader cut off from every other node
+	// and, at the same time, kill -9 of another node.
+	KillAndPartition = "kill-and-partition"
+	Mixed            = "mixed" // each fault picked at random from the above
 )
 
 // Kinds lists every single nemesis, in CHAOS.md's order.
-var Kinds = []string{KillRandom, KillLeader, KillController, PauseLeader, PartitionLeader, PartitionMajority, PartitionBridge}
+var Kinds = []string{KillRandom, KillLeader, KillController, PauseLeader, PartitionLeader, PartitionMajority, PartitionBridge, KillAndPartition}
 
 // nemesis injects faults into one cluster and heals them.
 type nemesis struct {
@@ -167,6 +170,31 @@ func (n *nemesis) fault(kind string) func() {
 				n.logf("heal: %v", err)
 			}
 			n.event(NemesisEvent{Kind: "heal"})
+		}
+	case KillAndPartition:
+		p, l := n.partitionLeader(leaders)
+		var others []int
+		for i := range n.c.Nodes {
+			if i != int(l)-1 {
+				others = append(others, i)
+			}
+		}
+		if err := n.nw.Partition([]int{int(l) - 1}, others); err != nil {
+			n.logf("partition: %v", err)
+		}
+		n.event(NemesisEvent{Kind: "partition", Nodes: ids(append([]int{int(l) - 1}, others...)), Note: fmt.Sprintf("leader of partition %d isolated; cuts %s", p, n.nw.Cuts())})
+		victim := int32(others[n.rng.IntN(len(others))] + 1)
+		if err := n.c.Node(victim).Kill(); err != nil {
+			n.logf("kill node %d: %v", victim, err)
+		}
+		// Led stays empty: with the partition on top, the recovery time is not a leader kill's.
+		n.event(NemesisEvent{Kind: "kill", Nodes: []int32{victim}, Note: fmt.Sprintf("a node of the other side (led %v; recovery not measured)", led(leaders, victim))})
+		return func() {
+			if err := n.nw.Heal(); err != nil {
+				n.logf("heal: %v", err)
+			}
+			n.event(NemesisEvent{Kind: "heal"})
+			n.restart(victim)
 		}
 	}
 	panic("unknown nemesis " + kind)

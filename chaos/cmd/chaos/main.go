@@ -13,6 +13,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"log"
@@ -38,6 +39,7 @@ func main() {
 	duration := flag.Duration("duration", 60*time.Second, "nemesis time per run")
 	out := flag.String("out", "CHAOS.md", "report to write")
 	logs := flag.String("logs", "chaos/logs", "directory for run logs (full node logs go to its full/ subdirectory)")
+	appendRuns := flag.Bool("append", false, "add these runs to those recorded in <logs>/runs.json instead of starting afresh")
 	flag.Parse()
 	if *bin == "" {
 		b, err := testcluster.Binary()
@@ -51,10 +53,18 @@ func main() {
 	if err := os.MkdirAll(filepath.Join(*logs, "full"), 0o755); err != nil {
 		log.Fatal(err)
 	}
-	rep := &report{Started: time.Now().UTC(), Nodes: *nodes, Duration: *duration, Commit: gitCommit(), Kinds: kinds}
+	rep := &report{Started: time.Now().UTC(), Duration: *duration, Commit: gitCommit()}
+	runsPath := filepath.Join(*logs, "runs.json")
+	if *appendRuns {
+		if data, err := os.ReadFile(runsPath); err == nil {
+			if err := json.Unmarshal(data, &rep.Runs); err != nil {
+				log.Fatalf("%s: %v", runsPath, err)
+			}
+		}
+	}
 	for i := *first; i < *first+*runs; i++ {
 		kind := kinds[(i-*first)%len(kinds)]
-		name := fmt.Sprintf("run-%02d-%s", i, kind)
+		name := fmt.Sprintf("run-%02d-%dn-%s", i, *nodes, kind)
 		var timeline bytes.Buffer
 		work, err := os.MkdirTemp("", "sluice-chaos-run-")
 		if err != nil {
@@ -65,7 +75,7 @@ func main() {
 			Bin: *bin, Nodes: *nodes, Nemeses: []string{kind}, Duration: *duration, Seed: uint64(i),
 			WorkDir: work, KeepWorkDir: true, Log: &timeline,
 		})
-		row := runRow{Index: i, Name: name, Kind: kind, Seed: i, Nodes: *nodes,
+		row := runRow{Index: i, Name: name, Kind: kind, Seed: i, Nodes: *nodes, Commit: rep.Commit, Started: time.Now().UTC(),
 			Command: fmt.Sprintf("go run ./chaos/cmd/chaos -runs 1 -first %d -nemesis %s -nodes %d -duration %v -out /tmp/CHAOS-%d.md", i, kind, *nodes, *duration, i)}
 		if err != nil {
 			row.Err = err.Error()
@@ -83,6 +93,10 @@ func main() {
 		os.RemoveAll(work)
 		rep.Runs = append(rep.Runs, row)
 		if err := os.WriteFile(*out, []byte(rep.markdown(*out)), 0o644); err != nil {
+			log.Fatal(err)
+		}
+		data, _ := json.MarshalIndent(rep.Runs, "", " ")
+		if err := os.WriteFile(runsPath, data, 0o644); err != nil {
 			log.Fatal(err)
 		}
 		if row.Report != nil {

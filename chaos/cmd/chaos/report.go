@@ -12,10 +12,8 @@ import (
 
 type report struct {
 	Started  time.Time
-	Nodes    int
 	Duration time.Duration
 	Commit   string
-	Kinds    []string
 	Runs     []runRow
 }
 
@@ -26,6 +24,8 @@ type runRow struct {
 	Seed    int
 	Nodes   int
 	Command string
+	Commit  string
+	Started time.Time
 	Err     string
 	Report  *chaos.Report
 	Elapsed time.Duration
@@ -51,14 +51,15 @@ func quantile(sorted []time.Duration, q float64) time.Duration {
 func (r *report) markdown(outPath string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# CHAOS.md — sluice under faults\n\n")
-	fmt.Fprintf(&b, "Written by `make chaos` (chaos/cmd/chaos) on %s at commit %s: %d runs, each a %d-node cluster of real sluice processes, each in a network namespace of its own, "+
+	fmt.Fprintf(&b, "Written by `make chaos` (chaos/cmd/chaos), last on %s at commit %s: %d runs (%s), each a cluster of real sluice processes, each in a network namespace of its own, "+
 		"one topic of 4 partitions with replication factor 3 and `min.insync.replicas=2`, sluice's defaults otherwise (`broker.session.timeout.ms=9000`). "+
 		"The workload: two idempotent acks=all franz-go producers writing unique values to every partition (up to 8 in flight per partition), two consumers in one group (auto-commit every second), "+
 		"an assign-mode reader of every partition, an observer of the group's committed offsets, and at the end a full read of every partition from its log start to its high watermark. "+
 		"The nemesis runs for %v (a fault, then its heal and 6 s of healthy cluster, in turn); then every fault is healed and the workload goes on for 12 s. "+
 		"Partitions are blackhole routes between the nodes' namespaces (the clients reach every node throughout). See chaos/doc.go for the harness and the checker.\n\n",
-		r.Started.Format("2006-01-02 15:04 UTC"), r.Commit, len(r.Runs), r.Nodes, r.Duration)
-	fmt.Fprintf(&b, "Reproduce all: `make chaos` (`CHAOS_RUNS=20 CHAOS_NODES=3`); one run: the command in its log's first lines (as root).\n\n")
+		r.Started.Format("2006-01-02 15:04 UTC"), r.Commit, len(r.Runs), r.sizes(), r.Duration)
+	fmt.Fprintf(&b, "Reproduce all: `make chaos` (`CHAOS_RUNS=20 CHAOS_NODES=3`), then the five-node runs with `make chaos CHAOS_NODES=5 CHAOS_RUNS=4 CHAOS_ARGS='-append -first 20 -nemesis partition-majority,partition-bridge,kill-leader,mixed'`; one run: the command in its log's first lines (as root). "+
+		"A run's nemesis choices are seeded by its number; the cluster's timing is not, so a rerun is the same schedule, not the same interleaving.\n\n")
 
 	// Totals.
 	var names []string
@@ -160,6 +161,21 @@ func (r *report) markdown(outPath string) string {
 	b.WriteString("## Not covered\n\n`unclean.leader.election.enable=true` is refused by sluice (not built yet), so the loss it would allow cannot be shown. " +
 		"Faults are one at a time (a run's nemesis kind, or `mixed`: one kind at random per fault), not overlapping combinations; clients are never partitioned from nodes.\n")
 	return b.String()
+}
+
+// sizes says how many runs had each cluster size ("20 of 3 nodes, 3 of 5 nodes").
+func (r *report) sizes() string {
+	count := map[int]int{}
+	for _, row := range r.Runs {
+		count[row.Nodes]++
+	}
+	var parts []string
+	for _, n := range []int{3, 5} {
+		if count[n] > 0 {
+			parts = append(parts, fmt.Sprintf("%d of %d nodes", count[n], n))
+		}
+	}
+	return strings.Join(parts, ", ")
 }
 
 func countBelow(sorted []time.Duration, limit time.Duration) int {
