@@ -196,8 +196,9 @@ func (n *Node) Alive() bool {
 // Paused reports whether the process was sent SIGSTOP and not SIGCONT since.
 func (n *Node) Paused() bool {
 	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.mu.paused && n.Alive()
+	paused := n.mu.paused
+	n.mu.Unlock()
+	return paused && n.Alive()
 }
 
 // Pid is the running process's id (0 when not running).
