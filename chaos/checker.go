@@ -54,9 +54,16 @@ type Report struct {
 	// LongestUnavailable is the longest time inside the workload without an acknowledged
 	// produce, starting at LongestUnavailableAt.
 	LongestUnavailable, LongestUnavailableAt time.Duration
+	// WorstPartitionUnavailable is the longest time inside the workload that one partition
+	// went without an acknowledged produce (the worst partition), starting at
+	// WorstPartitionUnavailableAt.
+	WorstPartitionUnavailable, WorstPartitionUnavailableAt time.Duration
+	WorstPartition                                         int32
 	// LeaderKills are the times from each kill -9 of a node that led partitions to the next
 	// acknowledged produce to one of those partitions (-1: none before the workload ended).
 	LeaderKills []time.Duration
+	// LeaderPauses are the same for each SIGSTOP of a node that led partitions.
+	LeaderPauses []time.Duration
 }
 
 // Anomalies is the number of anomalies of every correctness class (unavailability is not one).
@@ -245,21 +252,21 @@ func Check(h History) Report {
 
 	// Unavailability.
 	var acks []time.Duration
+	perPartition := map[int32][]time.Duration{}
 	for _, s := range h.Sends {
 		if s.OK && s.Complete >= h.WorkloadStart && s.Complete <= h.WorkloadEnd {
 			acks = append(acks, s.Complete)
+			perPartition[s.Partition] = append(perPartition[s.Partition], s.Complete)
 		}
 	}
-	slices.Sort(acks)
-	prev := h.WorkloadStart
-	for _, t := range append(acks, h.WorkloadEnd) {
-		if gap := t - prev; gap > r.LongestUnavailable {
-			r.LongestUnavailable, r.LongestUnavailableAt = gap, prev
+	r.LongestUnavailable, r.LongestUnavailableAt = longestGap(acks, h.WorkloadStart, h.WorkloadEnd)
+	for p := range h.Partitions {
+		if gap, at := longestGap(perPartition[p], h.WorkloadStart, h.WorkloadEnd); gap > r.WorstPartitionUnavailable {
+			r.WorstPartitionUnavailable, r.WorstPartitionUnavailableAt, r.WorstPartition = gap, at, p
 		}
-		prev = t
 	}
 	for _, e := range h.Nemesis {
-		if e.Kind != "kill" || len(e.Led) == 0 {
+		if (e.Kind != "kill" && e.Kind != "pause") || len(e.Led) == 0 {
 			continue
 		}
 		recovery := time.Duration(-1)
@@ -270,9 +277,28 @@ func Check(h History) Report {
 				}
 			}
 		}
-		r.LeaderKills = append(r.LeaderKills, recovery)
+		if e.Kind == "kill" {
+			r.LeaderKills = append(r.LeaderKills, recovery)
+		} else {
+			r.LeaderPauses = append(r.LeaderPauses, recovery)
+		}
 	}
 	return r
+}
+
+// longestGap is the longest interval between consecutive times of the sorted-or-not times
+// within [start, end], the bounds included, and where it starts.
+func longestGap(times []time.Duration, start, end time.Duration) (gap, at time.Duration) {
+	times = slices.Clone(times)
+	slices.Sort(times)
+	prev := start
+	for _, t := range append(times, end) {
+		if d := t - prev; d > gap {
+			gap, at = d, prev
+		}
+		prev = t
+	}
+	return gap, at
 }
 
 // countBetween counts the sorted offsets strictly between lo and hi.

@@ -120,7 +120,7 @@ func TestCheck(t *testing.T) {
 
 func TestCheckUnavailability(t *testing.T) {
 	h := History{
-		WorkloadStart: ms(0), WorkloadEnd: ms(10000), FinalComplete: true,
+		Partitions: 2, WorkloadStart: ms(0), WorkloadEnd: ms(10000), FinalComplete: true,
 		Sends: []Send{
 			ack(0, 0, "a", 0, 0, 100), ack(0, 0, "b", 1, 0, 200),
 			// node 2 (leader of partition 1) killed at 1000; partition 0 keeps going, partition
@@ -133,6 +133,7 @@ func TestCheckUnavailability(t *testing.T) {
 			{Time: ms(1000), Kind: "kill", Nodes: []int32{2}, Led: []int32{1}},
 			{Time: ms(2000), Kind: "kill", Nodes: []int32{3}},                     // led nothing: not measured
 			{Time: ms(9500), Kind: "kill", Nodes: []int32{1}, Led: []int32{0, 1}}, // never recovered
+			{Time: ms(4000), Kind: "pause", Nodes: []int32{1}, Led: []int32{0}},   // partition 0 acknowledged at 5000
 		},
 		Final: map[int32][]Record{0: {{0, "a"}, {1, "c"}, {2, "e"}, {3, "f"}}, 1: {{0, "b"}, {1, "d"}}},
 	}
@@ -145,5 +146,12 @@ func TestCheckUnavailability(t *testing.T) {
 	}
 	if want := []time.Duration{ms(3500), -1}; !slices.Equal(r.LeaderKills, want) {
 		t.Errorf("leader kill recoveries %v, want %v", r.LeaderKills, want)
+	}
+	if want := []time.Duration{ms(1000)}; !slices.Equal(r.LeaderPauses, want) {
+		t.Errorf("leader pause recoveries %v, want %v", r.LeaderPauses, want)
+	}
+	// Partition 1's last ack is at 4500: 5.5 s to the end of the workload.
+	if r.WorstPartitionUnavailable != ms(5500) || r.WorstPartition != 1 || r.WorstPartitionUnavailableAt != ms(4500) {
+		t.Errorf("worst partition %d without an ack for %v from %v, want 1 for 5.5s from 4.5s", r.WorstPartition, r.WorstPartitionUnavailable, r.WorstPartitionUnavailableAt)
 	}
 }

@@ -346,8 +346,10 @@ func (r *Report) Summary() string {
 	for _, c := range r.Classes() {
 		fmt.Fprintf(&b, "; %s %d", c.Name, c.Class.Count)
 	}
-	fmt.Fprintf(&b, "; longest without an ack %v at %v; leader kills %v", r.LongestUnavailable.Round(time.Millisecond),
-		r.LongestUnavailableAt.Round(time.Millisecond), roundAll(r.LeaderKills))
+	fmt.Fprintf(&b, "; longest without an ack %v at %v; worst partition (%d) without an ack %v at %v; leader kills %v; leader pauses %v",
+		r.LongestUnavailable.Round(time.Millisecond), r.LongestUnavailableAt.Round(time.Millisecond),
+		r.WorstPartition, r.WorstPartitionUnavailable.Round(time.Millisecond), r.WorstPartitionUnavailableAt.Round(time.Millisecond),
+		roundAll(r.LeaderKills), roundAll(r.LeaderPauses))
 	return b.String()
 }
 

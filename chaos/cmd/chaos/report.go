@@ -64,7 +64,7 @@ func (r *report) markdown(outPath string) string {
 	// Totals.
 	var names []string
 	totals := map[string]int{}
-	var kills, longest []time.Duration
+	var kills, longest, worst, pauses []time.Duration
 	neverRecovered := 0
 	acked, failed := 0, 0
 	incomplete := 0
@@ -84,6 +84,12 @@ func (r *report) markdown(outPath string) string {
 		acked += row.Report.Acked
 		failed += row.Report.Failed
 		longest = append(longest, row.Report.LongestUnavailable)
+		worst = append(worst, row.Report.WorstPartitionUnavailable)
+		for _, k := range row.Report.LeaderPauses {
+			if k >= 0 {
+				pauses = append(pauses, k)
+			}
+		}
 		for _, k := range row.Report.LeaderKills {
 			if k < 0 {
 				neverRecovered++
@@ -94,6 +100,8 @@ func (r *report) markdown(outPath string) string {
 	}
 	slices.Sort(kills)
 	slices.Sort(longest)
+	slices.Sort(worst)
+	slices.Sort(pauses)
 	fmt.Fprintf(&b, "## Totals\n\n%d acknowledged sends, %d failed (indeterminate) sends, over %d runs.\n\n| anomaly class | count |\n|---|---|\n", acked, failed, len(r.Runs))
 	for _, n := range names {
 		fmt.Fprintf(&b, "| %s | %d |\n", n, totals[n])
@@ -112,10 +120,16 @@ func (r *report) markdown(outPath string) string {
 		b.WriteString("no leader kills recorded.\n\n")
 	}
 	if len(longest) > 0 {
-		fmt.Fprintf(&b, "**Longest time without any acknowledged produce, per run:** median %s, max %s.\n\n", secs(quantile(longest, 0.5)), secs(longest[len(longest)-1]))
+		fmt.Fprintf(&b, "**Longest time without any acknowledged produce (all partitions), per run:** median %s, max %s. "+
+			"**Longest time one partition went without an acknowledged produce, per run:** median %s, max %s.\n\n",
+			secs(quantile(longest, 0.5)), secs(longest[len(longest)-1]), secs(quantile(worst, 0.5)), secs(worst[len(worst)-1]))
+	}
+	if len(pauses) > 0 {
+		fmt.Fprintf(&b, "**After SIGSTOP of a partition leader** (to the next acknowledgement on a partition it led; the pause lasts 12 s): min %s, median %s, max %s over %d pauses.\n\n",
+			secs(pauses[0]), secs(quantile(pauses, 0.5)), secs(pauses[len(pauses)-1]), len(pauses))
 	}
 
-	fmt.Fprintf(&b, "## Runs\n\n| run | nemesis | nodes | acked | failed | lost | dup | inconsistent offsets | unexpected | non-monotonic send / poll / skip | commit backwards | longest without an ack | leader-kill recovery | took | log |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(&b, "## Runs\n\n| run | nemesis | nodes | acked | failed | lost | dup | inconsistent offsets | unexpected | non-monotonic send / poll / skip | commit backwards | longest without an ack: any / worst partition | leader-kill recovery | took | log |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	dir := filepath.Dir(outPath)
 	for _, row := range r.Runs {
 		rel, err := filepath.Rel(dir, row.Log)
@@ -135,10 +149,10 @@ func (r *report) markdown(outPath string) string {
 		if !rp.FinalComplete {
 			final = " (final read incomplete)"
 		}
-		fmt.Fprintf(&b, "| %d | %s | %d | %d | %d | %d | %d | %d | %d | %d / %d / %d | %d | %s | %s | %s | [log](%s)%s |\n",
+		fmt.Fprintf(&b, "| %d | %s | %d | %d | %d | %d | %d | %d | %d | %d / %d / %d | %d | %s / %s | %s | %s | [log](%s)%s |\n",
 			row.Index, row.Kind, row.Nodes, rp.Acked, rp.Failed, rp.Lost.Count, rp.Duplicates.Count, rp.InconsistentOffsets.Count,
 			rp.Unexpected.Count, rp.NonMonotonicSends.Count, rp.NonMonotonicPolls.Count, rp.PollSkips.Count, rp.CommitRegressions.Count,
-			secs(rp.LongestUnavailable), strings.Join(ks, ", "), secs(row.Elapsed.Round(time.Second)), rel, final)
+			secs(rp.LongestUnavailable), secs(rp.WorstPartitionUnavailable), strings.Join(ks, ", "), secs(row.Elapsed.Round(time.Second)), rel, final)
 	}
 	b.WriteString("\n")
 	var details strings.Builder
