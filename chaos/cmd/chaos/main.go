@@ -40,6 +40,7 @@ func main() {
 	out := flag.String("out", "CHAOS.md", "report to write")
 	logs := flag.String("logs", "chaos/logs", "directory for run logs (full node logs go to its full/ subdirectory)")
 	appendRuns := flag.Bool("append", false, "add these runs to those recorded in <logs>/runs.json instead of starting afresh")
+	renderOnly := flag.Bool("render", false, "only rewrite -out from <logs>/runs.json (no runs)")
 	flag.Parse()
 	if *bin == "" {
 		b, err := testcluster.Binary()
@@ -55,12 +56,21 @@ func main() {
 	}
 	rep := &report{Started: time.Now().UTC(), Duration: *duration, Commit: gitCommit()}
 	runsPath := filepath.Join(*logs, "runs.json")
-	if *appendRuns {
+	if *appendRuns || *renderOnly {
 		if data, err := os.ReadFile(runsPath); err == nil {
 			if err := json.Unmarshal(data, &rep.Runs); err != nil {
 				log.Fatalf("%s: %v", runsPath, err)
 			}
 		}
+	}
+	if *renderOnly {
+		if len(rep.Runs) > 0 {
+			rep.Started = rep.Runs[len(rep.Runs)-1].Started
+		}
+		if err := os.WriteFile(*out, []byte(rep.markdown(*out)), 0o644); err != nil {
+			log.Fatal(err)
+		}
+		return
 	}
 	for i := *first; i < *first+*runs; i++ {
 		kind := kinds[(i-*first)%len(kinds)]
