@@ -173,7 +173,7 @@ func (r *report) markdown(outPath string) string {
 		b.WriteString(details.String())
 	}
 	b.WriteString("## Not covered\n\n`unclean.leader.election.enable=true` is refused by sluice (not built yet), so the loss it would allow cannot be shown. " +
-		"Faults come one at a time (a run's nemesis kind, or `mixed`: one kind at random per fault); the one combination is kill-and-partition (a leader cut off while another node is killed). "+
+		"Faults come one at a time (a run's nemesis kind, or `mixed`: one kind at random per fault); the one combination is kill-and-partition (a leader cut off while another node is killed). " +
 		"Clients are never partitioned from nodes, and the clocks are never skewed.\n")
 	return b.String()
 }
