@@ -36,6 +36,10 @@ type Config struct {
 	Seed uint64
 	// Settings are extra broker settings for every node.
 	Settings []string
+	// LeaderAcks makes the producers ask for acks=1 without idempotence: a control run, in
+	// which kill -9 of a leader may lose acknowledged writes (as Kafka documents), to show the
+	// checker sees them.
+	LeaderAcks bool
 	// WorkDir holds the nodes' data and full logs (removed unless KeepWorkDir).
 	WorkDir     string
 	KeepWorkDir bool
@@ -161,7 +165,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := produce(workCtx, rec, bootstrap, topic, cfg.Partitions, p, 40*time.Second); err != nil {
+			if err := produce(workCtx, rec, bootstrap, topic, cfg.Partitions, p, cfg.LeaderAcks, 40*time.Second); err != nil {
 				logf("producer %d: %v", p, err)
 			}
 		}()

@@ -64,16 +64,19 @@ const sendWindow = 8
 // sendInterval paces each producer's sends per partition (about 100 a second).
 const sendInterval = 10 * time.Millisecond
 
-// produce runs one idempotent acks=all producer writing unique values to every partition
+// produce runs one idempotent acks=all producer (acks=1, not idempotent, with leaderAcks) writing unique values to every partition
 // until ctx ends, then waits (up to drain) for its in-flight sends; it returns once every
 // issued send is recorded or the drain ran out (those are recorded as failed).
-func produce(ctx context.Context, rec *recorder, bootstrap []string, topic string, partitions int32, producer int, drain time.Duration) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(bootstrap...),
+func produce(ctx context.Context, rec *recorder, bootstrap []string, topic string, partitions int32, producer int, leaderAcks bool, drain time.Duration) error {
+	acks := []kgo.Opt{kgo.RequiredAcks(kgo.AllISRAcks())}
+	if leaderAcks {
+		acks = []kgo.Opt{kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite()}
+	}
+	cl, err := kgo.NewClient(append(acks, kgo.SeedBrokers(bootstrap...),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.RecordDeliveryTimeout(30*time.Second),
 		kgo.DialTimeout(2*time.Second),
-		kgo.ClientID(fmt.Sprintf("chaos-producer-%d", producer)))
+		kgo.ClientID(fmt.Sprintf("chaos-producer-%d", producer)))...)
 	if err != nil {
 		return err
 	}

@@ -40,6 +40,7 @@ func main() {
 	out := flag.String("out", "CHAOS.md", "report to write")
 	logs := flag.String("logs", "chaos/logs", "directory for run logs (full node logs go to its full/ subdirectory)")
 	appendRuns := flag.Bool("append", false, "add these runs to those recorded in <logs>/runs.json instead of starting afresh")
+	control := flag.Bool("control-acks1", false, "control runs: producers with acks=1 and no idempotence, which may lose acknowledged writes on kill -9 of a leader")
 	renderOnly := flag.Bool("render", false, "only rewrite -out from <logs>/runs.json (no runs)")
 	flag.Parse()
 	if *bin == "" {
@@ -75,6 +76,9 @@ func main() {
 	for i := *first; i < *first+*runs; i++ {
 		kind := kinds[(i-*first)%len(kinds)]
 		name := fmt.Sprintf("run-%02d-%dn-%s", i, *nodes, kind)
+		if *control {
+			name += "-control-acks1"
+		}
 		var timeline bytes.Buffer
 		work, err := os.MkdirTemp("", "sluice-chaos-run-")
 		if err != nil {
@@ -83,10 +87,10 @@ func main() {
 		log.Printf("%s: starting", name)
 		res, err := chaos.Run(context.Background(), chaos.Config{
 			Bin: *bin, Nodes: *nodes, Nemeses: []string{kind}, Duration: *duration, Seed: uint64(i),
-			WorkDir: work, KeepWorkDir: true, Log: &timeline,
+			WorkDir: work, KeepWorkDir: true, Log: &timeline, LeaderAcks: *control,
 		})
-		row := runRow{Index: i, Name: name, Kind: kind, Seed: i, Nodes: *nodes, Commit: rep.Commit, Started: time.Now().UTC(),
-			Command: fmt.Sprintf("go run ./chaos/cmd/chaos -runs 1 -first %d -nemesis %s -nodes %d -duration %v -out /tmp/CHAOS-%d.md", i, kind, *nodes, *duration, i)}
+		row := runRow{Index: i, Name: name, Kind: kind, Seed: i, Nodes: *nodes, Commit: rep.Commit, Started: time.Now().UTC(), Control: *control,
+			Command: fmt.Sprintf("go run ./chaos/cmd/chaos -runs 1 -first %d -nemesis %s -nodes %d -duration %v -out /tmp/CHAOS-%d.md -logs /tmp/chaos-logs-%d%s", i, kind, *nodes, *duration, i, i, map[bool]string{true: " -control-acks1"}[*control])}
 		if err != nil {
 			row.Err = err.Error()
 			log.Printf("%s: harness error: %v", name, err)
