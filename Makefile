@@ -16,7 +16,9 @@ cluster: build
 	scripts/cluster.sh
 
 # Installs what the tests need, then runs every test: unit, crash, format round-trips with
-# Apache Kafka's own tools, real clients against a real sluice process, franz-go's suite.
+# Apache Kafka's own tools, real clients against a real sluice process, the short chaos run
+# (chaos.TestChaosShort: three nodes in network namespaces, two nemeses, about 75 s, as root),
+# franz-go's suite.
 test: deps vet build
 	SLUICE_BIN=$(CURDIR)/bin/sluice $(GO) test -count=1 -timeout 20m ./...
 	$(GO) test -count=1 -tags invariants ./broker/...
