@@ -13,9 +13,13 @@ import (
 
 // Nemesis kinds, as named in CHAOS.md and on the command line.
 const (
-	KillRandom        = "kill-random"        // kill -9 a random node, restart it
-	KillLeader        = "kill-leader"        // kill -9 the leader of a random partition
-	KillController    = "kill-controller"    // kill -9 the active controller
+	KillRandom     = "kill-random"     // kill -9 a random node, restart it
+	KillLeader     = "kill-leader"     // kill -9 the leader of a random partition
+	KillController = "kill-controller" // kill -9 the active controller
+	// KillLeaderLong is KillLeader with the node kept down past broker.session.timeout.ms
+	// (plus 4 s), so the controller fences it by session expiry rather than on its restart:
+	// the availability measurement. Not in Kinds (nor in mixed).
+	KillLeaderLong    = "kill-leader-long"
 	PauseLeader       = "pause-leader"       // SIGSTOP a partition leader past the session timeout
 	PartitionLeader   = "partition-leader"   // cut a partition leader off from every other node
 	PartitionMajority = "partition-majority" // split a random minority from the majority
@@ -49,6 +53,8 @@ func (n *nemesis) hold(kind string) time.Duration {
 		return n.session + 3*time.Second
 	case KillRandom, KillLeader, KillController:
 		return 8 * time.Second
+	case KillLeaderLong:
+		return n.session + 4*time.Second
 	}
 	return 12 * time.Second
 }
@@ -98,13 +104,13 @@ func (n *nemesis) event(e NemesisEvent) {
 func (n *nemesis) fault(kind string) func() {
 	leaders := n.leaders()
 	switch kind {
-	case KillRandom, KillLeader, KillController:
+	case KillRandom, KillLeader, KillController, KillLeaderLong:
 		var victim int32
 		note := ""
 		switch kind {
 		case KillRandom:
 			victim = n.randomNode()
-		case KillLeader:
+		case KillLeader, KillLeaderLong:
 			var p int32
 			p, victim = n.partitionLeader(leaders)
 			note = fmt.Sprintf("leader of partition %d", p)
