@@ -60,8 +60,9 @@ func (r *report) markdown(outPath string) string {
 		"The nemesis runs for %v (a fault, then its heal and 6 s of healthy cluster, in turn); then every fault is healed and the workload goes on for 12 s. "+
 		"Partitions are blackhole routes between the nodes' namespaces (the clients reach every node throughout). See chaos/doc.go for the harness and the checker.\n\n",
 		r.Started.Format("2006-01-02 15:04 UTC"), r.commits(), len(r.Runs), r.sizes(), r.Duration)
-	fmt.Fprintf(&b, "Reproduce all: `make chaos` (`CHAOS_RUNS=20 CHAOS_NODES=3`), then the five-node runs with `make chaos CHAOS_NODES=5 CHAOS_RUNS=4 CHAOS_ARGS='-append -first 20 -nemesis partition-majority,partition-bridge,kill-leader,mixed'`; one run: the command in its log's first lines (as root). "+
-		"A run's nemesis choices are seeded by its number; the cluster's timing is not, so a rerun is the same schedule, not the same interleaving.\n\n")
+	b.WriteString("Reproduce all of it: `make chaos-full` (as root, about 45 minutes), which runs `make chaos` (20 three-node runs, every nemesis in turn), then appends 4 five-node runs " +
+		"(`-nodes 5 -nemesis partition-majority,partition-bridge,kill-leader,mixed`), 5 availability runs (`-nemesis kill-leader-long`) and 2 control runs (`-nemesis kill-leader -control-acks1`). " +
+		"One run: the command in its log's first lines. A run's nemesis choices are seeded by its number; the cluster's timing is not, so a rerun repeats the schedule, not the interleaving.\n\n")
 
 	// Totals.
 	var names []string
