@@ -40,6 +40,9 @@ type Config struct {
 	// which kill -9 of a leader may lose acknowledged writes (as Kafka documents), to show the
 	// checker sees them.
 	LeaderAcks bool
+	// MetadataMinAge, when set, is the producers' kgo.MetadataMinAge (franz-go's default is 5 s:
+	// after a leader moves, a producer may wait that long to see it).
+	MetadataMinAge time.Duration
 	// WorkDir holds the nodes' data and full logs (removed unless KeepWorkDir).
 	WorkDir     string
 	KeepWorkDir bool
@@ -165,7 +168,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := produce(workCtx, rec, bootstrap, topic, cfg.Partitions, p, cfg.LeaderAcks, 40*time.Second); err != nil {
+			if err := produce(workCtx, rec, bootstrap, topic, cfg.Partitions, p, cfg.LeaderAcks, cfg.MetadataMinAge, 40*time.Second); err != nil {
 				logf("producer %d: %v", p, err)
 			}
 		}()

@@ -67,10 +67,13 @@ const sendInterval = 10 * time.Millisecond
 // produce runs one idempotent acks=all producer (acks=1, not idempotent, with leaderAcks) writing unique values to every partition
 // until ctx ends, then waits (up to drain) for its in-flight sends; it returns once every
 // issued send is recorded or the drain ran out (those are recorded as failed).
-func produce(ctx context.Context, rec *recorder, bootstrap []string, topic string, partitions int32, producer int, leaderAcks bool, drain time.Duration) error {
+func produce(ctx context.Context, rec *recorder, bootstrap []string, topic string, partitions int32, producer int, leaderAcks bool, metadataMinAge time.Duration, drain time.Duration) error {
 	acks := []kgo.Opt{kgo.RequiredAcks(kgo.AllISRAcks())}
 	if leaderAcks {
 		acks = []kgo.Opt{kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite()}
+	}
+	if metadataMinAge > 0 {
+		acks = append(acks, kgo.MetadataMinAge(metadataMinAge))
 	}
 	cl, err := kgo.NewClient(append(acks, kgo.SeedBrokers(bootstrap...),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),

@@ -41,6 +41,7 @@ func main() {
 	logs := flag.String("logs", "chaos/logs", "directory for run logs (full node logs go to its full/ subdirectory)")
 	appendRuns := flag.Bool("append", false, "add these runs to those recorded in <logs>/runs.json instead of starting afresh")
 	control := flag.Bool("control-acks1", false, "control runs: producers with acks=1 and no idempotence, which may lose acknowledged writes on kill -9 of a leader")
+	metaAge := flag.Duration("metadata-min-age", 0, "producers' kgo.MetadataMinAge (0: franz-go's default, 5s)")
 	renderOnly := flag.Bool("render", false, "only rewrite -out from <logs>/runs.json (no runs)")
 	flag.Parse()
 	if *bin == "" {
@@ -79,6 +80,9 @@ func main() {
 		if *control {
 			name += "-control-acks1"
 		}
+		if *metaAge > 0 {
+			name += "-metadata-" + metaAge.String()
+		}
 		var timeline bytes.Buffer
 		work, err := os.MkdirTemp("", "sluice-chaos-run-")
 		if err != nil {
@@ -87,10 +91,10 @@ func main() {
 		log.Printf("%s: starting", name)
 		res, err := chaos.Run(context.Background(), chaos.Config{
 			Bin: *bin, Nodes: *nodes, Nemeses: []string{kind}, Duration: *duration, Seed: uint64(i),
-			WorkDir: work, KeepWorkDir: true, Log: &timeline, LeaderAcks: *control,
+			WorkDir: work, KeepWorkDir: true, Log: &timeline, LeaderAcks: *control, MetadataMinAge: *metaAge,
 		})
-		row := runRow{Index: i, Name: name, Kind: kind, Seed: i, Nodes: *nodes, Commit: rep.Commit, Started: time.Now().UTC(), Control: *control,
-			Command: fmt.Sprintf("go run ./chaos/cmd/chaos -runs 1 -first %d -nemesis %s -nodes %d -duration %v -out /tmp/CHAOS-%d.md -logs /tmp/chaos-logs-%d%s", i, kind, *nodes, *duration, i, i, map[bool]string{true: " -control-acks1"}[*control])}
+		row := runRow{Index: i, Name: name, Kind: kind, MetadataMinAge: *metaAge, Seed: i, Nodes: *nodes, Commit: rep.Commit, Started: time.Now().UTC(), Control: *control,
+			Command: fmt.Sprintf("go run ./chaos/cmd/chaos -runs 1 -first %d -nemesis %s -nodes %d -duration %v -out /tmp/CHAOS-%d.md -logs /tmp/chaos-logs-%d%s", i, kind, *nodes, *duration, i, i, map[bool]string{true: " -control-acks1"}[*control]+map[bool]string{true: " -metadata-min-age " + metaAge.String()}[*metaAge > 0])}
 		if err != nil {
 			row.Err = err.Error()
 			log.Printf("%s: harness error: %v", name, err)
