@@ -25,6 +25,11 @@
 // namespace. A partition is a pair of blackhole routes. This needs root (ip netns); stale
 // namespaces of a crashed run are removed at the next start.
 //
-// cmd/chaos (make chaos) runs many runs and writes CHAOS.md; TestChaosShort is the short run
-// in make test.
+// Two variants check the harness itself: kill-leader-long keeps a killed leader down past the
+// session timeout (the availability measurement: fencing by session expiry, not by the restarted
+// incarnation registering), and Config.LeaderAcks (acks=1, no idempotence) is a control under
+// which kill -9 of a leader loses acknowledged writes, so a run that reports none is not blind.
+//
+// cmd/chaos (make chaos, make chaos-full) runs many runs and writes CHAOS.md; TestChaosShort is
+// the short run in make test.
 package chaos
