@@ -1,7 +1,7 @@
 # sluice — the two commands a fresh machine needs are `make run` and `make test`.
 GO ?= go
 
-.PHONY: build run test unit deps franz franz-cluster vet fmt-check clean compat cluster
+.PHONY: build run test unit deps franz franz-cluster vet fmt-check clean compat cluster chaos chaos-full
 
 build:
 	$(GO) build -o bin/sluice ./cmd/sluice
@@ -16,7 +16,9 @@ cluster: build
 	scripts/cluster.sh
 
 # Installs what the tests need, then runs every test: unit, crash, format round-trips with
-# Apache Kafka's own tools, real clients against a real sluice process, franz-go's suite.
+# Apache Kafka's own tools, real clients against a real sluice process, the short chaos run
+# (chaos.TestChaosShort: three nodes in network namespaces, two nemeses, about 75 s, as root),
+# franz-go's suite.
 test: deps vet build
 	SLUICE_BIN=$(CURDIR)/bin/sluice $(GO) test -count=1 -timeout 20m ./...
 	$(GO) test -count=1 -tags invariants ./broker/...
@@ -60,3 +62,21 @@ bench:
 # to under compat-tests/matrix/logs/. About 15 minutes.
 compat: deps build
 	$(GO) run ./compat-tests/matrix -bin $(CURDIR)/bin/sluice -out COMPAT.md -logs compat-tests/matrix/logs
+
+# Jepsen-style fault runs (as root: network namespaces): CHAOS_RUNS runs of a CHAOS_NODES-node
+# cluster under kill -9, SIGSTOP and network partitions, each checked for lost, duplicated and
+# reordered records; writes CHAOS.md and the run logs under chaos/logs/ (about 90 s a run).
+# make test runs the short one (TestChaosShort, two nemeses, about 75 s).
+CHAOS_RUNS ?= 20
+CHAOS_NODES ?= 3
+CHAOS_ARGS ?=
+chaos: build
+	$(GO) run ./chaos/cmd/chaos -bin $(CURDIR)/bin/sluice -runs $(CHAOS_RUNS) -nodes $(CHAOS_NODES) -out CHAOS.md -logs chaos/logs $(CHAOS_ARGS)
+
+# Everything CHAOS.md reports: make chaos, then five-node runs, availability runs (the killed
+# leader kept down past the session timeout) and control runs (acks=1), appended (about 45 min).
+chaos-full: chaos
+	$(GO) run ./chaos/cmd/chaos -bin $(CURDIR)/bin/sluice -append -first 20 -runs 4 -nodes 5 -nemesis partition-majority,partition-bridge,kill-leader,mixed -out CHAOS.md -logs chaos/logs
+	$(GO) run ./chaos/cmd/chaos -bin $(CURDIR)/bin/sluice -append -first 24 -runs 5 -nemesis kill-leader-long -out CHAOS.md -logs chaos/logs
+	$(GO) run ./chaos/cmd/chaos -bin $(CURDIR)/bin/sluice -append -first 29 -runs 2 -nemesis kill-leader -control-acks1 -out CHAOS.md -logs chaos/logs
+	$(GO) run ./chaos/cmd/chaos -bin $(CURDIR)/bin/sluice -append -first 31 -runs 3 -nemesis kill-leader-long -metadata-min-age 250ms -out CHAOS.md -logs chaos/logs

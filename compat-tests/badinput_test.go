@@ -607,9 +607,7 @@ func TestStalledClient(t *testing.T) {
 // processRSS is the broker process's resident set size in bytes, from /proc.
 func processRSS(t *testing.T, b *Broker) int64 {
 	t.Helper()
-	b.mu.Lock()
-	pid := b.mu.cmd.Process.Pid
-	b.mu.Unlock()
+	pid := b.Pid()
 	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		t.Fatal(err)

@@ -16,6 +16,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"sluice/internal/testcluster"
 )
 
 // cliTimeout bounds one CLI invocation.
@@ -256,7 +258,7 @@ func startApacheKafka(t *testing.T) string {
 	}
 	cp := filepath.Join(lib, "*")
 	runCmd(t, 3*time.Minute, "", java, "-cp", cp, "kafka.tools.StorageTool", "format", "-t", "c2x1aWNlLWNsaS10ZXN0MQ", "-c", propsPath)
-	var log tailBuffer
+	var log testcluster.TailBuffer
 	cmd := exec.Command(java, "-Xmx512m", "-Xms512m", "-XX:+UseG1GC", "-Djava.awt.headless=true",
 		"-Dlog4j2.configurationFile="+log4j, "-cp", cp, "kafka.Kafka", propsPath)
 	cmd.Stdout, cmd.Stderr = &log, &log

@@ -1,23 +1,22 @@
 package compattests
 
 import (
-	"fmt"
+	"context"
+	"io"
 	"net"
 	"strconv"
-	"strings"
-	"sync"
 	"testing"
-	"time"
 
-	"github.com/twmb/franz-go/pkg/kmsg"
+	"sluice/internal/testcluster"
 )
 
-// Cluster is several sluice processes forming one cluster: combined nodes (broker and
-// controller) with a static quorum of all of them, each on its own free ports and data dir.
+// Cluster is several sluice processes forming one cluster (a testcluster.Cluster whose nodes
+// are Brokers: their failures fail the test, their logs are printed when it fails).
 type Cluster struct {
 	Nodes []*Broker // Nodes[i] has node.id i+1
 	// ControllerAddrs are the controller listeners, by node index.
 	ControllerAddrs []string
+	tc              *testcluster.Cluster
 }
 
 // StartCluster starts n nodes at once (a node opens its client port only once the quorum has
@@ -25,91 +24,44 @@ type Cluster struct {
 // answers ApiVersions. settings apply to every node.
 func StartCluster(t testing.TB, n int, settings ...string) *Cluster {
 	t.Helper()
-	c := &Cluster{}
-	all := freePorts(t, 2*n) // distinct client and controller ports for every node
-	ports := all[:n]
-	var voters []string
-	for i := range n {
-		ctl := net.JoinHostPort("127.0.0.1", strconv.Itoa(all[n+i]))
-		c.ControllerAddrs = append(c.ControllerAddrs, ctl)
-		voters = append(voters, fmt.Sprintf("%d@%s", i+1, ctl))
+	logs := make([]*testcluster.TailBuffer, n)
+	for i := range logs {
+		logs[i] = &testcluster.TailBuffer{}
 	}
-	for i := range n {
-		own := append([]string{
-			fmt.Sprintf("node.id=%d", i+1),
-			fmt.Sprintf("listeners=PLAINTEXT://127.0.0.1:%d,CONTROLLER://%s", ports[i], c.ControllerAddrs[i]),
-			"controller.listener.names=CONTROLLER",
-			"controller.quorum.voters=" + strings.Join(voters, ","),
-		}, settings...)
-		c.Nodes = append(c.Nodes, newBroker(t, BrokerOptions{Port: ports[i]}, own...))
+	tc, err := testcluster.Prepare(testcluster.Options{
+		Nodes:    n,
+		Bin:      sluiceBinary(t),
+		Settings: settings,
+		BaseDir:  t.TempDir(),
+		Output:   func(i int) io.Writer { return logs[i] },
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
-	exited := make([]chan struct{}, n)
-	for i, b := range c.Nodes {
-		exited[i] = b.launch()
+	c := &Cluster{tc: tc, ControllerAddrs: tc.ControllerAddrs()}
+	for i, node := range tc.Nodes {
+		_, port, _ := net.SplitHostPort(node.Addr)
+		p, _ := strconv.Atoi(port)
+		c.Nodes = append(c.Nodes, wrapNode(t, node, logs[i], p))
 	}
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i, b := range c.Nodes {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = b.ready(exited[i])
-		}()
-	}
-	wg.Wait()
-	for i, err := range errs {
-		if err != nil {
-			t.Fatalf("node %d: %v", i+1, err)
-		}
+	if err := tc.StartAll(); err != nil {
+		t.Fatal(err)
 	}
 	return c
 }
 
-// Bootstrap is every node's client address, comma-separated.
-func (c *Cluster) Bootstrap() []string {
-	var out []string
-	for _, b := range c.Nodes {
-		out = append(out, b.Addr)
-	}
-	return out
-}
+// Bootstrap is every node's client address.
+func (c *Cluster) Bootstrap() []string { return c.tc.Bootstrap() }
 
 // quorumLeader asks the controller listeners (DescribeQuorum, as kafka-metadata-quorum does)
-// which node is the active controller.
+// which node is the active controller, waiting up to startDeadline for one.
 func (c *Cluster) quorumLeader(t testing.TB) int32 {
 	t.Helper()
-	var leader int32 = -1
-	waitFor(t, startDeadline, "the quorum to have a leader", func() error {
-		var last error
-		for _, addr := range c.ControllerAddrs {
-			conn, err := net.DialTimeout("tcp", addr, time.Second)
-			if err != nil {
-				last = err
-				continue
-			}
-			req := kmsg.NewPtrDescribeQuorumRequest()
-			req.Version = 0
-			rt := kmsg.NewDescribeQuorumRequestTopic()
-			rt.Topic = "__cluster_metadata"
-			rt.Partitions = []kmsg.DescribeQuorumRequestTopicPartition{kmsg.NewDescribeQuorumRequestTopicPartition()}
-			req.Topics = []kmsg.DescribeQuorumRequestTopic{rt}
-			resp := req.ResponseKind().(*kmsg.DescribeQuorumResponse)
-			_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
-			err = roundTrip(conn, req, resp, 1)
-			conn.Close()
-			if err != nil {
-				last = err
-				continue
-			}
-			if len(resp.Topics) == 1 && len(resp.Topics[0].Partitions) == 1 {
-				if id := resp.Topics[0].Partitions[0].LeaderID; id >= 1 && int(id) <= len(c.Nodes) {
-					leader = id
-					return nil
-				}
-			}
-			last = fmt.Errorf("%s answered %+v", addr, resp)
-		}
-		return last
-	})
-	return leader
+	ctx, cancel := context.WithTimeout(context.Background(), startDeadline)
+	defer cancel()
+	id, err := c.tc.WaitQuorumLeader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
 }

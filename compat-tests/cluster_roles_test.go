@@ -65,9 +65,10 @@ func StartClusterWith(t testing.TB, roles []string, settings ...string) *Cluster
 		}, settings...)
 		c.Nodes = append(c.Nodes, newBroker(t, BrokerOptions{Port: port}, own...))
 	}
-	exited := make([]chan struct{}, n)
 	for i, b := range c.Nodes {
-		exited[i] = b.launch()
+		if err := b.Launch(); err != nil {
+			t.Fatalf("node %d (%s): %v", i+1, roles[i], err)
+		}
 	}
 	errs := make([]error, n)
 	var wg sync.WaitGroup
@@ -75,7 +76,7 @@ func StartClusterWith(t testing.TB, roles []string, settings ...string) *Cluster
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = b.ready(exited[i])
+			errs[i] = b.WaitReady(startDeadline)
 		}()
 	}
 	wg.Wait()

@@ -1,5 +1,5 @@
-// This file is the harness: it builds, starts, kills and restarts sluice processes and frames
-// raw Kafka requests. The package doc is in doc.go.
+// This file is the harness: thin test wrappers over internal/testcluster (which builds, starts,
+// kills and restarts sluice processes) and raw Kafka request framing. The package doc is in doc.go.
 
 package compattests
 
@@ -7,96 +7,49 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"runtime"
-	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"sluice/internal/testcluster"
 )
 
 // startDeadline bounds how long a sluice process may take to answer ApiVersions after start.
-const startDeadline = 30 * time.Second
+const startDeadline = testcluster.StartDeadline
 
 // stopDeadline bounds how long a SIGTERMed sluice may take to exit before it is SIGKILLed.
-const stopDeadline = 15 * time.Second
-
-// maxLogBytes bounds the broker log kept in memory per process; older output is dropped.
-const maxLogBytes = 4 << 20
+const stopDeadline = testcluster.StopDeadline
 
 // maxLogInFailure bounds the log tail printed into a failed test's output.
 const maxLogInFailure = 32 << 10
 
-var (
-	buildOnce sync.Once
-	buildDir  string // temporary directory holding the binary; removed by TestMain
-	binPath   string
-	buildErr  error
-)
-
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if buildDir != "" {
-		os.RemoveAll(buildDir)
-	}
+	testcluster.RemoveBuilt()
 	os.Exit(code)
 }
 
-// moduleRoot is the directory holding go.mod, found relative to this source file.
-func moduleRoot() (string, error) {
-	_, file, _, ok := runtime.Caller(0)
-	if !ok {
-		return "", errors.New("runtime.Caller failed")
-	}
-	root := filepath.Dir(filepath.Dir(file))
-	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
-		return "", fmt.Errorf("module root not found next to %s: %w", file, err)
-	}
-	return root, nil
-}
+// moduleRoot is the directory holding go.mod.
+func moduleRoot() (string, error) { return testcluster.ModuleRoot() }
 
 // sluiceBinary builds cmd/sluice once per test binary run and returns its path. SLUICE_BIN,
 // when set, names an already built binary to use instead.
 func sluiceBinary(t testing.TB) string {
 	t.Helper()
-	buildOnce.Do(func() {
-		if prebuilt := os.Getenv("SLUICE_BIN"); prebuilt != "" {
-			binPath, buildErr = filepath.Abs(prebuilt)
-			return
-		}
-		root, err := moduleRoot()
-		if err != nil {
-			buildErr = err
-			return
-		}
-		buildDir, err = os.MkdirTemp("", "sluice-compat-bin-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binPath = filepath.Join(buildDir, "sluice")
-		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/sluice")
-		cmd.Dir = root
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build ./cmd/sluice: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
+	bin, err := testcluster.Binary()
+	if err != nil {
+		t.Fatal(err)
 	}
-	return binPath
+	return bin
 }
 
 // freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
@@ -105,68 +58,25 @@ func freePort(t testing.TB) int {
 	return freePorts(t, 1)[0]
 }
 
-// freePorts returns n distinct free ports: all n are held open until every one is chosen, so
-// the kernel cannot hand the same port out twice (as n calls of freePort could).
+// freePorts returns n distinct free ports (see testcluster.FreePorts).
 func freePorts(t testing.TB, n int) []int {
 	t.Helper()
-	ports := make([]int, n)
-	for i := range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer l.Close()
-		ports[i] = l.Addr().(*net.TCPAddr).Port
+	ports, err := testcluster.FreePorts(n)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return ports
 }
 
-// tailBuffer keeps the last maxLogBytes bytes written to it. Safe for concurrent use.
-type tailBuffer struct {
-	mu struct {
-		sync.Mutex
-		buf     []byte
-		dropped int64 // bytes discarded from the front
-	}
-}
-
-func (b *tailBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.mu.buf = append(b.mu.buf, p...)
-	if over := len(b.mu.buf) - maxLogBytes; over > 0 {
-		b.mu.buf = append([]byte(nil), b.mu.buf[over:]...)
-		b.mu.dropped += int64(over)
-	}
-	return len(p), nil
-}
-
-func (b *tailBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.mu.dropped > 0 {
-		return fmt.Sprintf("[... %d earlier bytes dropped ...]\n%s", b.mu.dropped, b.mu.buf)
-	}
-	return string(b.mu.buf)
-}
-
-// Broker is one running (or stopped) sluice process with a fixed data dir and port.
+// Broker is one running (or stopped) sluice process with a fixed data dir and port: a
+// testcluster.Node whose failures fail the test.
 type Broker struct {
+	*testcluster.Node
 	t    testing.TB
-	bin  string
-	Dir  string // log.dirs
+	bin  string   // the command run (a wrapper's, when there is one)
+	args []string // its arguments
 	Port int
-	Addr string // 127.0.0.1:Port
-	args []string
-	log  tailBuffer // every run's stderr/stdout, runs separated by a marker line
-
-	mu struct {
-		sync.Mutex
-		cmd     *exec.Cmd
-		exited  chan struct{} // closed when cmd has been waited for; nil when never started
-		exitErr error         // cmd.Wait's result for the last run; valid once exited is closed
-		runs    int
-	}
+	log  *testcluster.TailBuffer // every run's stderr/stdout, runs separated by a marker line
 }
 
 // StartBroker starts sluice with a fresh data dir on a free port plus the given extra
@@ -186,6 +96,8 @@ type BrokerOptions struct {
 	Wrapper []string
 	// Port is the client listener's port; 0 means a free one.
 	Port int
+	// Flags are further command-line flags for sluice (e.g. --http-addr ADDR).
+	Flags []string
 }
 
 // StartBrokerWith is StartBroker with options.
@@ -203,31 +115,39 @@ func newBroker(t testing.TB, opts BrokerOptions, settings ...string) *Broker {
 	if opts.Dir == "" {
 		opts.Dir = t.TempDir()
 	}
-	b := &Broker{t: t, bin: sluiceBinary(t), Dir: opts.Dir}
-	b.Port = opts.Port
-	if b.Port == 0 {
-		b.Port = freePort(t)
+	if opts.Port == 0 {
+		opts.Port = freePort(t)
 	}
-	b.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(b.Port))
-	b.args = []string{
-		"--set", "log.dirs=" + b.Dir,
-		"--set", fmt.Sprintf("listeners=PLAINTEXT://%s", b.Addr),
+	log := &testcluster.TailBuffer{}
+	node, err := testcluster.NewNode(testcluster.NodeConfig{
+		Bin:      sluiceBinary(t),
+		Wrapper:  opts.Wrapper,
+		Addr:     net.JoinHostPort("127.0.0.1", strconv.Itoa(opts.Port)),
+		Dir:      opts.Dir,
+		Settings: settings,
+		Flags:    opts.Flags,
+		Output:   log,
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if len(opts.Wrapper) > 0 {
-		b.args = append(append(slices.Clone(opts.Wrapper[1:]), b.bin), b.args...)
-		b.bin = opts.Wrapper[0]
-	}
-	for _, s := range settings {
-		b.args = append(b.args, "--set", s)
-	}
+	return wrapNode(t, node, log, opts.Port)
+}
+
+// wrapNode makes node (its output in log) into a Broker that is stopped in t.Cleanup and whose
+// log is printed if the test failed.
+func wrapNode(t testing.TB, node *testcluster.Node, log *testcluster.TailBuffer, port int) *Broker {
+	t.Helper()
+	argv := node.Args()
+	b := &Broker{Node: node, t: t, bin: argv[0], args: argv[1:], Port: port, log: log}
 	t.Cleanup(func() {
 		b.Stop()
 		if t.Failed() {
-			log := b.log.String()
-			if len(log) > maxLogInFailure {
-				log = fmt.Sprintf("[... %d earlier bytes ...]\n%s", len(log)-maxLogInFailure, log[len(log)-maxLogInFailure:])
+			out := b.log.String()
+			if len(out) > maxLogInFailure {
+				out = fmt.Sprintf("[... %d earlier bytes ...]\n%s", len(out)-maxLogInFailure, out[len(out)-maxLogInFailure:])
 			}
-			t.Logf("sluice log (%s, args %q):\n%s", b.Dir, b.args, log)
+			t.Logf("sluice log (%s, args %q):\n%s", b.Dir, b.args, out)
 		}
 	})
 	return b
@@ -236,172 +156,28 @@ func newBroker(t testing.TB, opts BrokerOptions, settings ...string) *Broker {
 // start launches the process and waits until it answers ApiVersions.
 func (b *Broker) start() {
 	b.t.Helper()
-	b.waitReady(b.launch())
-}
-
-// launch starts the process and returns a channel closed when it has exited.
-func (b *Broker) launch() chan struct{} {
-	b.t.Helper()
-	b.mu.Lock()
-	if b.mu.exited != nil {
-		select {
-		case <-b.mu.exited:
-		default:
-			b.mu.Unlock()
-			b.t.Fatal("sluice is already running")
-		}
-	}
-	b.mu.runs++
-	fmt.Fprintf(&b.log, "===== sluice run %d: %s %s =====\n", b.mu.runs, b.bin, strings.Join(b.args, " "))
-	cmd := exec.Command(b.bin, b.args...)
-	cmd.Stdout = &b.log
-	cmd.Stderr = &b.log
-	if err := cmd.Start(); err != nil {
-		b.mu.Unlock()
-		b.t.Fatalf("starting sluice: %v", err)
-	}
-	exited := make(chan struct{})
-	b.mu.cmd = cmd
-	b.mu.exited = exited
-	b.mu.Unlock()
-	go func() {
-		err := cmd.Wait()
-		fmt.Fprintf(&b.log, "===== sluice exited: %v =====\n", err)
-		b.mu.Lock()
-		b.mu.exitErr = err
-		b.mu.Unlock()
-		close(exited)
-	}()
-	return exited
-}
-
-// waitReady polls ApiVersions until it succeeds, the process exits, or startDeadline passes.
-func (b *Broker) waitReady(exited chan struct{}) {
-	b.t.Helper()
-	if err := b.ready(exited); err != nil {
+	if err := b.Node.Start(); err != nil {
 		b.t.Fatal(err)
 	}
 }
 
-// ready is waitReady's wait, with the failure returned (safe off the test's goroutine).
-func (b *Broker) ready(exited chan struct{}) error {
-	deadline := time.Now().Add(startDeadline)
-	retry := time.NewTicker(20 * time.Millisecond)
-	defer retry.Stop()
-	var lastErr error
-	for {
-		if lastErr = probeApiVersions(b.Addr); lastErr == nil {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("sluice did not answer ApiVersions on %s within %v: %v", b.Addr, startDeadline, lastErr)
-		}
-		select {
-		case <-exited:
-			return fmt.Errorf("sluice exited before answering ApiVersions (last probe: %v)", lastErr)
-		case <-retry.C:
-		}
-	}
-}
-
 // probeApiVersions sends an ApiVersions v3 request on a new connection and checks error 0.
-func probeApiVersions(addr string) error {
-	conn, err := net.DialTimeout("tcp", addr, time.Second)
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	conn.SetDeadline(time.Now().Add(2 * time.Second))
-	req := kmsg.NewPtrApiVersionsRequest()
-	req.Version = 3
-	req.ClientSoftwareName = "sluice-compat-tests"
-	req.ClientSoftwareVersion = "1"
-	resp := kmsg.NewPtrApiVersionsResponse()
-	if err := roundTrip(conn, req, resp, 1); err != nil {
-		return err
-	}
-	if resp.ErrorCode != 0 {
-		return fmt.Errorf("ApiVersions error code %d", resp.ErrorCode)
-	}
-	if len(resp.ApiKeys) == 0 {
-		return errors.New("ApiVersions listed no APIs")
-	}
-	return nil
-}
-
-// Alive reports whether the process is running.
-func (b *Broker) Alive() bool {
-	b.mu.Lock()
-	exited := b.mu.exited
-	b.mu.Unlock()
-	if exited == nil {
-		return false
-	}
-	select {
-	case <-exited:
-		return false
-	default:
-		return true
-	}
-}
-
-// signalAndWait sends sig and waits up to wait for the exit; returns whether it exited.
-func (b *Broker) signalAndWait(sig os.Signal, wait time.Duration) bool {
-	b.mu.Lock()
-	cmd, exited := b.mu.cmd, b.mu.exited
-	b.mu.Unlock()
-	if exited == nil {
-		return true
-	}
-	select {
-	case <-exited:
-		return true
-	default:
-	}
-	_ = cmd.Process.Signal(sig)
-	timer := time.NewTimer(wait)
-	defer timer.Stop()
-	select {
-	case <-exited:
-		return true
-	case <-timer.C:
-		return false
-	}
-}
+func probeApiVersions(addr string) error { return testcluster.ProbeApiVersions(addr) }
 
 // Kill SIGKILLs the process and waits for it to be gone.
 func (b *Broker) Kill() {
 	b.t.Helper()
-	if !b.signalAndWait(syscall.SIGKILL, stopDeadline) {
-		b.t.Fatal("sluice did not exit after SIGKILL")
+	if err := b.Node.Kill(); err != nil {
+		b.t.Fatal(err)
 	}
-}
-
-// Stop sends SIGTERM, waits up to stopDeadline, then SIGKILLs. It reports whether the process
-// exited on SIGTERM (a test that cares may fail on false).
-func (b *Broker) Stop() bool {
-	if b.signalAndWait(syscall.SIGTERM, stopDeadline) {
-		return true
-	}
-	fmt.Fprintf(&b.log, "===== sluice ignored SIGTERM for %v; sending SIGKILL =====\n", stopDeadline)
-	b.signalAndWait(syscall.SIGKILL, stopDeadline)
-	return false
-}
-
-// ExitErr is the last run's exit result (nil for status 0); meaningful once it exited.
-func (b *Broker) ExitErr() error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.mu.exitErr
 }
 
 // Restart starts the process again on the same data dir and port (after Kill or Stop).
 func (b *Broker) Restart() {
 	b.t.Helper()
-	if b.Alive() {
-		b.t.Fatal("Restart of a running sluice; Kill or Stop it first")
+	if err := b.Node.Restart(); err != nil {
+		b.t.Fatal(err)
 	}
-	b.start()
 }
 
 // Log returns the captured output of every run so far.
@@ -561,4 +337,9 @@ func TestHarnessStartKillRestart(t *testing.T) {
 	if !strings.Contains(b.Log(), "sluice started") {
 		t.Fatalf("log has no \"sluice started\" line")
 	}
+}
+
+// signalAndWait sends sig and waits up to wait for the exit; returns whether it exited.
+func (b *Broker) signalAndWait(sig syscall.Signal, wait time.Duration) bool {
+	return b.Node.SignalAndWait(sig, wait)
 }

@@ -38,15 +38,15 @@ func startClusterWithHTTP(t *testing.T, n int, settings ...string) (*Cluster, []
 			"controller.listener.names=CONTROLLER",
 			"controller.quorum.voters=" + strings.Join(voters, ","),
 		}, settings...)
-		b := newBroker(t, BrokerOptions{Port: all[i]}, own...)
 		httpAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(all[2*n+i]))
-		b.args = append(b.args, "--http-addr", httpAddr)
+		b := newBroker(t, BrokerOptions{Port: all[i], Flags: []string{"--http-addr", httpAddr}}, own...)
 		bases = append(bases, "http://"+httpAddr)
 		c.Nodes = append(c.Nodes, b)
 	}
-	exited := make([]chan struct{}, n)
 	for i, b := range c.Nodes {
-		exited[i] = b.launch()
+		if err := b.Launch(); err != nil {
+			t.Fatalf("node %d: %v", i+1, err)
+		}
 	}
 	errs := make([]error, n)
 	var wg sync.WaitGroup
@@ -54,7 +54,7 @@ func startClusterWithHTTP(t *testing.T, n int, settings ...string) (*Cluster, []
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = b.ready(exited[i])
+			errs[i] = b.WaitReady(startDeadline)
 		}()
 	}
 	wg.Wait()

@@ -26,9 +26,7 @@ import (
 func startBrokerWithHTTP(t *testing.T) (*Broker, string) {
 	t.Helper()
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t)))
-	b := newBroker(t, BrokerOptions{})
-	b.args = append(b.args, "--http-addr", addr)
-	b.start()
+	b := StartBrokerWith(t, BrokerOptions{Flags: []string{"--http-addr", addr}})
 	return b, "http://" + addr
 }
 

@@ -6,7 +6,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -14,20 +13,6 @@ import (
 )
 
 const topicCommand = "org.apache.kafka.tools.TopicCommand"
-
-// signal sends sig to the running process.
-func (b *Broker) signal(t *testing.T, sig syscall.Signal) {
-	t.Helper()
-	b.mu.Lock()
-	cmd := b.mu.cmd
-	b.mu.Unlock()
-	if cmd == nil || cmd.Process == nil {
-		t.Fatal("signal to a sluice that never started")
-	}
-	if err := cmd.Process.Signal(sig); err != nil {
-		t.Fatalf("signal %v: %v", sig, err)
-	}
-}
 
 // urpPartitions are the partitions of topic that kafka-topics --describe with flag lists.
 func urpPartitions(t *testing.T, boot, topic, flag string) []string {
@@ -117,8 +102,10 @@ func TestUnderReplicatedPartitions(t *testing.T) {
 	})
 
 	paused := c.Nodes[2]
-	paused.signal(t, syscall.SIGSTOP)
-	t.Cleanup(func() { _ = paused.mu.cmd.Process.Signal(syscall.SIGCONT) })
+	if err := paused.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = paused.Resume() })
 	for i := range 8 { // traffic makes the paused follower fall behind
 		if err := producer.ProduceSync(ctx, &kgo.Record{Value: fmt.Appendf(nil, "w%03d", i)}).FirstErr(); err != nil {
 			t.Fatal(err)
@@ -135,7 +122,9 @@ func TestUnderReplicatedPartitions(t *testing.T) {
 		t.Fatalf("--under-min-isr-partitions lists %v with an ISR of 2 under min.insync.replicas=3, want %v", got, all)
 	}
 
-	paused.signal(t, syscall.SIGCONT)
+	if err := paused.Resume(); err != nil {
+		t.Fatal(err)
+	}
 	waitFor(t, clusterDeadline, "no under-replicated partitions after the resume", func() error {
 		if got := urpPartitions(t, boot, "urp", "--under-replicated-partitions"); len(got) != 0 {
 			return fmt.Errorf("listed %v", got)

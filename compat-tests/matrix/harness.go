@@ -18,6 +18,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"sluice/internal/testcluster"
 )
 
 // maxCellLog bounds one cell's committed log; the head and tail are kept.
@@ -25,9 +27,6 @@ const maxCellLog = 24 << 10
 
 // maxBrokerLog bounds the broker log written next to the cell logs (tail kept).
 const maxBrokerLog = 256 << 10
-
-// brokerStartDeadline bounds how long sluice may take to accept connections.
-const brokerStartDeadline = 30 * time.Second
 
 // naError marks a scenario that a client cannot express; the cell shows n/a with the reason.
 type naError struct{ reason string }
@@ -39,25 +38,12 @@ func na(format string, args ...any) error { return &naError{fmt.Sprintf(format, 
 
 // Broker is the sluice process under test and the recording proxy in front of it.
 type Broker struct {
-	bin     string
 	dataDir string
 	// Addr is what clients bootstrap to: the proxy, which sluice advertises.
-	Addr       string
-	brokerAddr string
-	log        *os.File
-	cmd        *exec.Cmd
-	exited     chan struct{}
-	proxy      *proxy
-}
-
-// freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	Addr  string
+	log   *os.File
+	node  *testcluster.Node
+	proxy *proxy
 }
 
 // StartBroker starts bin at a fresh data dir with its log in logPath, behind a recording proxy.
@@ -74,67 +60,34 @@ func StartBroker(bin, logPath string) (*Broker, error) {
 	if err != nil {
 		return nil, err
 	}
-	port, err := freePort()
+	ports, err := testcluster.FreePorts(1)
 	if err != nil {
 		return nil, err
 	}
-	b := &Broker{bin: bin, dataDir: dir, log: lf, exited: make(chan struct{})}
-	b.Addr = pl.Addr().String()
-	b.brokerAddr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	b.proxy = newProxy(pl, b.brokerAddr)
+	b := &Broker{dataDir: dir, log: lf, Addr: pl.Addr().String()}
+	brokerAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0]))
+	b.proxy = newProxy(pl, brokerAddr)
 	go b.proxy.serve()
-	b.cmd = exec.Command(bin,
-		"--set", "log.dirs="+dir,
-		"--set", "listeners=PLAINTEXT://"+b.brokerAddr,
-		"--set", "advertised.listeners=PLAINTEXT://"+b.Addr,
-	)
-	b.cmd.Stdout, b.cmd.Stderr = lf, lf
-	// sluice must not outlive the harness, even when the harness is killed.
-	b.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
-	if err := b.cmd.Start(); err != nil {
+	b.node, err = testcluster.NewNode(testcluster.NodeConfig{
+		Bin: bin, Addr: brokerAddr, Dir: dir, Output: lf,
+		Settings: []string{"advertised.listeners=PLAINTEXT://" + b.Addr},
+	})
+	if err != nil {
 		return nil, err
 	}
-	go func() { b.cmd.Wait(); close(b.exited) }()
-	deadline := time.Now().Add(brokerStartDeadline)
-	for {
-		c, err := net.DialTimeout("tcp", b.brokerAddr, time.Second)
-		if err == nil {
-			c.Close()
-			return b, nil
-		}
-		select {
-		case <-b.exited:
-			return nil, fmt.Errorf("sluice exited during start; see %s", logPath)
-		case <-time.After(50 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			b.Stop()
-			return nil, fmt.Errorf("sluice did not accept connections within %v", brokerStartDeadline)
-		}
+	if err := b.node.Start(); err != nil {
+		b.Stop()
+		return nil, fmt.Errorf("%v; see %s", err, logPath)
 	}
+	return b, nil
 }
 
 // Alive reports whether the sluice process is still running.
-func (b *Broker) Alive() bool {
-	select {
-	case <-b.exited:
-		return false
-	default:
-		return true
-	}
-}
+func (b *Broker) Alive() bool { return b.node.Alive() }
 
 // Stop sends SIGTERM (SIGKILL after 15s), closes the proxy and removes the data dir.
 func (b *Broker) Stop() {
-	if b.cmd.Process != nil && b.Alive() {
-		b.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-b.exited:
-		case <-time.After(15 * time.Second):
-			b.cmd.Process.Kill()
-			<-b.exited
-		}
-	}
+	b.node.Stop()
 	b.proxy.close()
 	b.log.Close()
 	os.RemoveAll(b.dataDir)
