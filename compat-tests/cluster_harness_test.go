@@ -1,7 +1,8 @@
 package compattests
 
 import (
-	"context"
+	"errors"
+	"fmt"
 	"io"
 	"net"
 	"strconv"
@@ -16,7 +17,6 @@ type Cluster struct {
 	Nodes []*Broker // Nodes[i] has node.id i+1
 	// ControllerAddrs are the controller listeners, by node index.
 	ControllerAddrs []string
-	tc              *testcluster.Cluster
 }
 
 // StartCluster starts n nodes at once (a node opens its client port only once the quorum has
@@ -38,7 +38,7 @@ func StartCluster(t testing.TB, n int, settings ...string) *Cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &Cluster{tc: tc, ControllerAddrs: tc.ControllerAddrs()}
+	c := &Cluster{ControllerAddrs: tc.ControllerAddrs()}
 	for i, node := range tc.Nodes {
 		_, port, _ := net.SplitHostPort(node.Addr)
 		p, _ := strconv.Atoi(port)
@@ -51,17 +51,37 @@ func StartCluster(t testing.TB, n int, settings ...string) *Cluster {
 }
 
 // Bootstrap is every node's client address.
-func (c *Cluster) Bootstrap() []string { return c.tc.Bootstrap() }
+func (c *Cluster) Bootstrap() []string {
+	var out []string
+	for _, b := range c.Nodes {
+		out = append(out, b.Addr)
+	}
+	return out
+}
 
 // quorumLeader asks the controller listeners (DescribeQuorum, as kafka-metadata-quorum does)
-// which node is the active controller, waiting up to startDeadline for one.
+// of the running, unpaused nodes which node is the active controller, waiting up to
+// startDeadline for one.
 func (c *Cluster) quorumLeader(t testing.TB) int32 {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), startDeadline)
-	defer cancel()
-	id, err := c.tc.WaitQuorumLeader(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return id
+	var leader int32 = -1
+	waitFor(t, startDeadline, "the quorum to have a leader", func() error {
+		last := errors.New("no controller running")
+		for i, addr := range c.ControllerAddrs {
+			if addr == "" || !c.Nodes[i].Alive() || c.Nodes[i].Paused() {
+				continue
+			}
+			id, err := testcluster.DescribeQuorumLeader(addr)
+			if err == nil && id >= 1 {
+				leader = id
+				return nil
+			}
+			if err == nil {
+				err = fmt.Errorf("%s names leader %d", addr, id)
+			}
+			last = err
+		}
+		return last
+	})
+	return leader
 }

@@ -211,7 +211,7 @@ func (c *Cluster) QuorumLeader() (int32, error) {
 		if !n.Alive() || n.Paused() {
 			continue
 		}
-		id, err := describeQuorumLeader(n.ControllerAddr)
+		id, err := DescribeQuorumLeader(n.ControllerAddr)
 		if err == nil && id >= 1 && int(id) <= len(c.Nodes) {
 			return id, nil
 		}
@@ -238,7 +238,9 @@ func (c *Cluster) WaitQuorumLeader(ctx context.Context) (int32, error) {
 	}
 }
 
-func describeQuorumLeader(addr string) (int32, error) {
+// DescribeQuorumLeader asks the controller listener at addr (DescribeQuorum v0) which node
+// leads the metadata quorum.
+func DescribeQuorumLeader(addr string) (int32, error) {
 	conn, err := net.DialTimeout("tcp", addr, time.Second)
 	if err != nil {
 		return -1, err
