@@ -73,7 +73,11 @@ type memberPartition struct {
 // partitions newly held count from the member's current epoch (reconcile
 // sets the new epoch before it hands out partitions).
 func (m *cgMember) stampAssignment() {
-	held := make(map[memberPartition]int32, m.assigned.count()+m.pendingRevoke.count())
+	n := m.assigned.count() + m.pendingRevoke.count()
+	if len(m.assignedAt) == n && m.stampsCurrent() {
+		return // nothing changed: the common heartbeat
+	}
+	held := make(map[memberPartition]int32, n)
 	for _, tp := range []topicPartitions{m.assigned, m.pendingRevoke} {
 		for id, ps := range tp {
 			for _, p := range ps {
@@ -87,6 +91,20 @@ func (m *cgMember) stampAssignment() {
 		}
 	}
 	m.assignedAt = held
+}
+
+// stampsCurrent reports whether every held partition has a stamp.
+func (m *cgMember) stampsCurrent() bool {
+	for _, tp := range []topicPartitions{m.assigned, m.pendingRevoke} {
+		for id, ps := range tp {
+			for _, p := range ps {
+				if _, ok := m.assignedAt[memberPartition{id, p}]; !ok {
+					return false
+				}
+			}
+		}
+	}
+	return true
 }
 
 // heldSince reports whether m holds the partition and has held it since
