@@ -33,14 +33,15 @@ vet:
 
 # franz-go's live suite against a three-node cluster with replication factor 3 (2-4 minutes;
 # make test runs it after the one-node suite; the 20-minute timeout is for a machine loaded
-# many times over, where TestGroupETL alone took 8 minutes). It skips what the one-node run skips (see
-# scripts/franz-suite.sh) and Test848RegexBrokerResolves, which races on any cluster of more
-# than one broker (against three Apache Kafka 4.1.1 nodes it failed 3 of 12 runs): its consumer is assigned __consumer_offsets (the broker's regex
-# matches internal topics, as Kafka's does) and stops polling once it has records from as many
-# topics as it wants regular ones, so when the fetch answer of the broker leading one regular
-# topic and some __consumer_offsets partitions arrives before the answer of the broker leading
-# the other regular topic, it counts __consumer_offsets and misses that topic. On one node
-# every partition comes in one fetch answer; the one-node run keeps it.
+# many times over, where TestGroupETL alone took 8 minutes). It skips what the one-node run
+# skips (see scripts/franz-suite.sh) and Test848RegexBrokerResolves, which races on any
+# cluster of more than one broker (against three Apache Kafka 4.1.1 nodes it failed 3 of 12
+# runs): its consumer is assigned __consumer_offsets (the broker's regex matches internal
+# topics, as Kafka's does) and stops polling once it has records from as many topics as it
+# wants regular ones, so when the fetch answer of the broker leading one regular topic and
+# some __consumer_offsets partitions arrives before the answer of the broker leading the other
+# regular topic, it counts __consumer_offsets and misses that topic. On one node every
+# partition comes in one fetch answer; the one-node run keeps it.
 FRANZ_CLUSTER_SKIP = TestTxnEtl|Share|TestSCRAM|TestOAuth|^Test848RegexBrokerResolves$$
 franz-cluster: build
 	FRANZ_NODES=3 FRANZ_RF=3 FRANZ_TIMEOUT=20m FRANZ_SKIP='$(FRANZ_CLUSTER_SKIP)' scripts/franz-suite.sh $(RUN)
