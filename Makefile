@@ -18,11 +18,12 @@ cluster: build
 # Installs what the tests need, then runs every test: unit, crash, format round-trips with
 # Apache Kafka's own tools, real clients against a real sluice process, the short chaos run
 # (chaos.TestChaosShort: three nodes in network namespaces, two nemeses, about 75 s, as root),
-# franz-go's suite.
+# franz-go's suite against one node and against a three-node cluster (replication factor 3).
 test: deps vet build
 	SLUICE_BIN=$(CURDIR)/bin/sluice $(GO) test -count=1 -timeout 20m ./...
 	$(GO) test -count=1 -tags invariants ./broker/...
 	scripts/franz-suite.sh
+	FRANZ_NODES=3 FRANZ_RF=3 FRANZ_TIMEOUT=20m FRANZ_SKIP='$(FRANZ_CLUSTER_SKIP)' scripts/franz-suite.sh
 
 deps:
 	scripts/install-test-deps.sh
@@ -31,12 +32,20 @@ vet:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	$(GO) vet ./...
 
-# franz-go's live suite against a three-node cluster with replication factor 3 (about 130 s).
-# Not in make test yet: in this session's runs it failed twice in five, in tests that pass on
-# one node (Test848RegexBrokerResolves once, skipped here; TestGroupETL's KIP-848 cases once,
-# a commit answered REBALANCE_IN_PROGRESS and records seen twice), causes not found yet.
+# franz-go's live suite against a three-node cluster with replication factor 3 (2-4 minutes;
+# make test runs it after the one-node suite; the 20-minute timeout is for a machine loaded
+# many times over, where TestGroupETL alone took 8 minutes). It skips what the one-node run
+# skips (see scripts/franz-suite.sh) and Test848RegexBrokerResolves, which races on any
+# cluster of more than one broker (against three Apache Kafka 4.1.1 nodes it failed 3 of 12
+# runs): its consumer is assigned __consumer_offsets (the broker's regex matches internal
+# topics, as Kafka's does) and stops polling once it has records from as many topics as it
+# wants regular ones, so when the fetch answer of the broker leading one regular topic and
+# some __consumer_offsets partitions arrives before the answer of the broker leading the other
+# regular topic, it counts __consumer_offsets and misses that topic. On one node every
+# partition comes in one fetch answer; the one-node run keeps it.
+FRANZ_CLUSTER_SKIP = TestTxnEtl|Share|TestSCRAM|TestOAuth|^Test848RegexBrokerResolves$$
 franz-cluster: build
-	FRANZ_NODES=3 FRANZ_RF=3 FRANZ_SKIP='TestTxnEtl|Share|TestSCRAM|TestOAuth|^Test848RegexBrokerResolves$$' scripts/franz-suite.sh $(RUN)
+	FRANZ_NODES=3 FRANZ_RF=3 FRANZ_TIMEOUT=20m FRANZ_SKIP='$(FRANZ_CLUSTER_SKIP)' scripts/franz-suite.sh $(RUN)
 
 # franz-go's live-broker suite, an optional -run pattern in RUN=... (FRANZ_NODES=3: against a
 # three-node cluster)

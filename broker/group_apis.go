@@ -2,7 +2,8 @@ package broker
 
 // The group APIs are thin: each hands its request to the coordinator on a goroutine of its own
 // (JoinGroup and SyncGroup wait for the other members; every write waits for its log commit)
-// and answers when the coordinator does. Versions are those the coordinator implements.
+// and answers when the coordinator does; a connection's calls run one after another, in the
+// order it sent them, as Kafka serves them. Versions are those the coordinator implements.
 //
 //	OffsetCommit (8) v0–10 · OffsetFetch (9) v0–10 · JoinGroup (11) v0–9 · Heartbeat (12) v0–4 ·
 //	LeaveGroup (13) v0–5 · SyncGroup (14) v0–5 · DescribeGroups (15) v0–6 · ListGroups (16) v0–5 ·
@@ -12,6 +13,7 @@ package broker
 import (
 	"context"
 	"net"
+	"sync"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -66,11 +68,55 @@ func registerGroupAPI[Req kmsg.Request](key, minVersion, maxVersion int16, call 
 			respond(nil, errUnexpectedBody)
 			return
 		}
-		go func() {
-			// An error means ctx ended: the connection is closing, so no answer is owed.
-			respond(call(b.coord, ctx, w, req))
-		}()
+		serveInConnOrder(ctx, w.Conn, func() (kmsg.Response, error) { return call(b.coord, ctx, w, req) }, respond)
 	})
+}
+
+// groupCallOrder orders each connection's group API calls: one starts once the connection's
+// previous one has returned its answer. Kafka serves one request of a connection at a time, so an
+// OffsetCommit a client pipelines before a ConsumerGroupHeartbeat on the same connection is
+// applied first; run on goroutines of their own without this, the heartbeat could reach the
+// coordinator first, release partitions the commit still names, and have it refused
+// STALE_MEMBER_EPOCH (franz-go's TestGroupETL on three nodes).
+var groupCallOrder = struct {
+	sync.Mutex
+	// last is the done channel of each connection's latest call, closed once it returned;
+	// an entry leaves with its connection's last pending call. Guarded by the mutex.
+	last map[*wire.ConnInfo]chan struct{}
+}{last: make(map[*wire.ConnInfo]chan struct{})}
+
+// serveInConnOrder runs call on a goroutine of its own once the previous call from conn has
+// returned (or ctx, the connection's, has ended), then responds. REQUIRES: called from the
+// wire Handler, which sees a connection's requests one at a time in the order they were sent.
+func serveInConnOrder(ctx context.Context, conn *wire.ConnInfo, call func() (kmsg.Response, error), respond wire.Respond) {
+	var prev chan struct{}
+	done := make(chan struct{})
+	if conn != nil {
+		groupCallOrder.Lock()
+		prev = groupCallOrder.last[conn]
+		groupCallOrder.last[conn] = done
+		groupCallOrder.Unlock()
+	}
+	go func() {
+		if prev != nil {
+			select {
+			case <-prev:
+			case <-ctx.Done():
+			}
+		}
+		resp, err := call()
+		if conn != nil {
+			groupCallOrder.Lock()
+			if groupCallOrder.last[conn] == done {
+				delete(groupCallOrder.last, conn)
+			}
+			groupCallOrder.Unlock()
+		}
+		close(done)
+		// An error means ctx ended: the connection is closing, so no answer is owed. The wire
+		// layer sends a connection's responses in request order.
+		respond(resp, err)
+	}()
 }
 
 // joinClient describes the member's client as DescribeGroups reports it.

@@ -48,9 +48,70 @@ type cgMember struct {
 	state            cgMemberState
 	assigned         topicPartitions // partitions the member owns
 	pendingRevoke    topicPartitions // partitions it must give up (still owned)
+	// assignedAt is the member epoch at which each partition in assigned
+	// or pendingRevoke was given to the member (KIP-1251's assignment
+	// epochs): an OffsetCommit carrying an older member epoch is accepted
+	// for a partition the member has held since that epoch or before.
+	// Invariant: its keys are exactly assigned ∪ pendingRevoke (restored by
+	// stampAssignment after every change to either). Not persisted: after a
+	// load each partition counts from the epoch of the member's last
+	// CurrentMemberAssignment record that first held it.
+	assignedAt map[memberPartition]int32
 
 	sessionTimer   *shardTimer
 	rebalanceTimer *shardTimer // runs while the member must revoke
+}
+
+// memberPartition names one partition by topic ID.
+type memberPartition struct {
+	topic     [16]byte
+	partition int32
+}
+
+// stampAssignment restores assignedAt's invariant after assigned or
+// pendingRevoke changed: partitions no longer held are forgotten, and
+// partitions newly held count from the member's current epoch (reconcile
+// sets the new epoch before it hands out partitions).
+func (m *cgMember) stampAssignment() {
+	n := m.assigned.count() + m.pendingRevoke.count()
+	if len(m.assignedAt) == n && m.stampsCurrent() {
+		return // nothing changed: the common heartbeat
+	}
+	held := make(map[memberPartition]int32, n)
+	for _, tp := range []topicPartitions{m.assigned, m.pendingRevoke} {
+		for id, ps := range tp {
+			for _, p := range ps {
+				k := memberPartition{id, p}
+				if at, ok := m.assignedAt[k]; ok {
+					held[k] = at
+				} else {
+					held[k] = m.epoch
+				}
+			}
+		}
+	}
+	m.assignedAt = held
+}
+
+// stampsCurrent reports whether every held partition has a stamp.
+func (m *cgMember) stampsCurrent() bool {
+	for _, tp := range []topicPartitions{m.assigned, m.pendingRevoke} {
+		for id, ps := range tp {
+			for _, p := range ps {
+				if _, ok := m.assignedAt[memberPartition{id, p}]; !ok {
+					return false
+				}
+			}
+		}
+	}
+	return true
+}
+
+// heldSince reports whether m holds the partition and has held it since
+// epoch or before (KIP-1251).
+func (m *cgMember) heldSince(epoch int32, id [16]byte, p int32) bool {
+	at, ok := m.assignedAt[memberPartition{id, p}]
+	return ok && at <= epoch
 }
 
 func (m *cgMember) rebalanceTimeout() time.Duration {
@@ -268,6 +329,7 @@ func (s *shard) consumerHeartbeat(client JoinClient, req *kmsg.ConsumerGroupHear
 				s.stopTimer(m.rebalanceTimer)
 				m.epoch, m.prevEpoch, m.state = 0, 0, cgStable
 				m.assigned, m.pendingRevoke = make(topicPartitions), make(topicPartitions)
+				m.assignedAt = nil
 			}
 		}
 	case epochLeave, epochStaticLeave:
@@ -540,6 +602,7 @@ func (g *group) computeTarget(topics []topicInfo, recs *[]record) {
 // partitions that no other member still owns.
 func (g *group) reconcile(m *cgMember, owned topicPartitions) {
 	cg := g.cg
+	defer m.stampAssignment()
 	if m.epoch == epochStaticLeave {
 		return
 	}
@@ -645,7 +708,7 @@ func (g *group) replaceStaticConsumer(old *cgMember, newID string, recs *[]recor
 	}
 	m := &cgMember{
 		id: newID, meta: old.meta, epoch: old.prevEpoch, prevEpoch: old.prevEpoch, state: old.state,
-		assigned: old.assigned, pendingRevoke: old.pendingRevoke,
+		assigned: old.assigned, pendingRevoke: old.pendingRevoke, assignedAt: old.assignedAt,
 	}
 	target := cg.target[old.id]
 	g.s.stopTimer(old.sessionTimer)
@@ -814,6 +877,7 @@ func (s *shard) applyConsumerRecord(key, value []byte) error {
 		if value == nil {
 			if m := cg.members[memberID]; m != nil {
 				m.assigned, m.pendingRevoke = make(topicPartitions), make(topicPartitions)
+				m.stampAssignment()
 			}
 			return nil
 		}
@@ -822,6 +886,7 @@ func (s *shard) applyConsumerRecord(key, value []byte) error {
 			m := member()
 			m.epoch, m.prevEpoch, m.state = cur.memberEpoch, cur.previousEpoch, cgMemberState(cur.state)
 			m.assigned, m.pendingRevoke = cur.assigned, cur.pendingRevoke
+			m.stampAssignment()
 		}
 	}
 	return err

@@ -139,8 +139,13 @@ func TestConsumerGroupJoinRevokeAndRelease(t *testing.T) {
 	if codes := commitCodes(h.commit("cg", 2, "m1", 9, "a", map[int32]int64{0: 5})); codes[0] != 0 {
 		t.Fatalf("commit %v", codes)
 	}
-	if codes := commitCodes(h.commit("cg", 1, "m1", 9, "a", map[int32]int64{0: 6})); codes[0] != kerr.StaleMemberEpoch.Code {
-		t.Fatalf("stale commit %v", codes)
+	// An older epoch stands for a partition held since then (KIP-1251):
+	// m1 has held a-0 since epoch 1.
+	if codes := commitCodes(h.commit("cg", 1, "m1", 9, "a", map[int32]int64{0: 6})); codes[0] != 0 {
+		t.Fatalf("older-epoch commit %v", codes)
+	}
+	if codes := commitCodes(h.commit("cg", 3, "m1", 9, "a", map[int32]int64{0: 6})); codes[0] != kerr.StaleMemberEpoch.Code {
+		t.Fatalf("newer-epoch commit %v", codes)
 	}
 	if codes := commitCodes(h.commit("cg", 2, "ghost", 9, "a", map[int32]int64{0: 6})); codes[0] != errUnknownMember {
 		t.Fatalf("unknown commit %v", codes)
@@ -152,7 +157,7 @@ func TestConsumerGroupJoinRevokeAndRelease(t *testing.T) {
 		t.Fatalf("fetch with stale epoch: %+v", fr.Groups[0])
 	}
 	freq.Groups[0].MemberEpoch = 2
-	if fr, _ := h.c.OffsetFetch(ctx, freq); fr.Groups[0].ErrorCode != 0 || fr.Groups[0].Topics[0].Partitions[0].Offset != 5 {
+	if fr, _ := h.c.OffsetFetch(ctx, freq); fr.Groups[0].ErrorCode != 0 || fr.Groups[0].Topics[0].Partitions[0].Offset != 6 {
 		t.Fatalf("fetch: %+v", fr.Groups[0])
 	}
 
@@ -399,4 +404,64 @@ func FuzzDecodeConsumerRecords(f *testing.F) {
 		_, _ = decodeCGCurrent(value)
 		_, _ = decodeCGTargetMember(value)
 	})
+}
+
+// TestConsumerGroupCommitWithOlderEpochKIP1251 is the regression test for
+// franz-go's TestGroupETL KIP-848 cases on three nodes: a member's
+// OffsetCommit raced a heartbeat that had just advanced its epoch, was
+// refused STALE_MEMBER_EPOCH for partitions the member still owned, and the
+// client's retry half a second later had lost some of them to a rebalance
+// (so the commit failed and their records were consumed twice). Kafka 4.3+
+// (KIP-1251) accepts an older member epoch for partitions the member has
+// held since that epoch, and refuses it for any other.
+func TestConsumerGroupCommitWithOlderEpochKIP1251(t *testing.T) {
+	h := cgHarness(t)
+	owned := func(ps ...int32) map[[16]byte][]int32 { return map[[16]byte][]int32{topicA: ps} }
+	if r := h.cgHeartbeat(cgReq{member: "m1", epoch: 0}); r.MemberEpoch != 1 || assigned(r) != "a:[0 1 2 3] " {
+		t.Fatalf("m1 join: %+v %s", r, assigned(r))
+	}
+	// m2 joins (epoch 2); m1 must give up a-2 and a-3 and stays at epoch 1
+	// until it has.
+	h.cgHeartbeat(cgReq{member: "m2", epoch: 0})
+	if r := h.cgHeartbeat(cgReq{member: "m1", epoch: 1, owned: owned(0, 1, 2, 3)}); r.MemberEpoch != 1 || assigned(r) != "a:[0 1] " {
+		t.Fatalf("m1 revoking: %+v %s", r, assigned(r))
+	}
+	// m1 releases them and advances to epoch 2; a commit it sent with
+	// epoch 1 just before arrives now.
+	if r := h.cgHeartbeat(cgReq{member: "m1", epoch: 1, owned: owned(0, 1)}); r.MemberEpoch != 2 {
+		t.Fatalf("m1 revoked: %+v", r)
+	}
+	if codes := commitCodes(h.commit("cg", 1, "m1", 9, "a", map[int32]int64{0: 10, 1: 11})); codes[0] != 0 || codes[1] != 0 {
+		t.Fatalf("m1 commit at its previous epoch for partitions it kept: %v", codes)
+	}
+	// m2 receives a-2 and a-3 at epoch 2: a commit naming epoch 1 is not
+	// its to make for them.
+	if r := h.cgHeartbeat(cgReq{member: "m2", epoch: 2}); r.MemberEpoch != 2 || assigned(r) != "a:[2 3] " {
+		t.Fatalf("m2 receives: %+v %s", r, assigned(r))
+	}
+	if codes := commitCodes(h.commit("cg", 1, "m2", 9, "a", map[int32]int64{2: 20})); codes[0] != kerr.StaleMemberEpoch.Code {
+		t.Fatalf("m2 commit at an epoch before it held a-2: %v", codes)
+	}
+	// m1 no longer holds a-2: one such partition refuses the whole commit,
+	// and nothing of it is written.
+	if codes := commitCodes(h.commit("cg", 1, "m1", 9, "a", map[int32]int64{0: 12, 2: 21})); codes[0] != kerr.StaleMemberEpoch.Code || codes[1] != kerr.StaleMemberEpoch.Code {
+		t.Fatalf("m1 commit including a partition it gave up: %v", codes)
+	}
+	if got := h.fetch("cg", "a", 0, 1, 2); !slices.Equal(got, []int64{10, 11, -1}) {
+		t.Fatalf("committed offsets %v", got)
+	}
+	// v10 names topics by ID: the same check.
+	req := kmsg.NewPtrOffsetCommitRequest()
+	req.Version, req.Group, req.Generation, req.MemberID = 10, "cg", 1, "m1"
+	req.Topics = []kmsg.OffsetCommitRequestTopic{{TopicID: topicA, Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 1, Offset: 13, LeaderEpoch: -1}}}}
+	if r, err := h.c.OffsetCommit(ctx, req); err != nil || commitCodes(r)[0] != 0 {
+		t.Fatalf("v10 older-epoch commit: %v %v", err, r)
+	}
+	// A rejoin (epoch 0) starts the member's holdings afresh.
+	if r := h.cgHeartbeat(cgReq{member: "m1", epoch: 0}); r.MemberEpoch != 2 {
+		t.Fatalf("m1 rejoin: %+v", r)
+	}
+	if codes := commitCodes(h.commit("cg", 1, "m1", 9, "a", map[int32]int64{0: 14})); codes[0] != kerr.StaleMemberEpoch.Code {
+		t.Fatalf("commit at an epoch before the rejoin: %v", codes)
+	}
 }

@@ -32,7 +32,12 @@
 // KIP-848 consumer groups (ConsumerGroupHeartbeat); an empty group of one
 // kind turns into the other on a join of the other protocol, a non-empty one
 // refuses (INCONSISTENT_GROUP_PROTOCOL / GROUP_ID_NOT_FOUND). Offsets belong
-// to the group ID whatever its kind.
+// to the group ID whatever its kind. A consumer group member's OffsetCommit
+// carries its member epoch; as in Kafka 4.3+ (KIP-1251), an older epoch
+// than the member's — a commit that raced the heartbeat advancing it — is
+// accepted for partitions the member has held since that epoch (each held
+// partition remembers the epoch it was given at), and the whole commit is
+// STALE_MEMBER_EPOCH otherwise.
 //
 // # What the broker provides
 //
@@ -115,5 +120,8 @@
 // members joining a KIP-848 group (online migration) are refused. Offsets of
 // topics a Stable consumer group no longer subscribes to do not expire until
 // the group is empty. The KIP-848 assignor name is not persisted (after a
-// reload it shows the default until the next assignment).
+// reload it shows the default until the next assignment). The KIP-1251
+// assignment epochs are not persisted (sluice does not know Kafka's record
+// fields for them): after a load a partition counts from the first replayed
+// CurrentMemberAssignment record of the member that holds it.
 package coordinator

@@ -208,10 +208,16 @@ func (g *group) validateOffsetCommit(req *kmsg.OffsetCommitRequest) int16 {
 			return errUnknownMember
 		}
 		if req.Generation != m.epoch {
-			if req.Version >= 9 {
+			if req.Version < 9 {
+				return errIllegalGeneration
+			}
+			// KIP-1251 (Kafka 4.3+): a commit carrying an older member
+			// epoch — it raced a heartbeat that advanced the member —
+			// still stands for partitions the member has held since that
+			// epoch; a newer epoch, or any other partition, is stale.
+			if req.Generation > m.epoch || !g.s.heldSinceCommitEpoch(m, req) {
 				return kerr.StaleMemberEpoch.Code
 			}
-			return errIllegalGeneration
 		}
 		return 0
 	}
@@ -229,6 +235,37 @@ func (g *group) validateOffsetCommit(req *kmsg.OffsetCommitRequest) int16 {
 		return errIllegalGeneration
 	}
 	return 0
+}
+
+// heldSinceCommitEpoch reports whether m has held every partition of the
+// commit since the commit's member epoch (KIP-1251). Partitions the commit
+// refuses anyway — unknown topics or partitions, metadata too large — are
+// not checked, as Kafka checks them before the group does. A topic named
+// without an ID cannot be matched when topic metadata is absent: it fails.
+func (s *shard) heldSinceCommitEpoch(m *cgMember, req *kmsg.OffsetCommitRequest) bool {
+	for _, t := range req.Topics {
+		name, numPartitions, known, code := s.resolveTopic(req.Version >= 10, t.Topic, t.TopicID)
+		if code != 0 {
+			continue
+		}
+		id := t.TopicID
+		if req.Version < 10 {
+			if !known {
+				return false
+			}
+			id, _, _ = s.cfg.Topics.TopicByName(name)
+		}
+		for _, p := range t.Partitions {
+			if p.Partition < 0 || p.Partition >= numPartitions ||
+				(p.Metadata != nil && len(*p.Metadata) > s.cfg.OffsetMetadataMaxBytes) {
+				continue
+			}
+			if !m.heldSince(req.Generation, id, p.Partition) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // resolveTopic returns a topic's name and partition count. byID selects the

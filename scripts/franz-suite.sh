@@ -15,9 +15,16 @@ NODES="${FRANZ_NODES:-1}"
 if [ "$NODES" -gt 1 ]; then
   # A cluster of combined nodes (scripts/cluster-lib.sh) on free ports.
   . scripts/cluster-lib.sh
-  BASE=$(python3 -c 'import random; print(random.randrange(20000, 40000, 20))')
   trap 'stop_cluster; [ -n "${KEEP_DATA:-}" ] || rm -rf "$DATA"' EXIT
-  start_cluster "$NODES" "$BASE" "$DATA"
+  # Ports are picked at random below the kernel's ephemeral range; another process on this
+  # machine may still hold one, so a start that loses a node is retried on other ports.
+  for attempt in 1 2 3; do
+    BASE=$(python3 -c 'import random; print(random.randrange(20000, 32000, 20))')
+    if start_cluster "$NODES" "$BASE" "$DATA"; then break; fi
+    stop_cluster
+    [ "$attempt" -lt 3 ] || { echo "could not start a cluster of $NODES"; exit 1; }
+    rm -rf "$DATA"/node-*
+  done
   SEEDS="$CLUSTER_SEEDS"
   LOGS="$DATA/node-*.log"
 else
