@@ -62,6 +62,12 @@ type Broker struct {
 	// coordinatorLoaded are the __consumer_offsets partitions whose shards are loaded (or
 	// loading) here. Owned by the reconcile goroutine.
 	coordinatorLoaded map[int32]*offsetsPartitionLog
+	// txnCoord is the transaction coordinator; txnLoaded are the __transaction_state
+	// partitions whose shards are loaded (or loading) here, owned by the reconcile goroutine.
+	txnCoord  *coordinator.TxnCoordinator
+	txnLoaded map[int32]txnLoaded
+	// peers are clients to other brokers for markers and verification (transactions.go).
+	peers peerClients
 
 	// offline are the partitions a storage error took offline (offline.go).
 	offline offlineSet
@@ -145,9 +151,12 @@ func New(cfg Config, ctrl Metadata) (*Broker, error) {
 	}
 	b.coord = newCoordinator(b)
 	b.coordinatorLoaded = make(map[int32]*offsetsPartitionLog)
+	b.txnCoord = newTxnCoordinator(b)
+	b.txnLoaded = make(map[int32]txnLoaded)
 	initial := ctrl.Image()
 	if err := b.reconcile(initial); err != nil {
 		b.fetchers.close()
+		b.txnCoord.Close()
 		b.coord.Close()
 		b.closePartitions()
 		return nil, err
@@ -211,7 +220,9 @@ func (b *Broker) Close() error {
 	close(b.closing)
 	b.done.Wait()      // metadata following, retention and the purgatory worker; timed with the coordinator
 	b.fetchers.close() // after followImages: no partition is added to a fetcher any more
+	b.txnCoord.Close()
 	b.coord.Close()
+	b.peers.close()
 	// After the last append: the HWs a restart resumes from (clean shutdown).
 	b.checkpointHighWatermarks()
 	b.logger.Info("shutdown phase done", "phase", "coordinator", "took", time.Since(start))
