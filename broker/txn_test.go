@@ -321,3 +321,43 @@ func TestTransactionalProduceVerification(t *testing.T) {
 		t.Fatalf("batch of the open transaction: %v", kerr.ErrorForCode(code))
 	}
 }
+
+// DescribeProducers lists each producer of a led partition with its epoch, last sequence,
+// coordinator epoch and open transaction's first offset, as kafka-transactions
+// describe-producers shows them.
+func TestDescribeProducers(t *testing.T) {
+	tb := startTestBroker(t, nil)
+	tb.createTopic(t, "dp", 1, nil)
+	tb.waitHosted(t, "dp")
+	tid := "d"
+	tb.produceRaw(t, "dp", 0, nil, txnBatch(11, 0, 0, false, "i0", "i1")) // idempotent, 0-1
+	tb.produceRaw(t, "dp", 0, &tid, txnBatch(12, 3, 0, true, "t0"))       // open at 2
+	tb.produceRaw(t, "dp", 0, &tid, txnBatch(13, 1, 0, true, "u0"))       // 3
+	if code := tb.writeMarker(t, "dp", 0, 13, 1, 4, true, 1); code != 0 { // 4
+		t.Fatal(kerr.ErrorForCode(code))
+	}
+	req := kmsg.NewPtrDescribeProducersRequest()
+	rt := kmsg.NewDescribeProducersRequestTopic()
+	rt.Topic = "dp"
+	rt.Partitions = []int32{0, 5}
+	req.Topics = append(req.Topics, rt)
+	resp := tb.direct(t, req).(*kmsg.DescribeProducersResponse)
+	parts := resp.Topics[0].Partitions
+	if len(parts) != 2 || parts[0].ErrorCode != 0 || parts[1].ErrorCode != kerr.UnknownTopicOrPartition.Code {
+		t.Fatalf("partitions %+v", parts)
+	}
+	type row struct {
+		id             int64
+		epoch, lastSeq int32
+		coordEpoch     int32
+		txnStart       int64
+	}
+	var got []row
+	for _, p := range parts[0].ActiveProducers {
+		got = append(got, row{p.ProducerID, p.ProducerEpoch, p.LastSequence, p.CoordinatorEpoch, p.CurrentTxnStartOffset})
+	}
+	want := []row{{11, 0, 1, -1, -1}, {12, 3, 0, -1, 2}, {13, 1, 0, 4, -1}}
+	if !slices.Equal(got, want) {
+		t.Fatalf("producers %+v, want %+v", got, want)
+	}
+}
