@@ -94,6 +94,13 @@ type Broker struct {
 	// fetchers copy the partitions this node follows from their leaders (fetcher.go).
 	fetchers *replicaFetchers
 
+	// txnVerifier, when set, verifies a transactional produce that would start a transaction
+	// on a partition with the transaction coordinator (txn_verify.go). Set before serving.
+	txnVerifier TxnVerifier
+	// offsetsTxnMarker, when set, is called after a transaction marker is committed on a
+	// partition of __consumer_offsets (27_write_txn_markers.go). Set before serving.
+	offsetsTxnMarker func(partition int32, producerID int64, commit bool)
+
 	// draining is closed by Drain: parked fetches are answered and no fetch parks any more.
 	draining  chan struct{}
 	drainOnce sync.Once
@@ -153,6 +160,8 @@ func New(cfg Config, ctrl Metadata) (*Broker, error) {
 	b.coordinatorLoaded = make(map[int32]*offsetsPartitionLog)
 	b.txnCoord = newTxnCoordinator(b)
 	b.txnLoaded = make(map[int32]txnLoaded)
+	b.SetTxnVerifier(brokerTxnVerifier{b})
+	b.SetOffsetsTxnMarkerHook(b.coord.CompleteTxnOffsets)
 	initial := ctrl.Image()
 	if err := b.reconcile(initial); err != nil {
 		b.fetchers.close()

@@ -189,8 +189,9 @@ func (s *shard) hasPendingTxnOffset(group, topic string, partition int32) bool {
 // CompleteTxnOffsets is called by the broker once a transaction marker is
 // committed in __consumer_offsets partition: producerID's pending
 // transactional offsets there become visible (commit) or are dropped
-// (abort). It returns once the shard applied it; a partition not loaded
-// here is ignored (its replay will see the marker).
+// (abort). It only queues the change, so the broker may call it holding
+// partition locks; every request the shard takes after the call sees it. A
+// partition not loaded here is ignored (its replay will see the marker).
 func (c *Coordinator) CompleteTxnOffsets(partition int32, producerID int64, commit bool) {
 	c.mu.Lock()
 	s := c.mu.shards[partition]
@@ -198,7 +199,7 @@ func (c *Coordinator) CompleteTxnOffsets(partition int32, producerID int64, comm
 	if s == nil {
 		return
 	}
-	s.call(func() {
+	s.submit(func() {
 		if !s.unloaded {
 			s.applyTxnMarker(producerID, commit)
 		}

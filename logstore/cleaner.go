@@ -724,6 +724,7 @@ func (l *Log) swapIn(seg, out *segment, size int64, truncations uint64) error {
 	fresh.bytesSinceLastIndexEntry = out.bytesSinceLastIndexEntry
 	fresh.rollingBasedTimestamp = out.rollingBasedTimestamp
 	fresh.created, fresh.lastModified = seg.created, seg.lastModified
+	fresh.txn, seg.txn = seg.txn, txnIndex{} // markers are kept by a clean, so are their entries
 	l.mu.segments[k] = fresh
 	l.mu.Unlock()
 	l.scheduleCloseLocked([]*segment{seg})
@@ -740,7 +741,8 @@ func (s *segment) detachFiles() {
 			s.logHeld = true
 		}
 	}
-	for _, f := range s.files() {
+	// The .txnindex is not replaced by a clean: it moves to the cleaned segment (swapIn).
+	for _, f := range []File{s.log, s.indexFile(), s.timeIndexFile()} {
 		if cf, ok := f.(*cachedFile); ok {
 			cf.markRemoved()
 		}
