@@ -1,0 +1,193 @@
+package compattests
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// txnDeadline bounds each test's run; it only guards against a hang.
+const txnDeadline = 2 * time.Minute
+
+func createTxnTopic(t *testing.T, ctx context.Context, addr, topic string, partitions int32) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	resp, err := kadm.NewClient(cl).CreateTopic(ctx, partitions, 1, nil, topic)
+	if err != nil || resp.Err != nil {
+		t.Fatalf("creating %s: %v %v", topic, err, resp.Err)
+	}
+}
+
+// readCommitted consumes topic from the start with isolation.level=read_committed until the
+// high watermark and returns the values read.
+func readCommitted(t *testing.T, ctx context.Context, addr, topic string, want int) []string {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var got []string
+	for len(got) < want {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("read_committed consumer of %s: %d of %d records before the deadline: %v", topic, len(got), want, got)
+		}
+		fs.EachError(func(_ string, _ int32, err error) { t.Fatalf("fetch: %v", err) })
+		fs.EachRecord(func(r *kgo.Record) { got = append(got, string(r.Value)) })
+	}
+	return got
+}
+
+// A transactional producer commits one transaction and aborts another over two partitions; a
+// read_committed consumer sees the committed records once and the aborted ones never, and a
+// committed record written after the abort proves the consumer read past the aborted ones.
+func TestTransactionsCommitAbortFranz(t *testing.T) {
+	b := StartBroker(t)
+	ctx, cancel := context.WithTimeout(context.Background(), txnDeadline)
+	defer cancel()
+	createTxnTopic(t, ctx, b.Addr, "txn", 2)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr), kgo.TransactionalID("tx-franz"), kgo.DefaultProduceTopic("txn"),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	run := func(prefix string, commit bool) {
+		if err := cl.BeginTransaction(); err != nil {
+			t.Fatalf("begin: %v", err)
+		}
+		for i := 0; i < 4; i++ {
+			r := &kgo.Record{Value: []byte(fmt.Sprintf("%s-%d", prefix, i)), Partition: int32(i % 2)}
+			if err := cl.ProduceSync(ctx, r).FirstErr(); err != nil {
+				t.Fatalf("produce %s: %v", prefix, err)
+			}
+		}
+		if err := cl.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
+			t.Fatalf("end %s (commit=%v): %v", prefix, commit, err)
+		}
+	}
+	run("committed", true)
+	run("aborted", false)
+	run("after", true)
+	got := readCommitted(t, ctx, b.Addr, "txn", 8)
+	sort.Strings(got)
+	want := []string{"after-0", "after-1", "after-2", "after-3", "committed-0", "committed-1", "committed-2", "committed-3"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("read_committed saw %v, want %v", got, want)
+	}
+
+	// kadm's view: the transactional ID is CompleteCommit with no partitions.
+	adm := kadm.NewClient(cl)
+	described, err := adm.DescribeTransactions(ctx, "tx-franz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, ok := described["tx-franz"]
+	if !ok || d.Err != nil || d.State != "CompleteCommit" {
+		t.Fatalf("describe: %+v", described)
+	}
+	listed, err := adm.ListTransactions(ctx, nil, nil)
+	if err != nil || len(listed) != 1 {
+		t.Fatalf("list: %+v %v", listed, err)
+	}
+}
+
+// A consume-transform-produce loop with GroupTransactSession: every input record's
+// transformation is committed with the group's offset in one transaction, so a read_committed
+// consumer of the output sees each exactly once, and the group's committed offset is the end
+// of the input.
+func TestTransactionsGroupTransactSessionFranz(t *testing.T) {
+	b := StartBroker(t, "group.initial.rebalance.delay.ms=0")
+	ctx, cancel := context.WithTimeout(context.Background(), txnDeadline)
+	defer cancel()
+	createTxnTopic(t, ctx, b.Addr, "in", 2)
+	createTxnTopic(t, ctx, b.Addr, "out", 2)
+	const n = 200
+	prod, err := kgo.NewClient(kgo.SeedBrokers(b.Addr), kgo.DefaultProduceTopic("in"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < n; i++ {
+		prod.Produce(ctx, &kgo.Record{Value: []byte(strconv.Itoa(i))}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				t.Errorf("produce input: %v", err)
+			}
+		})
+	}
+	if err := prod.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	prod.Close()
+
+	sess, err := kgo.NewGroupTransactSession(kgo.SeedBrokers(b.Addr), kgo.TransactionalID("tx-etl"),
+		kgo.ConsumerGroup("etl"), kgo.ConsumeTopics("in"), kgo.DefaultProduceTopic("out"),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.RequireStableFetchOffsets(),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	seen := 0
+	for seen < n {
+		fs := sess.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("transform loop: %d of %d inputs before the deadline", seen, n)
+		}
+		fs.EachError(func(_ string, _ int32, err error) { t.Fatalf("fetch: %v", err) })
+		if err := sess.Begin(); err != nil {
+			t.Fatalf("begin: %v", err)
+		}
+		batch := 0
+		fs.EachRecord(func(r *kgo.Record) {
+			batch++
+			sess.Produce(ctx, &kgo.Record{Value: append([]byte("out-"), r.Value...)}, func(_ *kgo.Record, err error) {
+				if err != nil {
+					t.Errorf("produce output: %v", err)
+				}
+			})
+		})
+		committed, err := sess.End(ctx, kgo.TryCommit)
+		if err != nil {
+			t.Fatalf("end: %v", err)
+		}
+		if committed {
+			seen += batch
+		}
+	}
+	got := readCommitted(t, ctx, b.Addr, "out", n)
+	counts := map[string]int{}
+	for _, v := range got {
+		counts[v]++
+	}
+	for i := 0; i < n; i++ {
+		if c := counts["out-"+strconv.Itoa(i)]; c != 1 {
+			t.Fatalf("output of %d seen %d times (outputs: %d)", i, c, len(got))
+		}
+	}
+	adm, err := kgo.NewClient(kgo.SeedBrokers(b.Addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer adm.Close()
+	offsets, err := kadm.NewClient(adm).FetchOffsets(ctx, "etl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total int64
+	offsets.Each(func(o kadm.OffsetResponse) { total += o.At })
+	if total != n {
+		t.Fatalf("group etl committed offsets summing to %d, want %d: %+v", total, n, offsets)
+	}
+}
