@@ -47,17 +47,20 @@ func WriteReference(w io.Writer) error {
 // refusedValuesNote says, for honoured keys with refused values (valueRefusals, and the
 // several-key checks of Broker.checkSupported), which values those are.
 var refusedValuesNote = map[string]string{
-	"compression.type":                      "only `producer` is accepted: the broker does not recompress yet",
-	"log.dirs":                              "one directory only: several log directories (JBOD) are not supported yet",
-	"process.roles":                         "only `broker,controller` (combined): broker-only and controller-only nodes are not implemented yet",
-	"group.consumer.assignors":              "the first (default) assignor must be `uniform`",
-	"group.coordinator.rebalance.protocols": "`share` and `streams` are refused, and `consumer` must be listed",
-	"listeners":                             "only PLAINTEXT listeners: TLS and SASL are not implemented yet",
-	"offsets.topic.replication.factor":      "capped at the number of brokers when the offsets topic is created",
-	"unclean.leader.election.enable":        "only `false`: leaders are elected from the ISR only; unclean election is not implemented yet",
-	"controller.quorum.bootstrap.servers":   "only this node's own controller listener: dynamic quorums (KIP-853) are not implemented yet; use controller.quorum.voters",
-	"remote.log.storage.system.enable":      "only `false`: sluice has no tiered storage",
-	"remote.storage.enable":                 "only `false`: sluice has no tiered storage",
+	"compression.type":                          "only `producer` is accepted: the broker does not recompress yet",
+	"log.dirs":                                  "one directory only: several log directories (JBOD) are not supported yet",
+	"process.roles":                             "only `broker,controller` (combined): broker-only and controller-only nodes are not implemented yet",
+	"group.consumer.assignors":                  "the first (default) assignor must be `uniform`",
+	"group.coordinator.rebalance.protocols":     "`share` and `streams` are refused, and `consumer` must be listed",
+	"listeners":                                 "only PLAINTEXT listeners: TLS and SASL are not implemented yet",
+	"offsets.topic.replication.factor":          "capped at the number of brokers when the offsets topic is created",
+	"transaction.state.log.replication.factor":  "capped at the number of brokers when the transaction state topic is created",
+	"transaction.state.log.min.isr":             "capped at the topic's replication factor when the transaction state topic is created",
+	"transaction.partition.verification.enable": "only `true`: transactional produce is always verified (KIP-890)",
+	"unclean.leader.election.enable":            "only `false`: leaders are elected from the ISR only; unclean election is not implemented yet",
+	"controller.quorum.bootstrap.servers":       "only this node's own controller listener: dynamic quorums (KIP-853) are not implemented yet; use controller.quorum.voters",
+	"remote.log.storage.system.enable":          "only `false`: sluice has no tiered storage",
+	"remote.storage.enable":                     "only `false`: sluice has no tiered storage",
 }
 
 func defaultCell(d *Def) string {
