@@ -3,13 +3,17 @@ package compattests
 import (
 	"context"
 	"fmt"
+	"hash/crc32"
 	"sort"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 )
 
 // txnDeadline bounds each test's run; it only guards against a hang.
@@ -189,5 +193,115 @@ func TestTransactionsGroupTransactSessionFranz(t *testing.T) {
 	offsets.Each(func(o kadm.OffsetResponse) { total += o.At })
 	if total != n {
 		t.Fatalf("group etl committed offsets summing to %d, want %d: %+v", total, n, offsets)
+	}
+}
+
+// Bad input answered with Kafka's error codes, through a real broker: requests for a
+// transactional ID that was never initialised, a stale epoch, an unknown topic, and a
+// transactional produce from a producer the coordinator does not know (nothing stored).
+func TestTransactionsBadInput(t *testing.T) {
+	b := StartBroker(t)
+	ctx, cancel := context.WithTimeout(context.Background(), txnDeadline)
+	defer cancel()
+	createTxnTopic(t, ctx, b.Addr, "bad", 1)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	// The coordinator is found (and __transaction_state created) first.
+	fc := kmsg.NewPtrFindCoordinatorRequest()
+	fc.CoordinatorType, fc.CoordinatorKeys = 1, []string{"tx-bad"}
+	fcr, err := fc.RequestWith(ctx, cl)
+	if err != nil || fcr.Coordinators[0].ErrorCode != 0 {
+		t.Fatalf("FindCoordinator: %+v %v", fcr, err)
+	}
+	retry := func(do func() int16) int16 {
+		for {
+			code := do()
+			if code != kerr.CoordinatorLoadInProgress.Code && code != kerr.NotCoordinator.Code || ctx.Err() != nil {
+				return code
+			}
+			time.Sleep(50 * time.Millisecond) // the shard is loading: poll, as clients do
+		}
+	}
+	end := kmsg.NewPtrEndTxnRequest()
+	end.TransactionalID, end.ProducerID, end.ProducerEpoch, end.Commit = "tx-bad", 77, 0, true
+	if code := retry(func() int16 {
+		r, err := end.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.ErrorCode
+	}); code != kerr.InvalidProducerIDMapping.Code {
+		t.Fatalf("EndTxn for an unknown transactional ID: %s", kerr.ErrorForCode(code))
+	}
+
+	init := kmsg.NewPtrInitProducerIDRequest()
+	init.TransactionalID, init.TransactionTimeoutMillis = kmsg.StringPtr("tx-bad"), 60000
+	ir, err := init.RequestWith(ctx, cl)
+	if err != nil || ir.ErrorCode != 0 {
+		t.Fatalf("InitProducerId: %+v %v", ir, err)
+	}
+	init.TransactionTimeoutMillis = 900001
+	if r, err := init.RequestWith(ctx, cl); err != nil || r.ErrorCode != kerr.InvalidTransactionTimeout.Code {
+		t.Fatalf("InitProducerId above transaction.max.timeout.ms: %+v %v", r, err)
+	}
+
+	// kgo rewrites an AddPartitionsToTxn in place for the batched v4+ form: a fresh one each time.
+	addReq := func(topic string, epoch int16) *kmsg.AddPartitionsToTxnRequest {
+		add := kmsg.NewPtrAddPartitionsToTxnRequest()
+		add.TransactionalID, add.ProducerID, add.ProducerEpoch = "tx-bad", ir.ProducerID, epoch
+		add.Topics = []kmsg.AddPartitionsToTxnRequestTopic{{Topic: topic, Partitions: []int32{0}}}
+		return add
+	}
+	if r, err := addReq("nosuch", ir.ProducerEpoch).RequestWith(ctx, cl); err != nil || r.Topics[0].Partitions[0].ErrorCode != kerr.UnknownTopicOrPartition.Code {
+		t.Fatalf("AddPartitionsToTxn for an unknown topic: %+v %v", r, err)
+	}
+	if r, err := addReq("bad", ir.ProducerEpoch-1).RequestWith(ctx, cl); err != nil || r.Topics[0].Partitions[0].ErrorCode != kerr.ProducerFenced.Code {
+		t.Fatalf("AddPartitionsToTxn with a stale epoch: %+v %v", r, err)
+	}
+
+	// A transactional batch from a producer ID the coordinator never handed out.
+	prod := kmsg.NewPtrProduceRequest()
+	prod.Version, prod.Acks, prod.TimeoutMillis, prod.TransactionID = 11, -1, 10000, kmsg.StringPtr("tx-bad")
+	batch := kmsg.RecordBatch{PartitionLeaderEpoch: -1, Magic: 2, Attributes: 0x10, ProducerID: ir.ProducerID + 1000, ProducerEpoch: 0,
+		FirstSequence: 0, NumRecords: 1, FirstTimestamp: time.Now().UnixMilli(), MaxTimestamp: time.Now().UnixMilli()}
+	r := kmsg.Record{Value: []byte("zombie")}
+	batch.Records = r.AppendTo(nil)
+	raw := batch.AppendTo(nil)
+	batch.Length = int32(len(raw) - 12)
+	raw = batch.AppendTo(nil)
+	batch.CRC = int32(crc32.Checksum(raw[21:], crc32.MakeTable(crc32.Castagnoli)))
+	raw = batch.AppendTo(nil)
+	pt := kmsg.NewProduceRequestTopic()
+	pt.Topic = "bad"
+	pp := kmsg.NewProduceRequestTopicPartition()
+	pp.Records = raw
+	pt.Partitions = append(pt.Partitions, pp)
+	prod.Topics = append(prod.Topics, pt)
+	// Produce by topic name (v11), as a pre-KIP-890-part-2 producer does.
+	old, err := kgo.NewClient(kgo.SeedBrokers(b.Addr), kgo.MaxVersions(kversion.V3_8_0()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.Close()
+	pr, err := prod.RequestWith(ctx, old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := pr.Topics[0].Partitions[0].ErrorCode; code != kerr.InvalidProducerIDMapping.Code {
+		t.Fatalf("transactional produce from an unknown producer ID: %s", kerr.ErrorForCode(code))
+	}
+	lo := kmsg.NewPtrListOffsetsRequest()
+	lot := kmsg.NewListOffsetsRequestTopic()
+	lot.Topic = "bad"
+	lop := kmsg.NewListOffsetsRequestTopicPartition()
+	lop.Timestamp = -1
+	lot.Partitions = append(lot.Partitions, lop)
+	lo.Topics = append(lo.Topics, lot)
+	lr, err := lo.RequestWith(ctx, cl)
+	if err != nil || lr.Topics[0].Partitions[0].Offset != 0 {
+		t.Fatalf("log end after the refused produce: %+v %v", lr, err)
 	}
 }
