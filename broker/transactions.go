@@ -278,7 +278,12 @@ func (b *Broker) writeMarkersTo(ctx context.Context, leader int32, m coordinator
 		if err != nil {
 			return failAll(kerr.NotLeaderForPartition)
 		}
-		kresp, err := req.RequestWith(ctx, cl)
+		// To that broker itself: the client's own routing would pick any broker it knows.
+		seeds := cl.SeedBrokers()
+		if len(seeds) == 0 {
+			return failAll(kerr.NotLeaderForPartition)
+		}
+		kresp, err := req.RequestWith(ctx, seeds[0])
 		if err != nil {
 			return failAll(kerr.NotLeaderForPartition)
 		}

@@ -410,6 +410,13 @@ func (s *txnShard) endTxn(req *kmsg.EndTxnRequest, errResp func(int16) *kmsg.End
 		})
 		return
 	}
+	if tv2 && (m.state == txnPrepareCommit || m.state == txnPrepareAbort) {
+		// The previous transaction (whose end bumped the epoch to the
+		// request's) is still writing its markers: whatever this end
+		// asks, it waits for that one, as any request does meanwhile.
+		reply(errResp(kerr.ConcurrentTransactions.Code))
+		return
+	}
 	switch m.state {
 	case txnOngoing:
 		s.prepareEnd(m, req.Commit, tv2, tv2, func(code int16) {
