@@ -392,6 +392,9 @@ func bumpEpoch(d txnData, newID int64) txnData {
 		d.producerID, d.epoch, d.lastEpoch = newID, 0, -1
 		return d
 	}
+	if d.epoch == math.MaxInt16 {
+		return d // saturated: never wrap to a negative epoch
+	}
 	d.lastEpoch = d.epoch
 	d.epoch++
 	return d
