@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"hash/crc32"
+	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -21,12 +23,17 @@ const txnDeadline = 2 * time.Minute
 
 func createTxnTopic(t *testing.T, ctx context.Context, addr, topic string, partitions int32) {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	createTxnTopicRF(t, ctx, []string{addr}, topic, partitions, 1)
+}
+
+func createTxnTopicRF(t *testing.T, ctx context.Context, addrs []string, topic string, partitions int32, rf int16) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	resp, err := kadm.NewClient(cl).CreateTopic(ctx, partitions, 1, nil, topic)
+	resp, err := kadm.NewClient(cl).CreateTopic(ctx, partitions, rf, nil, topic)
 	if err != nil || resp.Err != nil {
 		t.Fatalf("creating %s: %v %v", topic, err, resp.Err)
 	}
@@ -59,10 +66,20 @@ func readCommitted(t *testing.T, ctx context.Context, addr, topic string, want i
 // committed record written after the abort proves the consumer read past the aborted ones.
 func TestTransactionsCommitAbortFranz(t *testing.T) {
 	b := StartBroker(t)
+	testCommitAbort(t, []string{b.Addr}, 1)
+}
+
+// The same on three nodes with replication factor 3: markers and verification cross brokers.
+func TestTransactionsCommitAbortFranzCluster(t *testing.T) {
+	c := StartCluster(t, 3)
+	testCommitAbort(t, c.Bootstrap(), 3)
+}
+
+func testCommitAbort(t *testing.T, seeds []string, rf int16) {
 	ctx, cancel := context.WithTimeout(context.Background(), txnDeadline)
 	defer cancel()
-	createTxnTopic(t, ctx, b.Addr, "txn", 2)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr), kgo.TransactionalID("tx-franz"), kgo.DefaultProduceTopic("txn"),
+	createTxnTopicRF(t, ctx, seeds, "txn", 2, rf)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.TransactionalID("tx-franz"), kgo.DefaultProduceTopic("txn"),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err != nil {
 		t.Fatal(err)
@@ -85,7 +102,7 @@ func TestTransactionsCommitAbortFranz(t *testing.T) {
 	run("committed", true)
 	run("aborted", false)
 	run("after", true)
-	got := readCommitted(t, ctx, b.Addr, "txn", 8)
+	got := readCommitted(t, ctx, seeds[0], "txn", 8)
 	sort.Strings(got)
 	want := []string{"after-0", "after-1", "after-2", "after-3", "committed-0", "committed-1", "committed-2", "committed-3"}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
@@ -114,12 +131,22 @@ func TestTransactionsCommitAbortFranz(t *testing.T) {
 // of the input.
 func TestTransactionsGroupTransactSessionFranz(t *testing.T) {
 	b := StartBroker(t, "group.initial.rebalance.delay.ms=0")
+	testGroupTransactSession(t, []string{b.Addr}, 1)
+}
+
+// The same on three nodes with replication factor 3.
+func TestTransactionsGroupTransactSessionFranzCluster(t *testing.T) {
+	c := StartCluster(t, 3, "group.initial.rebalance.delay.ms=0")
+	testGroupTransactSession(t, c.Bootstrap(), 3)
+}
+
+func testGroupTransactSession(t *testing.T, seeds []string, rf int16) {
 	ctx, cancel := context.WithTimeout(context.Background(), txnDeadline)
 	defer cancel()
-	createTxnTopic(t, ctx, b.Addr, "in", 2)
-	createTxnTopic(t, ctx, b.Addr, "out", 2)
+	createTxnTopicRF(t, ctx, seeds, "in", 2, rf)
+	createTxnTopicRF(t, ctx, seeds, "out", 2, rf)
 	const n = 200
-	prod, err := kgo.NewClient(kgo.SeedBrokers(b.Addr), kgo.DefaultProduceTopic("in"))
+	prod, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic("in"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +162,7 @@ func TestTransactionsGroupTransactSessionFranz(t *testing.T) {
 	}
 	prod.Close()
 
-	sess, err := kgo.NewGroupTransactSession(kgo.SeedBrokers(b.Addr), kgo.TransactionalID("tx-etl"),
+	sess, err := kgo.NewGroupTransactSession(kgo.SeedBrokers(seeds...), kgo.TransactionalID("tx-etl"),
 		kgo.ConsumerGroup("etl"), kgo.ConsumeTopics("in"), kgo.DefaultProduceTopic("out"),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.RequireStableFetchOffsets(),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
@@ -170,7 +197,7 @@ func TestTransactionsGroupTransactSessionFranz(t *testing.T) {
 			seen += batch
 		}
 	}
-	got := readCommitted(t, ctx, b.Addr, "out", n)
+	got := readCommitted(t, ctx, seeds[0], "out", n)
 	counts := map[string]int{}
 	for _, v := range got {
 		counts[v]++
@@ -180,7 +207,7 @@ func TestTransactionsGroupTransactSessionFranz(t *testing.T) {
 			t.Fatalf("output of %d seen %d times (outputs: %d)", i, c, len(got))
 		}
 	}
-	adm, err := kgo.NewClient(kgo.SeedBrokers(b.Addr))
+	adm, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -303,5 +330,39 @@ func TestTransactionsBadInput(t *testing.T) {
 	lr, err := lo.RequestWith(ctx, cl)
 	if err != nil || lr.Topics[0].Partitions[0].Offset != 0 {
 		t.Fatalf("log end after the refused produce: %+v %v", lr, err)
+	}
+}
+
+// Java's transactional producer (the perf tool with --transactional-id: initTransactions,
+// transactions committed every 100 ms) against sluice, read back by a read_committed consumer;
+// kafka-transactions.sh lists and describes the transactional ID.
+func TestTransactionsJava(t *testing.T) {
+	b := StartBroker(t)
+	ctx, cancel := context.WithTimeout(context.Background(), txnDeadline)
+	defer cancel()
+	createTxnTopic(t, ctx, b.Addr, "jtxn", 3)
+	java := lookPath(t, "java")
+	cp := filepath.Join(kafkaJars(t), "*")
+	jvm := []string{"-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx256m", "-cp", cp}
+	const n = 2000
+	stdout, stderr, err := runCmdErr(txnDeadline, "", java, append(jvm, "org.apache.kafka.tools.ProducerPerformance",
+		"--topic", "jtxn", "--num-records", strconv.Itoa(n), "--record-size", "100", "--throughput", "-1",
+		"--transactional-id", "tx-java", "--transaction-duration-ms", "100",
+		"--producer-props", "bootstrap.servers="+b.Addr, "acks=all")...)
+	if err != nil {
+		t.Fatalf("ProducerPerformance --transactional-id: %v\nstdout:\n%s\nstderr:\n%s", err, clip(stdout), clip(stderr))
+	}
+	if got := readCommitted(t, ctx, b.Addr, "jtxn", n); len(got) != n {
+		t.Fatalf("read_committed read %d records, want %d", len(got), n)
+	}
+	out := runCmd(t, txnDeadline, "", java, append(jvm, "org.apache.kafka.tools.TransactionsCommand",
+		"--bootstrap-server", b.Addr, "list")...)
+	if !strings.Contains(out, "tx-java") {
+		t.Fatalf("kafka-transactions list:\n%s", out)
+	}
+	out = runCmd(t, txnDeadline, "", java, append(jvm, "org.apache.kafka.tools.TransactionsCommand",
+		"--bootstrap-server", b.Addr, "describe", "--transactional-id", "tx-java")...)
+	if !strings.Contains(out, "tx-java") || !strings.Contains(out, "CompleteCommit") {
+		t.Fatalf("kafka-transactions describe:\n%s", out)
 	}
 }
