@@ -317,6 +317,28 @@ type txnMeta struct {
 	markersRunning bool
 	// markersLeft are the partitions still owed the marker.
 	markersLeft map[TopicPartition]struct{}
+	// settleWaiters are requests that add partitions, held while a write
+	// is in flight (see whenSettled). Invariant: empty unless pending;
+	// at most maxSettleWaiters.
+	settleWaiters []func()
+}
+
+// maxSettleWaiters bounds the requests held per transactional ID while its
+// state is being written; more answer CONCURRENT_TRANSACTIONS at once.
+const maxSettleWaiters = 1024
+
+// whenSettled runs f now when id has no state write in flight, otherwise
+// once that write completes. Requests that add partitions to the open
+// transaction go through it: a producer verifying many partitions at once
+// (KIP-890) would otherwise see CONCURRENT_TRANSACTIONS for all but one and
+// retry each after a back-off. REQUIRES: shard event.
+func (s *txnShard) whenSettled(id string, f func()) {
+	m := s.txns[id]
+	if m == nil || !m.pending || len(m.settleWaiters) >= maxSettleWaiters {
+		f()
+		return
+	}
+	m.settleWaiters = append(m.settleWaiters, f)
 }
 
 func newTxnShard(t *TxnCoordinator, partition, coordinatorEpoch int32, log PartitionLog) *txnShard {
@@ -380,6 +402,11 @@ func (s *txnShard) persist(m *txnMeta, next txnData, onDone func(code int16)) {
 			m.txnData = next
 		}
 		onDone(code)
+		waiting := m.settleWaiters
+		m.settleWaiters = nil
+		for _, f := range waiting {
+			s.whenSettled(m.id, f)
+		}
 	})
 }
 

@@ -291,21 +291,23 @@ func (t *TxnCoordinator) addPartitions(ctx context.Context, version int16, id st
 		return codes, nil
 	}
 	code, err := onTxnShard(ctx, t, id, func(code int16) int16 { return code }, func(s *txnShard, reply func(int16)) {
-		m, code := s.checkProducer(id, producerID, epoch, fencedCode(version, 2))
-		if code != 0 {
-			reply(code)
-			return
-		}
-		if verifyOnly {
-			for _, tp := range tps {
-				if m.state != txnOngoing || !m.hasPartition(tp.Topic, tp.Partition) {
-					codes[tp] = kerr.InvalidTxnState.Code
-				}
+		s.whenSettled(id, func() {
+			m, code := s.checkProducer(id, producerID, epoch, fencedCode(version, 2))
+			if code != 0 {
+				reply(code)
+				return
 			}
-			reply(0)
-			return
-		}
-		s.addPartitions(m, tps, reply)
+			if verifyOnly {
+				for _, tp := range tps {
+					if m.state != txnOngoing || !m.hasPartition(tp.Topic, tp.Partition) {
+						codes[tp] = kerr.InvalidTxnState.Code
+					}
+				}
+				reply(0)
+				return
+			}
+			s.addPartitions(m, tps, reply)
+		})
 	})
 	if err != nil {
 		return nil, err
@@ -331,12 +333,14 @@ func (t *TxnCoordinator) AddOffsetsToTxn(ctx context.Context, req *kmsg.AddOffse
 	}
 	tp := TopicPartition{TopicName, t.cfg.OffsetsPartitionFor(req.Group)}
 	return onTxnShard(ctx, t, req.TransactionalID, errResp, func(s *txnShard, reply func(*kmsg.AddOffsetsToTxnResponse)) {
-		m, code := s.checkProducer(req.TransactionalID, req.ProducerID, req.ProducerEpoch, fencedCode(req.Version, 2))
-		if code != 0 {
-			reply(errResp(code))
-			return
-		}
-		s.addPartitions(m, []TopicPartition{tp}, func(code int16) { reply(errResp(code)) })
+		s.whenSettled(req.TransactionalID, func() {
+			m, code := s.checkProducer(req.TransactionalID, req.ProducerID, req.ProducerEpoch, fencedCode(req.Version, 2))
+			if code != 0 {
+				reply(errResp(code))
+				return
+			}
+			s.addPartitions(m, []TopicPartition{tp}, func(code int16) { reply(errResp(code)) })
+		})
 	})
 }
 
@@ -453,20 +457,22 @@ func (t *TxnCoordinator) VerifyTxnPartition(ctx context.Context, transactionalID
 		return kerr.InvalidRequest
 	}
 	code, err := onTxnShard(ctx, t, transactionalID, func(code int16) int16 { return code }, func(s *txnShard, reply func(int16)) {
-		m, code := s.checkProducer(transactionalID, producerID, producerEpoch, kerr.InvalidProducerEpoch.Code)
-		if code != 0 {
-			reply(code)
-			return
-		}
-		if m.state == txnOngoing && m.hasPartition(topic, partition) {
-			reply(0)
-			return
-		}
-		if !t.cfg.TransactionVersion2 {
-			reply(kerr.InvalidTxnState.Code)
-			return
-		}
-		s.addPartitions(m, []TopicPartition{{topic, partition}}, reply)
+		s.whenSettled(transactionalID, func() {
+			m, code := s.checkProducer(transactionalID, producerID, producerEpoch, kerr.InvalidProducerEpoch.Code)
+			if code != 0 {
+				reply(code)
+				return
+			}
+			if m.state == txnOngoing && m.hasPartition(topic, partition) {
+				reply(0)
+				return
+			}
+			if !t.cfg.TransactionVersion2 {
+				reply(kerr.InvalidTxnState.Code)
+				return
+			}
+			s.addPartitions(m, []TopicPartition{{topic, partition}}, reply)
+		})
 	})
 	if err != nil {
 		return err
