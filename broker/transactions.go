@@ -70,7 +70,7 @@ func (b *Broker) ensureTxnTopic(ctx context.Context) error {
 		Internal:          true,
 		Configs: map[string]string{
 			"cleanup.policy":      "compact",
-			"compression.type":    "uncompressed",
+			"compression.type":    "producer",
 			"min.insync.replicas": strconv.Itoa(int(minISR)),
 			"segment.bytes":       strconv.Itoa(int(s.TransactionStateLogSegmentBytes)),
 		},
