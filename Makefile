@@ -29,12 +29,13 @@ vet:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	$(GO) vet ./...
 
-# franz-go's live suite against a three-node cluster with replication factor 3 (about 130 s).
+# franz-go's live suite against a three-node cluster with replication factor 3 (about 130 s,
+# plus about 200 s for TestTxnEtl).
 # Not in make test yet: in this session's runs it failed twice in five, in tests that pass on
 # one node (Test848RegexBrokerResolves once, skipped here; TestGroupETL's KIP-848 cases once,
 # a commit answered REBALANCE_IN_PROGRESS and records seen twice), causes not found yet.
 franz-cluster: build
-	FRANZ_NODES=3 FRANZ_RF=3 FRANZ_SKIP='TestTxnEtl|Share|TestSCRAM|TestOAuth|^Test848RegexBrokerResolves$$' scripts/franz-suite.sh $(RUN)
+	FRANZ_NODES=3 FRANZ_RF=3 FRANZ_SKIP='Share|TestSCRAM|TestOAuth|^Test848RegexBrokerResolves$$' scripts/franz-suite.sh $(RUN)
 
 # franz-go's live-broker suite, an optional -run pattern in RUN=... (FRANZ_NODES=3: against a
 # three-node cluster)
