@@ -366,3 +366,18 @@ func TestTransactionsJava(t *testing.T) {
 		t.Fatalf("kafka-transactions describe:\n%s", out)
 	}
 }
+
+// librdkafka's transactional producer (kcat with transactional.id: one transaction committed
+// at the end of its input), read back by kcat with isolation.level=read_committed.
+func TestTransactionsKcat(t *testing.T) {
+	b := StartBroker(t)
+	kcat := lookPath(t, "kcat")
+	stdout, stderr, err := runCmdErr(txnDeadline, "a\nb\nc\n", kcat, "-b", b.Addr, "-P", "-t", "ktxn", "-X", "transactional.id=tx-kcat")
+	if err != nil || !strings.Contains(stderr, "Transaction successfully committed") {
+		t.Fatalf("kcat transactional produce: %v\nstdout:\n%s\nstderr:\n%s", err, clip(stdout), clip(stderr))
+	}
+	out := runCmd(t, txnDeadline, "", kcat, "-b", b.Addr, "-C", "-t", "ktxn", "-o", "beginning", "-e", "-X", "isolation.level=read_committed")
+	if out != "a\nb\nc\n" {
+		t.Fatalf("kcat read_committed read %q", out)
+	}
+}
