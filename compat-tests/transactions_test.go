@@ -381,3 +381,74 @@ func TestTransactionsKcat(t *testing.T) {
 		t.Fatalf("kcat read_committed read %q", out)
 	}
 }
+
+// kill -9 of the broker in the middle of a transaction (a failover mid-commit is the datadriven
+// coordinator/testdata/txn/failover): after the restart the coordinator rebuilds its state from __transaction_state, the next producer with
+// the same transactional ID fences the dead one and has its open transaction aborted, and a
+// read_committed consumer sees exactly the committed records, each once.
+func TestTransactionsSurviveKill(t *testing.T) {
+	b := StartBroker(t)
+	ctx, cancel := context.WithTimeout(context.Background(), txnDeadline)
+	defer cancel()
+	createTxnTopic(t, ctx, b.Addr, "ktx", 3)
+	newProducer := func() *kgo.Client {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr), kgo.TransactionalID("tx-kill"), kgo.DefaultProduceTopic("ktx"),
+			kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.TransactionTimeout(time.Minute))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cl
+	}
+	produce := func(cl *kgo.Client, prefix string, n int) {
+		for i := 0; i < n; i++ {
+			r := &kgo.Record{Value: []byte(fmt.Sprintf("%s-%d", prefix, i)), Partition: int32(i % 3)}
+			if err := cl.ProduceSync(ctx, r).FirstErr(); err != nil {
+				t.Fatalf("produce %s: %v", prefix, err)
+			}
+		}
+	}
+	cl := newProducer()
+	if err := cl.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	produce(cl, "committed", 6)
+	if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	produce(cl, "open", 6) // never committed: the broker dies under it
+	b.Kill()
+	cl.Close()
+	b.Restart()
+
+	cl = newProducer() // InitProducerId: fences the old epoch, aborts "open"
+	defer cl.Close()
+	if err := cl.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	produce(cl, "after", 6)
+	if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	got := readCommitted(t, ctx, b.Addr, "ktx", 12)
+	sort.Strings(got)
+	var want []string
+	for _, p := range []string{"after", "committed"} {
+		for i := 0; i < 6; i++ {
+			want = append(want, fmt.Sprintf("%s-%d", p, i))
+		}
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("read_committed after the kill saw %v, want %v", got, want)
+	}
+	adm := kadm.NewClient(cl)
+	described, err := adm.DescribeTransactions(ctx, "tx-kill")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := described["tx-kill"]; d.State != "CompleteCommit" {
+		t.Fatalf("describe after the restart: %+v", d)
+	}
+}
