@@ -100,6 +100,7 @@ func consumeAtIsolation(t *testing.T, tb *testBroker, topic string, isolation kg
 // and those after it become visible.
 func TestReadCommittedFetchDropsAbortedAndStopsAtOpenTransaction(t *testing.T) {
 	tb := startTestBroker(t, nil)
+	tb.Broker.SetTxnVerifier(nil) // the partition side alone: no transaction coordinator asked
 	tb.createTopic(t, "txn", 1, nil)
 	tb.waitHosted(t, "txn")
 	tid := "app"
@@ -169,6 +170,7 @@ func TestReadCommittedFetchDropsAbortedAndStopsAtOpenTransaction(t *testing.T) {
 // the records it returns, with its producer ID and first offset, and LastStableOffset.
 func TestReadCommittedFetchListsAbortedTransactions(t *testing.T) {
 	tb := startTestBroker(t, nil)
+	tb.Broker.SetTxnVerifier(nil) // the partition side alone: no transaction coordinator asked
 	tb.createTopic(t, "ab", 1, nil)
 	tb.waitHosted(t, "ab")
 	tid := "x"
@@ -228,6 +230,7 @@ func fetchDirect(t *testing.T, tb *testBroker, req *kmsg.FetchRequest) *kmsg.Fet
 // is UNKNOWN_TOPIC_OR_PARTITION. Nothing is appended for a refused marker.
 func TestWriteTxnMarkersRefusals(t *testing.T) {
 	tb := startTestBroker(t, nil)
+	tb.Broker.SetTxnVerifier(nil) // the partition side alone: no transaction coordinator asked
 	tb.createTopic(t, "m", 1, nil)
 	tb.waitHosted(t, "m")
 	tid := "t"
@@ -260,6 +263,7 @@ func TestWriteTxnMarkersRefusals(t *testing.T) {
 // open is INVALID_TXN_STATE, a client's control batch is INVALID_RECORD.
 func TestTransactionalProduceRefusals(t *testing.T) {
 	tb := startTestBroker(t, nil)
+	tb.Broker.SetTxnVerifier(nil) // the partition side alone: no transaction coordinator asked
 	tb.createTopic(t, "pr", 1, nil)
 	tb.waitHosted(t, "pr")
 	tid := "t"
@@ -327,6 +331,7 @@ func TestTransactionalProduceVerification(t *testing.T) {
 // describe-producers shows them.
 func TestDescribeProducers(t *testing.T) {
 	tb := startTestBroker(t, nil)
+	tb.Broker.SetTxnVerifier(nil) // the partition side alone: no transaction coordinator asked
 	tb.createTopic(t, "dp", 1, nil)
 	tb.waitHosted(t, "dp")
 	tid := "d"
