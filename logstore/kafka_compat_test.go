@@ -453,3 +453,65 @@ func copyDir(t *testing.T, src, dst string) {
 		}
 	}
 }
+
+var dumpTxnRe = regexp.MustCompile(`producerId:? (\d+),? firstOffset:? (\d+),? lastOffset:? (\d+),? lastStableOffset:? (\d+)`)
+
+// Kafka's kafka-dump-log reads sluice's .txnindex files entry for entry, and decodes its
+// transaction markers (control batches) as COMMIT and ABORT with their coordinator epochs.
+func TestKafkaDumpLogReadsSluiceTxnIndex(t *testing.T) {
+	lib := kafkaLib(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	dir := filepath.Join(t.TempDir(), "sluice-0")
+	cfg := DefaultConfig()
+	cfg.SegmentBytes = 600
+	l, err := Open(dir, cfg, Options{Logger: quietLogger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := int64(1_700_000_000_000)
+	seqs := map[int64]int32{}
+	for i := 0; i < 24; i++ {
+		pid := int64(100 + i%3)
+		var b []byte
+		o := LeaderAppend{}
+		if i%4 == 3 {
+			b = MarkerBatch(pid, 0, int32(i), i%8 == 3, ts+int64(i))
+			o.Coordinator = true
+		} else {
+			b = mkBatch(1+i%3, ts+int64(i), pid, 0, seqs[pid])
+			setAttributes(b, batch.AttrTransactional)
+			seqs[pid] += int32(1 + i%3)
+		}
+		if _, sync, err := l.AppendAsLeaderWith(b, 0, o); err != nil {
+			t.Fatalf("append %d: %v", i, err)
+		} else if err := sync.Wait(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := l.AbortedTransactions(0, 1<<62)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	txnFiles, _ := filepath.Glob(filepath.Join(dir, "*.txnindex"))
+	logs, _ := filepath.Glob(filepath.Join(dir, "*.log"))
+	sort.Strings(txnFiles)
+	if len(txnFiles) < 2 || len(want) < 3 {
+		t.Fatalf("want aborts in several segments: %d .txnindex files, %d aborts", len(txnFiles), len(want))
+	}
+	out := runJava(t, ctx, lib, "kafka.tools.DumpLogSegments", "--files", strings.Join(txnFiles, ","))
+	var got []AbortedTxn
+	for _, m := range dumpTxnRe.FindAllStringSubmatch(out, -1) {
+		n := func(i int) int64 { v, _ := strconv.ParseInt(m[i], 10, 64); return v }
+		got = append(got, AbortedTxn{ProducerID: n(1), FirstOffset: n(2), LastOffset: n(3), LastStableOffset: n(4)})
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("kafka-dump-log read %+v, sluice wrote %+v\n%s", got, want, tail(out, 3000))
+	}
+	out = runJava(t, ctx, lib, "kafka.tools.DumpLogSegments", "--deep-iteration", "--files", strings.Join(logs, ","))
+	commits, aborts := strings.Count(out, "endTxnMarker: COMMIT"), strings.Count(out, "endTxnMarker: ABORT")
+	if commits != 3 || aborts != 3 {
+		t.Fatalf("kafka-dump-log decoded %d COMMIT and %d ABORT markers, want 3 and 3\n%s", commits, aborts, tail(out, 3000))
+	}
+	t.Logf("kafka-dump-log read %d aborted transactions in %d .txnindex files", len(got), len(txnFiles))
+}
