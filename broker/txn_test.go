@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
 
+	"sluice/controller"
 	"sluice/internal/batch"
 )
 
@@ -359,5 +360,90 @@ func TestDescribeProducers(t *testing.T) {
 	want := []row{{11, 0, 1, -1, -1}, {12, 3, 0, -1, 2}, {13, 1, 0, 4, -1}}
 	if !slices.Equal(got, want) {
 		t.Fatalf("producers %+v, want %+v", got, want)
+	}
+}
+
+// Markers replicate like any batch: a follower's producer state, LSO and .txnindex follow the
+// leader's, so it serves read_committed fetches the same once it leads. WriteTxnMarkers
+// answers only once the follower has the marker (acks=all semantics).
+func TestReplicatedTransactionStateOnFollower(t *testing.T) {
+	c := startReplCluster(t, []int32{1, 2}, nil, nil)
+	c.publish(1, controller.PartitionInfo{Replicas: []int32{1, 2}, ISR: []int32{1, 2}, Leader: 1})
+	leader := &testBroker{Broker: c.nodes[1].broker}
+	tid := "r"
+	if code, _ := leader.produceRaw(t, c.topic, 0, &tid, txnBatch(1, 0, 0, true, "a", "b")); code != 0 { // 0-1
+		t.Fatal(kerr.ErrorForCode(code))
+	}
+	if code := leader.writeMarker(t, c.topic, 0, 1, 0, 0, false, 1); code != 0 { // 2
+		t.Fatal(kerr.ErrorForCode(code))
+	}
+	if end := c.part(2).replica.Snapshot().LogEnd; end < 3 {
+		t.Fatalf("WriteTxnMarkers answered before the follower had the marker: follower log end %d", end)
+	}
+	if code, _ := leader.produceRaw(t, c.topic, 0, &tid, txnBatch(2, 0, 0, true, "c")); code != 0 { // 3, open
+		t.Fatal(kerr.ErrorForCode(code))
+	}
+	waitFor(t, "the follower's HW to reach 4", func() bool { return c.part(2).replica.Snapshot().HighWatermark == 4 })
+	for _, id := range []int32{1, 2} {
+		p := c.part(id)
+		if s := p.replica.Snapshot(); s.LastStable != 3 {
+			t.Errorf("node %d: LSO %d, want 3 (producer 2's open transaction)", id, s.LastStable)
+		}
+		got := p.log.AbortedTransactions(0, 1<<62)
+		if len(got) != 1 || got[0].ProducerID != 1 || got[0].FirstOffset != 0 || got[0].LastOffset != 2 || got[0].LastStableOffset != 3 {
+			t.Errorf("node %d: aborted transactions %+v, want producer 1 [0, 2] lso 3", id, got)
+		}
+		if !p.log.HasOngoingTxn(2, 0) || p.log.HasOngoingTxn(1, 0) {
+			t.Errorf("node %d: open transactions wrong: %+v", id, p.log.Producers())
+		}
+	}
+}
+
+// A marker is answered only once it is below the HW: with a follower in the ISR that has
+// not fetched it, WriteTxnMarkers waits, and answers once the follower has it.
+func TestWriteTxnMarkersWaitsForTheHighWatermark(t *testing.T) {
+	tb := startTestBroker(t, nil)
+	tb.createTopic(t, "wm", 1, nil)
+	tb.waitHosted(t, "wm")
+	tid := "w"
+	if code, _ := tb.produceRaw(t, "wm", 0, &tid, txnBatch(3, 0, 0, true, "x")); code != 0 {
+		t.Fatal(kerr.ErrorForCode(code))
+	}
+	p := withFollower(t, tb, "wm")
+	if _, err := p.replica.UpdateFollowerFetch(2, 1, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan int16, 1)
+	go func() {
+		req := kmsg.NewPtrWriteTxnMarkersRequest()
+		req.Version = 1
+		m := kmsg.NewWriteTxnMarkersRequestMarker()
+		m.ProducerID, m.Committed = 3, true
+		m.Topics = []kmsg.WriteTxnMarkersRequestMarkerTopic{{Topic: "wm", Partitions: []int32{0}}}
+		req.Markers = append(req.Markers, m)
+		done <- tb.Broker.WriteTxnMarkers(testContext(t), req).Markers[0].Topics[0].Partitions[0].ErrorCode
+	}()
+	waitFor(t, "the marker to be appended", func() bool { return p.replica.Snapshot().LogEnd == 2 })
+	select {
+	case code := <-done:
+		t.Fatalf("answered (%v) before the follower had the marker", kerr.ErrorForCode(code))
+	default:
+	}
+	if s := p.replica.Snapshot(); s.LastStable != 0 {
+		t.Fatalf("LSO %d while the commit marker is not replicated, want 0", s.LastStable)
+	}
+	if _, err := p.replica.UpdateFollowerFetch(2, 2, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Fatalf("marker: %v", kerr.ErrorForCode(code))
+		}
+	case <-time.After(testWait):
+		t.Fatal("not answered after the HW passed the marker")
+	}
+	if s := p.replica.Snapshot(); s.LastStable != 2 || s.HighWatermark != 2 {
+		t.Fatalf("after the commit: LSO %d HW %d, want 2 and 2", s.LastStable, s.HighWatermark)
 	}
 }
