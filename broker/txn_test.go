@@ -447,3 +447,44 @@ func TestWriteTxnMarkersWaitsForTheHighWatermark(t *testing.T) {
 		t.Fatalf("after the commit: LSO %d HW %d, want 2 and 2", s.LastStable, s.HighWatermark)
 	}
 }
+
+// A marker committed on a partition of __consumer_offsets calls the group coordinator's hook
+// with the partition, producer and outcome; a marker on another topic does not.
+func TestWriteTxnMarkersCallsOffsetsHook(t *testing.T) {
+	tb := startTestBroker(t, map[string]string{"offsets.topic.num.partitions": "2"})
+	if err := tb.Broker.ensureOffsetsTopic(testContext(t)); err != nil {
+		t.Fatal(err)
+	}
+	tb.createTopic(t, "data", 1, nil)
+	tb.waitHosted(t, "data")
+	waitFor(t, "__consumer_offsets to be led here", func() bool {
+		p := tb.Broker.partition(offsetsTopic, 1)
+		return p != nil && p.replica.Snapshot().Leader
+	})
+	type call struct {
+		partition int32
+		producer  int64
+		commit    bool
+	}
+	calls := make(chan call, 4)
+	tb.Broker.SetOffsetsTxnMarkerHook(func(partition int32, producerID int64, commit bool) {
+		calls <- call{partition, producerID, commit}
+	})
+	if code := tb.writeMarker(t, "data", 0, 8, 0, 0, true, 1); code != 0 {
+		t.Fatal(kerr.ErrorForCode(code))
+	}
+	if code := tb.writeMarker(t, offsetsTopic, 1, 8, 0, 0, false, 1); code != 0 {
+		t.Fatal(kerr.ErrorForCode(code))
+	}
+	select {
+	case c := <-calls:
+		if c != (call{1, 8, false}) {
+			t.Fatalf("hook called with %+v, want partition 1, producer 8, abort", c)
+		}
+	default:
+		t.Fatal("hook not called for the __consumer_offsets marker")
+	}
+	if len(calls) != 0 {
+		t.Fatalf("hook called for the data topic's marker too: %+v", <-calls)
+	}
+}
