@@ -167,8 +167,8 @@
 // recovered. Every recovered segment's .txnindex is emptied and rebuilt by the producer-state
 // replay, which then starts at the newest snapshot at or below the first such segment (or at
 // the log start with an empty state) and re-adds an entry at each ABORT marker it passes in
-// them. Truncation drops the entries of the markers it cuts; the cleaner keeps markers and
-// moves the .txnindex to the cleaned segment unchanged.
+// them. Truncation drops the entries of the markers it cuts; the cleaner drops aborted records,
+// keeps markers and moves the .txnindex to the cleaned segment unchanged.
 //
 // # Compaction (cleaner.go) — Kafka's LogCleaner
 //
@@ -203,7 +203,10 @@
 // CRC. A batch left with no records is dropped, except the newest batch of a producer in the
 // producer state, which stays as an empty batch (record count 0, no compression) so its
 // sequence survives a restart, as Kafka's cleaner retains it. Control batches are copied
-// unchanged. Offsets are never renumbered: the gaps stay, and a read at an offset in a gap
+// unchanged (Kafka removes a marker once its transaction's data is gone; sluice keeps it). The
+// records of an aborted transaction (a transactional batch inside a span of the .txnindex
+// files) neither enter the map nor stay, as in Kafka; the broker bounds cleaning by the last
+// stable offset, so no open transaction is ever cleaned. Offsets are never renumbered: the gaps stay, and a read at an offset in a gap
 // returns the next batch.
 //
 // A segment of which nothing stays is deleted instead (its files removed, the directory
