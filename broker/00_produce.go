@@ -26,7 +26,10 @@ package broker
 // batch's offset. A transactional batch that would start a transaction on the partition is
 // first verified with the transaction coordinator (KIP-890 part 1, txn_verify.go) when the
 // request names its transactional ID and a verifier is installed; its error is the
-// partition's. Clients may not write control batches (INVALID_RECORD).
+// partition's. A verification guard taken before asking is checked with the append, so a
+// marker written meanwhile (the transaction was ended) makes the batch INVALID_TXN_STATE
+// rather than the start of a hanging transaction. Clients may not write control batches
+// (INVALID_RECORD). The verification call runs on the connection's goroutine.
 
 import (
 	"context"
@@ -168,11 +171,12 @@ func (b *Broker) producePartition(ctx context.Context, im *controller.Image, req
 		return logstore.SyncWait{}, nil
 	}
 	p := rs.partition
-	if code := b.verifyTransactionalProduce(ctx, req.TransactionID, rs.topic.Name, p, rp.Records); code != 0 {
+	guard, code := b.verifyTransactionalProduce(ctx, req.TransactionID, rs.topic.Name, p, rp.Records)
+	if code != 0 {
 		out.ErrorCode = code
 		return logstore.SyncWait{}, nil
 	}
-	res := p.appendAsLeader(replica.OriginClient, rs.topic.Internal, rp.Records, version, acks, -1)
+	res := p.appendAsLeaderGuarded(replica.OriginClient, rs.topic.Internal, rp.Records, version, acks, -1, guard)
 	if res.errCode != 0 {
 		out.ErrorCode = res.errCode
 		if res.err != nil {
@@ -196,29 +200,32 @@ func (b *Broker) producePartition(ctx context.Context, im *controller.Image, req
 // transactional batch may start a transaction on p, as Kafka's ReplicaManager does before
 // appending (KIP-890 part 1): only when the request names a transactional ID, a verifier is
 // installed, and the producer has no transaction open on p at the batch's epoch. It returns
-// the partition's error code (0: go on). A control batch from a client is INVALID_RECORD.
-func (b *Broker) verifyTransactionalProduce(ctx context.Context, transactionalID *string, topic string, p *Partition, records []byte) int16 {
+// the verification guard for the append (0: none needed) or the partition's error code. A
+// control batch from a client is INVALID_RECORD.
+func (b *Broker) verifyTransactionalProduce(ctx context.Context, transactionalID *string, topic string, p *Partition, records []byte) (guard uint64, code int16) {
 	h, err := batch.ParseHeader(records)
 	if err != nil {
-		return 0 // the log answers malformed batches with their precise code
+		return 0, 0 // the log answers malformed batches with their precise code
 	}
 	if h.IsControl() {
-		return kerr.InvalidRecord.Code // Kafka: clients cannot write control records
+		return 0, kerr.InvalidRecord.Code // Kafka: clients cannot write control records
 	}
 	if !h.IsTransactional() || transactionalID == nil || b.txnVerifier == nil || !h.HasProducerID() {
-		return 0
+		return 0, 0
 	}
-	if p.log.HasOngoingTxn(h.ProducerID, h.ProducerEpoch) {
-		return 0
+	guard, ongoing := p.log.BeginTxnVerification(h.ProducerID, h.ProducerEpoch)
+	if ongoing {
+		return 0, 0
 	}
 	if err := b.txnVerifier.VerifyTxnPartition(ctx, *transactionalID, h.ProducerID, h.ProducerEpoch, topic, p.tp.partition); err != nil {
+		p.log.EndTxnVerification(h.ProducerID, guard)
 		var ke *kerr.Error
 		if errors.As(err, &ke) {
-			return ke.Code
+			return 0, ke.Code
 		}
 		// The coordinator could not be asked (a network error): retriable for the
 		// producer, as Kafka answers old clients.
-		return kerr.NotEnoughReplicas.Code
+		return 0, kerr.NotEnoughReplicas.Code
 	}
-	return 0
+	return guard, 0
 }

@@ -488,3 +488,36 @@ func TestWriteTxnMarkersCallsOffsetsHook(t *testing.T) {
 		t.Fatalf("hook called for the data topic's marker too: %+v", <-calls)
 	}
 }
+
+// abortingVerifier plays a coordinator that aborts the transaction (writing its marker to
+// the partition) while the batch is being verified, then answers as if it were still on.
+type abortingVerifier struct{ tb *testBroker }
+
+func (v abortingVerifier) VerifyTxnPartition(ctx context.Context, _ string, producerID int64, epoch int16, topic string, partition int32) error {
+	req := kmsg.NewPtrWriteTxnMarkersRequest()
+	req.Version = 1
+	m := kmsg.NewWriteTxnMarkersRequestMarker()
+	m.ProducerID, m.ProducerEpoch = producerID, epoch
+	m.Topics = []kmsg.WriteTxnMarkersRequestMarkerTopic{{Topic: topic, Partitions: []int32{partition}}}
+	req.Markers = append(req.Markers, m)
+	v.tb.Broker.WriteTxnMarkers(ctx, req)
+	return nil
+}
+
+// A transaction ended by a marker while its first batch on a partition was being verified
+// must not be restarted by that batch (a hanging transaction, KIP-890): the batch is refused
+// with INVALID_TXN_STATE and the partition has no open transaction.
+func TestVerifiedBatchAfterAMarkerIsRefused(t *testing.T) {
+	tb := startTestBroker(t, nil)
+	tb.createTopic(t, "hang", 1, nil)
+	tb.waitHosted(t, "hang")
+	tb.Broker.SetTxnVerifier(abortingVerifier{tb})
+	tid := "h"
+	if code, _ := tb.produceRaw(t, "hang", 0, &tid, txnBatch(21, 0, 0, true, "late")); code != kerr.InvalidTxnState.Code {
+		t.Fatalf("batch verified across an abort: %v, want INVALID_TXN_STATE", kerr.ErrorForCode(code))
+	}
+	p := tb.Broker.partition("hang", 0)
+	if s := p.replica.Snapshot(); s.LastStable != s.HighWatermark || p.log.HasOngoingTxn(21, 0) {
+		t.Fatalf("a transaction was left open: LSO %d HW %d", s.LastStable, s.HighWatermark)
+	}
+}

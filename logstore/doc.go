@@ -152,7 +152,11 @@
 // transaction version 2 also the current epoch while the transaction is open), a
 // non-transactional batch while the producer's transaction is open ErrInvalidTxnState, a
 // marker from an older coordinator epoch than the producer's last ErrTransactionCoordinatorFenced;
-// sequences are checked for client appends only. Follower appends and recovery only record.
+// sequences are checked for client appends only. A transactional batch that would start a
+// transaction and carries a verification guard (BeginTxnVerification, KIP-890) is
+// ErrInvalidTxnState unless the guard is still the producer's: any transactional batch or
+// marker of the producer spends it (guards are in memory only, at most 16384 per log).
+// Follower appends and recovery only record.
 //
 // The last stable offset for a high watermark hw (LastStableOffset) is the smallest of hw,
 // the first offset of any open transaction, and the first offset of any transaction whose

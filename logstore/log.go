@@ -30,6 +30,10 @@ type Log struct {
 	appendMu sync.Mutex
 	// producers is the idempotent-producer state as of logEnd.
 	producers *producerState
+	// verifying are the verification guards handed out by BeginTxnVerification, by producer
+	// ID (Kafka's VerificationStateEntry; not persisted). At most maxVerifications.
+	verifying map[int64]txnVerification
+	lastGuard uint64
 	// snapshots are the offsets of producer snapshot files on disk, ascending.
 	snapshots []int64
 	// recoveryPoint: every batch below it is fsynced, and the checkpoint file says so (or less).
@@ -507,6 +511,9 @@ func (l *Log) appendLocked(data []byte, headers []batch.Header, leader bool, lea
 			if err := checkProducerBatch(e, h, marker, o); err != nil {
 				return res, -1, fmt.Errorf("%w: producer %d epoch %d sequence %d", err, h.ProducerID, h.ProducerEpoch, h.BaseSequence)
 			}
+			if err := l.checkVerificationLocked(e, h, o.VerificationGuard); err != nil {
+				return res, -1, err
+			}
 		}
 		if e == nil {
 			e = &producerEntry{Epoch: h.ProducerEpoch, CoordinatorEpoch: -1, CurrentTxnFirstOffset: -1}
@@ -582,6 +589,12 @@ func (l *Log) appendLocked(data []byte, headers []batch.Header, leader bool, lea
 	l.mu.Unlock()
 	if updates != nil {
 		l.noteTxnsLocked(ended)
+		for i := range headers {
+			if h := &headers[i]; h.IsTransactional() {
+				// The transaction started (or a marker ended it): the guard is spent.
+				delete(l.verifying, h.ProducerID)
+			}
+		}
 	}
 	if epochChanged {
 		if err := l.writeEpochCheckpointLocked(); err != nil {
