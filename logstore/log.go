@@ -494,7 +494,9 @@ func (l *Log) appendLocked(data []byte, headers []batch.Header, leader bool, lea
 		e, seen := updates[h.ProducerID]
 		if !seen {
 			if cur := l.producers.producers[h.ProducerID]; cur != nil {
-				if leader && !h.IsControl() {
+				// Only a client's retry is a duplicate, as in Kafka: a coordinator's batches
+				// (transactional offset commits) carry no sequence.
+				if leader && !o.Coordinator && !h.IsControl() {
 					if dup, ok := cur.findDuplicate(h); ok {
 						// As Kafka: the retry is answered with the original batch's offsets.
 						return AppendResult{
