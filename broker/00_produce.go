@@ -20,7 +20,8 @@ package broker
 // Timestamps are checked against message.timestamp.{before,after}.max.ms, and batches of
 // LogAppendTime topics are stamped (produce_validate.go).
 //
-// Transactional batches (KIP-98) are accepted: the log checks the producer's epoch against
+// Transactional batches (KIP-98) are accepted when the request names a transactional ID
+// (otherwise TRANSACTIONAL_ID_AUTHORIZATION_FAILED for the whole request, as Kafka): the log checks the producer's epoch against
 // its state (INVALID_PRODUCER_EPOCH for an older one), refuses a non-transactional batch while
 // the producer's transaction is open (INVALID_TXN_STATE), and starts the transaction at the
 // batch's offset. A transactional batch that would start a transaction on the partition is
@@ -69,6 +70,10 @@ func (b *Broker) handleProduce(ctx context.Context, wreq *wire.Request, respond 
 		topLevelErr = kerr.UnsupportedVersion.Code
 	case req.Acks != 0 && req.Acks != 1 && req.Acks != -1:
 		topLevelErr = kerr.InvalidRequiredAcks.Code
+	case req.TransactionID == nil && hasTransactionalBatch(req):
+		// Kafka's KafkaApis: transactional records need the request's transactional ID
+		// (authorized to write it); every partition gets the error.
+		topLevelErr = kerr.TransactionalIDAuthorizationFailed.Code
 	}
 
 	var syncs []pendingSync
@@ -228,4 +233,17 @@ func (b *Broker) verifyTransactionalProduce(ctx context.Context, transactionalID
 		return 0, kerr.NotEnoughReplicas.Code
 	}
 	return guard, 0
+}
+
+// hasTransactionalBatch reports whether any partition's first batch is transactional, as
+// Kafka's RequestUtils.hasTransactionalRecords (v3+ carries one batch per partition).
+func hasTransactionalBatch(req *kmsg.ProduceRequest) bool {
+	for _, t := range req.Topics {
+		for _, p := range t.Partitions {
+			if h, err := batch.ParseHeader(p.Records); err == nil && h.IsTransactional() {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -521,3 +521,18 @@ func TestVerifiedBatchAfterAMarkerIsRefused(t *testing.T) {
 		t.Fatalf("a transaction was left open: LSO %d HW %d", s.LastStable, s.HighWatermark)
 	}
 }
+
+// A transactional batch in a produce request without a transactional ID is refused with
+// TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as Kafka's KafkaApis refuses it, and nothing is
+// appended.
+func TestTransactionalBatchWithoutTransactionalIDRefused(t *testing.T) {
+	tb := startTestBroker(t, nil)
+	tb.createTopic(t, "noid", 1, nil)
+	tb.waitHosted(t, "noid")
+	if code, _ := tb.produceRaw(t, "noid", 0, nil, txnBatch(31, 0, 0, true, "x")); code != kerr.TransactionalIDAuthorizationFailed.Code {
+		t.Fatalf("transactional batch without a transactional ID: %v", kerr.ErrorForCode(code))
+	}
+	if end := tb.Broker.partition("noid", 0).replica.Snapshot().LogEnd; end != 0 {
+		t.Fatalf("log end %d, want nothing appended", end)
+	}
+}
