@@ -450,3 +450,20 @@ func (l *Log) checkVerificationLocked(e *producerEntry, h *batch.Header, guard u
 	}
 	return nil
 }
+
+// ParseTxnMarker decodes the transaction marker in the control batch b (whole batch bytes):
+// commit or abort and the coordinator epoch. ok is false for a batch that is not a
+// transaction marker (not a control batch, another control type, or empty). For readers of
+// a log that must replay transactions themselves (the group coordinator loading
+// transactional offset commits from __consumer_offsets).
+func ParseTxnMarker(b []byte) (commit bool, coordinatorEpoch int32, ok bool, err error) {
+	h, err := batch.ParseHeader(b)
+	if err != nil {
+		return false, 0, false, err
+	}
+	if !h.IsControl() {
+		return false, 0, false, nil
+	}
+	m, ok, err := parseEndTxnMarker(&h, b)
+	return m.commit, m.coordinatorEpoch, ok, err
+}

@@ -213,6 +213,9 @@ func TestMarkerBatchLayout(t *testing.T) {
 		if err != nil || !ok || m.commit != commit || m.coordinatorEpoch != 9 {
 			t.Fatalf("marker %+v ok %v err %v", m, ok, err)
 		}
+		if c, epoch, ok, err := ParseTxnMarker(b); c != commit || epoch != 9 || !ok || err != nil {
+			t.Fatalf("ParseTxnMarker: %v %d %v %v", c, epoch, ok, err)
+		}
 	}
 }
 
