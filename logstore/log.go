@@ -481,9 +481,11 @@ func (l *Log) appendLocked(data []byte, headers []batch.Header, leader bool, lea
 		var marker *endTxnMarker
 		if h.IsControl() {
 			m, ok, err := parseEndTxnMarker(h, data[pos:])
-			if err != nil {
+			if err != nil && leader {
 				return res, -1, fmt.Errorf("%w: control batch %d of producer %d", err, i, h.ProducerID)
 			}
+			// A follower keeps what its leader wrote; a control batch it cannot read ends
+			// nothing here (ok is false).
 			if ok {
 				marker = &m
 			}
