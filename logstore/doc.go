@@ -161,8 +161,9 @@
 // The last stable offset for a high watermark hw (LastStableOffset) is the smallest of hw,
 // the first offset of any open transaction, and the first offset of any transaction whose
 // marker is at or past hw (an ended transaction holds the LSO back until its marker is
-// replicated, as Kafka's unreplicated transactions do); the replica clamps it to the log
-// start. Aborted transactions overlapping a read_committed fetch are collected from the
+// replicated, as Kafka's unreplicated transactions do; after a restart those the producer
+// state replay saw end, older ones are forgotten as in Kafka); the replica clamps it to the
+// log start. Aborted transactions overlapping a read_committed fetch are collected from the
 // .txnindex of the segment holding the fetch offset and those after it, stopping at the first
 // entry whose lastStableOffset reaches the fetched data's end (Kafka's collectAbortedTxns).
 //

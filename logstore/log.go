@@ -235,7 +235,10 @@ func (l *Log) Reopen() error {
 	// fresh is only a vessel for the recovered state: its files now belong to l, and it is
 	// dropped without Close.
 	l.producers, l.snapshots = fresh.producers, fresh.snapshots
-	l.resetTxnStateLocked()
+	fresh.txn.Lock()
+	ended := fresh.txn.unreplicated
+	fresh.txn.Unlock()
+	l.resetTxnStateLocked(ended)
 	l.recoveryPoint, l.checkpointedLogStart = fresh.recoveryPoint, fresh.checkpointedLogStart
 	l.producersDirty, l.lastFlush = fresh.producersDirty, fresh.lastFlush
 	l.pendingRoll.Store(nil)

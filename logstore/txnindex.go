@@ -300,13 +300,15 @@ func (l *Log) noteTxnsLocked(ended []completedTxn) {
 }
 
 // resetTxnStateLocked recomputes the transaction state after the producer state was rebuilt
-// (recovery, truncation): transactions ended before are no longer held back.
+// (recovery, truncation). ended are the transactions the rebuild saw end, in marker order:
+// they hold the LSO back until the high watermark passes their markers, as after an append
+// (Kafka's recovery also counts them unreplicated); older ones are not known any more.
 // REQUIRES: appendMu held or called from load.
-func (l *Log) resetTxnStateLocked() {
+func (l *Log) resetTxnStateLocked(ended []txnSpan) {
 	first := l.producers.firstOngoing()
 	l.txn.Lock()
 	l.txn.ongoingFirst = first
-	l.txn.unreplicated = nil
+	l.txn.unreplicated = ended
 	l.txn.Unlock()
 }
 
