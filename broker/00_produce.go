@@ -20,13 +20,17 @@ package broker
 // Timestamps are checked against message.timestamp.{before,after}.max.ms, and batches of
 // LogAppendTime topics are stamped (produce_validate.go).
 //
-// Transactional batches (KIP-98) are accepted: the log checks the producer's epoch against
+// Transactional batches (KIP-98) are accepted when the request names a transactional ID
+// (otherwise TRANSACTIONAL_ID_AUTHORIZATION_FAILED for the whole request, as Kafka): the log checks the producer's epoch against
 // its state (INVALID_PRODUCER_EPOCH for an older one), refuses a non-transactional batch while
 // the producer's transaction is open (INVALID_TXN_STATE), and starts the transaction at the
 // batch's offset. A transactional batch that would start a transaction on the partition is
 // first verified with the transaction coordinator (KIP-890 part 1, txn_verify.go) when the
 // request names its transactional ID and a verifier is installed; its error is the
-// partition's. Clients may not write control batches (INVALID_RECORD).
+// partition's. A verification guard taken before asking is checked with the append, so a
+// marker written meanwhile (the transaction was ended) makes the batch INVALID_TXN_STATE
+// rather than the start of a hanging transaction. Clients may not write control batches
+// (INVALID_RECORD). The verification call runs on the connection's goroutine.
 
 import (
 	"context"
@@ -66,6 +70,10 @@ func (b *Broker) handleProduce(ctx context.Context, wreq *wire.Request, respond 
 		topLevelErr = kerr.UnsupportedVersion.Code
 	case req.Acks != 0 && req.Acks != 1 && req.Acks != -1:
 		topLevelErr = kerr.InvalidRequiredAcks.Code
+	case req.TransactionID == nil && hasTransactionalBatch(req):
+		// Kafka's KafkaApis: transactional records need the request's transactional ID
+		// (authorized to write it); every partition gets the error.
+		topLevelErr = kerr.TransactionalIDAuthorizationFailed.Code
 	}
 
 	var syncs []pendingSync
@@ -168,11 +176,12 @@ func (b *Broker) producePartition(ctx context.Context, im *controller.Image, req
 		return logstore.SyncWait{}, nil
 	}
 	p := rs.partition
-	if code := b.verifyTransactionalProduce(ctx, req.TransactionID, rs.topic.Name, p, rp.Records); code != 0 {
+	guard, code := b.verifyTransactionalProduce(ctx, req.TransactionID, rs.topic.Name, p, rp.Records)
+	if code != 0 {
 		out.ErrorCode = code
 		return logstore.SyncWait{}, nil
 	}
-	res := p.appendAsLeader(replica.OriginClient, rs.topic.Internal, rp.Records, version, acks, -1)
+	res := p.appendAsLeaderGuarded(replica.OriginClient, rs.topic.Internal, rp.Records, version, acks, -1, guard)
 	if res.errCode != 0 {
 		out.ErrorCode = res.errCode
 		if res.err != nil {
@@ -196,29 +205,45 @@ func (b *Broker) producePartition(ctx context.Context, im *controller.Image, req
 // transactional batch may start a transaction on p, as Kafka's ReplicaManager does before
 // appending (KIP-890 part 1): only when the request names a transactional ID, a verifier is
 // installed, and the producer has no transaction open on p at the batch's epoch. It returns
-// the partition's error code (0: go on). A control batch from a client is INVALID_RECORD.
-func (b *Broker) verifyTransactionalProduce(ctx context.Context, transactionalID *string, topic string, p *Partition, records []byte) int16 {
+// the verification guard for the append (0: none needed) or the partition's error code. A
+// control batch from a client is INVALID_RECORD.
+func (b *Broker) verifyTransactionalProduce(ctx context.Context, transactionalID *string, topic string, p *Partition, records []byte) (guard uint64, code int16) {
 	h, err := batch.ParseHeader(records)
 	if err != nil {
-		return 0 // the log answers malformed batches with their precise code
+		return 0, 0 // the log answers malformed batches with their precise code
 	}
 	if h.IsControl() {
-		return kerr.InvalidRecord.Code // Kafka: clients cannot write control records
+		return 0, kerr.InvalidRecord.Code // Kafka: clients cannot write control records
 	}
 	if !h.IsTransactional() || transactionalID == nil || b.txnVerifier == nil || !h.HasProducerID() {
-		return 0
+		return 0, 0
 	}
-	if p.log.HasOngoingTxn(h.ProducerID, h.ProducerEpoch) {
-		return 0
+	guard, ongoing := p.log.BeginTxnVerification(h.ProducerID, h.ProducerEpoch)
+	if ongoing {
+		return 0, 0
 	}
 	if err := b.txnVerifier.VerifyTxnPartition(ctx, *transactionalID, h.ProducerID, h.ProducerEpoch, topic, p.tp.partition); err != nil {
+		p.log.EndTxnVerification(h.ProducerID, guard)
 		var ke *kerr.Error
 		if errors.As(err, &ke) {
-			return ke.Code
+			return 0, ke.Code
 		}
 		// The coordinator could not be asked (a network error): retriable for the
 		// producer, as Kafka answers old clients.
-		return kerr.NotEnoughReplicas.Code
+		return 0, kerr.NotEnoughReplicas.Code
 	}
-	return 0
+	return guard, 0
+}
+
+// hasTransactionalBatch reports whether any partition's first batch is transactional, as
+// Kafka's RequestUtils.hasTransactionalRecords (v3+ carries one batch per partition).
+func hasTransactionalBatch(req *kmsg.ProduceRequest) bool {
+	for _, t := range req.Topics {
+		for _, p := range t.Partitions {
+			if h, err := batch.ParseHeader(p.Records); err == nil && h.IsTransactional() {
+				return true
+			}
+		}
+	}
+	return false
 }

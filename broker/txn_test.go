@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
 
+	"sluice/controller"
 	"sluice/internal/batch"
 )
 
@@ -364,5 +365,179 @@ func TestDescribeProducers(t *testing.T) {
 	want := []row{{11, 0, 1, -1, -1}, {12, 3, 0, -1, 2}, {13, 1, 0, 4, -1}}
 	if !slices.Equal(got, want) {
 		t.Fatalf("producers %+v, want %+v", got, want)
+	}
+}
+
+// Markers replicate like any batch: a follower's producer state, LSO and .txnindex follow the
+// leader's, so it serves read_committed fetches the same once it leads. WriteTxnMarkers
+// answers only once the follower has the marker (acks=all semantics).
+func TestReplicatedTransactionStateOnFollower(t *testing.T) {
+	c := startReplCluster(t, []int32{1, 2}, nil, nil)
+	c.publish(1, controller.PartitionInfo{Replicas: []int32{1, 2}, ISR: []int32{1, 2}, Leader: 1})
+	leader := &testBroker{Broker: c.nodes[1].broker}
+	tid := "r"
+	if code, _ := leader.produceRaw(t, c.topic, 0, &tid, txnBatch(1, 0, 0, true, "a", "b")); code != 0 { // 0-1
+		t.Fatal(kerr.ErrorForCode(code))
+	}
+	if code := leader.writeMarker(t, c.topic, 0, 1, 0, 0, false, 1); code != 0 { // 2
+		t.Fatal(kerr.ErrorForCode(code))
+	}
+	if end := c.part(2).replica.Snapshot().LogEnd; end < 3 {
+		t.Fatalf("WriteTxnMarkers answered before the follower had the marker: follower log end %d", end)
+	}
+	if code, _ := leader.produceRaw(t, c.topic, 0, &tid, txnBatch(2, 0, 0, true, "c")); code != 0 { // 3, open
+		t.Fatal(kerr.ErrorForCode(code))
+	}
+	waitFor(t, "the follower's HW to reach 4", func() bool { return c.part(2).replica.Snapshot().HighWatermark == 4 })
+	for _, id := range []int32{1, 2} {
+		p := c.part(id)
+		if s := p.replica.Snapshot(); s.LastStable != 3 {
+			t.Errorf("node %d: LSO %d, want 3 (producer 2's open transaction)", id, s.LastStable)
+		}
+		got := p.log.AbortedTransactions(0, 1<<62)
+		if len(got) != 1 || got[0].ProducerID != 1 || got[0].FirstOffset != 0 || got[0].LastOffset != 2 || got[0].LastStableOffset != 3 {
+			t.Errorf("node %d: aborted transactions %+v, want producer 1 [0, 2] lso 3", id, got)
+		}
+		if !p.log.HasOngoingTxn(2, 0) || p.log.HasOngoingTxn(1, 0) {
+			t.Errorf("node %d: open transactions wrong: %+v", id, p.log.Producers())
+		}
+	}
+}
+
+// A marker is answered only once it is below the HW: with a follower in the ISR that has
+// not fetched it, WriteTxnMarkers waits, and answers once the follower has it.
+func TestWriteTxnMarkersWaitsForTheHighWatermark(t *testing.T) {
+	tb := startTestBroker(t, nil)
+	tb.createTopic(t, "wm", 1, nil)
+	tb.waitHosted(t, "wm")
+	tid := "w"
+	if code, _ := tb.produceRaw(t, "wm", 0, &tid, txnBatch(3, 0, 0, true, "x")); code != 0 {
+		t.Fatal(kerr.ErrorForCode(code))
+	}
+	p := withFollower(t, tb, "wm")
+	if _, err := p.replica.UpdateFollowerFetch(2, 1, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan int16, 1)
+	go func() {
+		req := kmsg.NewPtrWriteTxnMarkersRequest()
+		req.Version = 1
+		m := kmsg.NewWriteTxnMarkersRequestMarker()
+		m.ProducerID, m.Committed = 3, true
+		m.Topics = []kmsg.WriteTxnMarkersRequestMarkerTopic{{Topic: "wm", Partitions: []int32{0}}}
+		req.Markers = append(req.Markers, m)
+		done <- tb.Broker.WriteTxnMarkers(testContext(t), req).Markers[0].Topics[0].Partitions[0].ErrorCode
+	}()
+	waitFor(t, "the marker to be appended", func() bool { return p.replica.Snapshot().LogEnd == 2 })
+	select {
+	case code := <-done:
+		t.Fatalf("answered (%v) before the follower had the marker", kerr.ErrorForCode(code))
+	default:
+	}
+	if s := p.replica.Snapshot(); s.LastStable != 0 {
+		t.Fatalf("LSO %d while the commit marker is not replicated, want 0", s.LastStable)
+	}
+	if _, err := p.replica.UpdateFollowerFetch(2, 2, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Fatalf("marker: %v", kerr.ErrorForCode(code))
+		}
+	case <-time.After(testWait):
+		t.Fatal("not answered after the HW passed the marker")
+	}
+	if s := p.replica.Snapshot(); s.LastStable != 2 || s.HighWatermark != 2 {
+		t.Fatalf("after the commit: LSO %d HW %d, want 2 and 2", s.LastStable, s.HighWatermark)
+	}
+}
+
+// A marker committed on a partition of __consumer_offsets calls the group coordinator's hook
+// with the partition, producer and outcome; a marker on another topic does not.
+func TestWriteTxnMarkersCallsOffsetsHook(t *testing.T) {
+	tb := startTestBroker(t, map[string]string{"offsets.topic.num.partitions": "2"})
+	if err := tb.Broker.ensureOffsetsTopic(testContext(t)); err != nil {
+		t.Fatal(err)
+	}
+	tb.createTopic(t, "data", 1, nil)
+	tb.waitHosted(t, "data")
+	waitFor(t, "__consumer_offsets to be led here", func() bool {
+		p := tb.Broker.partition(offsetsTopic, 1)
+		return p != nil && p.replica.Snapshot().Leader
+	})
+	type call struct {
+		partition int32
+		producer  int64
+		commit    bool
+	}
+	calls := make(chan call, 4)
+	tb.Broker.SetOffsetsTxnMarkerHook(func(partition int32, producerID int64, commit bool) {
+		calls <- call{partition, producerID, commit}
+	})
+	if code := tb.writeMarker(t, "data", 0, 8, 0, 0, true, 1); code != 0 {
+		t.Fatal(kerr.ErrorForCode(code))
+	}
+	if code := tb.writeMarker(t, offsetsTopic, 1, 8, 0, 0, false, 1); code != 0 {
+		t.Fatal(kerr.ErrorForCode(code))
+	}
+	select {
+	case c := <-calls:
+		if c != (call{1, 8, false}) {
+			t.Fatalf("hook called with %+v, want partition 1, producer 8, abort", c)
+		}
+	default:
+		t.Fatal("hook not called for the __consumer_offsets marker")
+	}
+	if len(calls) != 0 {
+		t.Fatalf("hook called for the data topic's marker too: %+v", <-calls)
+	}
+}
+
+// abortingVerifier plays a coordinator that aborts the transaction (writing its marker to
+// the partition) while the batch is being verified, then answers as if it were still on.
+type abortingVerifier struct{ tb *testBroker }
+
+func (v abortingVerifier) VerifyTxnPartition(ctx context.Context, _ string, producerID int64, epoch int16, topic string, partition int32) error {
+	req := kmsg.NewPtrWriteTxnMarkersRequest()
+	req.Version = 1
+	m := kmsg.NewWriteTxnMarkersRequestMarker()
+	m.ProducerID, m.ProducerEpoch = producerID, epoch
+	m.Topics = []kmsg.WriteTxnMarkersRequestMarkerTopic{{Topic: topic, Partitions: []int32{partition}}}
+	req.Markers = append(req.Markers, m)
+	v.tb.Broker.WriteTxnMarkers(ctx, req)
+	return nil
+}
+
+// A transaction ended by a marker while its first batch on a partition was being verified
+// must not be restarted by that batch (a hanging transaction, KIP-890): the batch is refused
+// with INVALID_TXN_STATE and the partition has no open transaction.
+func TestVerifiedBatchAfterAMarkerIsRefused(t *testing.T) {
+	tb := startTestBroker(t, nil)
+	tb.createTopic(t, "hang", 1, nil)
+	tb.waitHosted(t, "hang")
+	tb.Broker.SetTxnVerifier(abortingVerifier{tb})
+	tid := "h"
+	if code, _ := tb.produceRaw(t, "hang", 0, &tid, txnBatch(21, 0, 0, true, "late")); code != kerr.InvalidTxnState.Code {
+		t.Fatalf("batch verified across an abort: %v, want INVALID_TXN_STATE", kerr.ErrorForCode(code))
+	}
+	p := tb.Broker.partition("hang", 0)
+	if s := p.replica.Snapshot(); s.LastStable != s.HighWatermark || p.log.HasOngoingTxn(21, 0) {
+		t.Fatalf("a transaction was left open: LSO %d HW %d", s.LastStable, s.HighWatermark)
+	}
+}
+
+// A transactional batch in a produce request without a transactional ID is refused with
+// TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as Kafka's KafkaApis refuses it, and nothing is
+// appended.
+func TestTransactionalBatchWithoutTransactionalIDRefused(t *testing.T) {
+	tb := startTestBroker(t, nil)
+	tb.createTopic(t, "noid", 1, nil)
+	tb.waitHosted(t, "noid")
+	if code, _ := tb.produceRaw(t, "noid", 0, nil, txnBatch(31, 0, 0, true, "x")); code != kerr.TransactionalIDAuthorizationFailed.Code {
+		t.Fatalf("transactional batch without a transactional ID: %v", kerr.ErrorForCode(code))
+	}
+	if end := tb.Broker.partition("noid", 0).replica.Snapshot().LogEnd; end != 0 {
+		t.Fatalf("log end %d, want nothing appended", end)
 	}
 }

@@ -86,6 +86,11 @@ type LeaderAppend struct {
 	// TransactionVersion of a transaction marker (WriteTxnMarkers' field): 2 and above
 	// require the marker's epoch to be above the producer's (KIP-890), 0 and 1 not below it.
 	TransactionVersion int8
+	// VerificationGuard, when non-zero, is the guard BeginTxnVerification handed out before
+	// the coordinator verified this transactional batch: a batch that would start a
+	// transaction is refused (ErrInvalidTxnState) unless the guard is still the producer's,
+	// i.e. no marker ended its transaction meanwhile (KIP-890's VerificationGuard).
+	VerificationGuard uint64
 }
 
 // ProducerInfo is one producer's state in a partition, as DescribeProducers reports it.

@@ -30,6 +30,10 @@ type Log struct {
 	appendMu sync.Mutex
 	// producers is the idempotent-producer state as of logEnd.
 	producers *producerState
+	// verifying are the verification guards handed out by BeginTxnVerification, by producer
+	// ID (Kafka's VerificationStateEntry; not persisted). At most maxVerifications.
+	verifying map[int64]txnVerification
+	lastGuard uint64
 	// snapshots are the offsets of producer snapshot files on disk, ascending.
 	snapshots []int64
 	// recoveryPoint: every batch below it is fsynced, and the checkpoint file says so (or less).
@@ -231,7 +235,10 @@ func (l *Log) Reopen() error {
 	// fresh is only a vessel for the recovered state: its files now belong to l, and it is
 	// dropped without Close.
 	l.producers, l.snapshots = fresh.producers, fresh.snapshots
-	l.resetTxnStateLocked()
+	fresh.txn.Lock()
+	ended := fresh.txn.unreplicated
+	fresh.txn.Unlock()
+	l.resetTxnStateLocked(ended)
 	l.recoveryPoint, l.checkpointedLogStart = fresh.recoveryPoint, fresh.checkpointedLogStart
 	l.producersDirty, l.lastFlush = fresh.producersDirty, fresh.lastFlush
 	l.pendingRoll.Store(nil)
@@ -477,9 +484,11 @@ func (l *Log) appendLocked(data []byte, headers []batch.Header, leader bool, lea
 		var marker *endTxnMarker
 		if h.IsControl() {
 			m, ok, err := parseEndTxnMarker(h, data[pos:])
-			if err != nil {
+			if err != nil && leader {
 				return res, -1, fmt.Errorf("%w: control batch %d of producer %d", err, i, h.ProducerID)
 			}
+			// A follower keeps what its leader wrote; a control batch it cannot read ends
+			// nothing here (ok is false).
 			if ok {
 				marker = &m
 			}
@@ -490,7 +499,9 @@ func (l *Log) appendLocked(data []byte, headers []batch.Header, leader bool, lea
 		e, seen := updates[h.ProducerID]
 		if !seen {
 			if cur := l.producers.producers[h.ProducerID]; cur != nil {
-				if leader && !h.IsControl() {
+				// Only a client's retry is a duplicate, as in Kafka: a coordinator's batches
+				// (transactional offset commits) carry no sequence.
+				if leader && !o.Coordinator && !h.IsControl() {
 					if dup, ok := cur.findDuplicate(h); ok {
 						// As Kafka: the retry is answered with the original batch's offsets.
 						return AppendResult{
@@ -506,6 +517,9 @@ func (l *Log) appendLocked(data []byte, headers []batch.Header, leader bool, lea
 		if leader {
 			if err := checkProducerBatch(e, h, marker, o); err != nil {
 				return res, -1, fmt.Errorf("%w: producer %d epoch %d sequence %d", err, h.ProducerID, h.ProducerEpoch, h.BaseSequence)
+			}
+			if err := l.checkVerificationLocked(e, h, o.VerificationGuard); err != nil {
+				return res, -1, err
 			}
 		}
 		if e == nil {
@@ -582,6 +596,12 @@ func (l *Log) appendLocked(data []byte, headers []batch.Header, leader bool, lea
 	l.mu.Unlock()
 	if updates != nil {
 		l.noteTxnsLocked(ended)
+		for i := range headers {
+			if h := &headers[i]; h.IsTransactional() {
+				// The transaction started (or a marker ended it): the guard is spent.
+				delete(l.verifying, h.ProducerID)
+			}
+		}
 	}
 	if epochChanged {
 		if err := l.writeEpochCheckpointLocked(); err != nil {

@@ -528,7 +528,8 @@ func (l *Log) rebuildProducerStateLocked(snapshots []int64, rebuildTxn []*segmen
 	l.mu.RUnlock()
 	l.producers = newProducerState()
 	l.producersDirty = true
-	defer l.resetTxnStateLocked()
+	var ended []txnSpan // transactions the replay saw end
+	defer func() { l.resetTxnStateLocked(ended) }()
 	from := segs[0].baseOffset
 	need := int64(math.MaxInt64) // the replay must start at or below it
 	rebuild := map[*segment]bool{}
@@ -600,7 +601,11 @@ func (l *Log) rebuildProducerStateLocked(snapshots []int64, rebuildTxn []*segmen
 							marker = &m
 						}
 					}
-					if first := l.producers.replay(&h, marker); first >= 0 && !marker.commit && rebuild[seg] {
+					first := l.producers.replay(&h, marker)
+					if first >= 0 {
+						ended = append(ended, txnSpan{first: first, last: h.BaseOffset})
+					}
+					if first >= 0 && !marker.commit && rebuild[seg] {
 						lso := h.BaseOffset + 1
 						if f := l.producers.firstOngoing(); f >= 0 && f < lso {
 							lso = f

@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"encoding/binary"
 	"errors"
+	"fmt"
+	"math"
 	"os"
 	"slices"
 
@@ -298,13 +300,15 @@ func (l *Log) noteTxnsLocked(ended []completedTxn) {
 }
 
 // resetTxnStateLocked recomputes the transaction state after the producer state was rebuilt
-// (recovery, truncation): transactions ended before are no longer held back.
+// (recovery, truncation). ended are the transactions the rebuild saw end, in marker order:
+// they hold the LSO back until the high watermark passes their markers, as after an append
+// (Kafka's recovery also counts them unreplicated); older ones are not known any more.
 // REQUIRES: appendMu held or called from load.
-func (l *Log) resetTxnStateLocked() {
+func (l *Log) resetTxnStateLocked(ended []txnSpan) {
 	first := l.producers.firstOngoing()
 	l.txn.Lock()
 	l.txn.ongoingFirst = first
-	l.txn.unreplicated = nil
+	l.txn.unreplicated = ended
 	l.txn.Unlock()
 }
 
@@ -384,4 +388,84 @@ func (l *Log) AbortedTransactionsInRead(from int64, res ReadResult, maxOffset in
 		}
 	}
 	return l.collectAbortedTxnsLocked(from, upTo)
+}
+
+// maxVerifications bounds the verification guards a log holds; beyond it the oldest is
+// dropped (its producer's batch is then refused with ErrInvalidTxnState and retried).
+const maxVerifications = 1 << 14
+
+// txnVerification is one guard handed out by BeginTxnVerification.
+type txnVerification struct {
+	guard uint64
+	epoch int16
+}
+
+// BeginTxnVerification is called before a transactional batch of producerID at epoch is
+// verified with the transaction coordinator (KIP-890 part 1). ongoing reports that the
+// producer has a transaction open here at epoch, so no verification is needed. Otherwise it
+// returns a guard to pass in LeaderAppend.VerificationGuard: a transaction marker of the
+// producer appended in between (the coordinator ended the transaction while the batch was
+// being verified) spends the guard, and the batch is refused rather than start a
+// transaction nobody will end (a hanging transaction).
+func (l *Log) BeginTxnVerification(producerID int64, epoch int16) (guard uint64, ongoing bool) {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if e := l.producers.producers[producerID]; e != nil && e.Epoch == epoch && e.CurrentTxnFirstOffset >= 0 {
+		return 0, true
+	}
+	if l.verifying == nil {
+		l.verifying = make(map[int64]txnVerification)
+	}
+	if _, ok := l.verifying[producerID]; !ok && len(l.verifying) >= maxVerifications {
+		oldest, oldestID := uint64(math.MaxUint64), int64(-1)
+		for id, v := range l.verifying {
+			if v.guard < oldest {
+				oldest, oldestID = v.guard, id
+			}
+		}
+		delete(l.verifying, oldestID)
+	}
+	l.lastGuard++
+	l.verifying[producerID] = txnVerification{guard: l.lastGuard, epoch: epoch}
+	return l.lastGuard, false
+}
+
+// EndTxnVerification drops a guard whose verification failed.
+func (l *Log) EndTxnVerification(producerID int64, guard uint64) {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if v, ok := l.verifying[producerID]; ok && v.guard == guard {
+		delete(l.verifying, producerID)
+	}
+}
+
+// checkVerificationLocked refuses a transactional batch that would start a transaction when
+// its verification guard is no longer the producer's (Kafka's "record was not part of an
+// ongoing transaction"). e is the producer's entry before the batch (nil: unknown).
+// REQUIRES: appendMu held.
+func (l *Log) checkVerificationLocked(e *producerEntry, h *batch.Header, guard uint64) error {
+	if guard == 0 || !h.IsTransactional() || h.IsControl() || e != nil && e.CurrentTxnFirstOffset >= 0 {
+		return nil
+	}
+	if v, ok := l.verifying[h.ProducerID]; !ok || v.guard != guard || v.epoch != h.ProducerEpoch {
+		return fmt.Errorf("%w: producer %d epoch %d: the transaction was ended while the batch was verified", ErrInvalidTxnState, h.ProducerID, h.ProducerEpoch)
+	}
+	return nil
+}
+
+// ParseTxnMarker decodes the transaction marker in the control batch b (whole batch bytes):
+// commit or abort and the coordinator epoch. ok is false for a batch that is not a
+// transaction marker (not a control batch, another control type, or empty). For readers of
+// a log that must replay transactions themselves (the group coordinator loading
+// transactional offset commits from __consumer_offsets).
+func ParseTxnMarker(b []byte) (commit bool, coordinatorEpoch int32, ok bool, err error) {
+	h, err := batch.ParseHeader(b)
+	if err != nil {
+		return false, 0, false, err
+	}
+	if !h.IsControl() {
+		return false, 0, false, nil
+	}
+	m, ok, err := parseEndTxnMarker(&h, b)
+	return m.commit, m.coordinatorEpoch, ok, err
 }

@@ -1,6 +1,7 @@
 package logstore
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
@@ -211,6 +212,29 @@ func TestMarkerBatchLayout(t *testing.T) {
 		m, ok, err := parseEndTxnMarker(&h, b)
 		if err != nil || !ok || m.commit != commit || m.coordinatorEpoch != 9 {
 			t.Fatalf("marker %+v ok %v err %v", m, ok, err)
+		}
+		if c, epoch, ok, err := ParseTxnMarker(b); c != commit || epoch != 9 || !ok || err != nil {
+			t.Fatalf("ParseTxnMarker: %v %d %v %v", c, epoch, ok, err)
+		}
+	}
+}
+
+// A coordinator's batches of one producer carry no sequence (transactional offset commits):
+// each is appended, none is taken for a retry of the previous one, as Kafka deduplicates
+// client appends only.
+func TestCoordinatorBatchesOfAProducerAreNotDeduplicated(t *testing.T) {
+	l, err := Open(ddDir, DefaultConfig(), Options{FS: NewMemFS(), Logger: quietLogger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	for i := range 3 {
+		b := mkBatch(1, 1000, 77, 0, 0)
+		binary.BigEndian.PutUint32(b[53:], ^uint32(0)) // base sequence -1
+		setAttributes(b, batch.AttrTransactional)
+		res, _, err := l.AppendAsLeaderWith(b, 0, LeaderAppend{Coordinator: true})
+		if err != nil || res.Duplicate || res.FirstOffset != int64(i) {
+			t.Fatalf("coordinator batch %d: %+v %v", i, res, err)
 		}
 	}
 }

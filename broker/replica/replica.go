@@ -356,6 +356,8 @@ type AppendOptions struct {
 	LeaderEpoch int32
 	// TransactionVersion of a transaction marker's append (WriteTxnMarkers).
 	TransactionVersion int8
+	// VerificationGuard of a verified transactional produce (logstore.LeaderAppend).
+	VerificationGuard uint64
 }
 
 // AppendInfo is the outcome of a successful append as leader.
@@ -397,6 +399,7 @@ func (r *Replica) AppendAsLeader(origin Origin, batches []byte, o AppendOptions)
 	}
 	res, sync, err := r.log.AppendAsLeaderWith(batches, r.mu.leaderEpoch, logstore.LeaderAppend{
 		Coordinator: origin == OriginCoordinator, TransactionVersion: o.TransactionVersion,
+		VerificationGuard: o.VerificationGuard,
 	})
 	if err != nil {
 		r.mu.Unlock()
