@@ -310,32 +310,8 @@ func (b *Broker) writeMarkersTo(ctx context.Context, leader int32, m coordinator
 // AddPartitionsToTxn v5 (verifyOnly unless transaction version 2 adds partitions implicitly).
 type brokerTxnVerifier struct{ b *Broker }
 
-// VerifyTxnPartition implements TxnVerifier. Under transaction version 2 a producer starts its
-// next transaction as soon as EndTxn answers, while the coordinator still writes the previous
-// one's markers; the addition is retried here while the coordinator answers
-// CONCURRENT_TRANSACTIONS, every add.partitions.to.txn.retry.backoff.ms (doubling) for up to
-// add.partitions.to.txn.retry.backoff.max.ms, as Kafka's brokers do, before the producer is told.
+// VerifyTxnPartition implements TxnVerifier.
 func (v brokerTxnVerifier) VerifyTxnPartition(ctx context.Context, transactionalID string, producerID int64, producerEpoch int16, topic string, partition int32) error {
-	s := v.b.cfg.Static
-	backoff := time.Duration(s.Int32("add.partitions.to.txn.retry.backoff.ms")) * time.Millisecond
-	deadline := time.Now().Add(time.Duration(s.Int32("add.partitions.to.txn.retry.backoff.max.ms")) * time.Millisecond)
-	for {
-		err := v.verifyOnce(ctx, transactionalID, producerID, producerEpoch, topic, partition)
-		if !errors.Is(err, kerr.ConcurrentTransactions) || transactionVersion < 2 || time.Now().Add(backoff).After(deadline) {
-			return err
-		}
-		t := time.NewTimer(backoff)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return err
-		}
-		backoff *= 2
-	}
-}
-
-func (v brokerTxnVerifier) verifyOnce(ctx context.Context, transactionalID string, producerID int64, producerEpoch int16, topic string, partition int32) error {
 	b := v.b
 	node, ok := b.txnCoordinatorNode(transactionalID)
 	if !ok {
