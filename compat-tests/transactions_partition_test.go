@@ -2,11 +2,13 @@ package compattests
 
 import (
 	"context"
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
@@ -33,14 +35,35 @@ func TestTransactionsToolDescribesAndAbortsAPartitionsTransaction(t *testing.T) 
 	if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte("before")}).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
-	// A transactional batch of producer 4242 at offset 1: its transaction stays open.
+	// A transactional batch at offset 1 whose transaction stays open. The producer ID comes
+	// from the transaction coordinator, which verifies the batch (KIP-890) and, under
+	// transaction version 2, adds the partition to the transaction; its timeout outlasts the
+	// test.
+	tid := "hanging"
+	init := kmsg.NewPtrInitProducerIDRequest()
+	init.TransactionalID, init.TransactionTimeoutMillis = &tid, 900000
+	var pid int64
+	var epoch int16
+	for {
+		ir, err := init.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ir.ErrorCode == 0 {
+			pid, epoch = ir.ProducerID, ir.ProducerEpoch
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("InitProducerId: %v", kerr.ErrorForCode(ir.ErrorCode))
+		}
+		time.Sleep(50 * time.Millisecond) // the coordinator's shard is loading: poll as clients do
+	}
 	now := time.Now().UnixMilli()
 	txn := batch.Build(batch.Header{Attributes: batch.AttrTransactional, BaseTimestamp: now, MaxTimestamp: now,
-		ProducerID: 4242, ProducerEpoch: 3, BaseSequence: 0}, []batch.Record{{Value: []byte("aborted")}})
+		ProducerID: pid, ProducerEpoch: epoch, BaseSequence: 0}, []batch.Record{{Value: []byte("aborted")}})
 	req := kmsg.NewPtrProduceRequest()
 	req.Acks = -1
 	req.TimeoutMillis = 30000
-	tid := "hanging"
 	req.TransactionID = &tid
 	req.Topics = []kmsg.ProduceRequestTopic{{Topic: "hang", Partitions: []kmsg.ProduceRequestTopicPartition{{Partition: 0, Records: txn}}}}
 	resp, err := req.RequestWith(ctx, cl)
@@ -54,15 +77,15 @@ func TestTransactionsToolDescribesAndAbortsAPartitionsTransaction(t *testing.T) 
 	out, _ := javaTool(t, "", "org.apache.kafka.tools.TransactionsCommand", "--bootstrap-server", b.Addr,
 		"describe-producers", "--topic", "hang", "--partition", "0")
 	// Columns: ProducerId ProducerEpoch LatestCoordinatorEpoch LastSequence LastTimestamp CurrentTransactionStartOffset
-	if !regexp.MustCompile(`(?m)^4242\s+3\s+-1\s+0\s+\d+\s+1\s*$`).MatchString(out) {
-		t.Fatalf("describe-producers does not show producer 4242 open at offset 1:\n%s", out)
+	if !regexp.MustCompile(fmt.Sprintf(`(?m)^%d\s+%d\s+-1\s+0\s+\d+\s+1\s*$`, pid, epoch)).MatchString(out) {
+		t.Fatalf("describe-producers does not show producer %d open at offset 1:\n%s", pid, out)
 	}
 
 	javaTool(t, "", "org.apache.kafka.tools.TransactionsCommand", "--bootstrap-server", b.Addr,
 		"abort", "--topic", "hang", "--partition", "0", "--start-offset", "1")
 	out, _ = javaTool(t, "", "org.apache.kafka.tools.TransactionsCommand", "--bootstrap-server", b.Addr,
 		"describe-producers", "--topic", "hang", "--partition", "0")
-	if !regexp.MustCompile(`(?m)^4242\s+3\s+\d+\s+\S+\s+\d+\s+None\s*$`).MatchString(out) {
+	if !regexp.MustCompile(fmt.Sprintf(`(?m)^%d\s+%d\s+\d+\s+\S+\s+\d+\s+None\s*$`, pid, epoch)).MatchString(out) {
 		t.Fatalf("describe-producers after abort still shows a transaction:\n%s", out)
 	}
 
