@@ -332,9 +332,15 @@ const maxSettleWaiters = 1024
 // transaction go through it: a producer verifying many partitions at once
 // (KIP-890) would otherwise see CONCURRENT_TRANSACTIONS for all but one and
 // retry each after a back-off. REQUIRES: shard event.
+//
+// Only a write of the open transaction itself is waited for (an addition,
+// or its Prepare* record): a request held across the write that completes
+// a transaction would be answered after that transaction's markers
+// landed, and a partition leader that started verifying before its marker
+// arrived then refuses the batch (the KIP-890 guard).
 func (s *txnShard) whenSettled(id string, f func()) {
 	m := s.txns[id]
-	if m == nil || !m.pending || len(m.settleWaiters) >= maxSettleWaiters {
+	if m == nil || !m.pending || m.state != txnOngoing || m.markersRunning || len(m.settleWaiters) >= maxSettleWaiters {
 		f()
 		return
 	}
