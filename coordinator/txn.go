@@ -317,6 +317,9 @@ type txnMeta struct {
 	markersRunning bool
 	// markersLeft are the partitions still owed the marker.
 	markersLeft map[TopicPartition]struct{}
+	// pendingAdd is set while the write in flight adds partitions.
+	// Invariant: only set while pending.
+	pendingAdd bool
 	// settleWaiters are requests that add partitions, held while a write
 	// is in flight (see whenSettled). Invariant: empty unless pending;
 	// at most maxSettleWaiters.
@@ -333,14 +336,14 @@ const maxSettleWaiters = 1024
 // (KIP-890) would otherwise see CONCURRENT_TRANSACTIONS for all but one and
 // retry each after a back-off. REQUIRES: shard event.
 //
-// Only a write of the open transaction itself is waited for (an addition,
-// or its Prepare* record): a request held across the write that completes
-// a transaction would be answered after that transaction's markers
-// landed, and a partition leader that started verifying before its marker
-// arrived then refuses the batch (the KIP-890 guard).
+// Only a write adding partitions is waited for: a request held across the
+// write that completes a transaction would be answered after that
+// transaction's markers landed, and a partition leader that started
+// verifying before its marker arrived then refuses the batch (the KIP-890
+// guard).
 func (s *txnShard) whenSettled(id string, f func()) {
 	m := s.txns[id]
-	if m == nil || !m.pending || m.state != txnOngoing || m.markersRunning || len(m.settleWaiters) >= maxSettleWaiters {
+	if m == nil || !m.pending || !m.pendingAdd || len(m.settleWaiters) >= maxSettleWaiters {
 		f()
 		return
 	}
@@ -400,7 +403,7 @@ func (s *txnShard) activate() {
 func (s *txnShard) persist(m *txnMeta, next txnData, onDone func(code int16)) {
 	m.pending = true
 	s.write([]record{txnRecord(m.id, &next)}, func(code int16) {
-		m.pending = false
+		m.pending, m.pendingAdd = false, false
 		if code == 0 {
 			if s.txns[m.id] != m {
 				s.txns[m.id] = m

@@ -192,6 +192,7 @@ func (s *txnShard) addPartitions(m *txnMeta, tps []TopicPartition, onDone func(c
 	next.state = txnOngoing
 	next.lastUpdate = now
 	s.persist(m, next, onDone)
+	m.pendingAdd = m.pending
 }
 
 // AddPartitionsToTxn handles AddPartitionsToTxn (key 24) v0–v5: v0–v3 from
