@@ -23,7 +23,17 @@ package broker
 // v10+: a partition answered NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH carries its
 // current leader, and the response those leaders' endpoints (KIP-951, leader_hints.go).
 //
-// Not yet: transactional produce (answered INVALID_REQUEST until transactions land).
+// Transactional batches (KIP-98) are accepted when the request names a transactional ID
+// (otherwise TRANSACTIONAL_ID_AUTHORIZATION_FAILED for the whole request, as Kafka): the log checks the producer's epoch against
+// its state (INVALID_PRODUCER_EPOCH for an older one), refuses a non-transactional batch while
+// the producer's transaction is open (INVALID_TXN_STATE), and starts the transaction at the
+// batch's offset. A transactional batch that would start a transaction on the partition is
+// first verified with the transaction coordinator (KIP-890 part 1, txn_verify.go) when the
+// request names its transactional ID and a verifier is installed; its error is the
+// partition's. A verification guard taken before asking is checked with the append, so a
+// marker written meanwhile (the transaction was ended) makes the batch INVALID_TXN_STATE
+// rather than the start of a hanging transaction. Clients may not write control batches
+// (INVALID_RECORD). The verification call runs on the connection's goroutine.
 
 import (
 	"context"
@@ -37,6 +47,7 @@ import (
 
 	"sluice/broker/replica"
 	"sluice/controller"
+	"sluice/internal/batch"
 	"sluice/logstore"
 	"sluice/wire"
 )
@@ -46,7 +57,7 @@ func init() { register(0, 0, 13, (*Broker).handleProduce) }
 // errAcksZeroFailed closes the connection of an acks=0 producer whose produce failed.
 var errAcksZeroFailed = errors.New("broker: acks=0 produce failed; closing the connection as Kafka does")
 
-func (b *Broker) handleProduce(_ context.Context, wreq *wire.Request, respond wire.Respond) {
+func (b *Broker) handleProduce(ctx context.Context, wreq *wire.Request, respond wire.Respond) {
 	req, ok := wreq.Body.(*kmsg.ProduceRequest)
 	if !ok {
 		respond(nil, errUnexpectedBody)
@@ -63,8 +74,10 @@ func (b *Broker) handleProduce(_ context.Context, wreq *wire.Request, respond wi
 		topLevelErr = kerr.UnsupportedVersion.Code
 	case req.Acks != 0 && req.Acks != 1 && req.Acks != -1:
 		topLevelErr = kerr.InvalidRequiredAcks.Code
-	case req.TransactionID != nil:
-		topLevelErr = kerr.InvalidRequest.Code
+	case req.TransactionID == nil && hasTransactionalBatch(req):
+		// Kafka's KafkaApis: transactional records need the request's transactional ID
+		// (authorized to write it); every partition gets the error.
+		topLevelErr = kerr.TransactionalIDAuthorizationFailed.Code
 	}
 
 	var syncs []pendingSync
@@ -80,7 +93,7 @@ func (b *Broker) handleProduce(_ context.Context, wreq *wire.Request, respond wi
 			if topLevelErr != 0 {
 				p.ErrorCode = topLevelErr
 			} else {
-				durable, wait := b.producePartition(im, req.Version, rt.Topic, controller.TopicID(rt.TopicID), byID, req.Acks, &rp, &p)
+				durable, wait := b.producePartition(ctx, im, req, rt.Topic, controller.TopicID(rt.TopicID), byID, &rp, &p)
 				if durable != (logstore.SyncWait{}) {
 					syncs = append(syncs, pendingSync{durable, ti, pi})
 				}
@@ -159,14 +172,20 @@ func (b *Broker) finishProduce(acks int16, resp *kmsg.ProduceResponse, acksPendi
 // producePartition appends one partition's records and fills its response. When the flush
 // policy wants the append durable before it is acknowledged, it returns the wait; when acks=all
 // and the records are not yet below the high watermark, the replication wait.
-func (b *Broker) producePartition(im *controller.Image, version int16, topicName string, topicID controller.TopicID, byID bool, acks int16, rp *kmsg.ProduceRequestTopicPartition, out *kmsg.ProduceResponseTopicPartition) (logstore.SyncWait, *ackWait) {
+func (b *Broker) producePartition(ctx context.Context, im *controller.Image, req *kmsg.ProduceRequest, topicName string, topicID controller.TopicID, byID bool, rp *kmsg.ProduceRequestTopicPartition, out *kmsg.ProduceResponseTopicPartition) (logstore.SyncWait, *ackWait) {
+	version, acks := req.Version, req.Acks
 	rs := b.resolvePartition(im, topicName, topicID, byID, rp.Partition, true)
 	if rs.errCode != 0 {
 		out.ErrorCode = rs.errCode
 		return logstore.SyncWait{}, nil
 	}
 	p := rs.partition
-	res := p.appendAsLeader(replica.OriginClient, rs.topic.Internal, rp.Records, version, acks, -1)
+	guard, code := b.verifyTransactionalProduce(ctx, req.TransactionID, rs.topic.Name, p, rp.Records)
+	if code != 0 {
+		out.ErrorCode = code
+		return logstore.SyncWait{}, nil
+	}
+	res := p.appendAsLeaderGuarded(replica.OriginClient, rs.topic.Internal, rp.Records, version, acks, -1, guard)
 	if res.errCode != 0 {
 		out.ErrorCode = res.errCode
 		if res.err != nil {
@@ -184,4 +203,51 @@ func (b *Broker) producePartition(im *controller.Image, version int16, topicName
 			AppendEpoch: info.LeaderEpoch, MinInsync: p.settings.Load().MinInsyncReplicas}}
 	}
 	return info.Sync, wait
+}
+
+// verifyTransactionalProduce asks the transaction coordinator (TxnVerifier) whether a
+// transactional batch may start a transaction on p, as Kafka's ReplicaManager does before
+// appending (KIP-890 part 1): only when the request names a transactional ID, a verifier is
+// installed, and the producer has no transaction open on p at the batch's epoch. It returns
+// the verification guard for the append (0: none needed) or the partition's error code. A
+// control batch from a client is INVALID_RECORD.
+func (b *Broker) verifyTransactionalProduce(ctx context.Context, transactionalID *string, topic string, p *Partition, records []byte) (guard uint64, code int16) {
+	h, err := batch.ParseHeader(records)
+	if err != nil {
+		return 0, 0 // the log answers malformed batches with their precise code
+	}
+	if h.IsControl() {
+		return 0, kerr.InvalidRecord.Code // Kafka: clients cannot write control records
+	}
+	if !h.IsTransactional() || transactionalID == nil || b.txnVerifier == nil || !h.HasProducerID() {
+		return 0, 0
+	}
+	guard, ongoing := p.log.BeginTxnVerification(h.ProducerID, h.ProducerEpoch)
+	if ongoing {
+		return 0, 0
+	}
+	if err := b.txnVerifier.VerifyTxnPartition(ctx, *transactionalID, h.ProducerID, h.ProducerEpoch, topic, p.tp.partition); err != nil {
+		p.log.EndTxnVerification(h.ProducerID, guard)
+		var ke *kerr.Error
+		if errors.As(err, &ke) {
+			return 0, ke.Code
+		}
+		// The coordinator could not be asked (a network error): retriable for the
+		// producer, as Kafka answers old clients.
+		return 0, kerr.NotEnoughReplicas.Code
+	}
+	return guard, 0
+}
+
+// hasTransactionalBatch reports whether any partition's first batch is transactional, as
+// Kafka's RequestUtils.hasTransactionalRecords (v3+ carries one batch per partition).
+func hasTransactionalBatch(req *kmsg.ProduceRequest) bool {
+	for _, t := range req.Topics {
+		for _, p := range t.Partitions {
+			if h, err := batch.ParseHeader(p.Records); err == nil && h.IsTransactional() {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -2,8 +2,9 @@ package broker
 
 // Fetch, key 1: v4–v17.
 //
-// v4 adds isolation level (read_committed reads stop at the last stable offset; with no
-// transactions yet that equals the high watermark), v7 fetch sessions (fetch_sessions.go), v9
+// v4 adds isolation level: read_committed reads stop at the last stable offset (the first
+// offset of an open transaction, or the HW) and list the aborted transactions overlapping the
+// records returned, from the segments' .txnindex files, as Kafka's collectAbortedTxns; v7 fetch sessions (fetch_sessions.go), v9
 // the client's current leader epoch (FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH), v13 topic IDs.
 // Consumers never see offsets at or past the high watermark. The first batch of the first
 // partition with data is returned whole even when it exceeds MaxBytes or PartitionMaxBytes, as
@@ -81,6 +82,8 @@ type fetchResult struct {
 	diverging *kmsg.FetchResponseTopicPartitionDivergingEpoch
 	// records are whole batches in segment files, sent with sendfile.
 	records []logstore.FileSlice
+	// aborted are the aborted transactions overlapping records (read_committed only).
+	aborted []logstore.AbortedTxn
 }
 
 // readTargets reads every target within the request's byte limits.
@@ -161,6 +164,9 @@ func (b *Broker) readTargets(req *kmsg.FetchRequest, im *controller.Image, targe
 		if throttled {
 			b.throttles.leader.record(read.Bytes)
 		}
+		if req.IsolationLevel == 1 && follower.id < 0 && len(read.Slices) > 0 {
+			r.aborted = p.log.AbortedTransactionsInRead(t.fetchOffset, read, visible)
+		}
 	}
 	return results, total, anyError
 }
@@ -208,7 +214,12 @@ func (b *Broker) fetchResponse(req *kmsg.FetchRequest, sessionID int32, session 
 		}
 		resp.records[ti] = append(resp.records[ti], r.records)
 		if req.IsolationLevel == 1 {
-			p.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
+			// The consumer drops a listed producer's records from FirstOffset up to its
+			// ABORT marker.
+			p.AbortedTransactions = make([]kmsg.FetchResponseTopicPartitionAbortedTransaction, len(r.aborted))
+			for i, a := range r.aborted {
+				p.AbortedTransactions[i] = kmsg.FetchResponseTopicPartitionAbortedTransaction{ProducerID: a.ProducerID, FirstOffset: a.FirstOffset}
+			}
 		}
 		topic.Partitions = append(topic.Partitions, p)
 	}

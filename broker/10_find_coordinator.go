@@ -3,14 +3,9 @@ package broker
 // FindCoordinator, key 10: v0–v6.
 //
 // v4+ batches keys (CoordinatorKeys) and answers per key. A group's coordinator is the leader of
-// partition PartitionFor(group) of __consumer_offsets, which is created on the first group
-// lookup as Kafka does. Other key types answer INVALID_REQUEST.
-//
-// Transaction coordinators (key type 1) answer TRANSACTIONAL_ID_AUTHORIZATION_FAILED with a
-// message saying sluice does not serve transactions yet (errTransactionsNotServed). It is the
-// one code that every client family treats as fatal at this step: with the retriable
-// COORDINATOR_NOT_AVAILABLE, Java's initTransactions waited 60 s, sarama over 4 minutes, and
-// the Java admin client retried FindCoordinator some 400,000 times a minute.
+// partition PartitionFor(group) of __consumer_offsets; a transactional ID's (key type 1) the
+// leader of its partition of __transaction_state. Each topic is created on its first lookup, as
+// Kafka does. Other key types (share groups) answer INVALID_REQUEST.
 
 import (
 	"context"
@@ -22,9 +17,6 @@ import (
 )
 
 func init() { registerSync(10, 0, 6, (*Broker).handleFindCoordinator) }
-
-// errTransactionsNotServed is the message of every refusal of a transactional client.
-const errTransactionsNotServed = "sluice does not serve transactions yet: unset transactional.id (idempotent producers are served)"
 
 // Coordinator key types.
 const (
@@ -59,23 +51,33 @@ func (b *Broker) handleFindCoordinator(ctx context.Context, conn *wire.ConnInfo,
 }
 
 func (b *Broker) findCoordinator(ctx context.Context, conn *wire.ConnInfo, keyType int8, key string, out *kmsg.FindCoordinatorResponseCoordinator) {
+	var topicName string
+	var partition int32
 	switch keyType {
 	case coordinatorGroup:
+		if err := b.ensureOffsetsTopic(ctx); err != nil {
+			b.logger.Warn("creating the offsets topic", "err", err)
+			out.ErrorCode = kerr.CoordinatorNotAvailable.Code
+			return
+		}
+		topicName, partition = offsetsTopic, b.coord.PartitionFor(key)
 	case coordinatorTransaction:
-		out.ErrorCode, out.ErrorMessage = kerr.TransactionalIDAuthorizationFailed.Code, kmsg.StringPtr(errTransactionsNotServed)
-		return
+		if key == "" {
+			out.ErrorCode = kerr.InvalidRequest.Code
+			return
+		}
+		if err := b.ensureTxnTopic(ctx); err != nil {
+			b.logger.Warn("creating the transaction state topic", "err", err)
+			out.ErrorCode = kerr.CoordinatorNotAvailable.Code
+			return
+		}
+		topicName, partition = txnTopic, b.txnCoord.PartitionFor(key)
 	default:
 		out.ErrorCode = kerr.InvalidRequest.Code
 		return
 	}
-	if err := b.ensureOffsetsTopic(ctx); err != nil {
-		b.logger.Warn("creating the offsets topic", "err", err)
-		out.ErrorCode = kerr.CoordinatorNotAvailable.Code
-		return
-	}
 	im := b.ctrl.Image()
-	topic := im.Topics[offsetsTopic]
-	partition := b.coord.PartitionFor(key)
+	topic := im.Topics[topicName]
 	if topic == nil || int(partition) >= len(topic.Partitions) {
 		out.ErrorCode = kerr.CoordinatorNotAvailable.Code
 		return

@@ -6,6 +6,10 @@ package broker
 // An unsupported ApiVersions version never reaches here: the wire layer answers it at v0 with
 // UNSUPPORTED_VERSION, as Kafka does. v3+ carries the client's software name and version, which
 // Kafka validates (INVALID_REQUEST for illegal characters) — so do we.
+//
+// v3+ also carries features (KIP-584): sluice supports and finalizes transaction.version at
+// transactionVersion (2, KIP-890 part 2, as a Kafka 4.x cluster finalizes it), which clients
+// read to choose between the TV1 and TV2 transaction protocols.
 
 import (
 	"context"
@@ -29,6 +33,17 @@ func (b *Broker) handleApiVersions(_ context.Context, _ *wire.ConnInfo, req *kms
 	}
 	for _, v := range Versions() {
 		resp.ApiKeys = append(resp.ApiKeys, kmsg.ApiVersionsResponseApiKey{ApiKey: v.Key, MinVersion: v.Min, MaxVersion: v.Max})
+	}
+	if req.Version >= 3 {
+		resp.SupportedFeatures = append(resp.SupportedFeatures,
+			kmsg.ApiVersionsResponseSupportedFeature{Name: "transaction.version", MinVersion: 0, MaxVersion: transactionVersion})
+		resp.FinalizedFeaturesEpoch = -1
+		if transactionVersion > 0 {
+			// The epoch only has to grow when the finalized set changes; it never does.
+			resp.FinalizedFeaturesEpoch = 1
+			resp.FinalizedFeatures = append(resp.FinalizedFeatures,
+				kmsg.ApiVersionsResponseFinalizedFeature{Name: "transaction.version", MinVersionLevel: transactionVersion, MaxVersionLevel: transactionVersion})
+		}
 	}
 	return resp, nil
 }

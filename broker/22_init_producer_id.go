@@ -5,9 +5,12 @@ package broker
 // For an idempotent producer (no transactional ID) every call hands out a fresh producer ID
 // with epoch 0, as Kafka does, including the KIP-360 re-initialisation of v3+ that names the
 // old ID and epoch. IDs come from blocks reserved through the controller, so they are unique
-// across the cluster and restarts. Transactional producers get the fatal
-// TRANSACTIONAL_ID_AUTHORIZATION_FAILED with a message, as FindCoordinator gives them, until
-// the transaction coordinator lands.
+// across the cluster and restarts. A transactional producer is served by the transaction
+// coordinator (coordinator.TxnCoordinator.InitProducerID): transaction.timeout.ms above
+// transaction.max.timeout.ms is INVALID_TRANSACTION_TIMEOUT, every call bumps the epoch
+// (fencing the previous producer, PRODUCER_FENCED from v4, INVALID_PRODUCER_EPOCH before), and
+// an open transaction of the previous epoch is aborted first (CONCURRENT_TRANSACTIONS until
+// it is). v6 (KIP-939 two-phase commit) is not served.
 
 import (
 	"context"
@@ -18,17 +21,25 @@ import (
 	"sluice/wire"
 )
 
-func init() { registerSync(22, 0, 5, (*Broker).handleInitProducerID) }
+func init() {
+	register(22, 0, 5, func(b *Broker, ctx context.Context, w *wire.Request, respond wire.Respond) {
+		req, ok := w.Body.(*kmsg.InitProducerIDRequest)
+		if !ok {
+			respond(nil, errUnexpectedBody)
+			return
+		}
+		if req.TransactionalID == nil {
+			respond(b.handleInitProducerID(ctx, req))
+			return
+		}
+		// The coordinator waits for its log: answer from a goroutine of its own.
+		go func() { respond(b.txnCoord.InitProducerID(ctx, req)) }()
+	})
+}
 
-func (b *Broker) handleInitProducerID(ctx context.Context, _ *wire.ConnInfo, req *kmsg.InitProducerIDRequest) (kmsg.Response, error) {
+func (b *Broker) handleInitProducerID(ctx context.Context, req *kmsg.InitProducerIDRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
-	if req.TransactionalID != nil {
-		// InitProducerId has no error message field; FindCoordinator, which every client sends
-		// first, carries the explanation.
-		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
-		return resp, nil
-	}
 	id, err := b.nextProducerID(ctx)
 	if err != nil {
 		b.logger.Warn("allocating producer IDs", "err", err)

@@ -62,6 +62,12 @@ type Broker struct {
 	// coordinatorLoaded are the __consumer_offsets partitions whose shards are loaded (or
 	// loading) here. Owned by the reconcile goroutine.
 	coordinatorLoaded map[int32]*offsetsPartitionLog
+	// txnCoord is the transaction coordinator; txnLoaded are the __transaction_state
+	// partitions whose shards are loaded (or loading) here, owned by the reconcile goroutine.
+	txnCoord  *coordinator.TxnCoordinator
+	txnLoaded map[int32]txnLoaded
+	// peers are clients to other brokers for markers and verification (transactions.go).
+	peers peerClients
 
 	// offline are the partitions a storage error took offline (offline.go).
 	offline offlineSet
@@ -91,6 +97,13 @@ type Broker struct {
 	fetchers *replicaFetchers
 	// throttles are the leader and follower replication quotas (throttle.go).
 	throttles *replicationThrottles
+
+	// txnVerifier, when set, verifies a transactional produce that would start a transaction
+	// on a partition with the transaction coordinator (txn_verify.go). Set before serving.
+	txnVerifier TxnVerifier
+	// offsetsTxnMarker, when set, is called after a transaction marker is committed on a
+	// partition of __consumer_offsets (27_write_txn_markers.go). Set before serving.
+	offsetsTxnMarker func(partition int32, producerID int64, commit bool)
 
 	// draining is closed by Drain: parked fetches are answered and no fetch parks any more.
 	draining  chan struct{}
@@ -150,9 +163,14 @@ func New(cfg Config, ctrl Metadata) (*Broker, error) {
 	}
 	b.coord = newCoordinator(b)
 	b.coordinatorLoaded = make(map[int32]*offsetsPartitionLog)
+	b.txnCoord = newTxnCoordinator(b)
+	b.txnLoaded = make(map[int32]txnLoaded)
+	b.SetTxnVerifier(brokerTxnVerifier{b})
+	b.SetOffsetsTxnMarkerHook(b.coord.CompleteTxnOffsets)
 	initial := ctrl.Image()
 	if err := b.reconcile(initial); err != nil {
 		b.fetchers.close()
+		b.txnCoord.Close()
 		b.coord.Close()
 		b.closePartitions()
 		return nil, err
@@ -217,7 +235,9 @@ func (b *Broker) Close() error {
 	close(b.closing)
 	b.done.Wait()      // metadata following, retention and the purgatory worker; timed with the coordinator
 	b.fetchers.close() // after followImages: no partition is added to a fetcher any more
+	b.txnCoord.Close()
 	b.coord.Close()
+	b.peers.close()
 	// After the last append: the HWs a restart resumes from (clean shutdown).
 	b.checkpointHighWatermarks()
 	b.logger.Info("shutdown phase done", "phase", "coordinator", "took", time.Since(start))

@@ -109,7 +109,9 @@ func (b *Broker) grabFilthiestLog(st *cleanerState) (*Partition, int64) {
 		if busy {
 			continue
 		}
-		hw := p.replica.Snapshot().HighWatermark
+		// Kafka's first uncleanable offset is bounded by the last stable offset: an open
+		// transaction's records are not cleaned before its marker decides their fate.
+		hw := p.replica.Snapshot().LastStable
 		ratio, overdue, ok := p.log.CleanableState(hw)
 		if !ok || (ratio < s.MinCleanableDirtyRatio && !overdue) {
 			continue

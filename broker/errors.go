@@ -26,6 +26,10 @@ func storageErrorCode(err error) int16 {
 		return kerr.OutOfOrderSequenceNumber.Code
 	case errors.Is(err, logstore.ErrInvalidProducerEpoch):
 		return kerr.InvalidProducerEpoch.Code
+	case errors.Is(err, logstore.ErrInvalidTxnState):
+		return kerr.InvalidTxnState.Code
+	case errors.Is(err, logstore.ErrTransactionCoordinatorFenced):
+		return kerr.TransactionCoordinatorFenced.Code
 	case errors.Is(err, logstore.ErrInvalidTimestamp):
 		return kerr.InvalidTimestamp.Code
 	case errors.Is(err, logstore.ErrRecordListTooLarge):

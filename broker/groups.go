@@ -195,10 +195,15 @@ func (w *coordinatorAckWait) TryComplete(expired bool) bool {
 // replayChunk is how many bytes Replay reads from the log at a time.
 const replayChunk = 1 << 20
 
-// Replay calls fn for every record from the log start to the current end, skipping control
-// batches.
-func (l *offsetsPartitionLog) Replay(fn func(offset int64, key, value []byte) error) error {
-	log := l.p.log
+// Replay calls fn for every batch from the log start to the current end, control batches
+// included (the coordinator resolves transactional offset commits at their markers).
+func (l *offsetsPartitionLog) Replay(fn func(batch []byte) error) error {
+	return replayPartition(l.p, fn)
+}
+
+// replayPartition calls fn for every whole batch of p's log from its start to its current end.
+func replayPartition(p *Partition, fn func(batch []byte) error) error {
+	log := p.log
 	offset, end := log.LogStartOffset(), log.LogEndOffset()
 	for offset < end {
 		read, err := log.Read(offset, replayChunk, end, true)
@@ -222,21 +227,15 @@ func (l *offsetsPartitionLog) Replay(fn func(offset int64, key, value []byte) er
 				return err
 			}
 			if h.Size() > int64(len(buf)) {
-				return fmt.Errorf("%s: batch at %d is %d bytes, read returned %d", l.p.tp, h.BaseOffset, h.Size(), len(buf))
+				return fmt.Errorf("%s: batch at %d is %d bytes, read returned %d", p.tp, h.BaseOffset, h.Size(), len(buf))
 			}
 			one := buf[:h.Size()]
 			buf = buf[h.Size():]
 			next := h.NextOffset()
-			if h.IsControl() || next <= offset {
-				offset = max(offset, next)
+			if next <= offset {
 				continue
 			}
-			if err := coordinator.DecodeBatch(one, func(o int64, key, value []byte) error {
-				if o < offset {
-					return nil
-				}
-				return fn(o, key, value)
-			}); err != nil {
+			if err := fn(one); err != nil {
 				return err
 			}
 			offset = next

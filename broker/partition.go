@@ -93,6 +93,12 @@ type appendOutcome struct {
 // checks leadership, epoch and min.insync.replicas under its lock. leaderEpoch >= 0 fences an
 // append by an owner that loaded at another epoch (a coordinator shard).
 func (p *Partition) appendAsLeader(origin replica.Origin, internal bool, records []byte, produceVersion, acks int16, leaderEpoch int32) appendOutcome {
+	return p.appendAsLeaderGuarded(origin, internal, records, produceVersion, acks, leaderEpoch, 0)
+}
+
+// appendAsLeaderGuarded is appendAsLeader for a transactional produce verified with the
+// coordinator under guard (logstore.Log.BeginTxnVerification; 0: none).
+func (p *Partition) appendAsLeaderGuarded(origin replica.Origin, internal bool, records []byte, produceVersion, acks int16, leaderEpoch int32, guard uint64) appendOutcome {
 	settings := p.settings.Load()
 	out := appendOutcome{logAppendTime: -1}
 	if origin == replica.OriginClient {
@@ -102,6 +108,7 @@ func (p *Partition) appendAsLeader(origin replica.Origin, internal bool, records
 	}
 	info, err := p.replica.AppendAsLeader(origin, records, replica.AppendOptions{
 		RequiredAcks: acks, MinInsync: settings.MinInsyncReplicas, LeaderEpoch: leaderEpoch,
+		VerificationGuard: guard,
 	})
 	if err != nil {
 		out.err, out.errCode = err, appendErrorCode(err)

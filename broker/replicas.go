@@ -81,6 +81,7 @@ func (b *Broker) reconcile(im *controller.Image) error {
 	}
 
 	b.reconcileCoordinator(im)
+	b.reconcileTxnCoordinator(im)
 
 	b.mu.Lock()
 	b.mu.appliedImage = im

@@ -240,7 +240,7 @@ func (c *Coordinator) Load(partition int32, log PartitionLog) error {
 			err = ErrClosed
 			return
 		}
-		if err = s.replay(); err == nil {
+		if err = s.replayGroups(); err == nil {
 			s.activate()
 		}
 	})

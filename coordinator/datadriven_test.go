@@ -13,7 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// TestDataDriven runs the scripts in testdata/: each command drives the
+// TestDataDriven runs the scripts in testdata/groups: each command drives the
 // coordinator and prints every response that completed meanwhile, including
 // answers to earlier blocked JoinGroup/SyncGroup calls, so a script is the
 // whole trace of a scenario. Commands:
@@ -29,7 +29,7 @@ import (
 //	advance d=3s
 //	restart
 func TestDataDriven(t *testing.T) {
-	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
+	datadriven.Walk(t, "testdata/groups", func(t *testing.T, path string) {
 		h := newHarness(t, nil)
 		var out []string
 		emit := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }

@@ -1,6 +1,9 @@
-// Package coordinator is sluice's group coordinator: consumer groups and
-// committed offsets exactly as Kafka 4.x serves them, with all state kept in
-// the internal compacted topic __consumer_offsets.
+// Package coordinator is sluice's group coordinator (consumer groups and
+// committed offsets, state in the compacted topic __consumer_offsets) and
+// transaction coordinator (TxnCoordinator, state in __transaction_state),
+// exactly as Kafka 4.x serves them. Both are state machines on one shard
+// runtime (runtime.go: an event loop over one internal-topic partition,
+// timers, writes committed by the high watermark, replay of whole batches).
 //
 // # Shape
 //
@@ -51,9 +54,10 @@
 //     append order, on any goroutine (it may even be called inside Append).
 //     Append runs on the shard's goroutine: it must return once the batch is
 //     in the local log, not wait for the commit (that is what done is for).
-//   - Replay(fn): call fn(offset, key, value) for every record from the log
-//     start to the current end, in order; value nil for a tombstone.
-//     Decompress batches first; skip control batches.
+//   - Replay(fn): call fn(batch) for every stored batch from the log start
+//     to the current end, in order, control batches included (the shard
+//     decodes and decompresses them; a group shard resolves transactional
+//     offset commits at their markers).
 //
 // TopicMetadata (optional, Config.Topics): topic name ↔ ID, partition
 // counts and the topic list, from the metadata image. With it, OffsetCommit
@@ -77,6 +81,8 @@
 //	ListGroups (16)        → c.ListGroups(ctx, req)
 //	DeleteGroups (42)      → c.DeleteGroups(ctx, req)
 //	OffsetDelete (47)      → c.OffsetDelete(ctx, req)
+//	TxnOffsetCommit (28)   → c.TxnOffsetCommit(ctx, req)
+//	marker committed on __consumer_offsets-p → c.CompleteTxnOffsets(p, producerID, commit)
 //	ConsumerGroupHeartbeat (68) → c.ConsumerGroupHeartbeat(ctx, JoinClient{...}, req)
 //	ConsumerGroupDescribe (69)  → c.ConsumerGroupDescribe(ctx, req)
 //
@@ -115,9 +121,12 @@
 //
 // # Not done
 //
-// Transactional offset commits (TxnOffsetCommit, RequireStable's
-// UNSTABLE_OFFSET_COMMIT) wait for the transaction coordinator. Classic
-// members joining a KIP-848 group (online migration) are refused. Offsets of
+// Transactions: transaction ID epoch exhaustion under TV2 (an epoch reaching
+// 32767 while bumping at every end) saturates rather than rolling over to a
+// new producer ID; a transactional offset commit does not yield to a later
+// non-transactional commit of the same partition by log position, as
+// Kafka's does (the commit marker always applies it); KIP-939 two-phase
+// commit (InitProducerId v6) is not served. Classic members joining a KIP-848 group (online migration) are refused. Offsets of
 // topics a Stable consumer group no longer subscribes to do not expire until
 // the group is empty. The KIP-848 assignor name is not persisted (after a
 // reload it shows the default until the next assignment). The KIP-1251

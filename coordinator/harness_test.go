@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"sluice/internal/batch"
 )
 
 // manualClock is a Clock whose timers fire only inside Advance, in deadline
@@ -92,21 +94,17 @@ func (c *manualClock) Advance(d time.Duration) {
 // fakeLog is an in-memory PartitionLog. Appends commit at once unless held.
 type fakeLog struct {
 	mu      sync.Mutex
-	records []fakeRecord
+	batches [][]byte // as stored: base offsets assigned
+	next    int64    // log end offset
 	hold    bool
 	held    []func()
 	failErr error // appends fail with this error when set
 	appends int
-	// onReplay runs once per record during Replay (to observe loading).
+	// onReplay runs once per batch during Replay (to observe loading).
 	onReplay func()
 }
 
-type fakeRecord struct {
-	offset     int64
-	key, value []byte
-}
-
-func (l *fakeLog) Append(batch []byte, done func(int64, error)) {
+func (l *fakeLog) Append(b []byte, done func(int64, error)) {
 	l.mu.Lock()
 	l.appends++
 	if l.failErr != nil {
@@ -115,17 +113,16 @@ func (l *fakeLog) Append(batch []byte, done func(int64, error)) {
 		done(-1, err)
 		return
 	}
-	base := int64(len(l.records))
-	var last int64
-	err := DecodeBatch(batch, func(off int64, key, value []byte) error {
-		last = base + off
-		l.records = append(l.records, fakeRecord{last, append([]byte(nil), key...), cloneNil(value)})
-		return nil
-	})
+	h, err := batch.Check(b)
 	if err != nil {
 		l.mu.Unlock()
 		panic(err)
 	}
+	stored := append([]byte(nil), b...)
+	batch.SetBaseOffset(stored, l.next)
+	l.batches = append(l.batches, stored)
+	l.next += int64(h.LastOffsetDelta) + 1
+	last := l.next - 1
 	if l.hold {
 		l.held = append(l.held, func() { done(last, nil) })
 		l.mu.Unlock()
@@ -135,11 +132,20 @@ func (l *fakeLog) Append(batch []byte, done func(int64, error)) {
 	done(last, nil)
 }
 
-func cloneNil(b []byte) []byte {
-	if b == nil {
-		return nil
+// appendControl stores a transaction marker for producerID, as the
+// partition's WriteTxnMarkers would.
+func (l *fakeLog) appendControl(producerID int64, epoch int16, commit bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	typ := byte(0)
+	if commit {
+		typ = 1
 	}
-	return append([]byte{}, b...)
+	b := batch.Build(batch.Header{BaseOffset: l.next, PartitionLeaderEpoch: -1, ProducerID: producerID, ProducerEpoch: epoch,
+		BaseSequence: -1, Attributes: batch.AttrTransactional | batch.AttrControl},
+		[]batch.Record{{Key: []byte{0, 0, 0, typ}, Value: []byte{0, 0, 0, 0, 0, 0}}})
+	l.batches = append(l.batches, b)
+	l.next++
 }
 
 // release commits every held append, in order.
@@ -154,16 +160,16 @@ func (l *fakeLog) release() {
 	}
 }
 
-func (l *fakeLog) Replay(fn func(int64, []byte, []byte) error) error {
+func (l *fakeLog) Replay(fn func([]byte) error) error {
 	l.mu.Lock()
-	recs := append([]fakeRecord(nil), l.records...)
+	batches := append([][]byte(nil), l.batches...)
 	hook := l.onReplay
 	l.mu.Unlock()
-	for _, r := range recs {
+	for _, b := range batches {
 		if hook != nil {
 			hook()
 		}
-		if err := fn(r.offset, r.key, r.value); err != nil {
+		if err := fn(b); err != nil {
 			return err
 		}
 	}

@@ -314,7 +314,7 @@ func (c *Coordinator) OffsetFetch(ctx context.Context, req *kmsg.OffsetFetchRequ
 					topics = append(topics, fetchTopic{t.Topic, t.TopicID, t.Partitions})
 				}
 			}
-			out, code, err := c.fetchGroup(ctx, req.Version, rg.Group, topics, rg.MemberID, rg.MemberEpoch)
+			out, code, err := c.fetchGroup(ctx, req.Version, rg.Group, topics, rg.MemberID, rg.MemberEpoch, req.RequireStable)
 			if err != nil {
 				return nil, err
 			}
@@ -333,7 +333,7 @@ func (c *Coordinator) OffsetFetch(ctx context.Context, req *kmsg.OffsetFetchRequ
 			topics = append(topics, fetchTopic{name: t.Topic, partitions: t.Partitions})
 		}
 	}
-	out, code, err := c.fetchGroup(ctx, req.Version, req.Group, topics, nil, -1)
+	out, code, err := c.fetchGroup(ctx, req.Version, req.Group, topics, nil, -1, req.RequireStable)
 	if err != nil {
 		return nil, err
 	}
@@ -370,10 +370,10 @@ func (c *Coordinator) OffsetFetch(ctx context.Context, req *kmsg.OffsetFetchRequ
 // fetchGroup returns one group's offsets (all of them when topics is nil)
 // or a group-level error code.
 //
-// RequireStable (v7+) needs no handling until transactional offset commits
-// exist: only they can be pending in Kafka's sense (UNSTABLE_OFFSET_COMMIT).
+// With RequireStable (v7+) a partition that an open transaction holds a
+// pending offset for answers UNSTABLE_OFFSET_COMMIT, as Kafka's does.
 // memberID/memberEpoch (v9+) are checked against KIP-848 groups.
-func (c *Coordinator) fetchGroup(ctx context.Context, version int16, groupID string, topics []fetchTopic, memberID *string, memberEpoch int32) ([]kmsg.OffsetFetchResponseGroupTopic, int16, error) {
+func (c *Coordinator) fetchGroup(ctx context.Context, version int16, groupID string, topics []fetchTopic, memberID *string, memberEpoch int32, requireStable bool) ([]kmsg.OffsetFetchResponseGroupTopic, int16, error) {
 	if groupID == "" && version >= 8 {
 		return nil, kerr.InvalidGroupID.Code, nil
 	}
@@ -397,7 +397,7 @@ func (c *Coordinator) fetchGroup(ctx context.Context, version int16, groupID str
 				return
 			}
 		}
-		t, code := s.offsetFetch(version, groupID, topics)
+		t, code := s.offsetFetch(version, groupID, topics, requireStable)
 		reply(result{t, code})
 	}, func() result { return result{code: errNotCoordinator} })
 	return r.topics, r.code, err
@@ -406,7 +406,7 @@ func (c *Coordinator) fetchGroup(ctx context.Context, version int16, groupID str
 // offsetFetch reads committed offsets. Only committed writes are visible:
 // offsets whose append is still in flight are not (Kafka's pending offsets).
 // REQUIRES: shard event.
-func (s *shard) offsetFetch(version int16, groupID string, topics []fetchTopic) ([]kmsg.OffsetFetchResponseGroupTopic, int16) {
+func (s *shard) offsetFetch(version int16, groupID string, topics []fetchTopic, requireStable bool) ([]kmsg.OffsetFetchResponseGroupTopic, int16) {
 	g := s.groups[groupID]
 	byID := version >= 10
 	partResp := func(p int32, e *offsetEntry) kmsg.OffsetFetchResponseGroupTopicPartition {
@@ -445,7 +445,11 @@ func (s *shard) offsetFetch(version int16, groupID string, topics []fetchTopic) 
 				if byID && rt.TopicID == [16]byte{} {
 					rt.TopicID = ps[p].topicID
 				}
-				rt.Partitions = append(rt.Partitions, partResp(p, ps[p]))
+				rp := partResp(p, ps[p])
+				if requireStable && s.hasPendingTxnOffset(groupID, name, p) {
+					rp.Offset, rp.ErrorCode = -1, kerr.UnstableOffsetCommit.Code
+				}
+				rt.Partitions = append(rt.Partitions, rp)
 			}
 			if byID {
 				if s.cfg.Topics == nil {
@@ -476,6 +480,9 @@ func (s *shard) offsetFetch(version int16, groupID string, topics []fetchTopic) 
 			}
 			rp := partResp(p, e)
 			rp.ErrorCode = code
+			if code == 0 && requireStable && s.hasPendingTxnOffset(groupID, name, p) {
+				rp.Offset, rp.ErrorCode = -1, kerr.UnstableOffsetCommit.Code
+			}
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		out = append(out, rt)

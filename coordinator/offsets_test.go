@@ -84,7 +84,7 @@ func FuzzDecodeRecord(f *testing.F) {
 	e := &offsetEntry{offset: 5, leaderEpoch: 1, metadata: "m", commitTimestamp: 9, expireTimestamp: -1}
 	r := offsetRecord("g", "t", 0, e)
 	f.Add(r.key, r.value)
-	g := newGroup(&shard{cfg: &Config{Clock: newManualClock()}}, "g", time.Unix(0, 0))
+	g := newGroup(&shard{runtime: runtime{cfg: &Config{Clock: newManualClock()}}}, "g", time.Unix(0, 0))
 	gr := g.metadataRecord(nil)
 	f.Add(gr.key, gr.value)
 	f.Fuzz(func(t *testing.T, key, value []byte) {

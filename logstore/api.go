@@ -78,6 +78,34 @@ type AppendResult struct {
 	Bytes int
 }
 
+// LeaderAppend qualifies an append as leader (AppendAsLeaderWith).
+type LeaderAppend struct {
+	// Coordinator: the records are a coordinator's (Kafka's AppendOrigin.COORDINATOR), so
+	// producer epochs are checked but not sequences (markers and offset commits carry none).
+	Coordinator bool
+	// TransactionVersion of a transaction marker (WriteTxnMarkers' field): 2 and above
+	// require the marker's epoch to be above the producer's (KIP-890), 0 and 1 not below it.
+	TransactionVersion int8
+	// VerificationGuard, when non-zero, is the guard BeginTxnVerification handed out before
+	// the coordinator verified this transactional batch: a batch that would start a
+	// transaction is refused (ErrInvalidTxnState) unless the guard is still the producer's,
+	// i.e. no marker ended its transaction meanwhile (KIP-890's VerificationGuard).
+	VerificationGuard uint64
+}
+
+// ProducerInfo is one producer's state in a partition, as DescribeProducers reports it.
+type ProducerInfo struct {
+	ProducerID    int64
+	ProducerEpoch int16
+	// LastSequence of its newest batch (-1 if none is retained, e.g. after a marker).
+	LastSequence  int32
+	LastTimestamp int64
+	// CoordinatorEpoch of its last transaction marker (-1 if none).
+	CoordinatorEpoch int32
+	// CurrentTxnStartOffset is the first offset of its open transaction (-1 if none).
+	CurrentTxnStartOffset int64
+}
+
 // FileSlice is a byte range of a segment file holding whole record batches, for zero-copy reads.
 type FileSlice struct {
 	File     File
@@ -108,7 +136,11 @@ var (
 	ErrOffsetOutOfRange     = errors.New("logstore: offset out of range")            // OFFSET_OUT_OF_RANGE
 	ErrOutOfOrderSequence   = errors.New("logstore: out of order sequence number")   // OUT_OF_ORDER_SEQUENCE_NUMBER
 	ErrInvalidProducerEpoch = errors.New("logstore: invalid producer epoch")         // INVALID_PRODUCER_EPOCH
-	ErrClosed               = errors.New("logstore: log closed")                     // a failed or closed log refuses work
+	// ErrInvalidTxnState: a non-transactional batch from a producer whose transaction is open.
+	ErrInvalidTxnState = errors.New("logstore: producer has an open transaction") // INVALID_TXN_STATE
+	// ErrTransactionCoordinatorFenced: a marker from an older coordinator epoch.
+	ErrTransactionCoordinatorFenced = errors.New("logstore: transaction coordinator fenced") // TRANSACTION_COORDINATOR_FENCED
+	ErrClosed                       = errors.New("logstore: log closed")                     // a failed or closed log refuses work
 	// ErrStorage marks an error of the file system under the log (ENOSPC, EIO, ...): the
 	// sticky error of a failed log wraps both it and ErrClosed. KAFKA_STORAGE_ERROR.
 	ErrStorage = errors.New("logstore: storage error")

@@ -220,6 +220,8 @@ type cleanDecision struct {
 	producerLast map[int64]int64
 	// truncations is Log.truncations when the map was started.
 	truncations uint64
+	// aborted are the aborted transactions of the cleanable part: their records go.
+	aborted abortedSpans
 	// oldestTombstone is the timestamp of the oldest tombstone the clean kept (MaxInt64:
 	// none).
 	oldestTombstone int64
@@ -231,7 +233,7 @@ type cleanDecision struct {
 // records dropped.
 func (d *cleanDecision) filterBatch(h *batch.Header, b []byte, scratch []cleanRecord) (out []byte, removed int, err error) {
 	if h.IsControl() {
-		return b, 0, nil // transactions are not supported yet; markers stay as they are
+		return b, 0, nil // markers stay (Kafka removes them once their data is gone; sluice keeps them)
 	}
 	records, err := batchRecords(h, b)
 	if err != nil {
@@ -243,6 +245,10 @@ func (d *cleanDecision) filterBatch(h *batch.Header, b []byte, scratch []cleanRe
 	}
 	logAppendTime := h.Attributes&batch.AttrTimestampType != 0
 	kept := recs[:0]
+	if d.aborted.contains(h) {
+		recs = nil // an aborted transaction's records all go
+		removed = int(h.RecordCount)
+	}
 	for _, r := range recs {
 		offset := h.BaseOffset + r.offsetDelta
 		ts := h.BaseTimestamp + r.timestampDelta
@@ -293,6 +299,33 @@ func (d *cleanDecision) filterBatch(h *batch.Header, b []byte, scratch []cleanRe
 	}
 	binary.BigEndian.PutUint32(out[17:], batch.CRC(out))
 	return out, removed, nil
+}
+
+// abortedSpans are aborted transactions by producer ID, [first offset, marker offset].
+type abortedSpans map[int64][]txnSpan
+
+// contains reports whether the data batch h belongs to an aborted transaction (a producer's
+// transactions never overlap, so its offset inside one of the producer's spans decides).
+func (a abortedSpans) contains(h *batch.Header) bool {
+	if !h.IsTransactional() || h.IsControl() {
+		return false
+	}
+	for _, s := range a[h.ProducerID] {
+		if s.first <= h.BaseOffset && h.BaseOffset <= s.last {
+			return true
+		}
+	}
+	return false
+}
+
+// abortedSpans collects the aborted transactions from the .txnindex files that began below
+// upTo.
+func (l *Log) abortedSpans(from, upTo int64) abortedSpans {
+	out := abortedSpans{}
+	for _, a := range l.AbortedTransactions(from, upTo) {
+		out[a.ProducerID] = append(out[a.ProducerID], txnSpan{first: a.FirstOffset, last: a.LastOffset})
+	}
+	return out
 }
 
 // CleanableState is what the cleaner's scheduler looks at: the dirty ratio of the cleanable
@@ -406,6 +439,8 @@ func (l *Log) Clean(opts CleanOptions) (CleanResult, error) {
 	}
 	m.reset()
 	mapEnd := segs[n].baseOffset // the first offset not in the map
+	// Records of aborted transactions neither enter the map nor stay (Kafka's cleaner).
+	aborted := l.abortedSpans(logStart, segs[n].baseOffset)
 	var scratch []cleanRecord
 	full := false
 	for i := 0; i < n && !full && !tombstonesOnly; i++ {
@@ -425,7 +460,7 @@ func (l *Log) Clean(opts CleanOptions) (CleanResult, error) {
 				}
 			}
 			pos += h.Size()
-			if h.LastOffset() < firstDirty || h.IsControl() {
+			if h.LastOffset() < firstDirty || h.IsControl() || aborted.contains(&h) {
 				continue
 			}
 			records, err := batchRecords(&h, b)
@@ -460,7 +495,7 @@ func (l *Log) Clean(opts CleanOptions) (CleanResult, error) {
 	}
 
 	d := &cleanDecision{m: m, tombstoneHorizon: now - cfg.DeleteRetentionMs, producerLast: map[int64]int64{},
-		truncations: truncations, oldestTombstone: math.MaxInt64}
+		truncations: truncations, oldestTombstone: math.MaxInt64, aborted: aborted}
 	l.appendMu.Lock()
 	for id, e := range l.producers.producers {
 		if len(e.Batches) > 0 {
@@ -724,6 +759,7 @@ func (l *Log) swapIn(seg, out *segment, size int64, truncations uint64) error {
 	fresh.bytesSinceLastIndexEntry = out.bytesSinceLastIndexEntry
 	fresh.rollingBasedTimestamp = out.rollingBasedTimestamp
 	fresh.created, fresh.lastModified = seg.created, seg.lastModified
+	fresh.txn, seg.txn = seg.txn, txnIndex{} // markers are kept by a clean, so are their entries
 	l.mu.segments[k] = fresh
 	l.mu.Unlock()
 	l.scheduleCloseLocked([]*segment{seg})
@@ -740,7 +776,8 @@ func (s *segment) detachFiles() {
 			s.logHeld = true
 		}
 	}
-	for _, f := range s.files() {
+	// The .txnindex is not replaced by a clean: it moves to the cleaned segment (swapIn).
+	for _, f := range []File{s.log, s.indexFile(), s.timeIndexFile()} {
 		if cf, ok := f.(*cachedFile); ok {
 			cf.markRemoved()
 		}

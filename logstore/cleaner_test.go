@@ -870,3 +870,63 @@ func TestCleanRemovesExpiredTombstonesOfAQuietLog(t *testing.T) {
 		t.Fatalf("due=%v ok=%v after the tombstone went", due, ok)
 	}
 }
+
+// An aborted transaction's records neither supersede older values of their keys nor survive
+// a clean; a committed transaction's records are compacted as any others, and markers stay.
+func TestCleanDropsAbortedTransactions(t *testing.T) {
+	clock := time.UnixMilli(1_700_000_000_000)
+	opts := Options{FS: NewMemFS(), Now: func() time.Time { return clock }, Logger: quietLogger}
+	l, err := Open(cleanDir, compactConfig(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	appendTxn := func(pid int64, seq int32, pairs ...string) {
+		t.Helper()
+		clock = clock.Add(time.Millisecond)
+		b := keyedBatch(clock.UnixMilli(), pid, seq, pairs...)
+		setAttributes(b, batch.AttrTransactional)
+		if _, err := l.AppendAsLeader(b, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	marker := func(pid int64, commit bool) {
+		t.Helper()
+		if _, _, err := l.AppendAsLeaderWith(MarkerBatch(pid, 0, 0, commit, clock.UnixMilli()), 0, LeaderAppend{Coordinator: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fillKeys(t, l, &clock, 2, 1, 1) // key-000=k000-v0, key-001=k001-v0
+	appendTxn(5, 0, "key-000", "aborted-0", "key-002", "aborted-2")
+	marker(5, false)
+	appendTxn(6, 0, "key-001", "committed-1")
+	marker(6, true)
+	appendTxn(5, 2, "key-003", "aborted-3") // the producer's last batch, aborted
+	marker(5, false)
+	rollPastKeys(t, l, &clock)
+	if _, err := l.Clean(cleanOpts()); err != nil {
+		t.Fatal(err)
+	}
+	recs, empty := readRecords(t, l)
+	got := map[string]string{}
+	for _, r := range recs {
+		got[r.key] = r.value
+	}
+	want := map[string]string{"key-000": "k000-v0", "key-001": "committed-1"}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %q after the clean, want %q", k, got[k], v)
+		}
+	}
+	for _, k := range []string{"key-002", "key-003"} {
+		if v, ok := got[k]; ok {
+			t.Errorf("aborted record %s=%q survived the clean", k, v)
+		}
+	}
+	if empty != 1 {
+		t.Errorf("%d empty batches, want producer 5's last (aborted) batch kept empty", empty)
+	}
+	if n := len(l.AbortedTransactions(0, 1<<62)); n != 2 {
+		t.Errorf("%d aborted transactions indexed after the clean, want 2", n)
+	}
+}

@@ -71,7 +71,7 @@ func mkBatch(n int, ts int64, pid int64, pepoch int16, seq int32) []byte {
 func errName(err error) string {
 	for _, e := range []error{ErrCorruptBatch, ErrInvalidRecord, ErrUnsupportedMagic, ErrOffsetOutOfRange,
 		ErrOutOfOrderSequence, ErrInvalidProducerEpoch, ErrInvalidTimestamp, ErrRecordListTooLarge,
-		ErrUnexpectedAppendOffset, ErrClosed} {
+		ErrUnexpectedAppendOffset, ErrInvalidTxnState, ErrTransactionCoordinatorFenced, ErrClosed} {
 		if errors.Is(err, e) {
 			return "error: " + e.Error()
 		}
@@ -189,6 +189,29 @@ func (e *ddEnv) run(t *testing.T, td *datadriven.TestData) string {
 		return describeRead(t, rr)
 	case "state":
 		return e.state()
+	case "append-txn", "append-txn-follower":
+		// A transactional batch of producer pid.
+		b := mkBatch(int(intArg("records", 1)), intArg("ts", e.clock.UnixMilli()), intArg("pid", 1), int16(intArg("pepoch", 0)), int32(intArg("seq", 0)))
+		setAttributes(b, batch.AttrTransactional)
+		return e.appendOut(td.Cmd == "append-txn", b, intArg("offset", 0), int32(intArg("epoch", 0)), LeaderAppend{})
+	case "marker", "marker-follower":
+		// A COMMIT (commit) or ABORT marker of producer pid.
+		b := MarkerBatch(intArg("pid", 1), int16(intArg("pepoch", 0)), int32(intArg("coord", 0)), td.HasArg("commit"), e.clock.UnixMilli())
+		return e.appendOut(td.Cmd == "marker", b, intArg("offset", 0), int32(intArg("epoch", 0)),
+			LeaderAppend{Coordinator: true, TransactionVersion: int8(intArg("tv", 1))})
+	case "txn-state":
+		// The LSO for a high watermark (default: the log end), open transactions and every
+		// segment's aborted-transaction index.
+		return e.txnState(intArg("hw", e.log.LogEndOffset()))
+	case "aborted":
+		var b strings.Builder
+		for _, a := range e.log.AbortedTransactions(intArg("from", 0), intArg("upto", 1<<62)) {
+			fmt.Fprintf(&b, "pid %d [%d, %d] lso %d\n", a.ProducerID, a.FirstOffset, a.LastOffset, a.LastStableOffset)
+		}
+		if b.Len() == 0 {
+			return "none\n"
+		}
+		return b.String()
 	case "offset-for-ts":
 		r, ok := e.log.OffsetForTimestamp(intArg("ts", 0))
 		if !ok {
@@ -277,6 +300,55 @@ func (e *ddEnv) run(t *testing.T, td *datadriven.TestData) string {
 		t.Fatalf("unknown command %q", td.Cmd)
 		return ""
 	}
+}
+
+// appendOut appends b as leader (or, follower, at offset) and describes the outcome.
+func (e *ddEnv) appendOut(leader bool, b []byte, offset int64, epoch int32, o LeaderAppend) string {
+	var res AppendResult
+	var err error
+	if leader {
+		res, _, err = e.log.AppendAsLeaderWith(b, epoch, o)
+	} else {
+		batch.SetBaseOffset(b, offset)
+		batch.SetPartitionLeaderEpoch(b, epoch)
+		res, err = e.log.AppendAsFollower(b)
+	}
+	if err != nil {
+		return errName(err) + "\n"
+	}
+	return fmt.Sprintf("offsets [%d, %d]\n", res.FirstOffset, res.LastOffset)
+}
+
+// txnState describes the transaction state: LSO, open transactions, .txnindex entries.
+func (e *ddEnv) txnState(hw int64) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "lso %d (hw %d)\nopen:", e.log.LastStableOffset(hw), hw)
+	for _, p := range e.log.Producers() {
+		if p.CurrentTxnStartOffset >= 0 {
+			fmt.Fprintf(&b, " pid%d@%d", p.ProducerID, p.CurrentTxnStartOffset)
+		}
+	}
+	b.WriteString("\n")
+	e.log.mu.RLock()
+	for _, s := range e.log.mu.segments {
+		if len(s.txn.entries) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "txnindex %d:", s.baseOffset)
+		for _, a := range s.txn.entries {
+			fmt.Fprintf(&b, " pid%d[%d,%d]lso%d", a.ProducerID, a.FirstOffset, a.LastOffset, a.LastStableOffset)
+		}
+		b.WriteString("\n")
+	}
+	e.log.mu.RUnlock()
+	return b.String()
+}
+
+// setAttributes sets attribute bits of an uncompressed batch and fixes its CRC.
+func setAttributes(b []byte, bits int16) {
+	a := binary.BigEndian.Uint16(b[21:])
+	binary.BigEndian.PutUint16(b[21:], a|uint16(bits))
+	binary.BigEndian.PutUint32(b[17:], batch.CRC(b))
 }
 
 func crcBytes(b []byte) []byte {

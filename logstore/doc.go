@@ -10,6 +10,8 @@
 //	<base>.log                 segment: RecordBatch v2 bytes exactly as appended
 //	<base>.index               sparse offset index of that segment
 //	<base>.timeindex           sparse time index of that segment
+//	<base>.txnindex            aborted transactions whose ABORT marker is in that segment
+//	                           (only once it has one)
 //	<offset>.snapshot          producer-state snapshot (sluice's format, below)
 //	leader-epoch-checkpoint    leader epoch → start offset
 //	recovery-point-offset-checkpoint, log-start-offset-checkpoint
@@ -46,6 +48,17 @@
 // offset of the batch that has it). When a segment stops being active (roll, close) a final
 // entry for its max timestamp is added. Timestamps strictly increase.
 //
+// # Transaction index (.txnindex) — matches Kafka's TransactionIndex
+//
+// Entries of 34 bytes, one per transaction aborted by an ABORT marker in the segment, in
+// marker order: version (int16, 0), producerId (int64), firstOffset (int64, the
+// transaction's first batch, possibly in an earlier segment), lastOffset (int64, the
+// marker's offset), lastStableOffset (int64, the last stable offset right after the marker:
+// the first offset of the oldest transaction of another producer still open, else
+// lastOffset+1). lastOffset strictly increases and is >= the segment base. The file is created
+// with the first entry, written at once (fsynced with the segment) and deleted with the
+// segment. A committed transaction leaves no entry.
+//
 // # Checkpoints
 //
 // leader-epoch-checkpoint is Kafka's text format: "0\n", "<count>\n", then "<epoch>
@@ -58,8 +71,10 @@
 //
 // # Producer snapshot (<offset>.snapshot) — sluice's own format
 //
-// The producer state as of <offset> (all batches below it). Kafka's own .snapshot files have a
-// different layout; sluice does not read them and rebuilds the state by scanning the log.
+// The producer state as of <offset> (all batches below it), open transactions included
+// (currentTxnFirstOffset, -1 when none is open; coordinatorEpoch of the last marker, -1 when
+// none). Kafka's own .snapshot files have a different layout; sluice does not read them and
+// rebuilds the state by scanning the log.
 // Big-endian:
 //
 //	0   4  magic "SLPS"
@@ -126,6 +141,40 @@
 // are deleted; truncation lowers the recovery point checkpoint before cutting, deletes the
 // newest segments first, and fsyncs the cut before returning.
 //
+// # Transactions (txnindex.go)
+//
+// A transactional batch (attribute bit 4) starts its producer's transaction at its base
+// offset unless one is open; a transaction marker — a control batch (bit 5) whose first
+// record's key is version 0 and type 0 (ABORT) or 1 (COMMIT) and whose value is version 0 and
+// the coordinator epoch, Kafka's EndTransactionMarker — ends it. Another control type, or an
+// empty control batch, ends nothing. Leader appends are checked as Kafka's
+// ProducerAppendInfo checks them: an older epoch is ErrInvalidProducerEpoch (for a marker of
+// transaction version 2 also the current epoch while the transaction is open), a
+// non-transactional batch while the producer's transaction is open ErrInvalidTxnState, a
+// marker from an older coordinator epoch than the producer's last ErrTransactionCoordinatorFenced;
+// sequences are checked for client appends only. A transactional batch that would start a
+// transaction and carries a verification guard (BeginTxnVerification, KIP-890) is
+// ErrInvalidTxnState unless the guard is still the producer's: any transactional batch or
+// marker of the producer spends it (guards are in memory only, at most 16384 per log).
+// Follower appends and recovery only record.
+//
+// The last stable offset for a high watermark hw (LastStableOffset) is the smallest of hw,
+// the first offset of any open transaction, and the first offset of any transaction whose
+// marker is at or past hw (an ended transaction holds the LSO back until its marker is
+// replicated, as Kafka's unreplicated transactions do; after a restart those the producer
+// state replay saw end, older ones are forgotten as in Kafka); the replica clamps it to the
+// log start. Aborted transactions overlapping a read_committed fetch are collected from the
+// .txnindex of the segment holding the fetch offset and those after it, stopping at the first
+// entry whose lastStableOffset reaches the fetched data's end (Kafka's collectAbortedTxns).
+//
+// Recovery: a trusted segment's .txnindex is read back; a damaged one (length not a multiple
+// of 34, wrong version, offsets out of order or outside the segment) makes the segment be
+// recovered. Every recovered segment's .txnindex is emptied and rebuilt by the producer-state
+// replay, which then starts at the newest snapshot at or below the first such segment (or at
+// the log start with an empty state) and re-adds an entry at each ABORT marker it passes in
+// them. Truncation drops the entries of the markers it cuts; the cleaner drops aborted records,
+// keeps markers and moves the .txnindex to the cleaned segment unchanged.
+//
 // # Compaction (cleaner.go) — Kafka's LogCleaner
 //
 // A log whose cleanup.policy contains compact (Config.Compact) is cleaned by Log.Clean, which
@@ -159,7 +208,10 @@
 // CRC. A batch left with no records is dropped, except the newest batch of a producer in the
 // producer state, which stays as an empty batch (record count 0, no compression) so its
 // sequence survives a restart, as Kafka's cleaner retains it. Control batches are copied
-// unchanged. Offsets are never renumbered: the gaps stay, and a read at an offset in a gap
+// unchanged (Kafka removes a marker once its transaction's data is gone; sluice keeps it). The
+// records of an aborted transaction (a transactional batch inside a span of the .txnindex
+// files) neither enter the map nor stay, as in Kafka; the broker bounds cleaning by the last
+// stable offset, so no open transaction is ever cleaned. Offsets are never renumbered: the gaps stay, and a read at an offset in a gap
 // returns the next batch.
 //
 // A segment of which nothing stays is deleted instead (its files removed, the directory

@@ -142,7 +142,7 @@ func FuzzSnapshot(f *testing.F) {
 		{ProducerID: 1, ProducerEpoch: 0, BaseSequence: 0, LastOffsetDelta: 2, BaseOffset: 0, MaxTimestamp: 5},
 		{ProducerID: 2, ProducerEpoch: 3, BaseSequence: 9, LastOffsetDelta: 0, BaseOffset: 3, MaxTimestamp: 6},
 	} {
-		p.replay(&h)
+		p.replay(&h, nil)
 	}
 	f.Add(p.encodeSnapshot(4))
 	f.Add(newProducerState().encodeSnapshot(0))

@@ -19,6 +19,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
+
 	"sluice/internal/batch"
 )
 
@@ -230,10 +234,19 @@ func freePort(t *testing.T) int {
 // and uncompressed, idempotent), stops it, and opens the partition directory with logstore:
 // it must read back exactly the batches kafka-dump-log sees in Kafka's own files, rebuild the
 // producer state from them, and leave the directory readable by Kafka's tools.
-func TestSluiceOpensKafkaWrittenLog(t *testing.T) {
-	lib := kafkaLib(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
-	defer cancel()
+// runningKafka is an Apache Kafka broker (KRaft, one node) started from the fetched jars.
+type runningKafka struct {
+	port   int
+	logDir string
+	stop   func()        // controlled shutdown (SIGTERM), idempotent
+	log    func() string // the tail of its output
+}
+
+// startKafka starts a one-node Kafka broker in a temporary directory, with extra
+// server.properties lines, and waits until it accepts connections; it is stopped when the
+// test ends at the latest.
+func startKafka(t *testing.T, ctx context.Context, lib string, extraProps ...string) *runningKafka {
+	t.Helper()
 	work := t.TempDir()
 	logDir := filepath.Join(work, "kafka-logs")
 	brokerPort, controllerPort := freePort(t), freePort(t)
@@ -255,7 +268,7 @@ transaction.state.log.min.isr=1
 group.initial.rebalance.delay.ms=0
 log.segment.bytes=1048576
 log.index.interval.bytes=4096
-`, brokerPort, controllerPort, logDir)
+`, brokerPort, controllerPort, logDir) + strings.Join(extraProps, "\n") + "\n"
 	propsFile := filepath.Join(work, "server.properties")
 	if err := os.WriteFile(propsFile, []byte(props), 0o644); err != nil {
 		t.Fatal(err)
@@ -267,7 +280,7 @@ log.index.interval.bytes=4096
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer brokerOut.Close()
+	t.Cleanup(func() { brokerOut.Close() })
 	broker := exec.CommandContext(ctx, "java", "-Xmx512m", "-XX:TieredStopAtLevel=1", "-cp", filepath.Join(lib, "*"), "kafka.Kafka", propsFile)
 	broker.Stdout, broker.Stderr = brokerOut, brokerOut
 	// The JVM dies with the test process even if the test binary is killed.
@@ -292,7 +305,7 @@ log.index.interval.bytes=4096
 			<-brokerDone
 		}
 	}
-	defer stopBroker()
+	t.Cleanup(stopBroker)
 	brokerLog := func() string { b, _ := os.ReadFile(brokerOut.Name()); return tail(string(b), 3000) }
 
 	// Wait until the broker accepts connections (condition with a deadline).
@@ -311,6 +324,16 @@ log.index.interval.bytes=4096
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+	return &runningKafka{port: brokerPort, logDir: logDir, stop: stopBroker, log: brokerLog}
+}
+
+func TestSluiceOpensKafkaWrittenLog(t *testing.T) {
+	lib := kafkaLib(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	work := t.TempDir()
+	k := startKafka(t, ctx, lib)
+	logDir, brokerPort, stopBroker := k.logDir, k.port, k.stop
 	const topic = "sluice-compat"
 	produce := func(records int, extra ...string) {
 		args := []string{"org.apache.kafka.tools.ProducerPerformance", "--topic", topic,
@@ -450,6 +473,141 @@ func copyDir(t *testing.T, src, dst string) {
 		}
 		if err := os.WriteFile(filepath.Join(dst, e.Name()), data, 0o644); err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+var dumpTxnRe = regexp.MustCompile(`producerId:? (\d+),? firstOffset:? (\d+),? lastOffset:? (\d+),? lastStableOffset:? (\d+)`)
+
+// Kafka's kafka-dump-log reads sluice's .txnindex files entry for entry, and decodes its
+// transaction markers (control batches) as COMMIT and ABORT with their coordinator epochs.
+func TestKafkaDumpLogReadsSluiceTxnIndex(t *testing.T) {
+	lib := kafkaLib(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	dir := filepath.Join(t.TempDir(), "sluice-0")
+	cfg := DefaultConfig()
+	cfg.SegmentBytes = 600
+	l, err := Open(dir, cfg, Options{Logger: quietLogger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := int64(1_700_000_000_000)
+	seqs := map[int64]int32{}
+	for i := 0; i < 24; i++ {
+		pid := int64(100 + i%3)
+		var b []byte
+		o := LeaderAppend{}
+		if i%4 == 3 {
+			b = MarkerBatch(pid, 0, int32(i), i%8 == 3, ts+int64(i))
+			o.Coordinator = true
+		} else {
+			b = mkBatch(1+i%3, ts+int64(i), pid, 0, seqs[pid])
+			setAttributes(b, batch.AttrTransactional)
+			seqs[pid] += int32(1 + i%3)
+		}
+		if _, sync, err := l.AppendAsLeaderWith(b, 0, o); err != nil {
+			t.Fatalf("append %d: %v", i, err)
+		} else if err := sync.Wait(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := l.AbortedTransactions(0, 1<<62)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	txnFiles, _ := filepath.Glob(filepath.Join(dir, "*.txnindex"))
+	logs, _ := filepath.Glob(filepath.Join(dir, "*.log"))
+	sort.Strings(txnFiles)
+	if len(txnFiles) < 2 || len(want) < 3 {
+		t.Fatalf("want aborts in several segments: %d .txnindex files, %d aborts", len(txnFiles), len(want))
+	}
+	out := runJava(t, ctx, lib, "kafka.tools.DumpLogSegments", "--files", strings.Join(txnFiles, ","))
+	var got []AbortedTxn
+	for _, m := range dumpTxnRe.FindAllStringSubmatch(out, -1) {
+		n := func(i int) int64 { v, _ := strconv.ParseInt(m[i], 10, 64); return v }
+		got = append(got, AbortedTxn{ProducerID: n(1), FirstOffset: n(2), LastOffset: n(3), LastStableOffset: n(4)})
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("kafka-dump-log read %+v, sluice wrote %+v\n%s", got, want, tail(out, 3000))
+	}
+	out = runJava(t, ctx, lib, "kafka.tools.DumpLogSegments", "--deep-iteration", "--files", strings.Join(logs, ","))
+	commits, aborts := strings.Count(out, "endTxnMarker: COMMIT"), strings.Count(out, "endTxnMarker: ABORT")
+	if commits != 3 || aborts != 3 {
+		t.Fatalf("kafka-dump-log decoded %d COMMIT and %d ABORT markers, want 3 and 3\n%s", commits, aborts, tail(out, 3000))
+	}
+	t.Logf("kafka-dump-log read %d aborted transactions in %d .txnindex files", len(got), len(txnFiles))
+}
+
+// A Kafka-written .txnindex opens in sluice entry for entry: Kafka gets a transaction left
+// open on a partition (a hand-built transactional batch, with Kafka's verification of
+// transactional produce turned off) ended by `kafka-transactions abort` (an ABORT marker,
+// one .txnindex entry); sluice opens Kafka's directory with the same aborted transaction, no transaction
+// open and the last stable offset at the log end.
+func TestSluiceOpensKafkaWrittenTxnIndex(t *testing.T) {
+	lib := kafkaLib(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	k := startKafka(t, ctx, lib, "transaction.partition.verification.enable=false")
+	addr := fmt.Sprintf("127.0.0.1:%d", k.port)
+	const topic = "sluice-txn"
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic(topic), kgo.AllowAutoTopicCreation(),
+		kgo.MaxVersions(kversion.V3_0_0())) // Produce by topic name for the raw request
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte("before")}).FirstErr(); err != nil {
+		t.Fatalf("produce: %v\n%s", err, k.log())
+	}
+	txn := mkBatch(2, time.Now().UnixMilli(), 90001, 0, 0)
+	setAttributes(txn, batch.AttrTransactional)
+	req := kmsg.NewPtrProduceRequest()
+	req.Acks, req.TimeoutMillis = -1, 30000
+	tid := "never-initialized"
+	req.TransactionID = &tid
+	req.Topics = []kmsg.ProduceRequestTopic{{Topic: topic, Partitions: []kmsg.ProduceRequestTopicPartition{{Partition: 0, Records: txn}}}}
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil || resp.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("transactional produce to Kafka: %v %+v", err, resp)
+	}
+	if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte("after")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	runJava(t, ctx, lib, "org.apache.kafka.tools.TransactionsCommand", "--bootstrap-server", addr,
+		"abort", "--topic", topic, "--partition", "0", "--start-offset", "1")
+	cl.Close()
+	k.stop()
+
+	partDir := filepath.Join(k.logDir, topic+"-0")
+	txnFiles, _ := filepath.Glob(filepath.Join(partDir, "*.txnindex"))
+	if len(txnFiles) == 0 {
+		t.Fatalf("Kafka wrote no .txnindex in %s", partDir)
+	}
+	out := runJava(t, ctx, lib, "kafka.tools.DumpLogSegments", "--files", strings.Join(txnFiles, ","))
+	var want []AbortedTxn
+	for _, m := range dumpTxnRe.FindAllStringSubmatch(out, -1) {
+		n := func(i int) int64 { v, _ := strconv.ParseInt(m[i], 10, 64); return v }
+		want = append(want, AbortedTxn{ProducerID: n(1), FirstOffset: n(2), LastOffset: n(3), LastStableOffset: n(4)})
+	}
+	if len(want) != 1 || want[0].ProducerID != 90001 || want[0].FirstOffset != 1 {
+		t.Fatalf("Kafka's .txnindex holds %+v, want producer 90001's transaction from offset 1\n%s", want, out)
+	}
+	l, err := Open(partDir, DefaultConfig(), Options{Logger: quietLogger})
+	if err != nil {
+		t.Fatalf("open Kafka's partition directory: %v", err)
+	}
+	defer l.Close()
+	if got := l.AbortedTransactions(0, 1<<62); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("sluice reads %+v from Kafka's .txnindex, kafka-dump-log %+v", got, want)
+	}
+	end := l.LogEndOffset()
+	if lso := l.LastStableOffset(end); lso != end {
+		t.Fatalf("LSO %d, want the log end %d: %+v", lso, end, l.Producers())
+	}
+	for _, p := range l.Producers() {
+		if p.CurrentTxnStartOffset >= 0 {
+			t.Fatalf("producer %d open at %d after Kafka's abort", p.ProducerID, p.CurrentTxnStartOffset)
 		}
 	}
 }

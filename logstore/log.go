@@ -30,6 +30,10 @@ type Log struct {
 	appendMu sync.Mutex
 	// producers is the idempotent-producer state as of logEnd.
 	producers *producerState
+	// verifying are the verification guards handed out by BeginTxnVerification, by producer
+	// ID (Kafka's VerificationStateEntry; not persisted). At most maxVerifications.
+	verifying map[int64]txnVerification
+	lastGuard uint64
 	// snapshots are the offsets of producer snapshot files on disk, ascending.
 	snapshots []int64
 	// recoveryPoint: every batch below it is fsynced, and the checkpoint file says so (or less).
@@ -70,6 +74,18 @@ type Log struct {
 
 	flush flushState
 
+	// txn is what the last stable offset is computed from, readable without appendMu.
+	txn struct {
+		sync.Mutex
+		// ongoingFirst is the smallest first offset of an open transaction (-1: none), as of
+		// the producer state (updated with it under appendMu).
+		ongoingFirst int64
+		// unreplicated are transactions ended by a marker that may not be below the high
+		// watermark yet, in marker order: until it is, the transaction still holds the last
+		// stable offset back, as Kafka's ProducerStateManager.unreplicatedTxns.
+		unreplicated []txnSpan
+	}
+
 	// cleanMu serializes Clean runs of this log (cleaner.go).
 	cleanMu sync.Mutex
 	// firstDirty is where the cleaner's next map starts: below it, the log was cleaned with a
@@ -83,6 +99,9 @@ type Log struct {
 	// known; after a restart, until the next clean).
 	tombstonesDueAt atomic.Int64
 }
+
+// txnSpan is a transaction's first offset and its marker's offset.
+type txnSpan struct{ first, last int64 }
 
 type pendingClose struct {
 	seg *segment
@@ -108,6 +127,7 @@ func Open(dir string, cfg Config, opts Options) (*Log, error) {
 	l.mu.cfg = normalizeConfig(cfg)
 	l.groupCommit.Store(l.mu.cfg.FlushMessages == 1)
 	l.checkpointedLogStart = -1
+	l.txn.ongoingFirst = -1
 	l.tombstonesDueAt.Store(math.MaxInt64)
 	l.flush.cond.L = &l.flush.mu
 	l.lastFlush = l.now()
@@ -215,6 +235,10 @@ func (l *Log) Reopen() error {
 	// fresh is only a vessel for the recovered state: its files now belong to l, and it is
 	// dropped without Close.
 	l.producers, l.snapshots = fresh.producers, fresh.snapshots
+	fresh.txn.Lock()
+	ended := fresh.txn.unreplicated
+	fresh.txn.Unlock()
+	l.resetTxnStateLocked(ended)
 	l.recoveryPoint, l.checkpointedLogStart = fresh.recoveryPoint, fresh.checkpointedLogStart
 	l.producersDirty, l.lastFlush = fresh.producersDirty, fresh.lastFlush
 	l.pendingRoll.Store(nil)
@@ -333,13 +357,20 @@ func (l *Log) AppendAsLeader(batches []byte, leaderEpoch int32) (AppendResult, e
 	return l.append(batches, true, leaderEpoch)
 }
 
+// AppendAsLeaderWith is AppendAsLeaderDeferSync for an append qualified by o: a
+// coordinator's records (epochs checked, not sequences) or a transaction marker of a given
+// transaction version.
+func (l *Log) AppendAsLeaderWith(batches []byte, leaderEpoch int32, o LeaderAppend) (AppendResult, SyncWait, error) {
+	return l.appendNoWait(batches, true, leaderEpoch, o)
+}
+
 // AppendAsLeaderDeferSync is AppendAsLeader without the wait for durability: the batches are
 // in the log (readable, below the log end) when it returns, and the caller calls Wait on the
 // returned SyncWait before acknowledging them. A producer with several partitions or several
 // requests in flight appends them all and then waits once, so their fsyncs overlap and share
 // group commits instead of running one after another.
 func (l *Log) AppendAsLeaderDeferSync(batches []byte, leaderEpoch int32) (AppendResult, SyncWait, error) {
-	return l.appendNoWait(batches, true, leaderEpoch)
+	return l.appendNoWait(batches, true, leaderEpoch, LeaderAppend{})
 }
 
 // AppendAsFollower appends batches replicated from the leader, keeping their offsets and
@@ -350,7 +381,7 @@ func (l *Log) AppendAsFollower(batches []byte) (AppendResult, error) {
 }
 
 func (l *Log) append(data []byte, leader bool, leaderEpoch int32) (AppendResult, error) {
-	res, sync, err := l.appendNoWait(data, leader, leaderEpoch)
+	res, sync, err := l.appendNoWait(data, leader, leaderEpoch, LeaderAppend{})
 	if err != nil {
 		return res, err
 	}
@@ -375,7 +406,7 @@ func (s SyncWait) Wait() error {
 	return s.l.syncTo(s.target, s.gen, s.incarnation)
 }
 
-func (l *Log) appendNoWait(data []byte, leader bool, leaderEpoch int32) (AppendResult, SyncWait, error) {
+func (l *Log) appendNoWait(data []byte, leader bool, leaderEpoch int32, o LeaderAppend) (AppendResult, SyncWait, error) {
 	var headerBuf [2]batch.Header
 	headers, err := validateBatches(data, leader, headerBuf[:0])
 	if err != nil {
@@ -386,7 +417,7 @@ func (l *Log) appendNoWait(data []byte, leader bool, leaderEpoch int32) (AppendR
 		l.groupCommitEnter()
 	}
 	l.appendMu.Lock()
-	res, syncTarget, err := l.appendLocked(data, headers, leader, leaderEpoch)
+	res, syncTarget, err := l.appendLocked(data, headers, leader, leaderEpoch, o)
 	if err == nil && !res.Duplicate {
 		l.dropBehindLocked()
 	}
@@ -404,7 +435,7 @@ func (l *Log) appendNoWait(data []byte, leader bool, leaderEpoch int32) (AppendR
 // appendLocked does the append; syncTarget >= 0 asks the caller to wait for an fsync covering
 // offsets below it (after releasing appendMu so that appenders share fsyncs).
 // REQUIRES: appendMu held.
-func (l *Log) appendLocked(data []byte, headers []batch.Header, leader bool, leaderEpoch int32) (res AppendResult, syncTarget int64, err error) {
+func (l *Log) appendLocked(data []byte, headers []batch.Header, leader bool, leaderEpoch int32, o LeaderAppend) (res AppendResult, syncTarget int64, err error) {
 	syncTarget = -1
 	if err := l.usableLocked(); err != nil {
 		return res, -1, err
@@ -441,10 +472,26 @@ func (l *Log) appendLocked(data []byte, headers []batch.Header, leader bool, lea
 
 	// Producer state: leaders validate, followers and recovery only record.
 	var updates map[int64]*producerEntry
+	var ended []completedTxn
+	batchPos := int64(0)
 	for i := range headers {
 		h := &headers[i]
+		pos := batchPos
+		batchPos += h.Size()
 		if !h.HasProducerID() {
 			continue
+		}
+		var marker *endTxnMarker
+		if h.IsControl() {
+			m, ok, err := parseEndTxnMarker(h, data[pos:])
+			if err != nil && leader {
+				return res, -1, fmt.Errorf("%w: control batch %d of producer %d", err, i, h.ProducerID)
+			}
+			// A follower keeps what its leader wrote; a control batch it cannot read ends
+			// nothing here (ok is false).
+			if ok {
+				marker = &m
+			}
 		}
 		if updates == nil {
 			updates = make(map[int64]*producerEntry, 1)
@@ -452,7 +499,9 @@ func (l *Log) appendLocked(data []byte, headers []batch.Header, leader bool, lea
 		e, seen := updates[h.ProducerID]
 		if !seen {
 			if cur := l.producers.producers[h.ProducerID]; cur != nil {
-				if leader {
+				// Only a client's retry is a duplicate, as in Kafka: a coordinator's batches
+				// (transactional offset commits) carry no sequence.
+				if leader && !o.Coordinator && !h.IsControl() {
 					if dup, ok := cur.findDuplicate(h); ok {
 						// As Kafka: the retry is answered with the original batch's offsets.
 						return AppendResult{
@@ -466,14 +515,19 @@ func (l *Log) appendLocked(data []byte, headers []batch.Header, leader bool, lea
 			}
 		}
 		if leader {
-			if err := checkProducerBatch(e, h); err != nil {
+			if err := checkProducerBatch(e, h, marker, o); err != nil {
 				return res, -1, fmt.Errorf("%w: producer %d epoch %d sequence %d", err, h.ProducerID, h.ProducerEpoch, h.BaseSequence)
+			}
+			if err := l.checkVerificationLocked(e, h, o.VerificationGuard); err != nil {
+				return res, -1, err
 			}
 		}
 		if e == nil {
 			e = &producerEntry{Epoch: h.ProducerEpoch, CoordinatorEpoch: -1, CurrentTxnFirstOffset: -1}
 		}
-		e.update(h)
+		if first := e.update(h, marker); first >= 0 {
+			ended = append(ended, completedTxn{producerID: h.ProducerID, first: first, last: h.BaseOffset, aborted: !marker.commit})
+		}
 		updates[h.ProducerID] = e
 	}
 
@@ -517,14 +571,37 @@ func (l *Log) appendLocked(data []byte, headers []batch.Header, leader bool, lea
 	}
 	seg.size = pos
 	seg.lastModified = l.now()
+	for id, e := range updates {
+		l.producers.set(id, e)
+		l.producersDirty = true
+	}
+	// Aborted transactions go to the index of the segment holding their marker, each with
+	// the last stable offset right after it (Kafka's lastStableOffset(completedTxn)).
+	for _, t := range ended {
+		if !t.aborted {
+			continue
+		}
+		lso := t.last + 1
+		if first := l.producers.firstOngoing(); first >= 0 && first < lso {
+			lso = first
+		}
+		if err := seg.appendTxnLocked(l.fs, l.dir, AbortedTxn{ProducerID: t.producerID, FirstOffset: t.first, LastOffset: t.last, LastStableOffset: lso}); err != nil {
+			l.mu.Unlock()
+			return res, -1, l.fail(err)
+		}
+	}
 	l.mu.logEnd = last.NextOffset()
 	logEnd = l.mu.logEnd
 	logStart = l.mu.logStart
 	l.mu.Unlock()
-
-	for id, e := range updates {
-		l.producers.producers[id] = e
-		l.producersDirty = true
+	if updates != nil {
+		l.noteTxnsLocked(ended)
+		for i := range headers {
+			if h := &headers[i]; h.IsTransactional() {
+				// The transaction started (or a marker ended it): the guard is spent.
+				delete(l.verifying, h.ProducerID)
+			}
+		}
 	}
 	if epochChanged {
 		if err := l.writeEpochCheckpointLocked(); err != nil {

@@ -313,7 +313,7 @@ func TestCheckProducerBatch(t *testing.T) {
 		{"new epoch not from 0", entry(2, 9), hdr(3, 10, 0), ErrOutOfOrderSequence},
 		{"same epoch, no batches yet", entry(2, -1), hdr(2, 0, 0), nil},
 	} {
-		if err := checkProducerBatch(tc.e, tc.h); !errors.Is(err, tc.want) || (tc.want == nil && err != nil) {
+		if err := checkProducerBatch(tc.e, tc.h, nil, LeaderAppend{}); !errors.Is(err, tc.want) || (tc.want == nil && err != nil) {
 			t.Errorf("%s: got %v, want %v", tc.name, err, tc.want)
 		}
 	}

@@ -20,8 +20,9 @@ type batchMetadata struct {
 	Timestamp               int64 // batch max timestamp
 }
 
-// producerEntry is the state of one producer ID (Kafka's ProducerStateEntry). Transactions will
-// use CoordinatorEpoch and CurrentTxnFirstOffset; they are persisted already.
+// producerEntry is the state of one producer ID (Kafka's ProducerStateEntry): its epoch, its
+// last batches, the coordinator epoch of its last transaction marker and the first offset of
+// its open transaction.
 type producerEntry struct {
 	Epoch                 int16
 	Batches               []batchMetadata // oldest first; len <= producerBatchesRetained
@@ -58,17 +59,24 @@ func (e *producerEntry) findDuplicate(h *batch.Header) (batchMetadata, bool) {
 }
 
 // update records an appended batch without validation (replication, recovery, or after
-// checkProducerBatch accepted it).
-func (e *producerEntry) update(h *batch.Header) {
+// checkProducerBatch accepted it). marker is the decoded end-transaction marker of a control
+// batch (nil for data batches and for other control batches). For a marker it returns the
+// first offset of the transaction it ends (-1: none was open), as Kafka's appendEndTxnMarker
+// emits a CompletedTxn only for a transaction with data.
+func (e *producerEntry) update(h *batch.Header, marker *endTxnMarker) (endedTxnFirst int64) {
 	if h.ProducerEpoch != e.Epoch {
 		e.Epoch = h.ProducerEpoch
 		e.Batches = e.Batches[:0]
 	}
 	e.LastTimestamp = h.MaxTimestamp
 	if h.IsControl() {
-		// A transaction marker ends the producer's transaction and carries no sequence.
+		if marker == nil {
+			return -1 // not a transaction marker: it ends nothing
+		}
+		first := e.CurrentTxnFirstOffset
 		e.CurrentTxnFirstOffset = -1
-		return
+		e.CoordinatorEpoch = marker.coordinatorEpoch
+		return first
 	}
 	if h.IsTransactional() && e.CurrentTxnFirstOffset < 0 {
 		e.CurrentTxnFirstOffset = h.BaseOffset
@@ -81,6 +89,7 @@ func (e *producerEntry) update(h *batch.Header) {
 		FirstSeq: h.BaseSequence, LastSeq: h.LastSequence(),
 		FirstOffset: h.BaseOffset, LastOffset: h.LastOffset(), Timestamp: h.MaxTimestamp,
 	})
+	return -1
 }
 
 // inSequence is Kafka's ProducerAppendInfo.inSequence: next follows last, wrapping at MaxInt32.
@@ -89,12 +98,27 @@ func inSequence(last, next int32) bool {
 }
 
 // checkProducerBatch validates a leader append of h against the producer's current entry e
-// (nil when the producer is unknown), following Kafka's ProducerAppendInfo.checkProducerEpoch
-// and checkSequence (with KIP-360: an unknown producer may start at any sequence).
-func checkProducerBatch(e *producerEntry, h *batch.Header) error {
+// (nil when the producer is unknown), following Kafka's ProducerAppendInfo: the epoch check
+// (checkProducerEpoch), the sequence check for clients only (checkSequence, with KIP-360: an
+// unknown producer may start at any sequence), INVALID_TXN_STATE for a non-transactional
+// batch while the producer's transaction is open, and for a marker the transaction-version
+// epoch rule and the coordinator epoch (TRANSACTION_COORDINATOR_FENCED).
+func checkProducerBatch(e *producerEntry, h *batch.Header, marker *endTxnMarker, o LeaderAppend) error {
 	if h.IsControl() {
-		if e != nil && h.ProducerEpoch < e.Epoch {
+		if e == nil || marker == nil {
+			return nil
+		}
+		if o.TransactionVersion >= 2 {
+			// TV2: the coordinator bumps the epoch before writing the marker, so a marker at
+			// the current epoch is late, except a retry of one already written (KAFKA-19999).
+			if h.ProducerEpoch < e.Epoch || h.ProducerEpoch == e.Epoch && e.CurrentTxnFirstOffset >= 0 {
+				return ErrInvalidProducerEpoch
+			}
+		} else if h.ProducerEpoch < e.Epoch {
 			return ErrInvalidProducerEpoch
+		}
+		if e.CoordinatorEpoch > marker.coordinatorEpoch {
+			return ErrTransactionCoordinatorFenced
 		}
 		return nil
 	}
@@ -104,15 +128,18 @@ func checkProducerBatch(e *producerEntry, h *batch.Header) error {
 	if h.ProducerEpoch < e.Epoch {
 		return ErrInvalidProducerEpoch
 	}
-	if h.ProducerEpoch != e.Epoch {
-		// A bumped epoch must restart the sequence at 0 (the producer is known: e != nil).
-		if h.BaseSequence != 0 {
+	if !o.Coordinator {
+		if h.ProducerEpoch != e.Epoch {
+			// A bumped epoch must restart the sequence at 0 (the producer is known: e != nil).
+			if h.BaseSequence != 0 {
+				return ErrOutOfOrderSequence
+			}
+		} else if !inSequence(e.lastSeq(), h.BaseSequence) {
 			return ErrOutOfOrderSequence
 		}
-		return nil
 	}
-	if !inSequence(e.lastSeq(), h.BaseSequence) {
-		return ErrOutOfOrderSequence
+	if e.CurrentTxnFirstOffset >= 0 && !h.IsTransactional() {
+		return ErrInvalidTxnState
 	}
 	return nil
 }
@@ -120,10 +147,36 @@ func checkProducerBatch(e *producerEntry, h *batch.Header) error {
 // producerState is the producer-ID map of a log. Guarded by Log.appendMu.
 type producerState struct {
 	producers map[int64]*producerEntry
+	// ongoing maps each producer with an open transaction to its first offset.
+	// Invariant: ongoing[id] == producers[id].CurrentTxnFirstOffset for exactly the producers
+	// whose CurrentTxnFirstOffset >= 0 (kept by set).
+	ongoing map[int64]int64
 }
 
 func newProducerState() *producerState {
-	return &producerState{producers: make(map[int64]*producerEntry)}
+	return &producerState{producers: make(map[int64]*producerEntry), ongoing: make(map[int64]int64)}
+}
+
+// set installs e as id's entry and keeps ongoing in step.
+func (p *producerState) set(id int64, e *producerEntry) {
+	p.producers[id] = e
+	if e.CurrentTxnFirstOffset >= 0 {
+		p.ongoing[id] = e.CurrentTxnFirstOffset
+	} else {
+		delete(p.ongoing, id)
+	}
+}
+
+// firstOngoing is the smallest first offset of an open transaction, -1 if none is open.
+// Open transactions are few (one per transactional producer writing to the partition).
+func (p *producerState) firstOngoing() int64 {
+	first := int64(-1)
+	for _, off := range p.ongoing {
+		if first < 0 || off < first {
+			first = off
+		}
+	}
+	return first
 }
 
 // expire drops producers idle since before cutoff (ms) with no open transaction, as Kafka's
@@ -139,16 +192,19 @@ func (p *producerState) expire(cutoff int64) int {
 	return n
 }
 
-func (p *producerState) replay(h *batch.Header) {
+// replay records a batch read back from the log (recovery, truncation) and returns what
+// update returns.
+func (p *producerState) replay(h *batch.Header, marker *endTxnMarker) (endedTxnFirst int64) {
 	if !h.HasProducerID() {
-		return
+		return -1
 	}
 	e := p.producers[h.ProducerID]
 	if e == nil {
 		e = &producerEntry{Epoch: h.ProducerEpoch, CoordinatorEpoch: -1, CurrentTxnFirstOffset: -1}
-		p.producers[h.ProducerID] = e
 	}
-	e.update(h)
+	first := e.update(h, marker)
+	p.set(h.ProducerID, e)
+	return first
 }
 
 // Snapshot file format (sluice's own; Kafka's <offset>.snapshot files are not read and are
@@ -237,10 +293,10 @@ func decodeSnapshot(b []byte) (offset int64, p *producerState, err error) {
 			})
 			rest = rest[snapshotBatchSize:]
 		}
-		if id < 0 || p.producers[id] != nil {
+		if id < 0 || p.producers[id] != nil || e.CurrentTxnFirstOffset < -1 || e.CurrentTxnFirstOffset >= offset {
 			return 0, nil, errBadSnapshot
 		}
-		p.producers[id] = e
+		p.set(id, e)
 	}
 	if len(rest) != 0 {
 		return 0, nil, errBadSnapshot

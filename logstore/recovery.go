@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -35,6 +37,7 @@ func (l *Log) load() error {
 	var bases, snapshots []int64
 	hasLog := map[int64]bool{}
 	indexFiles := map[int64]int{} // base → number of index files present (2 = both)
+	hasTxnIndex := map[int64]bool{}
 	for _, name := range names {
 		if b, ok := parseOffsetName(name, logSuffix); ok {
 			bases = append(bases, b)
@@ -45,6 +48,9 @@ func (l *Log) load() error {
 		}
 		if b, ok := parseOffsetName(name, timeIndexSuffix); ok {
 			indexFiles[b]++
+		}
+		if b, ok := parseOffsetName(name, txnIndexSuffix); ok {
+			hasTxnIndex[b] = true
 		}
 	}
 	for _, name := range names {
@@ -60,7 +66,7 @@ func (l *Log) load() error {
 			if b, ok := parseOffsetName(name, snapshotSuffix); ok {
 				snapshots = append(snapshots, b)
 			}
-		case strings.HasSuffix(name, indexSuffix), strings.HasSuffix(name, timeIndexSuffix):
+		case strings.HasSuffix(name, indexSuffix), strings.HasSuffix(name, timeIndexSuffix), strings.HasSuffix(name, txnIndexSuffix):
 			b, ok := parseOffsetName(name, filepath.Ext(name))
 			if ok && !hasLog[b] {
 				if err := l.fs.Remove(path); err != nil && !isNotExist(err) {
@@ -103,7 +109,8 @@ func (l *Log) load() error {
 			return err
 		}
 	}
-	lostTail := false // recovery cut bytes off some segment
+	lostTail := false         // recovery cut bytes off some segment
+	var rebuildTxn []*segment // segments whose .txnindex is rebuilt from their markers
 	for i, base := range bases {
 		seg, err := openSegmentFiles(l.fs, l.dir, base, false, &l.mu.cfg)
 		if err != nil {
@@ -119,6 +126,14 @@ func (l *Log) load() error {
 		if indexFiles[base] < 2 {
 			rp = 0 // a missing index: rebuild it by recovering the segment, as Kafka does
 		}
+		if hasTxnIndex[base] {
+			if err := seg.loadTxnIndex(l.fs, l.dir); errors.Is(err, ErrCorruptTxnIndex) {
+				l.logger.Warn("logstore: damaged transaction index; recovering its segment to rebuild it", "file", fileName(l.dir, base, txnIndexSuffix))
+				rp = 0
+			} else if err != nil {
+				return err
+			}
+		}
 		// A segment wholly below the recovery point was flushed: its batches were durable,
 		// so damage found in it is damage to the disk's contents, not a lost unsynced tail.
 		// It costs the damaged segment its invalid bytes and nothing else.
@@ -128,6 +143,20 @@ func (l *Log) load() error {
 			return fmt.Errorf("segment %d: %w", base, err)
 		}
 		lostTail = lostTail || truncated
+		if recovered {
+			// Its aborted transactions are re-read from its markers by the producer-state
+			// replay (rebuildProducerStateLocked).
+			if err := seg.resetTxnLocked(); err != nil {
+				return err
+			}
+			rebuildTxn = append(rebuildTxn, seg)
+		} else if n := len(seg.txn.entries); n > 0 && seg.txn.entries[n-1].LastOffset >= seg.nextOffset {
+			// Entries past a trusted segment's end cannot be right: rebuild.
+			if err := seg.resetTxnLocked(); err != nil {
+				return err
+			}
+			rebuildTxn = append(rebuildTxn, seg)
+		}
 		if flushed {
 			continue
 		}
@@ -216,7 +245,9 @@ func (l *Log) load() error {
 			return err
 		}
 	}
-	return l.rebuildProducerStateLocked(snapshots)
+	// Segments removed above no longer need their index rebuilt.
+	rebuildTxn = slices.DeleteFunc(rebuildTxn, func(s *segment) bool { return !slices.Contains(segs, s) })
+	return l.rebuildProducerStateLocked(snapshots, rebuildTxn)
 }
 
 // loadSegment loads a segment's indexes and finds its end. A segment wholly below the recovery
@@ -486,26 +517,38 @@ func (s *scanner) window(pos, n int64) ([]byte, error) {
 }
 
 // rebuildProducerStateLocked loads the newest valid snapshot at or below the log end and
-// replays the batches after it (Kafka's ProducerStateManager.truncateAndReload).
+// replays the batches after it (Kafka's ProducerStateManager.truncateAndReload). rebuildTxn
+// are segments (ascending) whose .txnindex was emptied by recovery: the replay then starts at
+// a snapshot at or below the first of them (or at the log start) and re-adds their aborted
+// transactions as it passes their ABORT markers, as Kafka's LogSegment.recover does.
 // REQUIRES: appendMu held or called from load.
-func (l *Log) rebuildProducerStateLocked(snapshots []int64) error {
+func (l *Log) rebuildProducerStateLocked(snapshots []int64, rebuildTxn []*segment) error {
 	l.mu.RLock()
 	logEnd, segs := l.mu.logEnd, l.mu.segments
 	l.mu.RUnlock()
 	l.producers = newProducerState()
 	l.producersDirty = true
+	var ended []txnSpan // transactions the replay saw end
+	defer func() { l.resetTxnStateLocked(ended) }()
 	from := segs[0].baseOffset
+	need := int64(math.MaxInt64) // the replay must start at or below it
+	rebuild := map[*segment]bool{}
+	for _, seg := range rebuildTxn {
+		need = min(need, seg.baseOffset)
+		rebuild[seg] = true
+	}
 	var kept []int64
+	loaded := false
 	for i := len(snapshots) - 1; i >= 0; i-- {
 		off := snapshots[i]
 		path := fileName(l.dir, off, snapshotSuffix)
-		if off > logEnd || len(kept) > 0 && len(kept) >= 2 {
+		if off > logEnd || len(kept) >= 2 {
 			if err := l.fs.Remove(path); err != nil && !isNotExist(err) {
 				return err
 			}
 			continue
 		}
-		if len(kept) == 0 {
+		if !loaded && off <= need {
 			data, err := readFile(l.fs, path)
 			if err != nil {
 				return err
@@ -520,6 +563,7 @@ func (l *Log) rebuildProducerStateLocked(snapshots []int64) error {
 			}
 			l.producers = p
 			from = max(off, from)
+			loaded = true
 		}
 		kept = append([]int64{off}, kept...)
 	}
@@ -528,21 +572,69 @@ func (l *Log) rebuildProducerStateLocked(snapshots []int64) error {
 		l.producersDirty = len(kept) == 0 || kept[len(kept)-1] != logEnd
 		return nil
 	}
-	l.mu.RLock()
-	defer l.mu.RUnlock()
-	for i := l.segmentIndexFor(from); i < len(segs); i++ {
-		seg := segs[i]
-		seg.ensureIndexes()
-		_, pos := seg.index.lookup(from)
-		for pos < seg.size {
-			h, err := readHeaderAt(seg.log, pos, seg.size, l.hdrBuf)
-			if err != nil {
+	type pendingTxn struct {
+		seg *segment
+		txn AbortedTxn
+	}
+	var pending []pendingTxn
+	err := func() error {
+		l.mu.RLock()
+		defer l.mu.RUnlock()
+		var body []byte
+		for i := l.segmentIndexFor(from); i < len(segs); i++ {
+			seg := segs[i]
+			seg.ensureIndexes()
+			_, pos := seg.index.lookup(from)
+			for pos < seg.size {
+				h, err := readHeaderAt(seg.log, pos, seg.size, l.hdrBuf)
+				if err != nil {
+					return err
+				}
+				if h.BaseOffset >= from {
+					var marker *endTxnMarker
+					if h.IsControl() && h.HasProducerID() && h.Size() <= 1<<16 {
+						body = append(body[:0], make([]byte, h.Size())...)
+						if _, err := seg.log.ReadAt(body, pos); err != nil {
+							return err
+						}
+						if m, ok, err := parseEndTxnMarker(&h, body); err == nil && ok {
+							marker = &m
+						}
+					}
+					first := l.producers.replay(&h, marker)
+					if first >= 0 {
+						ended = append(ended, txnSpan{first: first, last: h.BaseOffset})
+					}
+					if first >= 0 && !marker.commit && rebuild[seg] {
+						lso := h.BaseOffset + 1
+						if f := l.producers.firstOngoing(); f >= 0 && f < lso {
+							lso = f
+						}
+						pending = append(pending, pendingTxn{seg, AbortedTxn{ProducerID: h.ProducerID, FirstOffset: first, LastOffset: h.BaseOffset, LastStableOffset: lso}})
+					}
+				}
+				pos += h.Size()
+			}
+		}
+		return nil
+	}()
+	if err != nil {
+		return err
+	}
+	if len(pending) > 0 {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		for _, p := range pending {
+			if err := p.seg.appendTxnLocked(l.fs, l.dir, p.txn); err != nil {
 				return err
 			}
-			if h.BaseOffset >= from {
-				l.producers.replay(&h)
+		}
+		for seg := range rebuild {
+			if seg.txn.file != nil {
+				if err := seg.txn.file.Sync(); err != nil {
+					return err
+				}
 			}
-			pos += h.Size()
 		}
 	}
 	return nil

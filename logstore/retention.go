@@ -227,6 +227,12 @@ func (l *Log) truncateToLocked(offset int64) error {
 	if _, err := l.reindexSegment(seg, pos, false); err != nil {
 		return err
 	}
+	l.mu.Lock()
+	err = seg.truncateTxnLocked(seg.nextOffset)
+	l.mu.Unlock()
+	if err != nil {
+		return err
+	}
 	if err := seg.syncAll(); err != nil {
 		return err
 	}
@@ -254,7 +260,7 @@ func (l *Log) truncateToLocked(offset int64) error {
 		}
 		keep = append(keep, s)
 	}
-	return l.rebuildProducerStateLocked(keep)
+	return l.rebuildProducerStateLocked(keep, nil)
 }
 
 // TruncateFullyAndStartAt deletes every segment and restarts the log empty at offset (a

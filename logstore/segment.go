@@ -53,6 +53,8 @@ type segment struct {
 	log        File
 	index      *offsetIndex
 	timeIndex  *timeIndex
+	// txn is the segment's aborted transaction index (txnindex.go).
+	txn txnIndex
 
 	// size is the published end position of the log file.
 	size int64
@@ -190,8 +192,13 @@ func (s *segment) indexBatchLocked(h *batch.Header, pos int64, indexInterval int
 	return nil
 }
 
-// files returns the segment's files.
-func (s *segment) files() []File { return []File{s.log, s.indexFile(), s.timeIndexFile()} }
+// files returns the segment's files (the .txnindex once it exists).
+func (s *segment) files() []File {
+	if s.txn.file != nil {
+		return []File{s.log, s.indexFile(), s.timeIndexFile(), s.txn.file}
+	}
+	return []File{s.log, s.indexFile(), s.timeIndexFile()}
+}
 
 // syncAll writes pending index entries and fsyncs the segment's three files.
 // REQUIRES: Log.appendMu held.
@@ -237,13 +244,13 @@ func (s *segment) removeFiles(fs FS, dir string) error {
 			s.logHeld = true
 		}
 	}
-	for _, f := range []File{s.log, s.indexFile(), s.timeIndexFile()} {
+	for _, f := range s.files() {
 		if cf, ok := f.(*cachedFile); ok {
 			cf.markRemoved()
 		}
 	}
 	var first error
-	for _, suffix := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+	for _, suffix := range []string{logSuffix, indexSuffix, timeIndexSuffix, txnIndexSuffix} {
 		if err := fs.Remove(fileName(dir, s.baseOffset, suffix)); err != nil && !errors.Is(err, os.ErrNotExist) && first == nil {
 			first = err
 		}

@@ -216,7 +216,19 @@ func TestDataDriven(t *testing.T) {
 				}
 				origin := map[string]Origin{"client": OriginClient, "coordinator": OriginCoordinator, "replication": OriginReplication}[arg("origin", "client")]
 				minISR := int32(num("min-isr", 1))
-				info, err := h.replica.AppendAsLeader(origin, testBatch(int(num("records", 1))), AppendOptions{
+				records := testBatch(int(num("records", 1)))
+				switch {
+				case arg("marker", "") != "":
+					// marker=commit|abort pid=N: a transaction marker of producer N.
+					records = logstore.MarkerBatch(num("pid", 1), 0, 0, arg("marker", "") == "commit", 1)
+					origin = OriginCoordinator
+				case num("txn-pid", -1) >= 0:
+					// txn-pid=N seq=S: a transactional batch of producer N.
+					recs := make([]batch.Record, num("records", 1))
+					records = batch.Build(batch.Header{Attributes: batch.AttrTransactional, BaseTimestamp: 1, MaxTimestamp: 1,
+						ProducerID: num("txn-pid", -1), BaseSequence: int32(num("seq", 0))}, recs)
+				}
+				info, err := h.replica.AppendAsLeader(origin, records, AppendOptions{
 					RequiredAcks: acks, MinInsync: minISR, LeaderEpoch: int32(num("epoch", -1)),
 				})
 				if err != nil {

@@ -77,8 +77,9 @@ var errWrongOrigin = errors.New("replica: append origin not allowed here")
 type Snapshot struct {
 	LogStart      int64
 	HighWatermark int64
-	// LastStable is the first offset of an open transaction, or the HW when none is open
-	// (always, until transactions exist).
+	// LastStable is the last stable offset: the HW, or the first offset of a transaction
+	// that is open or whose marker is not yet below the HW, if smaller (never below the
+	// log start). read_committed consumers see nothing at or past it.
 	LastStable  int64
 	LogEnd      int64
 	LeaderEpoch int32
@@ -217,8 +218,9 @@ func (r *Replica) publishLocked() bool {
 	logStart, logEnd := r.log.LogStartOffset(), r.log.LogEndOffset()
 	hw := min(max(r.mu.highWatermark, logStart), logEnd)
 	r.mu.highWatermark = hw
+	lastStable := max(r.log.LastStableOffset(hw), logStart)
 	s := Snapshot{
-		LogStart: logStart, HighWatermark: hw, LastStable: hw, LogEnd: logEnd,
+		LogStart: logStart, HighWatermark: hw, LastStable: lastStable, LogEnd: logEnd,
 		LeaderEpoch: r.mu.leaderEpoch, Leader: r.mu.role == RoleLeader,
 	}
 	p := &r.pub
@@ -352,6 +354,10 @@ type AppendOptions struct {
 	// LeaderEpoch, when >= 0, is the epoch the caller believes current: any other is
 	// FENCED_LEADER_EPOCH (older) or UNKNOWN_LEADER_EPOCH (newer).
 	LeaderEpoch int32
+	// TransactionVersion of a transaction marker's append (WriteTxnMarkers).
+	TransactionVersion int8
+	// VerificationGuard of a verified transactional produce (logstore.LeaderAppend).
+	VerificationGuard uint64
 }
 
 // AppendInfo is the outcome of a successful append as leader.
@@ -391,7 +397,10 @@ func (r *Replica) AppendAsLeader(origin Origin, batches []byte, o AppendOptions)
 		r.mu.Unlock()
 		return AppendInfo{}, kerr.NotEnoughReplicas
 	}
-	res, sync, err := r.log.AppendAsLeaderDeferSync(batches, r.mu.leaderEpoch)
+	res, sync, err := r.log.AppendAsLeaderWith(batches, r.mu.leaderEpoch, logstore.LeaderAppend{
+		Coordinator: origin == OriginCoordinator, TransactionVersion: o.TransactionVersion,
+		VerificationGuard: o.VerificationGuard,
+	})
 	if err != nil {
 		r.mu.Unlock()
 		return AppendInfo{}, err

@@ -2,10 +2,12 @@ package batch
 
 import "encoding/binary"
 
-// RecordInfo is what the log needs of one record: its offset and timestamp deltas.
+// RecordInfo is one record's framing: its offset and timestamp deltas, and its key and value
+// (sub-slices of the batch; nil for a null key or value, non-nil for an empty one).
 type RecordInfo struct {
 	OffsetDelta    int32
 	TimestampDelta int64
+	Key, Value     []byte
 }
 
 // ForEachRecord walks the records of an uncompressed batch b (a whole batch, header included),
@@ -78,10 +80,10 @@ func parseRecord(rec []byte) (RecordInfo, bool) {
 	rec = rec[n:]
 	info.TimestampDelta, info.OffsetDelta = ts, int32(od)
 	var ok bool
-	if rec, ok = skipVarBytes(rec); !ok { // key
+	if info.Key, rec, ok = readVarBytes(rec); !ok {
 		return info, false
 	}
-	if rec, ok = skipVarBytes(rec); !ok { // value
+	if info.Value, rec, ok = readVarBytes(rec); !ok {
 		return info, false
 	}
 	headers, n := binary.Varint(rec)
@@ -98,6 +100,18 @@ func parseRecord(rec []byte) (RecordInfo, bool) {
 		}
 	}
 	return info, len(rec) == 0
+}
+
+// readVarBytes splits a varint-length-prefixed byte string (-1 = null, returned as nil) off b.
+func readVarBytes(b []byte) (v, rest []byte, ok bool) {
+	l, n := binary.Varint(b)
+	if n <= 0 || l < -1 || l > int64(len(b)-n) {
+		return nil, nil, false
+	}
+	if l < 0 {
+		return nil, b[n:], true
+	}
+	return b[n : n+int(l) : n+int(l)], b[n+int(l):], true
 }
 
 func skipVarBytes(b []byte) ([]byte, bool) {

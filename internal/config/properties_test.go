@@ -159,8 +159,7 @@ func TestLoadKafkaServerProperties(t *testing.T) {
 	}
 	wantWarn := []string{"num.io.threads", "num.network.threads",
 		"share.coordinator.state.topic.min.isr", "share.coordinator.state.topic.replication.factor",
-		"socket.receive.buffer.bytes", "socket.send.buffer.bytes",
-		"transaction.state.log.min.isr", "transaction.state.log.replication.factor"}
+		"socket.receive.buffer.bytes", "socket.send.buffer.bytes"}
 	var gotWarn []string
 	for _, w := range b.Warnings {
 		gotWarn = append(gotWarn, strings.Fields(w)[0])

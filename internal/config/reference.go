@@ -60,16 +60,19 @@ func WriteReference(w io.Writer) error {
 // refusedValuesNote says, for honoured keys with refused values (valueRefusals, and the
 // several-key checks of Broker.checkSupported), which values those are.
 var refusedValuesNote = map[string]string{
-	"compression.type":                      "only `producer` is accepted: the broker does not recompress yet",
-	"log.dirs":                              "one directory only: several log directories (JBOD) are not supported yet",
-	"group.consumer.assignors":              "the first (default) assignor must be `uniform`",
-	"group.coordinator.rebalance.protocols": "`share` and `streams` are refused, and `consumer` must be listed",
-	"listeners":                             "only PLAINTEXT listeners: TLS and SASL are not implemented yet",
-	"offsets.topic.replication.factor":      "capped at the number of brokers when the offsets topic is created",
-	"unclean.leader.election.enable":        "only `false`: leaders are elected from the ISR only; unclean election is not implemented yet",
-	"controller.quorum.bootstrap.servers":   "on a controller, only its own controller listener: dynamic quorums (KIP-853) are not implemented yet; use controller.quorum.voters. A broker-only node asks the servers listed for the voters at start",
-	"remote.log.storage.system.enable":      "only `false`: sluice has no tiered storage",
-	"remote.storage.enable":                 "only `false`: sluice has no tiered storage",
+	"compression.type":                          "only `producer` is accepted: the broker does not recompress yet",
+	"log.dirs":                                  "one directory only: several log directories (JBOD) are not supported yet",
+	"group.consumer.assignors":                  "the first (default) assignor must be `uniform`",
+	"group.coordinator.rebalance.protocols":     "`share` and `streams` are refused, and `consumer` must be listed",
+	"listeners":                                 "PLAINTEXT, SSL, SASL_PLAINTEXT and SASL_SSL client listeners; the controller and inter-broker listeners must be PLAINTEXT (TLS and SASL between nodes are not implemented yet)",
+	"offsets.topic.replication.factor":          "capped at the number of brokers when the offsets topic is created",
+	"transaction.state.log.replication.factor":  "capped at the number of brokers when the transaction state topic is created",
+	"transaction.state.log.min.isr":             "capped at the topic's replication factor when the transaction state topic is created",
+	"transaction.partition.verification.enable": "only `true`: transactional produce is always verified (KIP-890)",
+	"unclean.leader.election.enable":            "only `false`: leaders are elected from the ISR only; unclean election is not implemented yet",
+	"controller.quorum.bootstrap.servers":       "on a controller, only its own controller listener: dynamic quorums (KIP-853) are not implemented yet; use controller.quorum.voters. A broker-only node asks the servers listed for the voters at start",
+	"remote.log.storage.system.enable":          "only `false`: sluice has no tiered storage",
+	"remote.storage.enable":                     "only `false`: sluice has no tiered storage",
 }
 
 func defaultCell(d *Def) string {

@@ -54,7 +54,6 @@ const (
 	whyJava        = "sluice cannot load Java classes"
 	whyTiered      = "sluice has no tiered storage"
 	whyTuning      = "a Kafka tuning setting; sluice sizes this itself"
-	whyTxn         = "transactions are not served yet (transactional producers are refused at once)"
 	whyShare       = "share groups (KIP-932) are not implemented yet"
 	whyStreams     = "streams groups (KIP-1071) are not implemented yet; Kafka Streams works over the classic protocol"
 	whyQuotas      = "client and replication quotas are not implemented yet"
@@ -177,13 +176,21 @@ var brokerSupport = []supportGroup{
 	{NoEffect, "only used when the broker recompresses, which sluice does not do yet (compression.type other than producer is refused)", []string{
 		"compression.gzip.level", "compression.lz4.level", "compression.zstd.level",
 	}},
-	{NoEffect, whyTxn, []string{
-		"add.partitions.to.txn.retry.backoff.max.ms", "add.partitions.to.txn.retry.backoff.ms",
+	{Honoured, "", []string{
 		"transaction.abort.timed.out.transaction.cleanup.interval.ms", "transaction.max.timeout.ms",
 		"transaction.partition.verification.enable", "transaction.remove.expired.transaction.cleanup.interval.ms",
-		"transaction.state.log.load.buffer.size", "transaction.state.log.min.isr", "transaction.state.log.num.partitions",
+		"transaction.state.log.min.isr", "transaction.state.log.num.partitions",
 		"transaction.state.log.replication.factor", "transaction.state.log.segment.bytes",
-		"transaction.two.phase.commit.enable", "transactional.id.expiration.ms",
+		"transactional.id.expiration.ms",
+	}},
+	{NoEffect, "a partition leader answers a failed transaction verification to the producer, which retries; the leader does not retry it itself", []string{
+		"add.partitions.to.txn.retry.backoff.max.ms", "add.partitions.to.txn.retry.backoff.ms",
+	}},
+	{NoEffect, "the transaction coordinator loads __transaction_state in 1 MiB reads", []string{
+		"transaction.state.log.load.buffer.size",
+	}},
+	{NotYet, "two-phase commit with an external transaction manager (KIP-939) is not implemented yet", []string{
+		"transaction.two.phase.commit.enable",
 	}},
 	{NoEffect, whyShare, []string{
 		"group.share.assignors", "group.share.delivery.count.limit", "group.share.enable",
@@ -282,6 +289,12 @@ var topicSupport = []supportGroup{
 // their protocols, voters naming other nodes) are in Broker.checkSupported.
 var valueRefusals = map[string]func(value string) string{
 	"compression.type": refuseRecompression,
+	"transaction.partition.verification.enable": func(v string) string {
+		if b, _ := ParseBool(v); !b {
+			return "transactional produce is always verified with the transaction coordinator (KIP-890); turning verification off is not supported"
+		}
+		return ""
+	},
 	"log.dirs": func(v string) string {
 		if len(ParseList(v)) > 1 {
 			return "several log directories (JBOD) are not supported yet; give one directory"

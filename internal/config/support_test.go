@@ -74,7 +74,7 @@ var honouredByRefusal = map[string]bool{
 	"compression.type": true, "remote.log.storage.system.enable": true, "remote.storage.enable": true,
 	"controller.quorum.voters": true, "controller.quorum.bootstrap.servers": true,
 	"group.consumer.assignors": true, "group.coordinator.rebalance.protocols": true, "process.roles": true,
-	"unclean.leader.election.enable": true,
+	"unclean.leader.election.enable": true, "transaction.partition.verification.enable": true,
 }
 
 // TestHonouredKeysAreRead checks that sluice's code outside this package reads every honoured

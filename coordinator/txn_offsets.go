@@ -1,0 +1,207 @@
+package coordinator
+
+// Transactional offset commits (TxnOffsetCommit, key 28), as Kafka's
+// GroupMetadataManager / OffsetMetadataManager serve them: the offsets are
+// appended to __consumer_offsets inside the producer's transaction (a
+// transactional batch carrying its producer ID and epoch) and held per
+// producer, invisible to OffsetFetch, until the transaction coordinator's
+// marker in the same partition commits them (they become the group's
+// offsets) or aborts them (they are dropped). Replay does the same with the
+// stored transactional batches and control batches.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// txnOffsetKey names one pending transactional offset.
+type txnOffsetKey struct {
+	group     string
+	topic     string
+	partition int32
+}
+
+// TxnOffsetCommit handles TxnOffsetCommit (key 28) v0–v5. It answers once
+// the offsets are appended (committed to the log, still pending in the
+// transaction). v3+ carries the group's generation and member, checked as an
+// OffsetCommit's are (ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID,
+// FENCED_INSTANCE_ID); v0–v2 carry none and skip the check.
+func (c *Coordinator) TxnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetCommitRequest) (*kmsg.TxnOffsetCommitResponse, error) {
+	errResp := func(code int16) *kmsg.TxnOffsetCommitResponse {
+		r := txnOffsetCommitSkeleton(req)
+		for i := range r.Topics {
+			for j := range r.Topics[i].Partitions {
+				r.Topics[i].Partitions[j].ErrorCode = code
+			}
+		}
+		return r
+	}
+	if req.TransactionalID == "" || req.ProducerID < 0 {
+		return errResp(kerr.InvalidRequest.Code), nil
+	}
+	return onGroupShard(ctx, c, req.Group, errResp, func(s *shard, reply func(*kmsg.TxnOffsetCommitResponse)) {
+		s.txnOffsetCommit(req, errResp, reply)
+	})
+}
+
+func txnOffsetCommitSkeleton(req *kmsg.TxnOffsetCommitRequest) *kmsg.TxnOffsetCommitResponse {
+	r := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
+	for _, t := range req.Topics {
+		rt := kmsg.NewTxnOffsetCommitResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
+			rp.Partition = p.Partition
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		r.Topics = append(r.Topics, rt)
+	}
+	return r
+}
+
+// txnOffsetCommit validates and appends a transactional commit. REQUIRES:
+// shard event.
+func (s *shard) txnOffsetCommit(req *kmsg.TxnOffsetCommitRequest, errResp func(int16) *kmsg.TxnOffsetCommitResponse, reply func(*kmsg.TxnOffsetCommitResponse)) {
+	g := s.groups[req.Group]
+	if g == nil {
+		if req.Version >= 3 && req.Generation >= 0 {
+			reply(errResp(errIllegalGeneration))
+			return
+		}
+		g = s.newGroup(req.Group)
+	} else if req.Version >= 3 {
+		// The same rules as an OffsetCommit's, with the pre-v9 codes (a
+		// stale KIP-848 member epoch is ILLEGAL_GENERATION here).
+		oc := kmsg.NewPtrOffsetCommitRequest()
+		oc.Version, oc.Group, oc.Generation, oc.MemberID, oc.InstanceID = 8, req.Group, req.Generation, req.MemberID, req.InstanceID
+		if code := g.validateOffsetCommit(oc); code != 0 {
+			reply(errResp(code))
+			return
+		}
+	}
+	resp := txnOffsetCommitSkeleton(req)
+	now := s.now().UnixMilli()
+	type pendingOffset struct {
+		key   txnOffsetKey
+		entry *offsetEntry
+		resp  *kmsg.TxnOffsetCommitResponseTopicPartition
+	}
+	var pend []pendingOffset
+	var recs []record
+	for i := range req.Topics {
+		t := &req.Topics[i]
+		rt := &resp.Topics[i]
+		_, numPartitions, known, code := s.resolveTopic(false, t.Topic, [16]byte{})
+		for j := range t.Partitions {
+			p := &t.Partitions[j]
+			rp := &rt.Partitions[j]
+			switch {
+			case code != 0:
+				rp.ErrorCode = code
+				continue
+			case known && (p.Partition < 0 || p.Partition >= numPartitions):
+				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				continue
+			case p.Metadata != nil && len(*p.Metadata) > s.cfg.OffsetMetadataMaxBytes:
+				rp.ErrorCode = kerr.OffsetMetadataTooLarge.Code
+				continue
+			}
+			e := &offsetEntry{offset: p.Offset, leaderEpoch: p.LeaderEpoch, commitTimestamp: now, expireTimestamp: -1}
+			if p.Metadata != nil {
+				e.metadata = *p.Metadata
+			}
+			key := txnOffsetKey{req.Group, t.Topic, p.Partition}
+			pend = append(pend, pendingOffset{key, e, rp})
+			recs = append(recs, offsetRecord(req.Group, t.Topic, p.Partition, e))
+		}
+	}
+	s.writeAs(req.ProducerID, req.ProducerEpoch, recs, func(code int16) {
+		for _, po := range pend {
+			if code != 0 {
+				po.resp.ErrorCode = code
+				continue
+			}
+			s.addPendingTxnOffset(req.ProducerID, po.key, po.entry)
+		}
+		reply(resp)
+	})
+}
+
+func (s *shard) addPendingTxnOffset(producerID int64, key txnOffsetKey, e *offsetEntry) {
+	m := s.pendingTxnOffsets[producerID]
+	if m == nil {
+		m = make(map[txnOffsetKey]*offsetEntry)
+		s.pendingTxnOffsets[producerID] = m
+	}
+	m[key] = e
+}
+
+// loadPendingTxnOffset records a replayed transactional offset commit.
+func (s *shard) loadPendingTxnOffset(producerID int64, d *decodedRecord) {
+	key := txnOffsetKey{d.group, d.topic, d.partition}
+	if d.offset == nil {
+		if m := s.pendingTxnOffsets[producerID]; m != nil {
+			delete(m, key)
+		}
+		return
+	}
+	v := d.offset
+	e := &offsetEntry{offset: v.Offset, leaderEpoch: -1, metadata: v.Metadata, commitTimestamp: v.CommitTimestamp, expireTimestamp: -1}
+	if v.Version >= 3 {
+		e.leaderEpoch = v.LeaderEpoch
+	}
+	s.addPendingTxnOffset(producerID, key, e)
+}
+
+// applyTxnMarker completes producerID's pending offsets: a commit makes
+// them the groups' offsets, an abort drops them. REQUIRES: shard event (or
+// replay).
+func (s *shard) applyTxnMarker(producerID int64, commit bool) {
+	m := s.pendingTxnOffsets[producerID]
+	delete(s.pendingTxnOffsets, producerID)
+	if !commit {
+		return
+	}
+	for key, e := range m {
+		g := s.groups[key.group]
+		if g == nil {
+			g = s.newGroup(key.group)
+		}
+		g.setOffset(key.topic, key.partition, e)
+	}
+}
+
+// hasPendingTxnOffset reports whether some open transaction holds an
+// offset for the group's partition (OffsetFetch's RequireStable answers
+// UNSTABLE_OFFSET_COMMIT for it).
+func (s *shard) hasPendingTxnOffset(group, topic string, partition int32) bool {
+	key := txnOffsetKey{group, topic, partition}
+	for _, m := range s.pendingTxnOffsets {
+		if _, ok := m[key]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// CompleteTxnOffsets is called by the broker once a transaction marker is
+// committed in __consumer_offsets partition: producerID's pending
+// transactional offsets there become visible (commit) or are dropped
+// (abort). It only queues the change, so the broker may call it holding
+// partition locks; every request the shard takes after the call sees it. A
+// partition not loaded here is ignored (its replay will see the marker).
+func (c *Coordinator) CompleteTxnOffsets(partition int32, producerID int64, commit bool) {
+	c.mu.Lock()
+	s := c.mu.shards[partition]
+	c.mu.Unlock()
+	if s == nil {
+		return
+	}
+	s.submit(func() {
+		if !s.unloaded {
+			s.applyTxnMarker(producerID, commit)
+		}
+	})
+}
