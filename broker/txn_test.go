@@ -375,6 +375,7 @@ func TestReplicatedTransactionStateOnFollower(t *testing.T) {
 	c := startReplCluster(t, []int32{1, 2}, nil, nil)
 	c.publish(1, controller.PartitionInfo{Replicas: []int32{1, 2}, ISR: []int32{1, 2}, Leader: 1})
 	leader := &testBroker{Broker: c.nodes[1].broker}
+	leader.Broker.SetTxnVerifier(nil) // the partition side alone: no transaction coordinator asked
 	tid := "r"
 	if code, _ := leader.produceRaw(t, c.topic, 0, &tid, txnBatch(1, 0, 0, true, "a", "b")); code != 0 { // 0-1
 		t.Fatal(kerr.ErrorForCode(code))
@@ -408,6 +409,7 @@ func TestReplicatedTransactionStateOnFollower(t *testing.T) {
 // not fetched it, WriteTxnMarkers waits, and answers once the follower has it.
 func TestWriteTxnMarkersWaitsForTheHighWatermark(t *testing.T) {
 	tb := startTestBroker(t, nil)
+	tb.Broker.SetTxnVerifier(nil) // the partition side alone: no transaction coordinator asked
 	tb.createTopic(t, "wm", 1, nil)
 	tb.waitHosted(t, "wm")
 	tid := "w"
