@@ -41,8 +41,24 @@ func TestUnderReplicatedPartitions(t *testing.T) {
 	defer cancel()
 	adm, cl := clusterAdmin(t, c.Bootstrap()...)
 	boot := strings.Join(c.Bootstrap(), ",")
-	// Node 3 leads nothing, so pausing it leaves every partition led and its ISR shrinking.
-	if err := createWithAssignment(ctx, cl, "urp", map[int32][]int32{0: {1, 2, 3}, 1: {2, 1, 3}}); err != nil {
+	// The node to pause is a follower of the topic's first partitions and not the active
+	// controller, so pausing it leaves every partition led, the quorum serving, and its ISRs
+	// shrinking (pausing the active controller would test a controller failover instead).
+	pausedID := int32(3)
+	if c.quorumLeader(t) == pausedID {
+		pausedID = 1
+	}
+	var liveIDs []int32
+	var liveAddrs []string
+	for id := int32(1); id <= 3; id++ {
+		if id != pausedID {
+			liveIDs = append(liveIDs, id)
+			liveAddrs = append(liveAddrs, c.Nodes[id-1].Addr)
+		}
+	}
+	liveBoot := strings.Join(liveAddrs, ",")
+	a, b := liveIDs[0], liveIDs[1]
+	if err := createWithAssignment(ctx, cl, "urp", map[int32][]int32{0: {a, b, pausedID}, 1: {b, a, pausedID}}); err != nil {
 		t.Fatal(err)
 	}
 	minISR := "3"
@@ -101,7 +117,7 @@ func TestUnderReplicatedPartitions(t *testing.T) {
 		return nil
 	})
 
-	paused := c.Nodes[2]
+	paused := c.Nodes[pausedID-1]
 	if err := paused.Pause(); err != nil {
 		t.Fatal(err)
 	}
@@ -113,12 +129,12 @@ func TestUnderReplicatedPartitions(t *testing.T) {
 	}
 	all := []string{"0", "1", "2", "3"}
 	waitFor(t, clusterDeadline, "every partition under-replicated", func() error {
-		if got := urpPartitions(t, boot, "urp", "--under-replicated-partitions"); !slices.Equal(got, all) {
+		if got := urpPartitions(t, liveBoot, "urp", "--under-replicated-partitions"); !slices.Equal(got, all) {
 			return fmt.Errorf("listed %v", got)
 		}
 		return nil
 	})
-	if got := urpPartitions(t, boot, "urp", "--under-min-isr-partitions"); !slices.Equal(got, all) {
+	if got := urpPartitions(t, liveBoot, "urp", "--under-min-isr-partitions"); !slices.Equal(got, all) {
 		t.Fatalf("--under-min-isr-partitions lists %v with an ISR of 2 under min.insync.replicas=3, want %v", got, all)
 	}
 
