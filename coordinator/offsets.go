@@ -142,15 +142,8 @@ func (s *shard) offsetCommit(req *kmsg.OffsetCommitRequest, reply func(*kmsg.Off
 		for j := range t.Partitions {
 			p := &t.Partitions[j]
 			rp := &rt.Partitions[j]
-			switch {
-			case code != 0:
-				rp.ErrorCode = code
-				continue
-			case known && (p.Partition < 0 || p.Partition >= numPartitions):
-				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
-				continue
-			case p.Metadata != nil && len(*p.Metadata) > s.cfg.OffsetMetadataMaxBytes:
-				rp.ErrorCode = kerr.OffsetMetadataTooLarge.Code
+			if ec := s.commitPartitionError(code, known, numPartitions, p.Partition, p.Metadata); ec != 0 {
+				rp.ErrorCode = ec
 				continue
 			}
 			e := &offsetEntry{
@@ -642,4 +635,19 @@ func (s *shard) expireOffsets() {
 		})
 		s.c.log.Debug("expired offsets", "group", g.id, "offsets", len(expired), "groupRemoved", dropGroup)
 	}
+}
+
+// commitPartitionError is the per-partition check OffsetCommit and TxnOffsetCommit share: the
+// topic's resolution error, a partition outside a known topic, metadata over
+// offset.metadata.max.bytes; 0 when the commit may be stored.
+func (s *shard) commitPartitionError(topicCode int16, known bool, numPartitions, partition int32, metadata *string) int16 {
+	switch {
+	case topicCode != 0:
+		return topicCode
+	case known && (partition < 0 || partition >= numPartitions):
+		return kerr.UnknownTopicOrPartition.Code
+	case metadata != nil && len(*metadata) > s.cfg.OffsetMetadataMaxBytes:
+		return kerr.OffsetMetadataTooLarge.Code
+	}
+	return 0
 }

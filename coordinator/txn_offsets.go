@@ -97,15 +97,8 @@ func (s *shard) txnOffsetCommit(req *kmsg.TxnOffsetCommitRequest, errResp func(i
 		for j := range t.Partitions {
 			p := &t.Partitions[j]
 			rp := &rt.Partitions[j]
-			switch {
-			case code != 0:
-				rp.ErrorCode = code
-				continue
-			case known && (p.Partition < 0 || p.Partition >= numPartitions):
-				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
-				continue
-			case p.Metadata != nil && len(*p.Metadata) > s.cfg.OffsetMetadataMaxBytes:
-				rp.ErrorCode = kerr.OffsetMetadataTooLarge.Code
+			if ec := s.commitPartitionError(code, known, numPartitions, p.Partition, p.Metadata); ec != 0 {
+				rp.ErrorCode = ec
 				continue
 			}
 			e := &offsetEntry{offset: p.Offset, leaderEpoch: p.LeaderEpoch, commitTimestamp: now, expireTimestamp: -1}
