@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -222,10 +223,22 @@ type alterPartitionSender interface {
 
 // controllerAlterPartition sends ISR proposals to the controller's AlterPartition (Kafka's
 // AlterPartitionManager): proposals go on a bounded queue, one goroutine sends what is queued
-// in one call with this node's broker epoch, and a refused or failed change is reported with
-// Replica.ISRChangeFailed, so the replica goes on with its committed ISR (its HW is never
-// computed over less than the committed ISR, and acks=all waits for every committed member).
-// The committed ISR comes back in a metadata image (a BecomeLeader at the same epoch).
+// in one call with this node's broker epoch. What the answer says about each proposal decides
+// what the replica does with it (alterPartitionOutcome):
+//   - committed (no error, or NEW_LEADER_ELECTED: committed, and it completed a reassignment
+//     that moved the leadership away): the proposal stays pending, so the HW keeps being
+//     computed over the maximal ISR, until the metadata image brings the committed state (a
+//     BecomeLeader at the same epoch, or this node's new role);
+//   - refused (the controller certainly did not write it): Replica.ISRChangeFailed, and the
+//     replica goes on with its committed ISR;
+//   - unknown (a transport error, a timeout, a controller that moved, a stale epoch): the
+//     proposal may have been written, so it stays pending and is sent again after
+//     alterPartitionRetryBackoff while the replica still proposes it.
+//
+// Dropping a proposal whose fate is not known would be a data-loss hole: an expansion that was
+// committed (perhaps with the leadership moved to the new member) no longer counted in the
+// HW, so this leader would acknowledge records the new member does not have. Kafka's Partition
+// resets to the committed state only on the answers that say the change was not applied.
 // After a refusal a partition's next proposal waits alterPartitionRetryBackoff, so a controller
 // that refuses every change (one without AlterPartition) is not asked on every follower fetch.
 type controllerAlterPartition struct {
@@ -238,6 +251,8 @@ type controllerAlterPartition struct {
 		// warned are the partitions whose refusal was logged at warn level already.
 		warned map[topicPartition]bool
 	}
+	// answered counts the calls whose answers were handled (tests wait on it).
+	answered atomic.Uint64
 }
 
 // isrProposal is one queued ISR change.
@@ -341,35 +356,85 @@ func (c *controllerAlterPartition) send(batch []isrProposal) {
 		default:
 			rerr, msg = results[i].Err, results[i].Message
 		}
-		if rerr == nil {
+		switch alterPartitionOutcome(rerr) {
+		case isrCommitted:
 			c.mu.Lock()
 			delete(c.mu.refusedAt, pr.p.tp)
 			delete(c.mu.warned, pr.p.tp)
 			c.mu.Unlock()
-			b.logger.Info("ISR change committed", "partition", pr.p.tp.String(), "leaderEpoch", pr.change.LeaderEpoch, "isr", pr.change.ISR)
-			continue
-		}
-		if errors.Is(rerr, kerr.NewLeaderElected) {
-			// Committed, and it completed a reassignment that moved the leadership away
-			// (controller/reassign.go): the new role arrives with the metadata.
-			b.logger.Info("ISR change completed a reassignment; leadership moved", "partition", pr.p.tp.String(),
-				"leaderEpoch", pr.change.LeaderEpoch, "isr", pr.change.ISR, "message", msg)
+			if rerr != nil {
+				b.logger.Info("ISR change completed a reassignment; leadership moved", "partition", pr.p.tp.String(),
+					"leaderEpoch", pr.change.LeaderEpoch, "isr", pr.change.ISR, "message", msg)
+			} else {
+				b.logger.Info("ISR change committed", "partition", pr.p.tp.String(), "leaderEpoch", pr.change.LeaderEpoch, "isr", pr.change.ISR)
+			}
+		case isrUnknown:
+			b.logger.Warn("ISR change not confirmed; keeping it pending and sending it again", "partition", pr.p.tp.String(),
+				"leaderEpoch", pr.change.LeaderEpoch, "isr", pr.change.ISR, "err", rerr, "message", msg, "retry_in", alterPartitionRetryBackoff)
+			c.retryLater(pr)
+		default:
+			c.mu.Lock()
+			c.mu.refusedAt[pr.p.tp] = time.Now()
+			warned := c.mu.warned[pr.p.tp]
+			c.mu.warned[pr.p.tp] = true
+			c.mu.Unlock()
+			level := slog.LevelWarn
+			if warned {
+				level = slog.LevelDebug // refused again: said once already
+			}
+			b.logger.Log(context.Background(), level, "ISR change refused; keeping the committed ISR", "partition", pr.p.tp.String(),
+				"leaderEpoch", pr.change.LeaderEpoch, "isr", pr.change.ISR, "err", rerr, "message", msg)
 			pr.p.replica.ISRChangeFailed()
-			continue
 		}
-		c.mu.Lock()
-		c.mu.refusedAt[pr.p.tp] = time.Now()
-		warned := c.mu.warned[pr.p.tp]
-		c.mu.warned[pr.p.tp] = true
-		c.mu.Unlock()
-		level := slog.LevelWarn
-		if warned {
-			level = slog.LevelDebug // refused again: said once already
-		}
-		b.logger.Log(context.Background(), level, "ISR change refused; keeping the committed ISR", "partition", pr.p.tp.String(),
-			"leaderEpoch", pr.change.LeaderEpoch, "isr", pr.change.ISR, "err", rerr, "message", msg)
-		pr.p.replica.ISRChangeFailed()
 	}
+	c.answered.Add(1)
+}
+
+// isrOutcome is what an AlterPartition answer says about one proposal.
+type isrOutcome int
+
+const (
+	isrCommitted isrOutcome = iota // written to the metadata log
+	isrRefused                     // certainly not written
+	isrUnknown                     // perhaps written
+)
+
+// alterPartitionOutcome classifies one proposal's answer (nil: committed). Only the answers
+// that say the controller did not apply the change count as refused, as in Kafka's
+// Partition.handleAlterPartitionError: the validation refusals that do not depend on a newer
+// metadata state than this node's (a stale epoch or partition epoch may mean an earlier,
+// unconfirmed send of the same change was committed), and a controller that does not serve
+// AlterPartition at all.
+func alterPartitionOutcome(err error) isrOutcome {
+	if err == nil || errors.Is(err, kerr.NewLeaderElected) {
+		return isrCommitted
+	}
+	for _, refused := range []*kerr.Error{kerr.IneligibleReplica, kerr.InvalidRequest, kerr.StaleBrokerEpoch,
+		kerr.UnknownTopicID, kerr.UnknownTopicOrPartition, kerr.OperationNotAttempted, kerr.UnsupportedVersion} {
+		if errors.Is(err, refused) {
+			return isrRefused
+		}
+	}
+	return isrUnknown
+}
+
+// retryLater sends pr again after alterPartitionRetryBackoff if the replica still has the
+// same change pending at the same leader epoch then (a metadata image that committed it, or
+// a new role, clears it).
+func (c *controllerAlterPartition) retryLater(pr isrProposal) {
+	time.AfterFunc(alterPartitionRetryBackoff, func() {
+		_, pending := pr.p.replica.ISR()
+		_, epoch := pr.p.leaderState()
+		if epoch != pr.change.LeaderEpoch || !slices.Equal(pending, pr.change.ISR) {
+			return
+		}
+		select {
+		case <-c.b.closing:
+		case c.queue <- pr:
+		default:
+			c.retryLater(pr) // the queue is full: the change stays pending; try again later
+		}
+	})
 }
 
 // closingContext is a context that ends after timeout or when the broker closes.

@@ -34,6 +34,10 @@ type fakeMetadata struct {
 	alters chan controller.AlterPartition // every AlterPartition item, in order
 	// accept makes AlterPartition commit instead of refusing.
 	accept atomic.Bool
+	// answer, when set, is every item's error instead (accept is then ignored); callErr, when
+	// set, fails the whole call.
+	answer  atomic.Pointer[kerr.Error]
+	callErr atomic.Pointer[error]
 	nextID atomic.Int64
 }
 
@@ -68,6 +72,13 @@ func (f *fakeMetadata) AlterPartition(_ context.Context, reqs []controller.Alter
 		select {
 		case f.alters <- r:
 		default:
+		}
+		if e := f.callErr.Load(); e != nil {
+			return nil, *e
+		}
+		if e := f.answer.Load(); e != nil {
+			out[i].Err, out[i].Message = e, "answered by the test"
+			continue
 		}
 		if f.accept.Load() {
 			out[i].Partition = &controller.PartitionInfo{Partition: r.Partition, ISR: r.NewISR, Leader: r.LeaderID, LeaderEpoch: r.LeaderEpoch, PartitionEpoch: r.PartitionEpoch + 1}
