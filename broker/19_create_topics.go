@@ -154,6 +154,7 @@ func (b *Broker) createTopicFromRequest(rt *kmsg.CreateTopicsRequestTopic) (cont
 		NumPartitions:        rt.NumPartitions,
 		ReplicationFactor:    rt.ReplicationFactor,
 		MaxReplicasPerBroker: b.maxHostedPartitions(),
+		Internal:             controller.IsInternalTopic(rt.Topic),
 	}
 	if len(rt.ReplicaAssignment) > 0 {
 		// As Kafka's ReplicationControlManager words it.

@@ -6,7 +6,6 @@ package broker
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"strconv"
 	"strings"
@@ -36,38 +35,13 @@ func adminTimeout(ctx context.Context, timeoutMillis int32) (context.Context, co
 	return context.WithTimeout(ctx, time.Duration(timeoutMillis)*time.Millisecond)
 }
 
-// itemError turns a controller per-item result into the response's code and message. A nil
-// err is success (code 0, null message). A message-less error carries Kafka's default
-// description, as ApiError does.
-func itemError(err error, message string) (int16, *string) {
-	if err == nil {
-		return 0, nil
-	}
-	var ke *kerr.Error
-	if !errors.As(err, &ke) {
-		msg := err.Error()
-		if message != "" {
-			msg = message
-		}
-		return kerr.UnknownServerError.Code, &msg
-	}
-	if message == "" {
-		message = ke.Description
-	}
-	return ke.Code, &message
-}
-
-// controllerCallError is the code and message every item of a request gets when the controller
-// call itself failed (a deadline, a closed controller): REQUEST_TIMED_OUT for a deadline, as
-// Kafka's controller answers a request whose timeout passed, NOT_CONTROLLER otherwise so that
-// clients retry against the (new) controller.
-func controllerCallError(err error) (int16, *string) {
-	msg := err.Error()
-	if errors.Is(err, context.DeadlineExceeded) {
-		return kerr.RequestTimedOut.Code, &msg
-	}
-	return kerr.NotController.Code, &msg
-}
+// itemError and controllerCallError translate a controller call's outcome into response
+// codes (controller.ResultError, controller.CallError: one translation for the broker and
+// controller listeners).
+var (
+	itemError           = controller.ResultError
+	controllerCallError = controller.CallError
+)
 
 func strPtr(s string) *string { return &s }
 

@@ -19,7 +19,7 @@ import (
 )
 
 // offsetsTopic is Kafka's internal topic of committed offsets and group metadata.
-const offsetsTopic = "__consumer_offsets"
+const offsetsTopic = controller.ConsumerOffsetsTopic
 
 func newCoordinator(b *Broker) *coordinator.Coordinator {
 	s := b.cfg.Static

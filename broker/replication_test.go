@@ -38,7 +38,7 @@ type fakeMetadata struct {
 	// set, fails the whole call.
 	answer  atomic.Pointer[kerr.Error]
 	callErr atomic.Pointer[error]
-	nextID atomic.Int64
+	nextID  atomic.Int64
 }
 
 var errFake = errors.New("fake metadata: not served")

@@ -20,17 +20,13 @@ import (
 
 func init() { register(19, 0, 7, (*Server).handleCreateTopics) }
 
-func isInternalTopic(name string) bool {
-	return name == "__consumer_offsets" || name == "__transaction_state"
-}
-
 func (s *Server) handleCreateTopics(ctx context.Context, req *kmsg.CreateTopicsRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
 	ctx, cancel := withTimeout(ctx, req.TimeoutMillis)
 	defer cancel()
 	create := make([]controller.CreateTopic, 0, len(req.Topics))
 	for _, rt := range req.Topics {
-		ct := controller.CreateTopic{Name: rt.Topic, NumPartitions: rt.NumPartitions, ReplicationFactor: rt.ReplicationFactor, Internal: isInternalTopic(rt.Topic)}
+		ct := controller.CreateTopic{Name: rt.Topic, NumPartitions: rt.NumPartitions, ReplicationFactor: rt.ReplicationFactor, Internal: controller.IsInternalTopic(rt.Topic)}
 		if len(rt.ReplicaAssignment) > 0 {
 			ct.Assignments = make(map[int32][]int32, len(rt.ReplicaAssignment))
 			for _, a := range rt.ReplicaAssignment {

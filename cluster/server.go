@@ -9,7 +9,6 @@ import (
 	"sort"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"sluice/controller"
@@ -113,35 +112,13 @@ func withTimeout(ctx context.Context, millis int32) (context.Context, context.Ca
 	return context.WithTimeout(ctx, d)
 }
 
-// callError is the code and message of a proposal that could not be made at all: a deadline
-// is REQUEST_TIMED_OUT, a *kerr.Error itself, anything else (closed, not leading)
-// NOT_CONTROLLER so that the client retries with the active controller.
-func callError(err error) (int16, *string) {
-	msg := err.Error()
-	var kerrp *kerr.Error
-	switch {
-	case errors.Is(err, context.DeadlineExceeded):
-		return kerr.RequestTimedOut.Code, &msg
-	case errors.As(err, &kerrp):
-		return kerrp.Code, &msg
-	}
-	return kerr.NotController.Code, &msg
-}
-
-// itemError is an item's code and message.
-func itemError(err error, msg string) (int16, *string) {
-	if err == nil {
-		return 0, nil
-	}
-	var kerrp *kerr.Error
-	if !errors.As(err, &kerrp) {
-		kerrp = kerr.UnknownServerError
-	}
-	if msg == "" {
-		return kerrp.Code, nil
-	}
-	return kerrp.Code, &msg
-}
+// callError and itemError translate a controller call's outcome into response codes
+// (controller.CallError, controller.ResultError: one translation for the broker and
+// controller listeners).
+var (
+	callError = controller.CallError
+	itemError = controller.ResultError
+)
 
 // offsetTag is the tagged field carrying the metadata offset of a proposal's outcome.
 const offsetTag = 0x5C01
