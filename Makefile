@@ -3,8 +3,11 @@ GO ?= go
 
 .PHONY: build run test unit deps franz franz-cluster vet fmt-check clean compat cluster chaos chaos-full
 
+# The commit is stamped into `sluice --version` (Go's own VCS stamping may be off: GOFLAGS).
+SLUICE_COMMIT := $(shell git rev-parse --short=12 HEAD 2>/dev/null)$(shell git diff --quiet HEAD 2>/dev/null || echo +dirty)
+
 build:
-	$(GO) build -o bin/sluice ./cmd/sluice
+	$(GO) build -ldflags "-X main.linkedCommit=$(SLUICE_COMMIT)" -o bin/sluice ./cmd/sluice
 
 # A single-node cluster on 127.0.0.1:9092 with data under ./data; health and metrics on 127.0.0.1:9644.
 run: build

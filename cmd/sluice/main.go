@@ -3,7 +3,8 @@
 // With no arguments it is a single-node cluster on 127.0.0.1:9092 keeping its data in ./data.
 // --config reads a Kafka server.properties file; --set key=value (repeatable) overrides one key.
 // Unknown or invalid keys stop the start with an error naming the key. --http-addr (off by
-// default) serves /healthz, /readyz and Prometheus /metrics (package ops).
+// default) serves /healthz, /readyz and Prometheus /metrics (package ops). --version prints the
+// version (version.go); --log-format text|json and --log-level shape the log.
 //
 // `sluice topic|produce|consume|group|cluster ...` are admin subcommands instead, Kafka clients
 // on franz-go that work against any Kafka-compatible broker (cli.go; `sluice help` lists them).
@@ -77,6 +78,8 @@ func run(args []string) error {
 	fs := flag.NewFlagSet("sluice", flag.ContinueOnError)
 	configPath := fs.String("config", "", "Kafka-style server.properties file")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	logFormat := fs.String("log-format", "text", "text (logfmt) or json")
+	showVersion := fs.Bool("version", false, "print the version and exit")
 	httpAddr := fs.String("http-addr", "", "serve /healthz, /readyz and Prometheus /metrics on this host:port (e.g. 127.0.0.1:9644); off when empty")
 	debugAddr := fs.String("debug-addr", "", "serve Go's pprof profiles on this host:port (e.g. 127.0.0.1:6060); off when empty")
 	cacheWindow := fs.Int64("cache-window-bytes", defaultCacheWindowBytes,
@@ -90,6 +93,10 @@ func run(args []string) error {
 		}
 		return err
 	}
+	if *showVersion {
+		fmt.Println(buildVersion())
+		return nil
+	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q (use --config FILE)", fs.Arg(0))
 	}
@@ -97,7 +104,16 @@ func run(args []string) error {
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
 		return fmt.Errorf("--log-level: %w", err)
 	}
-	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	var handler slog.Handler
+	switch opts := (&slog.HandlerOptions{Level: level}); *logFormat {
+	case "text":
+		handler = slog.NewTextHandler(os.Stderr, opts)
+	case "json":
+		handler = slog.NewJSONHandler(os.Stderr, opts)
+	default:
+		return fmt.Errorf("--log-format %q: want text or json", *logFormat)
+	}
+	logger := slog.New(handler)
 	slog.SetDefault(logger)
 
 	// From here on a shutdown signal is queued, not fatal: one that arrives during start is
@@ -268,7 +284,7 @@ func run(args []string) error {
 		logger.Info("listening", "listener", l.Name, "security.protocol", l.SecurityProtocol, "addr", srv.Addr().String())
 	}
 	im := ctrl.Image()
-	logger.Info("sluice started", "node.id", cfg.NodeID, "cluster.id", im.ClusterID, "log.dir", logDir, "metadata.log.dir", metadataDir)
+	logger.Info("sluice started", "version", buildVersion(), "node.id", cfg.NodeID, "cluster.id", im.ClusterID, "log.dir", logDir, "metadata.log.dir", metadataDir)
 
 	if opsServer != nil {
 		var listeners []ops.Listener
@@ -436,7 +452,7 @@ func serveControllerOnly(cfg *config.Broker, q *quorum, identityDirs []string, m
 			return err
 		}
 	}
-	logger.Info("sluice started", "node.id", cfg.NodeID, "process.roles", "controller", "cluster.id", im.ClusterID,
+	logger.Info("sluice started", "version", buildVersion(), "node.id", cfg.NodeID, "process.roles", "controller", "cluster.id", im.ClusterID,
 		"metadata.log.dir", cfg.MetadataLogDir)
 	sig := <-signals
 	logger.Info("shutting down", "signal", sig.String())
