@@ -181,6 +181,74 @@ func cliScenario(t *testing.T, brokers string) {
 		t.Errorf("describing a missing group: exit %d, stderr %q", code, stderr)
 	}
 
+	// Seeking the (now empty) group: back to the start it lags by all 15, at the end by none.
+	sluiceOK(t, brokers, "", "group", "seek", group, "--to", "start")
+	sluiceJSON(t, brokers, &g, "group", "describe", group)
+	if g.TotalLag != 15 {
+		t.Errorf("group lag after seek --to start: %d, want 15 (%+v)", g.TotalLag, g)
+	}
+	sluiceOK(t, brokers, "", "group", "seek", group, "--to", "end", "--topic", topic)
+	sluiceJSON(t, brokers, &g, "group", "describe", group)
+	if g.TotalLag != 0 {
+		t.Errorf("group lag after seek --to end: %d, want 0 (%+v)", g.TotalLag, g)
+	}
+	sluiceOK(t, brokers, "", "group", "seek", group, "--to", "@0")
+	sluiceJSON(t, brokers, &g, "group", "describe", group)
+	if g.TotalLag != 15 {
+		t.Errorf("group lag after seek --to @0: %d, want 15 (%+v)", g.TotalLag, g)
+	}
+	if _, stderr, code := sluiceCLI(t, brokers, "", "group", "seek", group, "--to", "sideways"); code != 2 || !strings.Contains(stderr, "--to \"sideways\"") {
+		t.Errorf("seek --to sideways: exit %d, stderr %q; want 2", code, stderr)
+	}
+
+	// Topic configs and partitions change as kafka-configs and kafka-topics --alter change them.
+	var described struct {
+		Partitions []json.RawMessage `json:"partitions"`
+		Configs    map[string]string `json:"configs"`
+	}
+	sluiceOK(t, brokers, "", "topic", "alter-config", topic, "-c", "retention.ms=3600000", "-c", "max.message.bytes=65536")
+	waitFor(t, 30*time.Second, "the topic configs to show", func() error {
+		described.Configs = nil // Unmarshal would merge into the last answer's map
+		sluiceJSON(t, brokers, &described, "topic", "describe", topic)
+		if described.Configs["retention.ms"] != "3600000" || described.Configs["max.message.bytes"] != "65536" {
+			return fmt.Errorf("configs %v", described.Configs)
+		}
+		return nil
+	})
+	sluiceOK(t, brokers, "", "topic", "alter-config", topic, "--delete", "retention.ms")
+	waitFor(t, 30*time.Second, "retention.ms back to the default", func() error {
+		described.Configs = nil // Unmarshal would merge into the last answer's map
+		sluiceJSON(t, brokers, &described, "topic", "describe", topic)
+		if _, ok := described.Configs["retention.ms"]; ok || described.Configs["max.message.bytes"] != "65536" {
+			return fmt.Errorf("configs %v", described.Configs)
+		}
+		return nil
+	})
+	if _, stderr, code := sluiceCLI(t, brokers, "", "topic", "alter-config", topic, "-c", "retention.ms=soon"); code != 1 || !strings.Contains(stderr, "retention.ms") {
+		t.Errorf("alter-config with a bad value: exit %d, stderr %q; want 1 naming the key", code, stderr)
+	}
+	sluiceOK(t, brokers, "", "topic", "add-partitions", topic, "-p", "4")
+	waitFor(t, 30*time.Second, "four partitions", func() error {
+		described.Configs = nil // Unmarshal would merge into the last answer's map
+		sluiceJSON(t, brokers, &described, "topic", "describe", topic)
+		if len(described.Partitions) != 4 {
+			return fmt.Errorf("%d partitions", len(described.Partitions))
+		}
+		return nil
+	})
+	if _, stderr, code := sluiceCLI(t, brokers, "", "topic", "add-partitions", topic, "-p", "2"); code != 1 || stderr == "" {
+		t.Errorf("add-partitions to fewer: exit %d, stderr %q; want 1", code, stderr)
+	}
+
+	var health struct {
+		Healthy    bool `json:"healthy"`
+		Partitions int  `json:"partitions"`
+	}
+	sluiceJSON(t, brokers, &health, "cluster", "health")
+	if !health.Healthy || health.Partitions < 4 {
+		t.Errorf("cluster health: %+v", health)
+	}
+
 	// Reading from an explicit offset without a group: every partition starts there.
 	var rec struct {
 		Offset int64 `json:"offset"`
@@ -188,6 +256,15 @@ func cliScenario(t *testing.T, brokers string) {
 	out = sluiceOK(t, brokers, "", "consume", topic, "--offset", "2", "-n", "1", "-o", "json")
 	if err := json.Unmarshal([]byte(out), &rec); err != nil || rec.Offset < 2 {
 		t.Errorf("consume --offset 2 -n 1: %q (%v), want one record at offset 2 or later", out, err)
+	}
+
+	sluiceOK(t, brokers, "", "group", "delete", group)
+	sluiceJSON(t, brokers, &groups, "group", "list")
+	if strings.Contains(fmt.Sprint(groups), group) {
+		t.Errorf("group list %v still has the deleted %s", groups, group)
+	}
+	if _, stderr, code := sluiceCLI(t, brokers, "", "group", "delete", group); code != 1 || !strings.Contains(stderr, "does not exist") {
+		t.Errorf("deleting a deleted group: exit %d, stderr %q", code, stderr)
 	}
 
 	sluiceOK(t, brokers, "", "topic", "delete", topic)

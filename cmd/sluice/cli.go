@@ -53,11 +53,16 @@ const cliUsage = `Usage:
   sluice topic list
   sluice topic describe NAME
   sluice topic delete NAME...
+  sluice topic alter-config NAME [-c key=value ...] [--delete key ...]
+  sluice topic add-partitions NAME -p TOTAL
   sluice produce TOPIC [-k SEPARATOR] [-p PARTITION]     one record per line of stdin
   sluice consume TOPIC [-g GROUP] [--offset start|end|N] [-n COUNT] [-o plain|json]
   sluice group list
   sluice group describe GROUP
+  sluice group seek GROUP --to start|end|N|@MILLIS [--topic T ...]   (the group must be empty)
+  sluice group delete GROUP...
   sluice cluster info
+  sluice cluster health                                 exit 1 unless every partition is led and fully in sync
 Common flags: --brokers host:port[,host:port] (default 127.0.0.1:9092), -o table|json.
 Exit status: 0 success, 1 the operation failed, 2 a wrong command line.
 `

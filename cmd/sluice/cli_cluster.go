@@ -3,8 +3,11 @@ package main
 import "fmt"
 
 func runCluster(c *cli, args []string) error {
+	if len(args) > 0 && args[0] == "health" {
+		return clusterHealth(c, args[1:])
+	}
 	if len(args) == 0 || args[0] != "info" {
-		return usagef("cluster wants info")
+		return usagef("cluster wants info or health")
 	}
 	fs := c.flags("cluster info", "table", "json")
 	if _, err := c.parse(fs, args[1:], "table", "json"); err != nil {

@@ -9,15 +9,19 @@ import (
 
 func runGroup(c *cli, args []string) error {
 	if len(args) == 0 {
-		return usagef("group wants one of list, describe")
+		return usagef("group wants one of list, describe, seek, delete")
 	}
 	switch args[0] {
 	case "list":
 		return groupList(c, args[1:])
 	case "describe":
 		return groupDescribe(c, args[1:])
+	case "seek":
+		return groupSeek(c, args[1:])
+	case "delete":
+		return groupDelete(c, args[1:])
 	}
-	return usagef("unknown group command %q: want list or describe", args[0])
+	return usagef("unknown group command %q: want list, describe, seek or delete", args[0])
 }
 
 func groupList(c *cli, args []string) error {

@@ -11,7 +11,7 @@ import (
 
 func runTopic(c *cli, args []string) error {
 	if len(args) == 0 {
-		return usagef("topic wants one of create, list, describe, delete")
+		return usagef("topic wants one of create, list, describe, delete, alter-config, add-partitions")
 	}
 	switch args[0] {
 	case "create":
@@ -22,8 +22,12 @@ func runTopic(c *cli, args []string) error {
 		return topicDescribe(c, args[1:])
 	case "delete":
 		return topicDelete(c, args[1:])
+	case "alter-config":
+		return topicAlterConfig(c, args[1:])
+	case "add-partitions":
+		return topicAddPartitions(c, args[1:])
 	}
-	return usagef("unknown topic command %q: want create, list, describe or delete", args[0])
+	return usagef("unknown topic command %q: want create, list, describe, delete, alter-config or add-partitions", args[0])
 }
 
 // configFlags collects repeated -c key=value flags.
