@@ -9,9 +9,10 @@ SLUICE_COMMIT := $(shell git rev-parse --short=12 HEAD 2>/dev/null)$(shell git d
 build:
 	$(GO) build -ldflags "-X main.linkedCommit=$(SLUICE_COMMIT)" -o bin/sluice ./cmd/sluice
 
-# A single-node cluster on 127.0.0.1:9092 with data under ./data; health and metrics on 127.0.0.1:9644.
+# A single-node cluster on 127.0.0.1:9092 with data under ./data; health and metrics on
+# 127.0.0.1:9644, the web console (read-only) on http://127.0.0.1:9645.
 run: build
-	./bin/sluice --http-addr 127.0.0.1:9644
+	./bin/sluice --http-addr 127.0.0.1:9644 --console-addr 127.0.0.1:9645
 
 # A local three-node cluster on 127.0.0.1:9092/9094/9096 (controllers on the next ports), data
 # under ./data/node-N; Ctrl-C stops it.

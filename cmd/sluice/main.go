@@ -81,6 +81,8 @@ func run(args []string) error {
 	logFormat := fs.String("log-format", "text", "text (logfmt) or json")
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	httpAddr := fs.String("http-addr", "", "serve /healthz, /readyz and Prometheus /metrics on this host:port (e.g. 127.0.0.1:9644); off when empty")
+	consoleAddr := fs.String("console-addr", "", "serve the web console on this host:port (e.g. 127.0.0.1:9645); off when empty")
+	consoleWrites := fs.Bool("console-writes", false, "let the web console create topics and move group offsets (read-only otherwise)")
 	debugAddr := fs.String("debug-addr", "", "serve Go's pprof profiles on this host:port (e.g. 127.0.0.1:6060); off when empty")
 	cacheWindow := fs.Int64("cache-window-bytes", defaultCacheWindowBytes,
 		"page cache kept per partition for its newest data; older appended bytes are written back and dropped from the cache (0: leave it to the kernel)")
@@ -99,6 +101,9 @@ func run(args []string) error {
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q (use --config FILE)", fs.Arg(0))
+	}
+	if err := consoleFlagProblem(*consoleAddr, *consoleWrites); err != nil {
+		return err
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
@@ -292,6 +297,13 @@ func run(args []string) error {
 			listeners = append(listeners, ops.Listener{Name: l.Name, Connections: servers[i].OpenConnections})
 		}
 		opsServer.SetServing(b, listeners...)
+	}
+	if *consoleAddr != "" {
+		stopConsole, err := startConsole(*consoleAddr, *consoleWrites, cfg, servers, security, logger)
+		if err != nil {
+			return fmt.Errorf("--console-addr: %w", err)
+		}
+		defer stopConsole()
 	}
 
 	sig := <-signals
