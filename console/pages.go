@@ -247,10 +247,10 @@ func (s *Server) topic(ctx context.Context, r *http.Request) (string, any, error
 // groupRow is one group of the groups page.
 type groupRow struct {
 	Name, State, Protocol, ProtocolType string
-	Coordinator                        int32
-	Members                            int
-	Lag                                int64
-	Err                                string
+	Coordinator                         int32
+	Members                             int
+	Lag                                 int64
+	Err                                 string
 }
 
 func (s *Server) groups(ctx context.Context, _ *http.Request) (string, any, error) {
@@ -287,11 +287,11 @@ type memberRow struct {
 }
 
 type lagRow struct {
-	Topic                 string
-	Partition             int32
-	Committed, End, Lag   int64
-	Member                string
-	Err                   string
+	Topic               string
+	Partition           int32
+	Committed, End, Lag int64
+	Member              string
+	Err                 string
 }
 
 type groupData struct {
