@@ -84,6 +84,8 @@ type fetchResult struct {
 	records []logstore.FileSlice
 	// aborted are the aborted transactions overlapping records (read_committed only).
 	aborted []logstore.AbortedTxn
+	// part is the partition read (nil when the read failed), whose counters count what is sent.
+	part *Partition
 }
 
 // readTargets reads every target within the request's byte limits.
@@ -159,7 +161,7 @@ func (b *Broker) readTargets(req *kmsg.FetchRequest, im *controller.Image, targe
 			anyError = true
 			continue
 		}
-		r.records = read.Slices
+		r.records, r.part = read.Slices, p
 		total += read.Bytes
 		if throttled {
 			b.throttles.leader.record(read.Bytes)
@@ -181,8 +183,12 @@ func (b *Broker) fetchResponse(req *kmsg.FetchRequest, sessionID int32, session 
 		defer session.mu.Unlock()
 	}
 	topicIndex := map[sessionKey]int{} // a topic's entry in resp.Topics
+	toFollower := followerOf(req).id >= 0
 	for i, t := range targets {
 		r := &results[i]
+		if r.part != nil {
+			r.part.counters.countSent(r.records, toFollower)
+		}
 		if incremental && len(r.records) == 0 && r.errCode == 0 && r.diverging == nil &&
 			r.highWatermark == t.lastHighWatermark && r.lastStableOffset == t.lastStableOffset && r.logStartOffset == t.lastLogStart {
 			continue

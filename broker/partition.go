@@ -29,6 +29,8 @@ type Partition struct {
 	replica *replica.Replica
 	// settings are the topic's resolved configs from the newest applied image.
 	settings atomic.Pointer[config.TopicSettings]
+	// counters feed the metrics (partition_counters.go).
+	counters partitionCounters
 }
 
 // newPartition hosts log. checkpointedHW is the partition's entry in the log directory's
@@ -50,7 +52,18 @@ func (b *Broker) newPartition(tp topicPartition, id controller.TopicID, log *log
 // applyMetadata applies the leadership the image describes to the replica.
 func (p *Partition) applyMetadata(info *controller.PartitionInfo, nodeID int32) error {
 	if info.Leader == nodeID {
-		return p.replica.BecomeLeader(info.LeaderEpoch, info.ISR, info.Replicas)
+		// A committed ISR change of a partition this node leads on, at the same epoch: one
+		// through AlterPartition, or the controller's removal of a fenced broker.
+		before, _ := p.replica.ISR()
+		_, epoch, _ := p.replica.Role()
+		wasLeader, _ := p.leaderState()
+		if err := p.replica.BecomeLeader(info.LeaderEpoch, info.ISR, info.Replicas); err != nil {
+			return err
+		}
+		if wasLeader && epoch == info.LeaderEpoch {
+			p.counters.countISRChange(len(before), len(info.ISR))
+		}
+		return nil
 	}
 	return p.replica.BecomeFollower(info.LeaderEpoch, info.Leader)
 }
@@ -116,6 +129,9 @@ func (p *Partition) appendAsLeaderGuarded(origin replica.Origin, internal bool, 
 		return out
 	}
 	out.info = info
+	if origin == replica.OriginClient {
+		p.counters.countAppend(info.AppendResult)
+	}
 	return out
 }
 

@@ -26,6 +26,8 @@ type PartitionStat struct {
 	// ISR is the in-sync replica count (leader only); Replicas the assigned replica count.
 	ISR, Replicas int
 	MinInsync     int32
+	// Counters since the partition was opened on this node (partition_counters.go).
+	BytesIn, MessagesIn, BytesOut, ReplicationBytesOut, ISRShrinks, ISRExpands int64
 }
 
 // PartitionStats returns a snapshot of every partition replica hosted here, sorted by topic
@@ -45,6 +47,9 @@ func (b *Broker) PartitionStats() []PartitionStat {
 			Topic: p.tp.topic, Partition: p.tp.partition, Leader: s.Leader, LeaderEpoch: s.LeaderEpoch,
 			LogStart: s.LogStart, HighWatermark: s.HighWatermark, LogEnd: s.LogEnd,
 			SizeBytes: p.log.Size(), Segments: p.log.NumSegments(),
+			BytesIn: p.counters.bytesIn.Load(), MessagesIn: p.counters.messagesIn.Load(),
+			BytesOut: p.counters.bytesOut.Load(), ReplicationBytesOut: p.counters.replicationBytesOut.Load(),
+			ISRShrinks: p.counters.isrShrinks.Load(), ISRExpands: p.counters.isrExpands.Load(),
 		}
 		if settings := p.settings.Load(); settings != nil {
 			st.MinInsync = settings.MinInsyncReplicas
@@ -68,6 +73,10 @@ func (b *Broker) PartitionStats() []PartitionStat {
 	})
 	return out
 }
+
+// PurgatorySize is how many delayed operations (long-poll fetches, acks=all produces,
+// coordinator appends) wait now.
+func (b *Broker) PurgatorySize() int { return b.purgatory.Len() }
 
 // AppliedMetadataOffset is the offset of the newest metadata image this broker has acted on
 // (opened and led its partitions by); -1 before the first.

@@ -130,8 +130,14 @@ func TestMetricsClusterUnderReplicated(t *testing.T) {
 		if u := sumOver(survivors, "sluice_under_replicated_partitions", nil); u == 0 {
 			return fmt.Errorf("none reported yet")
 		}
+		if s := sumOver(survivors, "sluice_partition_isr_shrinks_total", map[string]string{"topic": topic}); s == 0 {
+			return fmt.Errorf("no ISR shrink counted yet")
+		}
 		return nil
 	})
+	if out := sumOver(survivors, "sluice_partition_replication_bytes_out_total", map[string]string{"topic": topic}); out == 0 {
+		t.Errorf("no replication bytes out counted on the leaders")
+	}
 
 	// Back: it is ready again once unfenced, and the partitions are fully replicated.
 	c.Nodes[2].Restart()
@@ -142,4 +148,7 @@ func TestMetricsClusterUnderReplicated(t *testing.T) {
 		}
 		return nil
 	})
+	if e := sumOver(survivors, "sluice_partition_isr_expands_total", map[string]string{"topic": topic}); e == 0 {
+		t.Errorf("node 3 rejoined the ISRs, but no ISR expansion was counted")
+	}
 }

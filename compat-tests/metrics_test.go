@@ -156,6 +156,18 @@ func TestMetricsEndpointsUnderLoad(t *testing.T) {
 	if size, _ := series(after, "sluice_partition_log_size_bytes", map[string]string{"topic": topic}); size < records*100 {
 		t.Errorf("log size %v bytes, want at least the %d value bytes produced", size, records*100)
 	}
+	if in, _ := series(after, "sluice_partition_messages_in_total", map[string]string{"topic": topic}); in != records {
+		t.Errorf("sluice_partition_messages_in_total for %s: %v, want %d", topic, in, records)
+	}
+	if in, _ := series(after, "sluice_partition_bytes_in_total", map[string]string{"topic": topic}); in < records*100 {
+		t.Errorf("sluice_partition_bytes_in_total for %s: %v, want at least %d", topic, in, records*100)
+	}
+	if f := after["sluice_partition_bytes_in_total"]; f == nil || f.GetType() != dto.MetricType_COUNTER {
+		t.Errorf("sluice_partition_bytes_in_total is not a counter: %v", f)
+	}
+	if _, n := series(after, "sluice_purgatory_size", nil); n != 1 {
+		t.Errorf("no sluice_purgatory_size")
+	}
 	if segs, n := series(after, "sluice_partition_log_segments", map[string]string{"topic": topic}); n != 2 || segs < 2 {
 		t.Errorf("segments %v over %d partitions, want at least one each of 2", segs, n)
 	}
@@ -233,6 +245,11 @@ func TestMetricsEndpointsUnderLoad(t *testing.T) {
 		t.Errorf("no Fetch requests counted after consuming")
 	}
 	consume(records / 2)
+	// Both consumers together read every record at least once (the second from the first's commits).
+	size, _ := series(scrape(t, base), "sluice_partition_log_size_bytes", map[string]string{"topic": topic})
+	if out, _ := series(scrape(t, base), "sluice_partition_bytes_out_total", map[string]string{"topic": topic}); out < size*0.9 {
+		t.Errorf("sluice_partition_bytes_out_total for %s: %v after reading a log of %v bytes", topic, out, size)
+	}
 	if l, n := lag(); l != 0 || n != 2 {
 		t.Errorf("group lag after consuming everything: %v over %d partitions, want 0 over 2", l, n)
 	}

@@ -61,6 +61,20 @@ var (
 		"Node ID of the metadata quorum's leader, -1 if none (mirrors kafka.server:type=raft-metrics,name=current-leader).", nil, nil)
 	descRaftVoterLag = prometheus.NewDesc("sluice_raft_replica_lag_entries",
 		"On the quorum leader, how far each voter's and observer's log is behind the commit index (the Lag column of kafka-metadata-quorum describe --replication).", []string{"node", "role"}, nil)
+	descBytesIn = prometheus.NewDesc("sluice_partition_bytes_in_total",
+		"Bytes of client batches appended to the partition as its leader, since it was opened here (mirrors kafka.server:type=BrokerTopicMetrics,name=BytesInPerSec).", tpLabels, nil)
+	descMessagesIn = prometheus.NewDesc("sluice_partition_messages_in_total",
+		"Records of client batches appended to the partition as its leader (mirrors kafka.server:type=BrokerTopicMetrics,name=MessagesInPerSec).", tpLabels, nil)
+	descBytesOut = prometheus.NewDesc("sluice_partition_bytes_out_total",
+		"Record bytes sent to consumers from the partition (mirrors kafka.server:type=BrokerTopicMetrics,name=BytesOutPerSec, without replication).", tpLabels, nil)
+	descReplicationBytesOut = prometheus.NewDesc("sluice_partition_replication_bytes_out_total",
+		"Record bytes sent to follower replicas from the partition (mirrors kafka.server:type=BrokerTopicMetrics,name=ReplicationBytesOutPerSec).", tpLabels, nil)
+	descISRShrinks = prometheus.NewDesc("sluice_partition_isr_shrinks_total",
+		"Committed ISR changes of a partition this node leads that removed replicas (mirrors kafka.server:type=ReplicaManager,name=IsrShrinksPerSec).", tpLabels, nil)
+	descISRExpands = prometheus.NewDesc("sluice_partition_isr_expands_total",
+		"Committed ISR changes of a partition this node leads that added replicas (mirrors kafka.server:type=ReplicaManager,name=IsrExpandsPerSec).", tpLabels, nil)
+	descPurgatory = prometheus.NewDesc("sluice_purgatory_size",
+		"Delayed operations waiting on this node: long-poll fetches and acks=all produces (mirrors kafka.server:type=DelayedOperationPurgatory,name=PurgatorySize for Produce and Fetch together).", nil, nil)
 	descScrapeErrors = prometheus.NewDesc("sluice_consumer_group_scrape_errors",
 		"1 when this scrape could not read the committed offsets (coordinator loading or timed out).", nil, nil)
 )
@@ -72,7 +86,8 @@ func (c *brokerCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descLogSize, descSegments, descLogStart, descLogEnd, descHW, descLeader, descISR,
 		descPartitions, descLeaders, descUnderReplicated, descUnderMinISR, descActiveController, descMetadataOffset,
 		descBrokerApplied, descBrokers, descCommitted, descLag, descScrapeErrors, descConnections,
-		descRaftTerm, descRaftCommit, descRaftLeader, descRaftVoterLag} {
+		descRaftTerm, descRaftCommit, descRaftLeader, descRaftVoterLag, descBytesIn, descMessagesIn, descBytesOut,
+		descReplicationBytesOut, descISRShrinks, descISRExpands, descPurgatory} {
 		ch <- d
 	}
 }
@@ -126,6 +141,10 @@ func (c *brokerCollector) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	gauge(descBrokerApplied, float64(b.AppliedMetadataOffset()))
+	gauge(descPurgatory, float64(b.PurgatorySize()))
+	counter := func(d *prometheus.Desc, v int64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
+	}
 	type tp struct {
 		topic     string
 		partition int32
@@ -140,6 +159,12 @@ func (c *brokerCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descLogStart, float64(p.LogStart), p.Topic, part)
 		gauge(descLogEnd, float64(p.LogEnd), p.Topic, part)
 		gauge(descHW, float64(p.HighWatermark), p.Topic, part)
+		counter(descBytesIn, p.BytesIn, p.Topic, part)
+		counter(descMessagesIn, p.MessagesIn, p.Topic, part)
+		counter(descBytesOut, p.BytesOut, p.Topic, part)
+		counter(descReplicationBytesOut, p.ReplicationBytesOut, p.Topic, part)
+		counter(descISRShrinks, p.ISRShrinks, p.Topic, part)
+		counter(descISRExpands, p.ISRExpands, p.Topic, part)
 		if p.Leader {
 			gauge(descLeader, 1, p.Topic, part)
 			gauge(descISR, float64(p.ISR), p.Topic, part)
