@@ -23,6 +23,11 @@ package broker
 //
 // A fetch with a replica ID >= 0 is a follower's (follower_fetch.go): it reads up to the log
 // end, not the HW, and its fetch offset is the follower's log end, which moves the HW.
+//
+// v11 adds the client's rack (KIP-392, follower_reads.go): a consumer's v11+ fetch may be
+// served by a follower, up to the follower's HW, and a leader with replica.selector.class set
+// answers PreferredReadReplica, without records and at once, when an in-sync follower is in
+// the consumer's rack.
 
 import (
 	"context"
@@ -59,16 +64,20 @@ func (b *Broker) handleFetch(ctx context.Context, wreq *wire.Request, respond wi
 	}
 	incremental := req.Version >= 7 && req.SessionEpoch > 0
 
-	results, readBytes, anyError := b.readTargets(req, im, targets)
+	listener := ""
+	if wreq.Conn != nil {
+		listener = wreq.Conn.ListenerName
+	}
+	results, readBytes, answerNow := b.readTargets(req, listener, im, targets)
 	wait := time.Duration(req.MaxWaitMillis) * time.Millisecond
-	if readBytes >= int64(req.MinBytes) || wait <= 0 || anyError || len(targets) == 0 {
+	if readBytes >= int64(req.MinBytes) || wait <= 0 || answerNow || len(targets) == 0 {
 		respond(b.fetchResponse(req, sessionID, session, incremental, targets, results), nil)
 		return
 	}
 
 	// Held until enough data arrives on a target partition or the wait is over.
 	b.parkFetch(&delayedFetch{
-		b: b, ctx: ctx, req: req, targets: targets, session: session, sessionID: sessionID,
+		b: b, ctx: ctx, req: req, listener: listener, targets: targets, session: session, sessionID: sessionID,
 		incremental: incremental, respond: respond,
 	}, min(wait, maxFetchWait))
 }
@@ -84,10 +93,15 @@ type fetchResult struct {
 	records []logstore.FileSlice
 	// aborted are the aborted transactions overlapping records (read_committed only).
 	aborted []logstore.AbortedTxn
+	// preferredReadReplica, when >= 0, is the follower the consumer should fetch from instead
+	// (KIP-392, follower_reads.go); no records come with it.
+	preferredReadReplica int32
 }
 
-// readTargets reads every target within the request's byte limits.
-func (b *Broker) readTargets(req *kmsg.FetchRequest, im *controller.Image, targets []*fetchTarget) (results []fetchResult, total int64, anyError bool) {
+// readTargets reads every target within the request's byte limits. answerNow is set when the
+// fetch must not wait for more data: a partition has an error, a divergence or a preferred
+// read replica to report. listener is the one the fetch arrived on.
+func (b *Broker) readTargets(req *kmsg.FetchRequest, listener string, im *controller.Image, targets []*fetchTarget) (results []fetchResult, total int64, answerNow bool) {
 	results = make([]fetchResult, len(targets))
 	maxBytes := int64(req.MaxBytes)
 	if req.Version < 3 || maxBytes <= 0 {
@@ -96,13 +110,16 @@ func (b *Broker) readTargets(req *kmsg.FetchRequest, im *controller.Image, targe
 	// fetch.max.bytes caps what any one fetch may ask for, as Kafka's KafkaApis does.
 	maxBytes = min(maxBytes, int64(b.cfg.Static.FetchMaxBytes))
 	follower := followerOf(req)
+	anyReplica := consumerMayReadFollower(req, follower)
+	rackAware := anyReplica && req.Rack != "" && b.rackAwareReads()
 	for i, t := range targets {
 		r := &results[i]
 		r.highWatermark, r.lastStableOffset, r.logStartOffset = -1, -1, -1
-		rs := b.resolvePartition(im, t.topic, t.topicID, req.Version >= 13, t.partition, true)
+		r.preferredReadReplica = -1
+		rs := b.resolvePartition(im, t.topic, t.topicID, req.Version >= 13, t.partition, !anyReplica)
 		if rs.errCode != 0 {
 			r.errCode = rs.errCode
-			anyError = true
+			answerNow = true
 			continue
 		}
 		p := rs.partition
@@ -110,17 +127,31 @@ func (b *Broker) readTargets(req *kmsg.FetchRequest, im *controller.Image, targe
 		s := p.replica.Snapshot()
 		if code := checkLeaderEpoch(t.currentLeaderEpoch, s.LeaderEpoch); code != 0 {
 			r.errCode = code
-			anyError = true
+			answerNow = true
 			continue
+		}
+		if !s.Leader && anyReplica && !b.servesFollowerReads(p) {
+			r.errCode = kerr.NotLeaderForPartition.Code // no role applied yet
+			answerNow = true
+			continue
+		}
+		if rackAware && s.Leader {
+			if id := b.preferredReadReplica(im, listener, p, req.Rack, t.fetchOffset); id >= 0 {
+				// KIP-392: no read here; the consumer goes to id (follower_reads.go).
+				r.preferredReadReplica = id
+				r.highWatermark, r.lastStableOffset, r.logStartOffset = s.HighWatermark, s.LastStable, s.LogStart
+				answerNow = true
+				continue
+			}
 		}
 		if r.diverging = divergingEpoch(p, t.lastFetchedEpoch, t.fetchOffset); r.diverging != nil {
 			if r.diverging.EndOffset < 0 {
 				// The leader cannot place the epoch at all: Kafka answers OFFSET_OUT_OF_RANGE.
-				r.diverging, r.errCode, anyError = nil, kerr.OffsetOutOfRange.Code, true
+				r.diverging, r.errCode, answerNow = nil, kerr.OffsetOutOfRange.Code, true
 				continue
 			}
 			r.highWatermark, r.lastStableOffset, r.logStartOffset = s.HighWatermark, s.LastStable, s.LogStart
-			anyError = true // answered now: the fetcher must truncate before anything else
+			answerNow = true // answered now: the fetcher must truncate before anything else
 			continue
 		}
 		// visible is the end of what this fetcher may read: the HW (consumers), the LSO
@@ -134,7 +165,7 @@ func (b *Broker) readTargets(req *kmsg.FetchRequest, im *controller.Image, targe
 			var code int16
 			if s, code = b.recordFollowerFetch(p, im, rs.topic, follower, t.fetchOffset); code != 0 {
 				r.errCode = code
-				anyError = true
+				answerNow = true
 				continue
 			}
 			visible = s.LogEnd
@@ -156,7 +187,7 @@ func (b *Broker) readTargets(req *kmsg.FetchRequest, im *controller.Image, targe
 		read, err := p.log.Read(t.fetchOffset, max(limit, 0), visible, minOne)
 		if err != nil {
 			r.errCode = storageErrorCode(err)
-			anyError = true
+			answerNow = true
 			continue
 		}
 		r.records = read.Slices
@@ -168,7 +199,7 @@ func (b *Broker) readTargets(req *kmsg.FetchRequest, im *controller.Image, targe
 			r.aborted = p.log.AbortedTransactionsInRead(t.fetchOffset, read, visible)
 		}
 	}
-	return results, total, anyError
+	return results, total, answerNow
 }
 
 // fetchResponse builds the response; for an incremental session fetch only partitions with
@@ -183,7 +214,7 @@ func (b *Broker) fetchResponse(req *kmsg.FetchRequest, sessionID int32, session 
 	topicIndex := map[sessionKey]int{} // a topic's entry in resp.Topics
 	for i, t := range targets {
 		r := &results[i]
-		if incremental && len(r.records) == 0 && r.errCode == 0 && r.diverging == nil &&
+		if incremental && len(r.records) == 0 && r.errCode == 0 && r.diverging == nil && r.preferredReadReplica < 0 &&
 			r.highWatermark == t.lastHighWatermark && r.lastStableOffset == t.lastStableOffset && r.logStartOffset == t.lastLogStart {
 			continue
 		}
@@ -212,6 +243,7 @@ func (b *Broker) fetchResponse(req *kmsg.FetchRequest, sessionID int32, session 
 		if r.diverging != nil {
 			p.DivergingEpoch = *r.diverging
 		}
+		p.PreferredReadReplica = r.preferredReadReplica
 		resp.records[ti] = append(resp.records[ti], r.records)
 		if req.IsolationLevel == 1 {
 			// The consumer drops a listed producer's records from FirstOffset up to its
