@@ -4,7 +4,7 @@ package compattests
 // c with replica.selector.class=org.apache.kafka.common.replica.RackAwareReplicaSelector, a
 // partition led by node 1 (rack a) and replicated to nodes 2 (b) and 3 (c), and consumers
 // with client.rack=b: franz-go (kgo.Rack) and Apache Kafka's Java consumer (ConsoleConsumer
-// with --consumer-property client.rack=b).
+// with --consumer-property client.rack=b), and librdkafka (kcat -X client.rack=b).
 
 import (
 	"context"
@@ -101,7 +101,7 @@ func (h *fetchCountHook) counts() map[int32]int {
 // Every record is read exactly once, in order, and each one the consumer gets is below the
 // leader's HW asked afterwards (ListOffsets, from the leader). Then Apache Kafka's Java
 // consumer with client.rack=b reads every record, its fetches served by node 2, none by
-// node 3. (The request counters are sluice_request_duration_seconds_count{api="Fetch"} from
+// node 3, and so does kcat. (The request counters are sluice_request_duration_seconds_count{api="Fetch"} from
 // each node's /metrics.)
 func TestFollowerFetchRackAware(t *testing.T) {
 	lookPath(t, "java")
@@ -291,6 +291,21 @@ func TestFollowerFetchRackAware(t *testing.T) {
 	if javaAfter[2] <= javaBefore[2] || javaAfter[3] != javaBefore[3] {
 		t.Fatalf("the Java consumer in rack b: node 2 served %v fetches, node 3 %v; want node 2 > 0, node 3 none",
 			javaAfter[2]-javaBefore[2], javaAfter[3]-javaBefore[3])
+	}
+
+	// librdkafka (kcat) with client.rack=b, to the end of the partition.
+	kcatBefore := [4]float64{0, fetches(1), fetches(2), fetches(3)}
+	out = runCmd(t, 2*kcatTimeout, "", lookPath(t, "kcat"), "-b", strings.Join(c.Bootstrap(), ","), "-X", "client.rack=b",
+		"-C", "-t", topic, "-p", "0", "-o", "beginning", "-e", "-q")
+	if lines := strings.Split(strings.TrimSpace(out), "\n"); !slices.Equal(lines, produced) {
+		t.Fatalf("kcat read %d lines, not the %d records in order", len(lines), len(produced))
+	}
+	kcatAfter := [4]float64{0, fetches(1), fetches(2), fetches(3)}
+	t.Logf("kcat: Fetch requests served: node 1 +%v, node 2 +%v, node 3 +%v",
+		kcatAfter[1]-kcatBefore[1], kcatAfter[2]-kcatBefore[2], kcatAfter[3]-kcatBefore[3])
+	if kcatAfter[2] <= kcatBefore[2] || kcatAfter[3] != kcatBefore[3] {
+		t.Fatalf("kcat in rack b: node 2 served %v fetches, node 3 %v; want node 2 > 0, node 3 none",
+			kcatAfter[2]-kcatBefore[2], kcatAfter[3]-kcatBefore[3])
 	}
 }
 
