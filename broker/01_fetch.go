@@ -68,9 +68,9 @@ func (b *Broker) handleFetch(ctx context.Context, wreq *wire.Request, respond wi
 	if wreq.Conn != nil {
 		listener = wreq.Conn.ListenerName
 	}
-	results, readBytes, answerNow := b.readTargets(req, listener, im, targets)
+	results, readBytes, anyError := b.readTargets(req, listener, im, targets)
 	wait := time.Duration(req.MaxWaitMillis) * time.Millisecond
-	if readBytes >= int64(req.MinBytes) || wait <= 0 || answerNow || len(targets) == 0 {
+	if readBytes >= int64(req.MinBytes) || wait <= 0 || anyError || len(targets) == 0 {
 		respond(b.fetchResponse(req, sessionID, session, incremental, targets, results), nil)
 		return
 	}
@@ -98,10 +98,10 @@ type fetchResult struct {
 	preferredReadReplica int32
 }
 
-// readTargets reads every target within the request's byte limits. answerNow is set when the
-// fetch must not wait for more data: a partition has an error, a divergence or a preferred
-// read replica to report. listener is the one the fetch arrived on.
-func (b *Broker) readTargets(req *kmsg.FetchRequest, listener string, im *controller.Image, targets []*fetchTarget) (results []fetchResult, total int64, answerNow bool) {
+// readTargets reads every target within the request's byte limits. anyError is set when the
+// fetch must not wait for more data: a partition has an error, a divergence or (KIP-392) a
+// preferred read replica to report. listener is the one the fetch arrived on.
+func (b *Broker) readTargets(req *kmsg.FetchRequest, listener string, im *controller.Image, targets []*fetchTarget) (results []fetchResult, total int64, anyError bool) {
 	results = make([]fetchResult, len(targets))
 	maxBytes := int64(req.MaxBytes)
 	if req.Version < 3 || maxBytes <= 0 {
@@ -119,7 +119,7 @@ func (b *Broker) readTargets(req *kmsg.FetchRequest, listener string, im *contro
 		rs := b.resolvePartition(im, t.topic, t.topicID, req.Version >= 13, t.partition, !anyReplica)
 		if rs.errCode != 0 {
 			r.errCode = rs.errCode
-			answerNow = true
+			anyError = true
 			continue
 		}
 		p := rs.partition
@@ -127,12 +127,12 @@ func (b *Broker) readTargets(req *kmsg.FetchRequest, listener string, im *contro
 		s := p.replica.Snapshot()
 		if code := checkLeaderEpoch(t.currentLeaderEpoch, s.LeaderEpoch); code != 0 {
 			r.errCode = code
-			answerNow = true
+			anyError = true
 			continue
 		}
 		if !s.Leader && anyReplica && !b.servesFollowerReads(p) {
 			r.errCode = kerr.NotLeaderForPartition.Code // no role applied yet
-			answerNow = true
+			anyError = true
 			continue
 		}
 		if rackAware && s.Leader {
@@ -140,18 +140,18 @@ func (b *Broker) readTargets(req *kmsg.FetchRequest, listener string, im *contro
 				// KIP-392: no read here; the consumer goes to id (follower_reads.go).
 				r.preferredReadReplica = id
 				r.highWatermark, r.lastStableOffset, r.logStartOffset = s.HighWatermark, s.LastStable, s.LogStart
-				answerNow = true
+				anyError = true
 				continue
 			}
 		}
 		if r.diverging = divergingEpoch(p, t.lastFetchedEpoch, t.fetchOffset); r.diverging != nil {
 			if r.diverging.EndOffset < 0 {
 				// The leader cannot place the epoch at all: Kafka answers OFFSET_OUT_OF_RANGE.
-				r.diverging, r.errCode, answerNow = nil, kerr.OffsetOutOfRange.Code, true
+				r.diverging, r.errCode, anyError = nil, kerr.OffsetOutOfRange.Code, true
 				continue
 			}
 			r.highWatermark, r.lastStableOffset, r.logStartOffset = s.HighWatermark, s.LastStable, s.LogStart
-			answerNow = true // answered now: the fetcher must truncate before anything else
+			anyError = true // answered now: the fetcher must truncate before anything else
 			continue
 		}
 		// visible is the end of what this fetcher may read: the HW (consumers), the LSO
@@ -165,7 +165,7 @@ func (b *Broker) readTargets(req *kmsg.FetchRequest, listener string, im *contro
 			var code int16
 			if s, code = b.recordFollowerFetch(p, im, rs.topic, follower, t.fetchOffset); code != 0 {
 				r.errCode = code
-				answerNow = true
+				anyError = true
 				continue
 			}
 			visible = s.LogEnd
@@ -187,7 +187,7 @@ func (b *Broker) readTargets(req *kmsg.FetchRequest, listener string, im *contro
 		read, err := p.log.Read(t.fetchOffset, max(limit, 0), visible, minOne)
 		if err != nil {
 			r.errCode = storageErrorCode(err)
-			answerNow = true
+			anyError = true
 			continue
 		}
 		r.records = read.Slices
@@ -199,7 +199,7 @@ func (b *Broker) readTargets(req *kmsg.FetchRequest, listener string, im *contro
 			r.aborted = p.log.AbortedTransactionsInRead(t.fetchOffset, read, visible)
 		}
 	}
-	return results, total, answerNow
+	return results, total, anyError
 }
 
 // fetchResponse builds the response; for an incremental session fetch only partitions with
