@@ -23,6 +23,11 @@ package broker
 //
 // A fetch with a replica ID >= 0 is a follower's (follower_fetch.go): it reads up to the log
 // end, not the HW, and its fetch offset is the follower's log end, which moves the HW.
+//
+// v11 adds the client's rack (KIP-392, follower_reads.go): a consumer's v11+ fetch may be
+// served by a follower, up to the follower's HW, and a leader with replica.selector.class set
+// answers PreferredReadReplica, without records and at once, when an in-sync follower is in
+// the consumer's rack.
 
 import (
 	"context"
@@ -59,7 +64,11 @@ func (b *Broker) handleFetch(ctx context.Context, wreq *wire.Request, respond wi
 	}
 	incremental := req.Version >= 7 && req.SessionEpoch > 0
 
-	results, readBytes, anyError := b.readTargets(req, im, targets)
+	listener := ""
+	if wreq.Conn != nil {
+		listener = wreq.Conn.ListenerName
+	}
+	results, readBytes, anyError := b.readTargets(req, listener, im, targets)
 	wait := time.Duration(req.MaxWaitMillis) * time.Millisecond
 	if readBytes >= int64(req.MinBytes) || wait <= 0 || anyError || len(targets) == 0 {
 		respond(b.fetchResponse(req, sessionID, session, incremental, targets, results), nil)
@@ -68,7 +77,7 @@ func (b *Broker) handleFetch(ctx context.Context, wreq *wire.Request, respond wi
 
 	// Held until enough data arrives on a target partition or the wait is over.
 	b.parkFetch(&delayedFetch{
-		b: b, ctx: ctx, req: req, targets: targets, session: session, sessionID: sessionID,
+		b: b, ctx: ctx, req: req, listener: listener, targets: targets, session: session, sessionID: sessionID,
 		incremental: incremental, respond: respond,
 	}, min(wait, maxFetchWait))
 }
@@ -86,10 +95,15 @@ type fetchResult struct {
 	aborted []logstore.AbortedTxn
 	// part is the partition read (nil when the read failed), whose counters count what is sent.
 	part *Partition
+	// preferredReadReplica, when >= 0, is the follower the consumer should fetch from instead
+	// (KIP-392, follower_reads.go); no records come with it.
+	preferredReadReplica int32
 }
 
-// readTargets reads every target within the request's byte limits.
-func (b *Broker) readTargets(req *kmsg.FetchRequest, im *controller.Image, targets []*fetchTarget) (results []fetchResult, total int64, anyError bool) {
+// readTargets reads every target within the request's byte limits. anyError is set when the
+// fetch must not wait for more data: a partition has an error, a divergence or (KIP-392) a
+// preferred read replica to report. listener is the one the fetch arrived on.
+func (b *Broker) readTargets(req *kmsg.FetchRequest, listener string, im *controller.Image, targets []*fetchTarget) (results []fetchResult, total int64, anyError bool) {
 	results = make([]fetchResult, len(targets))
 	maxBytes := int64(req.MaxBytes)
 	if req.Version < 3 || maxBytes <= 0 {
@@ -98,10 +112,13 @@ func (b *Broker) readTargets(req *kmsg.FetchRequest, im *controller.Image, targe
 	// fetch.max.bytes caps what any one fetch may ask for, as Kafka's KafkaApis does.
 	maxBytes = min(maxBytes, int64(b.cfg.Static.FetchMaxBytes))
 	follower := followerOf(req)
+	anyReplica := consumerMayReadFollower(req, follower)
+	rackAware := anyReplica && req.Rack != "" && b.rackAwareReads()
 	for i, t := range targets {
 		r := &results[i]
 		r.highWatermark, r.lastStableOffset, r.logStartOffset = -1, -1, -1
-		rs := b.resolvePartition(im, t.topic, t.topicID, req.Version >= 13, t.partition, true)
+		r.preferredReadReplica = -1
+		rs := b.resolvePartition(im, t.topic, t.topicID, req.Version >= 13, t.partition, !anyReplica)
 		if rs.errCode != 0 {
 			r.errCode = rs.errCode
 			anyError = true
@@ -114,6 +131,20 @@ func (b *Broker) readTargets(req *kmsg.FetchRequest, im *controller.Image, targe
 			r.errCode = code
 			anyError = true
 			continue
+		}
+		if !s.Leader && anyReplica && !b.servesFollowerReads(p) {
+			r.errCode = kerr.NotLeaderForPartition.Code // no role applied yet
+			anyError = true
+			continue
+		}
+		if rackAware && s.Leader {
+			if id := b.preferredReadReplica(im, listener, p, req.Rack, t.fetchOffset); id >= 0 {
+				// KIP-392: no read here; the consumer goes to id (follower_reads.go).
+				r.preferredReadReplica = id
+				r.highWatermark, r.lastStableOffset, r.logStartOffset = s.HighWatermark, s.LastStable, s.LogStart
+				anyError = true
+				continue
+			}
 		}
 		if r.diverging = divergingEpoch(p, t.lastFetchedEpoch, t.fetchOffset); r.diverging != nil {
 			if r.diverging.EndOffset < 0 {
@@ -189,7 +220,7 @@ func (b *Broker) fetchResponse(req *kmsg.FetchRequest, sessionID int32, session 
 		if r.part != nil {
 			r.part.counters.countSent(r.records, toFollower)
 		}
-		if incremental && len(r.records) == 0 && r.errCode == 0 && r.diverging == nil &&
+		if incremental && len(r.records) == 0 && r.errCode == 0 && r.diverging == nil && r.preferredReadReplica < 0 &&
 			r.highWatermark == t.lastHighWatermark && r.lastStableOffset == t.lastStableOffset && r.logStartOffset == t.lastLogStart {
 			continue
 		}
@@ -218,6 +249,7 @@ func (b *Broker) fetchResponse(req *kmsg.FetchRequest, sessionID int32, session 
 		if r.diverging != nil {
 			p.DivergingEpoch = *r.diverging
 		}
+		p.PreferredReadReplica = r.preferredReadReplica
 		resp.records[ti] = append(resp.records[ti], r.records)
 		if req.IsolationLevel == 1 {
 			// The consumer drops a listed producer's records from FirstOffset up to its

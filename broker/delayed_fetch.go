@@ -28,6 +28,7 @@ type delayedFetch struct {
 	b           *Broker
 	ctx         context.Context
 	req         *kmsg.FetchRequest
+	listener    string // the listener the fetch arrived on (KIP-392's replica choice)
 	targets     []*fetchTarget
 	session     *fetchSession
 	sessionID   int32
@@ -40,7 +41,7 @@ type delayedFetch struct {
 // partition has an error, its connection is gone, or it expired.
 func (f *delayedFetch) TryComplete(expired bool) bool {
 	b := f.b
-	results, readBytes, anyError := b.readTargets(f.req, b.ctrl.Image(), f.targets)
+	results, readBytes, anyError := b.readTargets(f.req, f.listener, b.ctrl.Image(), f.targets)
 	if !expired && readBytes < int64(f.req.MinBytes) && !anyError && f.ctx.Err() == nil && !b.isDraining() {
 		return false
 	}

@@ -136,9 +136,10 @@ var brokerSupport = []supportGroup{
 	}},
 	{NotYet, whyJava, []string{
 		"alter.config.policy.class.name", "create.topic.policy.class.name", "client.quota.callback.class",
-		"replica.selector.class", "remote.log.storage.manager.class.name", "remote.log.metadata.manager.class.name",
+		"remote.log.storage.manager.class.name", "remote.log.metadata.manager.class.name",
 		"group.share.persister.class.name",
 	}},
+	{Honoured, "", []string{"replica.selector.class"}}, // KIP-392: RackAwareReplicaSelector built in
 	{NotYet, "delegation tokens are not implemented yet", []string{"delegation.token.secret.key"}},
 	{NoEffect, "delegation tokens are not implemented yet", []string{
 		"delegation.token.expiry.check.interval.ms", "delegation.token.expiry.time.ms", "delegation.token.max.lifetime.ms",
@@ -306,6 +307,13 @@ var valueRefusals = map[string]func(value string) string{
 			return "leaders are elected from the ISR only; unclean election (accepting data loss) is not implemented yet"
 		}
 		return ""
+	},
+	"replica.selector.class": func(v string) string {
+		switch strings.TrimSpace(v) {
+		case "", "org.apache.kafka.common.replica.RackAwareReplicaSelector":
+			return ""
+		}
+		return "sluice cannot load Java classes; the built-in selector is org.apache.kafka.common.replica.RackAwareReplicaSelector (or leave it unset: consumers fetch from the leader)"
 	},
 	"group.consumer.assignors": func(v string) string {
 		if list := ParseList(v); len(list) > 0 && list[0] != "uniform" {
