@@ -79,6 +79,9 @@ func (s *Server) handleAlterPartition(ctx context.Context, req *kmsg.AlterPartit
 			} else {
 				p.LeaderID, p.LeaderEpoch = r.Partition.Leader, r.Partition.LeaderEpoch
 				p.ISR, p.PartitionEpoch = r.Partition.ISR, r.Partition.PartitionEpoch
+				if r.Partition.LeaderRecovering {
+					p.LeaderRecoveryState = 1 // RECOVERING
+				}
 			}
 			i++
 			t.Partitions = append(t.Partitions, p)
