@@ -108,7 +108,8 @@ func readPartitionZero(t *testing.T, addr, topic string) []string {
 // back leads with every acknowledged record, and the other rejoins. A second topic with
 // unclean.leader.election.enable=true and min.insync.replicas=1 shows what unclean election
 // costs: the out-of-sync replica that comes back first leads, and the records only the dead
-// leader had are gone.
+// leader had are gone. A third, with Kafka's default unclean.leader.election.enable=false, stays
+// offline instead, until kafka-leader-election --election-type unclean elects that replica.
 func TestEligibleLeaderReplicasDescribe(t *testing.T) {
 	lookPath(t, "java")
 	kafkaJars(t)
@@ -125,9 +126,12 @@ func TestEligibleLeaderReplicasDescribe(t *testing.T) {
 		"--replica-assignment", "2:3", "--config", "min.insync.replicas=2")
 	javaTool(t, "", "org.apache.kafka.tools.TopicCommand", "--bootstrap-server", b2.Addr, "--create", "--topic", "unclean",
 		"--replica-assignment", "2:3", "--config", "min.insync.replicas=1", "--config", "unclean.leader.election.enable=true")
+	javaTool(t, "", "org.apache.kafka.tools.TopicCommand", "--bootstrap-server", b2.Addr, "--create", "--topic", "manual",
+		"--replica-assignment", "2:3", "--config", "min.insync.replicas=1")
 	full := map[string]string{"Leader": "2", "Replicas": "2,3", "Isr": "2,3", "Elr": "", "LastKnownElr": ""}
 	waitDescribe(t, b2.Addr, "elr", "elr with a full ISR", full)
 	waitDescribe(t, b2.Addr, "unclean", "unclean with a full ISR", full)
+	waitDescribe(t, b2.Addr, "manual", "manual with a full ISR", full)
 	produceWithAcks(t, b2.Addr, "elr", kgo.AllISRAcks(), "a", "b", "c")
 	produceWithAcks(t, b2.Addr, "unclean", kgo.AllISRAcks(), "a", "b", "c")
 
@@ -138,6 +142,7 @@ func TestEligibleLeaderReplicasDescribe(t *testing.T) {
 	waitDescribe(t, b2.Addr, "elr", "3 in the ELR", map[string]string{"Leader": "2", "Isr": "2", "Elr": "3", "LastKnownElr": ""})
 	waitDescribe(t, b2.Addr, "unclean", "3 out of the ISR", map[string]string{"Leader": "2", "Isr": "2", "Elr": "", "LastKnownElr": ""})
 	produceWithAcks(t, b2.Addr, "unclean", kgo.AllISRAcks(), "only-on-2")
+	waitDescribe(t, b2.Addr, "manual", "3 out of the ISR", map[string]string{"Leader": "2", "Isr": "2", "Elr": "", "LastKnownElr": ""})
 
 	// The leader dies too: nothing in sync is alive. The ISR is empty, both replicas are
 	// eligible, 2 is the last known leader.
@@ -152,6 +157,22 @@ func TestEligibleLeaderReplicasDescribe(t *testing.T) {
 	b3.Restart()
 	waitDescribe(t, b3.Addr, "elr", "3 elected from the ELR", map[string]string{"Leader": "3", "Isr": "3", "Elr": "2", "LastKnownElr": ""})
 	waitDescribe(t, b3.Addr, "unclean", "3 elected uncleanly", map[string]string{"Leader": "3", "Isr": "3", "Elr": "", "LastKnownElr": ""})
+
+	// "manual" has unclean election off: 3 is alive but out of sync, so the partition stays
+	// offline (checked once 3 is back, when "elr" and "unclean" have elected it) until an
+	// operator asks for an unclean election.
+	waitDescribe(t, b3.Addr, "manual", "manual still offline", map[string]string{"Leader": "none", "Isr": "", "Elr": "2", "LastKnownElr": "2"})
+	out, _ := javaTool(t, "", "org.apache.kafka.tools.LeaderElectionCommand", "--bootstrap-server", b3.Addr,
+		"--election-type", "unclean", "--topic", "manual", "--partition", "0")
+	if !strings.Contains(out, "Successfully completed leader election (UNCLEAN) for partitions manual-0") {
+		t.Fatalf("kafka-leader-election --election-type unclean said:\n%s", out)
+	}
+	waitDescribe(t, b3.Addr, "manual", "3 elected by kafka-leader-election", map[string]string{"Leader": "3", "Isr": "3", "Elr": "", "LastKnownElr": ""})
+	out, _ = javaTool(t, "", "org.apache.kafka.tools.LeaderElectionCommand", "--bootstrap-server", b3.Addr,
+		"--election-type", "unclean", "--topic", "manual", "--partition", "0")
+	if !strings.Contains(out, "Valid replica already elected for partitions manual-0") {
+		t.Fatalf("a second unclean election said:\n%s", out)
+	}
 
 	// 2 comes back and rejoins both ISRs (on "unclean" it truncates what only it had).
 	b2.Restart()
