@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/datadriven"
 )
@@ -167,4 +168,63 @@ func TestUncleanElectionOnConfigChange(t *testing.T) {
 		p := im.Topics["t"].Partitions[0]
 		return p.Leader == 2 && slices.Equal(p.ISR, []int32{2}) && p.LeaderRecovering
 	})
+}
+
+// TestELRThroughSessionExpiry runs KIP-966 on a three-voter quorum with the injected clock:
+// with min.insync.replicas=2, brokers whose heartbeats stop are fenced after the session
+// timeout (ticks), the ISR shrinks below min.insync.replicas into the ELR and then to
+// nothing, and the first eligible replica to heartbeat again leads cleanly.
+func TestELRThroughSessionExpiry(t *testing.T) {
+	q := newTestQuorumWith(t, func(cfg *Config) {
+		cfg.SessionTimeout, cfg.EligibleLeaderReplicas, cfg.MinInsyncReplicas = time.Second, true, 2
+	}, 1, 2, 3)
+	q.waitFor(q.leader().cfg.NodeID, "a cluster ID", func(im *Image) bool { return im.ClusterID != "" })
+	epochs := map[int32]int64{}
+	for id := int32(1); id <= 3; id++ {
+		epochs[id] = q.register(id, 1)
+		q.heartbeat(BrokerHeartbeat{BrokerID: id, BrokerEpoch: epochs[id]})
+	}
+	q.call(func(c *Controller) error {
+		res, err := c.CreateTopics(testCtx(t), []CreateTopic{{Name: "t", NumPartitions: -1, ReplicationFactor: -1,
+			Assignments: map[int32][]int32{0: {1, 2, 3}}}}, false)
+		if err == nil && res[0].Err != nil {
+			err = fmt.Errorf("%v: %s", res[0].Err, res[0].Message)
+		}
+		return err
+	})
+	// alive heartbeats every tick until want holds (bounded: a few session timeouts).
+	until := func(what string, alive []int32, want func(p PartitionInfo) bool) PartitionInfo {
+		t.Helper()
+		for i := 0; i < 100; i++ {
+			if p := q.partitions("t")[0]; want(p) {
+				return p
+			}
+			for _, id := range alive {
+				q.heartbeat(BrokerHeartbeat{BrokerID: id, BrokerEpoch: epochs[id]})
+			}
+			q.tick()
+		}
+		t.Fatalf("%s: never; partition %+v", what, q.partitions("t")[0])
+		return PartitionInfo{}
+	}
+	until("3 fenced", []int32{1, 2}, func(p PartitionInfo) bool { return slices.Equal(p.ISR, []int32{1, 2}) })
+	if p := q.partitions("t")[0]; len(p.ELR) != 0 {
+		t.Fatalf("an ISR at min.insync.replicas has no ELR: %+v", p)
+	}
+	until("2 fenced", []int32{1}, func(p PartitionInfo) bool {
+		return slices.Equal(p.ISR, []int32{1}) && slices.Equal(p.ELR, []int32{2}) && p.Leader == 1
+	})
+	until("1 fenced", nil, func(p PartitionInfo) bool {
+		return len(p.ISR) == 0 && slices.Equal(p.ELR, []int32{1, 2}) && p.Leader == -1 && slices.Equal(p.LastKnownELR, []int32{1})
+	})
+	// 3 heartbeats again: unfenced, but out of sync, so no leader.
+	until("3 unfenced", []int32{3}, func(p PartitionInfo) bool { return !q.leader().Image().Brokers[3].Fenced })
+	if p := q.partitions("t")[0]; p.Leader != -1 {
+		t.Fatalf("out-of-sync replica 3 elected with unclean election off: %+v", p)
+	}
+	// 2 heartbeats again: an eligible leader replica, elected cleanly.
+	p := until("2 elected from the ELR", []int32{2, 3}, func(p PartitionInfo) bool { return p.Leader == 2 })
+	if !slices.Equal(p.ISR, []int32{2}) || !slices.Equal(p.ELR, []int32{1}) || len(p.LastKnownELR) != 0 || p.LeaderRecovering {
+		t.Fatalf("after the ELR election: %+v", p)
+	}
 }
