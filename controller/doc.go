@@ -169,8 +169,10 @@
 // for that incarnation now refuses connections — and a follower whose transport finds the
 // metadata leader's listener refusing campaigns at once (ReportPeerGone); evidence.go has
 // the rules and why they never fence a broker that is merely slow. elections.go has
-// ElectLeaders (Kafka's API 43: preferred elections, unclean ones refused) and auto leader
-// rebalance (Config.LeaderRebalanceInterval).
+// ElectLeaders (Kafka's API 43: preferred and unclean elections), the periodic unclean
+// elections unclean.leader.election.enable asks for, auto leader rebalance
+// (Config.LeaderRebalanceInterval), and buildChange, the one place partition changes are made
+// (Kafka's PartitionChangeBuilder: ELR, leader recovery).
 //
 // Images are copy-on-write: applying a batch copies only the maps and topics it changes and
 // shares everything else with the previous image; a published Image is never modified.

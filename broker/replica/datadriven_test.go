@@ -150,6 +150,7 @@ func parseIDs(t *testing.T, d *datadriven.TestData, s string) []int32 {
 //	follower-append records=N hw=H         an append replicated from the leader
 //	truncate offset=O
 //	shrink                                 MaybeShrinkISR now
+//	propose-recovered epoch=E              ProposeRecovered (after an unclean election)
 //	isr-failed                             the pending ISR proposal was refused
 //	delete-records offset=O
 //	retention [bytes=N]                    enforce retention (retention.bytes=N)
@@ -279,6 +280,12 @@ func TestDataDriven(t *testing.T) {
 			case "shrink":
 				if c := h.replica.MaybeShrinkISR(h.clock.Now()); c != nil {
 					out = append(out, fmt.Sprintf("propose isr=%s at epoch %d", ids(c.ISR), c.LeaderEpoch))
+				} else {
+					out = append(out, "nothing to propose")
+				}
+			case "propose-recovered":
+				if c := h.replica.ProposeRecovered(int32(num("epoch", 0))); c != nil {
+					out = append(out, fmt.Sprintf("propose isr=%s at epoch %d (RECOVERED)", ids(c.ISR), c.LeaderEpoch))
 				} else {
 					out = append(out, "nothing to propose")
 				}
