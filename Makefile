@@ -94,3 +94,4 @@ chaos-full: chaos
 	$(GO) run ./chaos/cmd/chaos -bin $(CURDIR)/bin/sluice -append -first 24 -runs 5 -nemesis kill-leader-long -out CHAOS.md -logs chaos/logs
 	$(GO) run ./chaos/cmd/chaos -bin $(CURDIR)/bin/sluice -append -first 29 -runs 2 -nemesis kill-leader -control-acks1 -out CHAOS.md -logs chaos/logs
 	$(GO) run ./chaos/cmd/chaos -bin $(CURDIR)/bin/sluice -append -first 31 -runs 3 -nemesis kill-leader-long -metadata-min-age 250ms -out CHAOS.md -logs chaos/logs
+	$(GO) run ./chaos/cmd/chaos -bin $(CURDIR)/bin/sluice -append -first 40 -runs 2 -nodes 5 -nemesis unclean-election -out CHAOS.md -logs chaos/logs

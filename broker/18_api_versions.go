@@ -9,7 +9,10 @@ package broker
 //
 // v3+ also carries features (KIP-584): sluice supports and finalizes transaction.version at
 // transactionVersion (2, KIP-890 part 2, as a Kafka 4.x cluster finalizes it), which clients
-// read to choose between the TV1 and TV2 transaction protocols.
+// read to choose between the TV1 and TV2 transaction protocols. It also supports and finalizes
+// eligible.leader.replicas.version at 1 (KIP-966), as Kafka finalizes it on new clusters since
+// 4.1: the controller tracks eligible leader replicas (controller/elections.go) and leaders
+// hold the HW while the ISR is below min.insync.replicas (broker/replica).
 
 import (
 	"context"
@@ -22,6 +25,9 @@ import (
 )
 
 func init() { registerSync(18, 0, 4, (*Broker).handleApiVersions) }
+
+// eligibleLeaderReplicasVersion is the eligible.leader.replicas.version sluice finalizes.
+const eligibleLeaderReplicasVersion = 1
 
 // clientSoftwarePattern is Kafka's rule for ClientSoftwareName and ClientSoftwareVersion.
 var clientSoftwarePattern = regexp.MustCompile(`^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$`)
@@ -36,13 +42,16 @@ func (b *Broker) handleApiVersions(_ context.Context, _ *wire.ConnInfo, req *kms
 	}
 	if req.Version >= 3 {
 		resp.SupportedFeatures = append(resp.SupportedFeatures,
-			kmsg.ApiVersionsResponseSupportedFeature{Name: "transaction.version", MinVersion: 0, MaxVersion: transactionVersion})
+			kmsg.ApiVersionsResponseSupportedFeature{Name: "transaction.version", MinVersion: 0, MaxVersion: transactionVersion},
+			kmsg.ApiVersionsResponseSupportedFeature{Name: "eligible.leader.replicas.version", MinVersion: 0, MaxVersion: eligibleLeaderReplicasVersion})
 		resp.FinalizedFeaturesEpoch = -1
 		if transactionVersion > 0 {
 			// The epoch only has to grow when the finalized set changes; it never does.
 			resp.FinalizedFeaturesEpoch = 1
 			resp.FinalizedFeatures = append(resp.FinalizedFeatures,
-				kmsg.ApiVersionsResponseFinalizedFeature{Name: "transaction.version", MinVersionLevel: transactionVersion, MaxVersionLevel: transactionVersion})
+				kmsg.ApiVersionsResponseFinalizedFeature{Name: "transaction.version", MinVersionLevel: transactionVersion, MaxVersionLevel: transactionVersion},
+				kmsg.ApiVersionsResponseFinalizedFeature{Name: "eligible.leader.replicas.version",
+					MinVersionLevel: eligibleLeaderReplicasVersion, MaxVersionLevel: eligibleLeaderReplicasVersion})
 		}
 	}
 	return resp, nil

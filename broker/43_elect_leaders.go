@@ -5,9 +5,10 @@ package broker
 // Leader elections through the active controller (controller/elections.go has the rules):
 // PREFERRED moves leadership to each partition's preferred replica when it is an active ISR
 // member (ELECTION_NOT_NEEDED when it leads already, PREFERRED_LEADER_NOT_AVAILABLE when it
-// cannot); UNCLEAN (v1+) is answered ELECTION_NOT_NEEDED for partitions with a leader and
-// refused with ELIGIBLE_LEADERS_NOT_AVAILABLE, saying so, for leaderless ones: sluice has no
-// unclean election. A null partition list means every partition, and the answer then leaves
+// cannot); UNCLEAN (v1+) is answered ELECTION_NOT_NEEDED for partitions with a leader, and
+// elects a leaderless one's ISR or ELR member if one is alive, else any live replica (an
+// unclean election: the partition recovers from that replica's log, losing what only the old
+// ISR had), ELIGIBLE_LEADERS_NOT_AVAILABLE when none is alive. A null partition list means every partition, and the answer then leaves
 // out those that needed no election, as Kafka's does. v0 has no top-level error code: a
 // failure of the whole request is every listed partition's error. The answer waits until
 // this broker applied the outcome, so a describe right after shows the new leaders.

@@ -3,8 +3,9 @@ package broker
 // DescribeTopicPartitions, key 75: v0 (KIP-966).
 //
 // Topics by name (an empty list: every topic), in name order, with their partitions' leader,
-// leader epoch, replicas and ISR. Eligible leader replicas and last known ELR are empty:
-// sluice does not implement ELR. Responses are paged: at most ResponsePartitionLimit
+// leader epoch, replicas, ISR, eligible leader replicas and last known ELR (KIP-966, as the
+// controller tracks them: controller/elections.go), which `kafka-topics --describe` prints as
+// "Elr:" and "LastKnownElr:". Responses are paged: at most ResponsePartitionLimit
 // partitions (capped by max.request.partition.size.limit, Kafka's default 2000), starting at
 // the request's Cursor; when partitions remain, NextCursor names the first one not sent, as
 // Kafka's KRaftMetadataCache pages. A topic that does not exist is UNKNOWN_TOPIC_OR_PARTITION;
@@ -103,8 +104,8 @@ func describeTopicPartitionsPage(im *controller.Image, names []string, cursor *k
 			rp.LeaderEpoch = pi.LeaderEpoch
 			rp.Replicas = nonNil(pi.Replicas)
 			rp.ISR = nonNil(pi.ISR)
-			rp.EligibleLeaderReplicas = []int32{}
-			rp.LastKnownELR = []int32{}
+			rp.EligibleLeaderReplicas = nonNil(pi.ELR)
+			rp.LastKnownELR = nonNil(pi.LastKnownELR)
 			rp.OfflineReplicas = []int32{}
 			if pi.Leader < 0 {
 				rp.ErrorCode = kerr.LeaderNotAvailable.Code

@@ -71,8 +71,10 @@ func TestAcksAllProduceWaitsForTheHighWatermark(t *testing.T) {
 	}
 }
 
-// Not replicated within the produce's timeout: REQUEST_TIMED_OUT. With the ISR below
-// min.insync.replicas when the HW passes it: NOT_ENOUGH_REPLICAS_AFTER_APPEND.
+// Not replicated within the produce's timeout: REQUEST_TIMED_OUT. With the ISR shrunk below
+// min.insync.replicas while a produce waits, the HW stays where it is (Kafka 4.x's strict min
+// ISR, KIP-966), so that produce too ends REQUEST_TIMED_OUT rather than being acknowledged by
+// the leader alone; a new one is refused NOT_ENOUGH_REPLICAS before the append.
 func TestAcksAllProduceTimesOutOrLosesItsISR(t *testing.T) {
 	tb := startTestBroker(t, nil)
 	tb.createTopic(t, "slow", 1, map[string]*string{"min.insync.replicas": new("2")})
@@ -84,22 +86,21 @@ func TestAcksAllProduceTimesOutOrLosesItsISR(t *testing.T) {
 		t.Fatalf("error %d, want REQUEST_TIMED_OUT", code)
 	}
 
-	answered := tb.serveDirect(testContext(t), t, acksAllRequest("slow", testWait))
-	// The follower drops out of the ISR (committed by the controller), so the HW moves past
-	// the batch with one replica in sync, fewer than min.insync.replicas.
+	answered := tb.serveDirect(testContext(t), t, acksAllRequest("slow", 200*time.Millisecond))
+	// The follower drops out of the ISR (committed by the controller): one replica in sync,
+	// fewer than min.insync.replicas, so the HW must not move past the batch.
 	if err := p.replica.BecomeLeader(p.replica.Snapshot().LeaderEpoch, []int32{1}, []int32{1, 2}); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case r := <-answered:
-		if code := r.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode; code != kerr.NotEnoughReplicasAfterAppend.Code {
-			t.Fatalf("error %d, want NOT_ENOUGH_REPLICAS_AFTER_APPEND", code)
-		}
-	case <-time.After(testWait):
-		t.Fatal("not answered after the ISR shrank")
+	r := (<-answered).(*kmsg.ProduceResponse)
+	if code := r.Topics[0].Partitions[0].ErrorCode; code != kerr.RequestTimedOut.Code {
+		t.Fatalf("error %d, want REQUEST_TIMED_OUT", code)
+	}
+	if s := p.replica.Snapshot(); s.HighWatermark != 0 {
+		t.Fatalf("HW %d with the ISR below min.insync.replicas, want 0 (records only the leader has)", s.HighWatermark)
 	}
 	// And now refused before the append.
-	r := (<-tb.serveDirect(testContext(t), t, acksAllRequest("slow", testWait))).(*kmsg.ProduceResponse)
+	r = (<-tb.serveDirect(testContext(t), t, acksAllRequest("slow", testWait))).(*kmsg.ProduceResponse)
 	if code := r.Topics[0].Partitions[0].ErrorCode; code != kerr.NotEnoughReplicas.Code {
 		t.Fatalf("error %d, want NOT_ENOUGH_REPLICAS", code)
 	}

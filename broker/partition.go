@@ -45,6 +45,13 @@ func (b *Broker) newPartition(tp topicPartition, id controller.TopicID, log *log
 		CheckpointedHighWatermark: checkpointedHW,
 		OnChange:                  func() { b.purgatory.Wake(tp) },
 		Name:                      tp.String(),
+		// Kafka 4.x's strict min ISR (eligible leader replicas, controller/elections.go).
+		MinInsync: func() int32 {
+			if s := p.settings.Load(); s != nil {
+				return s.MinInsyncReplicas
+			}
+			return 1
+		},
 	})
 	return p
 }
@@ -78,6 +85,22 @@ func (b *Broker) applyLeadership(p *Partition, info *controller.PartitionInfo) {
 	// After the role change: a new leader's fetcher is gone only once appends as follower are
 	// refused anyway, and a follower's fetcher starts at the epoch just applied.
 	b.fetchers.apply(p, info)
+	b.maybeProposeRecovered(p, info)
+}
+
+// maybeProposeRecovered ends the leader recovery of a partition this node was elected to lead
+// uncleanly (controller/elections.go): its log is the partition's log from now on, so it tells
+// the controller RECOVERED at once, as a Kafka leader does. isrExpirationLoop sends it again
+// until the controller has it.
+func (b *Broker) maybeProposeRecovered(p *Partition, info *controller.PartitionInfo) {
+	if info.Leader != b.nodeID || !info.LeaderRecovering {
+		return
+	}
+	if change := p.replica.ProposeRecovered(info.LeaderEpoch); change != nil {
+		b.logger.Warn("leading a partition elected uncleanly; records only the old ISR had are lost", "partition", p.tp.String(),
+			"leaderEpoch", info.LeaderEpoch)
+		b.alterPartition.ProposeISR(p, *change)
+	}
 }
 
 // leaderState returns whether this replica leads and its leader epoch.
@@ -222,9 +245,13 @@ func (b *Broker) loadHighWatermarkCheckpoint() {
 func (b *Broker) isrExpirationLoop() {
 	b.every(time.Duration(b.cfg.Static.ReplicaLagTimeMaxMs)*time.Millisecond/2, 15*time.Second, func() {
 		now := b.clock.Now()
+		im := b.ctrl.Image()
 		for _, p := range b.partitionsSnapshot() {
 			if change := p.replica.MaybeShrinkISR(now); change != nil {
 				b.alterPartition.ProposeISR(p, *change)
+			}
+			if t := im.TopicsByID[p.topicID]; t != nil && int(p.tp.partition) < len(t.Partitions) {
+				b.maybeProposeRecovered(p, &t.Partitions[p.tp.partition])
 			}
 		}
 	})

@@ -30,6 +30,10 @@
 // incarnation registering), and Config.LeaderAcks (acks=1, no idempotence) is a control under
 // which kill -9 of a leader loses acknowledged writes, so a run that reports none is not blind.
 //
+// The unclean-election nemesis (five nodes; Run sets unclean.leader.election.enable=true) shows
+// the loss unclean election allows: a replica paused until fenced falls out of the ISR, the
+// ISR is killed, and the stale replica, resumed, is elected and the others truncate to it.
+//
 // cmd/chaos (make chaos, make chaos-full) runs many runs and writes CHAOS.md; TestChaosShort is
 // the short run in make test.
 package chaos

@@ -28,6 +28,15 @@ const (
 	// and, at the same time, kill -9 of another node.
 	KillAndPartition = "kill-and-partition"
 	Mixed            = "mixed" // each fault picked at random from the above
+	// UncleanElection shows what unclean.leader.election.enable=true costs (Run turns it on
+	// for the topic): one replica of a partition is paused past the session timeout, so it is
+	// fenced and leaves the ISR while the other two go on acknowledging acks=all writes; then
+	// both of those are killed (-9) and the paused one resumed. Nothing in sync is alive, so
+	// the controller elects the out-of-sync replica uncleanly, and when the killed ones return
+	// they truncate to its log: the writes only they had are lost, as Kafka documents. It
+	// needs five nodes (three combined nodes could not keep a metadata quorum with two of them
+	// dead). Not in Kinds (nor in mixed).
+	UncleanElection = "unclean-election"
 )
 
 // Kinds lists every single nemesis, in CHAOS.md's order.
@@ -55,6 +64,8 @@ func (n *nemesis) hold(kind string) time.Duration {
 		return 8 * time.Second
 	case KillLeaderLong:
 		return n.session + 4*time.Second
+	case UncleanElection:
+		return 15 * time.Second // the out-of-sync replica leads alone until the killed ones return
 	}
 	return 12 * time.Second
 }
@@ -202,8 +213,76 @@ func (n *nemesis) fault(kind string) func() {
 			n.event(NemesisEvent{Kind: "heal"})
 			n.restart(victim)
 		}
+	case UncleanElection:
+		return n.uncleanElection(leaders)
 	}
 	panic("unknown nemesis " + kind)
+}
+
+// uncleanElection is the UncleanElection fault (see its constant); the heal restarts the two
+// killed replicas.
+func (n *nemesis) uncleanElection(leaders map[int32]int32) func() {
+	p := int32(n.rng.IntN(int(n.parts)))
+	replicas := n.replicas(p)
+	leader, ok := leaders[p]
+	if len(replicas) != 3 || !ok || !slices.Contains(replicas, leader) {
+		n.logf("unclean-election: partition %d has replicas %v and leader %d (%v); skipping this fault", p, replicas, leader, ok)
+		return func() {}
+	}
+	var stale int32 // the replica that falls out of sync
+	for _, r := range replicas {
+		if r != leader {
+			stale = r
+			break
+		}
+	}
+	isr := slices.DeleteFunc(slices.Clone(replicas), func(r int32) bool { return r == stale })
+	if err := n.c.Node(stale).Pause(); err != nil {
+		n.logf("pause node %d: %v", stale, err)
+	}
+	n.event(NemesisEvent{Kind: "pause", Nodes: []int32{stale}, Led: led(leaders, stale),
+		Note: fmt.Sprintf("replica of partition %d (replicas %v) paused until fenced: out of its ISR", p, replicas)})
+	// Past the session timeout the controller fences it and shrinks the ISR to isr, which
+	// keeps acknowledging writes to p that stale never gets.
+	sleepCtx(context.Background(), n.session+4*time.Second)
+	for _, id := range isr {
+		if err := n.c.Node(id).Kill(); err != nil {
+			n.logf("kill node %d: %v", id, err)
+		}
+	}
+	n.event(NemesisEvent{Kind: "kill", Nodes: isr, Note: fmt.Sprintf("the ISR %v of partition %d (recovery not measured)", isr, p)})
+	if err := n.c.Node(stale).Resume(); err != nil {
+		n.logf("resume node %d: %v", stale, err)
+	}
+	n.event(NemesisEvent{Kind: "resume", Nodes: []int32{stale}, Note: fmt.Sprintf("only out-of-sync replica %d of partition %d alive: an unclean election", stale, p)})
+	return func() {
+		for _, id := range isr {
+			n.restart(id)
+		}
+	}
+}
+
+// replicas is one look-up of partition p's replicas (nil on failure).
+func (n *nemesis) replicas(p int32) []int32 {
+	adm, cl, err := n.c.Admin()
+	if err != nil {
+		n.logf("admin client: %v", err)
+		return nil
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	td, err := adm.ListTopics(ctx, n.topic)
+	if err != nil || td[n.topic].Err != nil {
+		n.logf("replica lookup: %v %v", err, td[n.topic].Err)
+		return nil
+	}
+	for _, pd := range td[n.topic].Partitions {
+		if pd.Partition == p {
+			return slices.Clone(pd.Replicas)
+		}
+	}
+	return nil
 }
 
 func ids(idx []int) []int32 {

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -113,6 +114,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if !cfg.KeepWorkDir {
 		defer os.RemoveAll(cfg.WorkDir)
 	}
+	if slices.Contains(cfg.Nemeses, UncleanElection) && cfg.Nodes < 5 {
+		return nil, fmt.Errorf("the %s nemesis needs 5 nodes (with 3, killing the ISR takes the metadata quorum with it)", UncleanElection)
+	}
 	nw, err := NewNetwork(cfg.Nodes)
 	if err != nil {
 		return nil, fmt.Errorf("network namespaces (needs root and ip netns): %w", err)
@@ -140,6 +144,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		"offsets.topic.replication.factor=3",
 		"group.initial.rebalance.delay.ms=0",
 	}, cfg.Settings...)
+	if slices.Contains(cfg.Nemeses, UncleanElection) {
+		settings = append(settings, "unclean.leader.election.enable=true")
+	}
 	logf("starting %d nodes on %v (netns %s...), settings %v", cfg.Nodes, nw.Hosts(), nw.NodeNS(0), settings)
 	c, err := testcluster.Start(testcluster.Options{
 		Nodes: cfg.Nodes, Bin: cfg.Bin, Settings: settings,

@@ -4,8 +4,9 @@ package cluster
 //
 // What a partition leader sends to change its ISR (the rules and per-partition errors are
 // controller.AlterPartition's, Kafka's ReplicationControlManager.alterPartition). v0 names
-// topics and lists the new ISR; v1 adds the leader recovery state (RECOVERING is refused with
-// INVALID_REQUEST: this controller never elects uncleanly); v2 names topics by ID (an unknown
+// topics and lists the new ISR; v1 adds the leader recovery state (RECOVERED ends the recovery
+// of a leader elected uncleanly; RECOVERING with more than the leader in the ISR, or for a
+// partition that has recovered, is INVALID_REQUEST), answered back from v1; v2 names topics by ID (an unknown
 // one is UNKNOWN_TOPIC_ID, UNKNOWN_TOPIC_OR_PARTITION before v2); v3 gives each new ISR member
 // with the broker epoch it fetched with (KIP-903), checked against its registration. Before
 // v2 an ineligible member is OPERATION_NOT_ATTEMPTED, from v2 INELIGIBLE_REPLICA, as Kafka
@@ -79,6 +80,9 @@ func (s *Server) handleAlterPartition(ctx context.Context, req *kmsg.AlterPartit
 			} else {
 				p.LeaderID, p.LeaderEpoch = r.Partition.Leader, r.Partition.LeaderEpoch
 				p.ISR, p.PartitionEpoch = r.Partition.ISR, r.Partition.PartitionEpoch
+				if r.Partition.LeaderRecovering {
+					p.LeaderRecoveryState = 1 // RECOVERING
+				}
 			}
 			i++
 			t.Partitions = append(t.Partitions, p)

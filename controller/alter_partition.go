@@ -25,7 +25,9 @@ type AlterPartition struct {
 	// whose registration has another epoch is INELIGIBLE_REPLICA.
 	NewISREpochs []int64
 	// LeaderRecovering is the request's leader recovery state RECOVERING (after an unclean
-	// election). This controller never elects uncleanly, so it is always refused.
+	// election, elections.go); false is RECOVERED, which ends a partition's recovery. A
+	// recovering leader may not grow the ISR, and a recovered partition may not go back to
+	// recovering (INVALID_REQUEST), as Kafka's ReplicationControlManager refuses them.
 	LeaderRecovering bool
 }
 
@@ -51,13 +53,15 @@ type AlterPartitionResult struct {
 //     INVALID_REQUEST (Kafka's code: the epochs matched, so the request is malformed); an
 //     older partition epoch INVALID_UPDATE_VERSION;
 //   - the new ISR must be non-empty, without duplicates, a subset of the replicas and hold
-//     the leader, and the leader must not claim to be recovering, else INVALID_REQUEST;
+//     the leader, else INVALID_REQUEST; so too a request that is RECOVERING with more than
+//     the leader in the new ISR, or RECOVERING for a partition that has recovered;
 //   - every member of the new ISR must be an active broker (registered, unfenced, not in
 //     controlled shutdown) and, where NewISREpochs gives one, at that broker epoch, else
 //     INELIGIBLE_REPLICA (KIP-841, KIP-903).
 //
-// An accepted change is a PartitionChangeRecord with the new ISR and the partition epoch plus
-// one (leader and leader epoch unchanged); its result is the partition as that record
+// An accepted change is a PartitionChangeRecord with the new ISR, the request's leader
+// recovery state, the ELR that ISR implies (elections.go) and the partition epoch plus one
+// (leader and leader epoch unchanged); its result is the partition as that record
 // committed it. A new ISR equal to the current one commits nothing and answers the current
 // partition. The follower that caught up rejoins the same way: its leader proposes the
 // expanded ISR. For a partition being reassigned the change may also complete the
@@ -82,7 +86,7 @@ func (c *Controller) AlterPartition(ctx context.Context, reqs []AlterPartition) 
 					setErr(&results[i].Err, &results[i].Message, verr)
 					continue
 				}
-				rec := alterPartitionChange(cur, t.ID, p, reqs[i].NewISR)
+				rec := alterPartitionChange(cur, t.ID, p, reqs[i].NewISR, !reqs[i].LeaderRecovering)
 				if rec == nil {
 					results[i].Partition = clonePartition(p)
 					continue
@@ -152,7 +156,11 @@ func validateAlterPartition(w *Image, r *AlterPartition) (*TopicInfo, *Partition
 	if verr := validateNewISR(t, p, r.NewISR); verr != nil {
 		return nil, nil, verr
 	}
-	if r.LeaderRecovering {
+	if r.LeaderRecovering && len(r.NewISR) > 1 {
+		return nil, nil, fail(kerr.InvalidRequest, "The new ISR %v of %s-%d has more than one replica while its leader is still recovering from an unclean leader election.",
+			r.NewISR, t.Name, p.Partition)
+	}
+	if r.LeaderRecovering && !p.LeaderRecovering {
 		return nil, nil, fail(kerr.InvalidRequest, "Partition %s-%d is not recovering from an unclean leader election.", t.Name, p.Partition)
 	}
 	if r.NewISREpochs != nil && len(r.NewISREpochs) != len(r.NewISR) {
@@ -201,5 +209,6 @@ func validateNewISR(t *TopicInfo, p *PartitionInfo, isr []int32) *validationErro
 func clonePartition(p *PartitionInfo) *PartitionInfo {
 	c := *p
 	c.Replicas, c.ISR = slices.Clone(p.Replicas), slices.Clone(p.ISR)
+	c.ELR, c.LastKnownELR = slices.Clone(p.ELR), slices.Clone(p.LastKnownELR)
 	return &c
 }

@@ -165,6 +165,8 @@ func (b *imageBuilder) apply(r Record) error {
 		p := &t.Partitions[r.Partition]
 		p.Leader, p.ISR = r.Leader, slices.Clone(r.ISR)
 		p.LeaderEpoch, p.PartitionEpoch = r.LeaderEpoch, r.PartitionEpoch
+		p.ELR, p.LastKnownELR = cloneNonEmpty(r.ELR), cloneNonEmpty(r.LastKnownELR)
+		p.LeaderRecovering = r.LeaderRecovering
 		if r.Replicas != nil {
 			p.Replicas = slices.Clone(r.Replicas)
 			p.AddingReplicas, p.RemovingReplicas = cloneNonEmpty(r.AddingReplicas), cloneNonEmpty(r.RemovingReplicas)
@@ -206,6 +208,9 @@ func (b *imageBuilder) apply(r Record) error {
 			PartitionEpoch:   r.PartitionEpoch,
 			AddingReplicas:   cloneNonEmpty(r.AddingReplicas),
 			RemovingReplicas: cloneNonEmpty(r.RemovingReplicas),
+			ELR:              cloneNonEmpty(r.ELR),
+			LastKnownELR:     cloneNonEmpty(r.LastKnownELR),
+			LeaderRecovering: r.LeaderRecovering,
 		}
 		if int(r.Partition) == len(t.Partitions) {
 			t.Partitions = append(t.Partitions, p)

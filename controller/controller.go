@@ -79,6 +79,16 @@ type Config struct {
 	// (elections.go); 0 = off.
 	LeaderRebalanceInterval time.Duration
 
+	// EligibleLeaderReplicas turns on KIP-966 eligible leader replicas
+	// (eligible.leader.replicas.version=1, Kafka 4.x's default for new clusters) in the
+	// changes this node plans as active controller; MinInsyncReplicas and
+	// UncleanLeaderElection are the static min.insync.replicas and
+	// unclean.leader.election.enable, used where neither the topic nor the cluster-wide
+	// dynamic config sets them (elections.go).
+	EligibleLeaderReplicas bool
+	MinInsyncReplicas      int32
+	UncleanLeaderElection  bool
+
 	// ticks, when non-nil, replaces the TickInterval ticker: tests drive time by hand.
 	ticks <-chan time.Time
 }
@@ -166,6 +176,11 @@ type Controller struct {
 	// none scheduled); rebalanceCheckedOffset the image offset last checked for imbalance.
 	rebalanceDue           uint64
 	rebalanceCheckedOffset int64
+}
+
+// electionDefaults are the static election configs images carry (elections.go).
+func (c *Controller) electionDefaults() *electionDefaults {
+	return &electionDefaults{elr: c.cfg.EligibleLeaderReplicas, minISR: c.cfg.MinInsyncReplicas, unclean: c.cfg.UncleanLeaderElection}
 }
 
 // request is a proposal handed to the driver.
@@ -306,6 +321,7 @@ func open(cfg Config) (*Controller, error) {
 	if cfg.SessionTimeout > 0 {
 		c.sessionTicks = uint64((cfg.SessionTimeout + cfg.TickInterval - 1) / cfg.TickInterval)
 	}
+	img.defaults = c.electionDefaults()
 	c.image.Store(img)
 	c.storeLearners()
 	c.calls.signal = make(chan struct{}, 1)
@@ -697,6 +713,7 @@ func (c *Controller) installSnapshot(snap *pb.Snapshot) error {
 	c.applied = snap.GetMetadata().GetIndex()
 	c.sinceSnapshot = 0
 	img.ControllerID = c.leaderID
+	img.defaults = c.electionDefaults()
 	c.publish(img)
 	return nil
 }

@@ -131,10 +131,12 @@
 // Config.SessionTimeout (broker.session.timeout.ms). Controlled shutdown (WantShutDown) moves
 // leadership off the broker and marks it in controlled shutdown; the first heartbeat after
 // that finding it leading nothing fences it and answers ShouldShutDown. The leadership rules
-// (which replica leads, what the ISR keeps) are at the top of membership.go: Kafka's without
-// eligible leader replicas — the last ISR member stays in the ISR, a partition with no active
-// ISR member has leader -1, and an unfenced broker leads the leaderless partitions whose ISR
-// holds it. A broker that left an ISR re-enters none by itself: partition leaders change
+// (which replica leads, what the ISR keeps) are at the top of membership.go and elections.go:
+// Kafka 4.x's PartitionChangeBuilder with eligible leader replicas (KIP-966; Config.
+// EligibleLeaderReplicas) — an ISR shrinking below min.insync.replicas moves the replicas it
+// loses to the ELR, the ISR may become empty, an ELR member is a clean leader when no ISR
+// member is active — and unclean.leader.election.enable, which elects any live replica (in
+// leader recovery) when no ISR or ELR member is; without it such a partition has leader -1. A broker that left an ISR re-enters none by itself: partition leaders change
 // their ISRs through AlterPartition (alter_partition.go, Kafka's API 56), shrinking it when a
 // follower falls behind and expanding it when one has caught up. The controller accepts a
 // change only from the current leader at the current leader and partition epochs, to an ISR
@@ -167,8 +169,10 @@
 // for that incarnation now refuses connections — and a follower whose transport finds the
 // metadata leader's listener refusing campaigns at once (ReportPeerGone); evidence.go has
 // the rules and why they never fence a broker that is merely slow. elections.go has
-// ElectLeaders (Kafka's API 43: preferred elections, unclean ones refused) and auto leader
-// rebalance (Config.LeaderRebalanceInterval).
+// ElectLeaders (Kafka's API 43: preferred and unclean elections), the periodic unclean
+// elections unclean.leader.election.enable asks for, auto leader rebalance
+// (Config.LeaderRebalanceInterval), and buildChange, the one place partition changes are made
+// (Kafka's PartitionChangeBuilder: ELR, leader recovery).
 //
 // Images are copy-on-write: applying a batch copies only the maps and topics it changes and
 // shares everything else with the previous image; a published Image is never modified.

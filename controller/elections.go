@@ -3,6 +3,8 @@ package controller
 import (
 	"context"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 )
@@ -15,9 +17,14 @@ import (
 //     is in the ISR and active gets it as leader, with a new leader epoch; otherwise
 //     PREFERRED_LEADER_NOT_AVAILABLE. Asked for every partition (a null list), the answer
 //     leaves out those that needed no election.
-//   - ElectLeaders UNCLEAN: a partition with a leader needs none; a leaderless one is refused
-//     with ELIGIBLE_LEADERS_NOT_AVAILABLE, saying that unclean election is not supported:
-//     sluice never makes an out-of-sync replica leader.
+//   - ElectLeaders UNCLEAN: a partition with a leader needs none; a leaderless one elects
+//     from its ISR or ELR if it can, else any live replica (an unclean election, below),
+//     whatever unclean.leader.election.enable says; with no live replica it is
+//     ELIGIBLE_LEADERS_NOT_AVAILABLE.
+//   - Unclean elections on their own (tickUnclean): every leaderless partition of a topic
+//     with unclean.leader.election.enable on elects any live replica once one is active, on
+//     the active controller's next rebalance tick, as Kafka's controller runs them
+//     periodically, so turning the config on brings offline partitions back.
 //   - Auto leader rebalance (auto.leader.rebalance.enable, Config.LeaderRebalanceInterval):
 //     as Kafka's QuorumController, the active controller, once some partition's leader is not
 //     its preferred replica, waits leader.imbalance.check.interval.seconds and then makes a
@@ -118,8 +125,12 @@ func planElection(w *Image, topic string, partition int32, electionType int8) (R
 		if p.Leader != -1 {
 			return nil, fail(kerr.ElectionNotNeeded, "Leader election not needed for topic partition.")
 		}
-		return nil, fail(kerr.EligibleLeadersNotAvailable,
-			"Unclean leader election is not supported: %s-%d stays offline until a replica of its ISR %v returns.", topic, partition, p.ISR)
+		rec := buildChange(w, t.ID, p, currentTarget(p), changeOptions{election: electionUnclean})
+		if rec == nil || rec.Leader == -1 {
+			return nil, fail(kerr.EligibleLeadersNotAvailable,
+				"No replica of %s-%d (replicas %v) is alive to lead it.", topic, partition, p.Replicas)
+		}
+		return rec, nil
 	}
 	if len(p.Replicas) == 0 {
 		return nil, fail(kerr.PreferredLeaderNotAvailable, "Partition %s-%d has no replicas.", topic, partition)
@@ -145,7 +156,7 @@ func preferredElection(w *Image, topic TopicID, p *PartitionInfo) *PartitionChan
 	if p.Leader == preferred || !slices.Contains(p.ISR, preferred) || !w.Brokers[preferred].active() {
 		return nil
 	}
-	return partitionChange(topic, p, preferred, p.ISR)
+	return buildChange(w, topic, p, currentTarget(p), changeOptions{election: electionPreferred})
 }
 
 // imbalanced reports whether some partition of im is led by another replica than its
@@ -165,6 +176,7 @@ func imbalanced(im *Image) bool {
 // tickRebalance runs auto leader rebalance on the active controller (see the top of this
 // file). REQUIRES: driver goroutine.
 func (c *Controller) tickRebalance() {
+	c.tickUnclean()
 	if !c.leaderReady || c.cfg.LeaderRebalanceInterval <= 0 {
 		c.rebalanceDue = 0
 		return
@@ -206,4 +218,286 @@ func (c *Controller) tickRebalance() {
 	if more {
 		c.rebalanceDue = c.tickCount + 1
 	}
+}
+
+// Partition changes, as Kafka 4.x's PartitionChangeBuilder makes them with eligible leader
+// replicas (KIP-966, the eligible.leader.replicas.version feature at level 1, Kafka's default
+// for new clusters since 4.1; Config.EligibleLeaderReplicas) and unclean.leader.election.enable:
+//
+//   - ELR tracking: when the new ISR is smaller than the topic's min.insync.replicas, the
+//     replicas of the current ISR (and the current ELR) that are not in the new ISR become
+//     the ELR. With ELR on, a leader's HW only advances while its ISR is at least
+//     min.insync.replicas (broker/replica), so these replicas hold every committed record.
+//     An ISR of at least min.insync.replicas clears the ELR and the last known ELR.
+//   - With ELR on the ISR may become empty (the last ISR member fenced): the partition is
+//     then leaderless and its last leader is kept as LastKnownELR. With ELR off the last ISR
+//     member stays in the ISR instead, so it remembers who has the data.
+//   - Election (the current leader stays if it is still an acceptable ISR member): the first
+//     replica in assignment order that is acceptable (active, or being unfenced) and in the
+//     new ISR, or, with the ISR empty, in the ELR; one elected from the ELR becomes the ISR
+//     alone and leaves the ELR. Failing that, with ISR and ELR empty, the last known leader
+//     if it is acceptable (Kafka's balanced recovery, an unclean election). Failing that,
+//     with unclean.leader.election.enable (or ElectLeaders UNCLEAN), the first acceptable
+//     replica at all: an unclean election, which may lose acknowledged records.
+//   - An unclean election sets the ISR to the new leader alone, clears ELR and last known
+//     ELR and puts the partition in leader recovery (RECOVERING); its leader tells the
+//     controller it recovered with an AlterPartition whose state is RECOVERED, and until
+//     then the ISR may not grow (INVALID_REQUEST).
+//   - The leader epoch grows when the leader changes or replicas are removed, the partition
+//     epoch with every change; a change that changes nothing is no record.
+
+// electionDefaults are the static (server.properties) election configs of the controller
+// that plans a change; topic configs and cluster-wide dynamic configs in the image come first.
+type electionDefaults struct {
+	elr     bool  // eligible.leader.replicas.version = 1
+	minISR  int32 // min.insync.replicas
+	unclean bool  // unclean.leader.election.enable
+}
+
+// elrEnabled reports whether changes planned on im track eligible leader replicas.
+func (im *Image) elrEnabled() bool { return im.defaults != nil && im.defaults.elr }
+
+// MinInsyncReplicas is the topic's effective min.insync.replicas: its own config, else the
+// cluster-wide dynamic one, else the controller's static one (1 without any).
+func (im *Image) MinInsyncReplicas(topic string) int32 {
+	if v, ok := im.topicOrClusterConfig(topic, "min.insync.replicas"); ok {
+		if n, err := strconv.ParseInt(v, 10, 32); err == nil && n >= 1 {
+			return int32(n)
+		}
+	}
+	if im.defaults != nil && im.defaults.minISR >= 1 {
+		return im.defaults.minISR
+	}
+	return 1
+}
+
+// uncleanElectionEnabled is the topic's effective unclean.leader.election.enable, resolved as
+// MinInsyncReplicas is (false without any).
+func (im *Image) uncleanElectionEnabled(topic string) bool {
+	if v, ok := im.topicOrClusterConfig(topic, "unclean.leader.election.enable"); ok {
+		if b, err := strconv.ParseBool(strings.TrimSpace(v)); err == nil {
+			return b
+		}
+	}
+	return im.defaults != nil && im.defaults.unclean
+}
+
+func (im *Image) topicOrClusterConfig(topic, key string) (string, bool) {
+	if t := im.Topics[topic]; t != nil {
+		if v, ok := t.Configs[key]; ok {
+			return v, true
+		}
+	}
+	v, ok := im.BrokerConfigs[""][key]
+	return v, ok
+}
+
+// electionKind is PartitionChangeBuilder's Election.
+type electionKind int8
+
+const (
+	electionOnline    electionKind = iota // keep the partition online from the ISR (or ELR)
+	electionPreferred                     // the preferred replica if it is in the ISR
+	electionUnclean                       // as online, else any acceptable replica
+)
+
+// changeOptions are the optional parts of a partition change.
+type changeOptions struct {
+	election electionKind
+	// acceptable reports whether a replica may lead; nil: an active broker.
+	acceptable func(int32) bool
+	// recovered, when set, is the leader recovery state an AlterPartition asks for: true is
+	// RECOVERED, false RECOVERING.
+	recovered *bool
+}
+
+// buildChange is the record that takes p of topic to target, as described above; nil when
+// nothing changes.
+func buildChange(w *Image, topic TopicID, p *PartitionInfo, target partitionTarget, o changeOptions) *PartitionChangeRecord {
+	if replicas, isr, ok := completeReassignment(target); ok {
+		target = partitionTarget{isr: isr, replicas: replicas}
+	}
+	acceptable := o.acceptable
+	if acceptable == nil {
+		acceptable = func(r int32) bool { return w.Brokers[r].active() }
+	}
+	name := ""
+	if t := w.TopicsByID[topic]; t != nil {
+		name = t.Name
+	}
+	elr := w.elrEnabled()
+	isr := slices.Clone(target.isr)
+	if len(isr) == 0 && !elr {
+		isr = slices.Clone(p.ISR) // the last ISR member stays: it has all the data
+	}
+	var targetELR []int32
+	if elr && int32(len(isr)) < w.MinInsyncReplicas(name) {
+		for _, r := range slices.Concat(p.ELR, p.ISR) {
+			if !slices.Contains(isr, r) && !slices.Contains(targetELR, r) && slices.Contains(target.replicas, r) {
+				targetELR = append(targetELR, r)
+			}
+		}
+		slices.Sort(targetELR)
+	}
+	valid := func(r int32) bool {
+		return (slices.Contains(isr, r) || (len(isr) == 0 && slices.Contains(targetELR, r))) && acceptable(r)
+	}
+	leader, unclean := int32(-1), false
+	pick := func(candidates []int32) bool {
+		for _, r := range candidates {
+			if valid(r) {
+				leader = r
+				return true
+			}
+		}
+		return false
+	}
+	lastKnown := func() bool {
+		if elr && len(isr) == 0 && len(targetELR) == 0 && len(p.LastKnownELR) == 1 && acceptable(p.LastKnownELR[0]) {
+			leader, unclean = p.LastKnownELR[0], true
+			return true
+		}
+		return false
+	}
+	switch {
+	case o.election == electionPreferred && len(target.replicas) > 0 && valid(target.replicas[0]):
+		leader = target.replicas[0]
+	case p.Leader >= 0 && valid(p.Leader):
+		leader = p.Leader
+	case pick(target.replicas), lastKnown():
+	case o.election == electionUnclean:
+		for _, r := range target.replicas {
+			if acceptable(r) {
+				leader, unclean = r, true
+				break
+			}
+		}
+	}
+	newLeader := leader
+	recovering := p.LeaderRecovering
+	if newLeader != p.Leader {
+		if slices.Contains(targetELR, newLeader) {
+			isr = []int32{newLeader}
+			targetELR = slices.DeleteFunc(targetELR, func(r int32) bool { return r == newLeader })
+		}
+		if unclean {
+			isr = []int32{newLeader}
+			recovering = true
+		}
+	}
+	if unclean || !elr {
+		targetELR = nil
+	}
+	lastKnownELR := cloneNonEmpty(p.LastKnownELR)
+	if elr {
+		switch {
+		case len(isr) == 0 && len(p.ISR) > 0 && p.Leader >= 0 && !slices.Equal(p.LastKnownELR, []int32{p.Leader}):
+			lastKnownELR = []int32{p.Leader} // the partition becomes leaderless: remember its last leader
+		case newLeader >= 0:
+			lastKnownELR = nil
+		}
+	}
+	if o.recovered != nil && !unclean {
+		recovering = !*o.recovered
+	}
+	assignmentChanged := !slices.Equal(target.replicas, p.Replicas) || !slices.Equal(target.adding, p.AddingReplicas) ||
+		!slices.Equal(target.removing, p.RemovingReplicas)
+	if newLeader == p.Leader && slices.Equal(isr, p.ISR) && !assignmentChanged && slices.Equal(targetELR, p.ELR) &&
+		slices.Equal(lastKnownELR, p.LastKnownELR) && recovering == p.LeaderRecovering {
+		return nil
+	}
+	leaderEpoch := p.LeaderEpoch
+	if newLeader != p.Leader || len(without(p.Replicas, target.replicas)) > 0 {
+		leaderEpoch++
+	}
+	rec := &PartitionChangeRecord{TopicID: topic, Partition: p.Partition, Leader: newLeader, ISR: slices.Clone(isr),
+		LeaderEpoch: leaderEpoch, PartitionEpoch: p.PartitionEpoch + 1,
+		ELR: cloneNonEmpty(targetELR), LastKnownELR: lastKnownELR, LeaderRecovering: recovering}
+	if assignmentChanged {
+		rec.Replicas = slices.Clone(target.replicas)
+		rec.AddingReplicas, rec.RemovingReplicas = cloneNonEmpty(target.adding), cloneNonEmpty(target.removing)
+	}
+	return rec
+}
+
+// currentTarget is p's own state as a target, to change from.
+func currentTarget(p *PartitionInfo) partitionTarget {
+	return partitionTarget{isr: slices.Clone(p.ISR), replicas: p.Replicas, adding: p.AddingReplicas, removing: p.RemovingReplicas}
+}
+
+// topicElection is the election kind for changes of topic's partitions the controller makes
+// itself (fencing, unfencing): unclean where unclean.leader.election.enable is on.
+func topicElection(w *Image, topic TopicID) electionKind {
+	if t := w.TopicsByID[topic]; t != nil && w.uncleanElectionEnabled(t.Name) {
+		return electionUnclean
+	}
+	return electionOnline
+}
+
+// removeReplicaChange is the change that takes broker id out of p's leadership and ISR, for
+// fencing or controlled shutdown (membership.go); nil when p does not hold id or nothing
+// changes.
+func removeReplicaChange(w *Image, topic TopicID, p *PartitionInfo, id int32) *PartitionChangeRecord {
+	if p.Leader != id && !slices.Contains(p.ISR, id) {
+		return nil
+	}
+	target := currentTarget(p)
+	target.isr = slices.DeleteFunc(target.isr, func(r int32) bool { return r == id })
+	return buildChange(w, topic, p, target, changeOptions{election: topicElection(w, topic),
+		acceptable: func(r int32) bool { return r != id && w.Brokers[r].active() }})
+}
+
+// unfenceChange is the election that broker id's unfencing allows in the leaderless p
+// (membership.go); nil when p has a leader or none can be elected.
+func unfenceChange(w *Image, topic TopicID, p *PartitionInfo, id int32) *PartitionChangeRecord {
+	if p.Leader != -1 {
+		return nil
+	}
+	rec := buildChange(w, topic, p, currentTarget(p), changeOptions{election: topicElection(w, topic),
+		acceptable: func(r int32) bool { return r == id || w.Brokers[r].active() }})
+	if rec == nil || rec.Leader == -1 {
+		return nil
+	}
+	return rec
+}
+
+// uncleanCheckTicks is how often (in driver ticks) the active controller looks for
+// leaderless partitions that unclean.leader.election.enable lets it bring back.
+const uncleanCheckTicks = 10
+
+// tickUnclean runs the unclean elections described at the top of this file, at most
+// maxElectionsPerRebalance per round. REQUIRES: driver goroutine.
+func (c *Controller) tickUnclean() {
+	if !c.leaderReady || c.tickCount%uncleanCheckTicks != 0 {
+		return
+	}
+	plan := func(w *Image) []Record {
+		var recs []Record
+		for _, t := range sortedTopics(w) {
+			if !w.uncleanElectionEnabled(t.Name) {
+				continue
+			}
+			for i := range t.Partitions {
+				p := &t.Partitions[i]
+				if p.Leader != -1 || len(recs) >= maxElectionsPerRebalance {
+					continue
+				}
+				if rec := buildChange(w, t.ID, p, currentTarget(p), changeOptions{election: electionUnclean}); rec != nil && rec.Leader != -1 {
+					recs = append(recs, rec)
+				}
+			}
+		}
+		return recs
+	}
+	if len(plan(c.working)) == 0 {
+		return
+	}
+	c.handleRequest(&request{ctx: context.Background(), done: make(chan error, 1), plan: func(w *Image) []Record {
+		recs := plan(w)
+		if len(recs) > 0 {
+			c.logger.Warn("unclean leader election: electing out-of-sync replicas of offline partitions (unclean.leader.election.enable); acknowledged records may be lost",
+				"partitions", len(recs))
+		}
+		return recs
+	}})
 }

@@ -51,6 +51,17 @@ type PartitionInfo struct {
 	// Invariant: both are subsets of Replicas and disjoint.
 	AddingReplicas   []int32 `json:",omitempty"`
 	RemovingReplicas []int32 `json:",omitempty"`
+	// ELR are the eligible leader replicas (KIP-966, elections.go): replicas that left the
+	// ISR while it was below min.insync.replicas and so hold every committed record; with the
+	// ISR empty one of them may be elected cleanly. LastKnownELR is the last leader known
+	// when the ISR became empty (as Kafka 4.x keeps it). Invariant: ELR ⊆ Replicas and
+	// disjoint from ISR; both are empty while len(ISR) >= min.insync.replicas.
+	ELR          []int32 `json:",omitempty"`
+	LastKnownELR []int32 `json:",omitempty"`
+	// LeaderRecovering is Kafka's LeaderRecoveryState RECOVERING: the leader was elected
+	// uncleanly (outside the ISR and ELR) and has not yet told the controller it recovered
+	// (AlterPartition with RECOVERED); meanwhile its ISR stays the leader alone.
+	LeaderRecovering bool `json:",omitempty"`
 }
 
 // Reassigning reports whether a reassignment of the partition is in progress.
@@ -82,6 +93,11 @@ type Image struct {
 	BrokerConfigs map[string]map[string]string
 	// NextProducerID is the first producer ID not yet handed out.
 	NextProducerID int64
+
+	// defaults are the active controller's static election configs (Config), carried from
+	// image to image by the builder; they are not part of the replicated state (records
+	// carry every outcome in full), so images compare equal without them.
+	defaults *electionDefaults
 
 	// changed is closed when a newer image replaces this one.
 	changed chan struct{}

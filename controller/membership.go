@@ -21,17 +21,13 @@ import (
 // node that becomes the active controller gives every broker a full session from then on (as
 // Kafka's new active controller does). Time is the driver's ticks.
 //
-// Leadership rules (ReplicationControlManager and PartitionChangeBuilder without eligible
-// leader replicas, unclean.leader.election.enable=false):
+// Leadership rules (ReplicationControlManager; the changes themselves are built as
+// elections.go describes, with eligible leader replicas and unclean.leader.election.enable):
 //   - Removing a broker (fenced, or entering controlled shutdown) takes it out of the ISR of
-//     every partition it is in, except where it is the last ISR member: that ISR keeps it, so
-//     the partition remembers which replica has all its data.
-//   - A partition whose leader is removed, or whose leader is not active, elects the first
-//     replica (in assignment order) that is in the new ISR and active; with none the leader is
-//     -1 (the partition is offline) and no out-of-sync replica is elected.
-//   - When a broker is unfenced, every leaderless partition whose ISR holds an active broker
-//     (so also the one just unfenced) elects one.
-//   - The leader epoch grows when the leader changes; the partition epoch with every change.
+//     every partition it is in (the last member stays without ELR) and elects another leader
+//     where it led.
+//   - When a broker is unfenced, every leaderless partition that can elect a leader now (from
+//     its ISR or ELR, or uncleanly where that is enabled) does.
 
 // defaultSessionTimeout is broker.session.timeout.ms's default (9000).
 const defaultSessionTimeout = 9 * time.Second
@@ -231,23 +227,10 @@ func sortedTopics(im *Image) []*TopicInfo {
 // removeBrokerRecords are the partition changes that take broker id out of leadership and
 // ISRs (see the rules at the top of this file), for fencing or controlled shutdown.
 func removeBrokerRecords(w *Image, id int32) []Record {
-	eligible := func(r int32) bool { return r != id && w.Brokers[r].active() }
 	var recs []Record
 	for _, t := range sortedTopics(w) {
 		for i := range t.Partitions {
-			p := &t.Partitions[i]
-			if p.Leader != id && !slices.Contains(p.ISR, id) {
-				continue
-			}
-			isr := slices.DeleteFunc(slices.Clone(p.ISR), func(r int32) bool { return r == id })
-			if len(isr) == 0 {
-				isr = slices.Clone(p.ISR) // the last ISR member stays: it has all the data
-			}
-			leader := p.Leader
-			if leader == id || leader == -1 || !eligible(leader) {
-				leader = electLeader(p.Replicas, isr, eligible)
-			}
-			if rec := partitionChange(t.ID, p, leader, isr); rec != nil {
+			if rec := removeReplicaChange(w, t.ID, &t.Partitions[i], id); rec != nil {
 				recs = append(recs, rec)
 			}
 		}
@@ -260,15 +243,10 @@ func removeBrokerRecords(w *Image, id int32) []Record {
 func unfenceRecords(w *Image, id int32) []Record {
 	b := w.Brokers[id]
 	recs := []Record{&BrokerChangeRecord{BrokerID: id, BrokerEpoch: b.Epoch, Fenced: ptr(false)}}
-	eligible := func(r int32) bool { return r == id || w.Brokers[r].active() }
 	for _, t := range sortedTopics(w) {
 		for i := range t.Partitions {
-			p := &t.Partitions[i]
-			if p.Leader != -1 {
-				continue
-			}
-			if leader := electLeader(p.Replicas, p.ISR, eligible); leader != -1 {
-				recs = append(recs, partitionChange(t.ID, p, leader, p.ISR))
+			if rec := unfenceChange(w, t.ID, &t.Partitions[i], id); rec != nil {
+				recs = append(recs, rec)
 			}
 		}
 	}

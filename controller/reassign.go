@@ -194,45 +194,20 @@ func completeReassignment(t partitionTarget) (replicas, isr []int32, ok bool) {
 }
 
 // buildPartitionChange is the record that takes p to target (Kafka's
-// PartitionChangeBuilder.build without eligible leader replicas): the reassignment completed
-// if it can be, a leader elected if the current one cannot stay, the epochs raised. nil when
-// nothing changes.
+// PartitionChangeBuilder.build, elections.go): the reassignment completed if it can be, a
+// leader elected if the current one cannot stay, the epochs raised. nil when nothing changes.
 func buildPartitionChange(w *Image, topic TopicID, p *PartitionInfo, target partitionTarget) *PartitionChangeRecord {
-	if replicas, isr, ok := completeReassignment(target); ok {
-		target = partitionTarget{isr: isr, replicas: replicas}
-	}
-	eligible := func(r int32) bool { return w.Brokers[r].active() }
-	leader := p.Leader
-	if !slices.Contains(target.isr, leader) || !eligible(leader) {
-		leader = electLeader(target.replicas, target.isr, eligible)
-	}
-	assignmentChanged := !slices.Equal(target.replicas, p.Replicas) || !slices.Equal(target.adding, p.AddingReplicas) ||
-		!slices.Equal(target.removing, p.RemovingReplicas)
-	if leader == p.Leader && slices.Equal(target.isr, p.ISR) && !assignmentChanged {
-		return nil
-	}
-	leaderEpoch := p.LeaderEpoch
-	if leader != p.Leader || len(without(p.Replicas, target.replicas)) > 0 {
-		leaderEpoch++
-	}
-	rec := &PartitionChangeRecord{TopicID: topic, Partition: p.Partition, Leader: leader, ISR: slices.Clone(target.isr),
-		LeaderEpoch: leaderEpoch, PartitionEpoch: p.PartitionEpoch + 1}
-	if assignmentChanged {
-		rec.Replicas = slices.Clone(target.replicas)
-		rec.AddingReplicas, rec.RemovingReplicas = cloneNonEmpty(target.adding), cloneNonEmpty(target.removing)
-	}
-	return rec
+	return buildChange(w, topic, p, target, changeOptions{})
 }
 
-// alterPartitionChange is the record of an accepted AlterPartition giving p the ISR isr. A
-// partition being reassigned goes through buildPartitionChange, so the ISR change that adds
-// its last adding replica completes the reassignment (and may move its leadership).
-func alterPartitionChange(w *Image, topic TopicID, p *PartitionInfo, isr []int32) *PartitionChangeRecord {
-	if !p.Reassigning() {
-		return partitionChange(topic, p, p.Leader, isr)
-	}
-	return buildPartitionChange(w, topic, p, partitionTarget{isr: slices.Clone(isr), replicas: p.Replicas,
-		adding: p.AddingReplicas, removing: p.RemovingReplicas})
+// alterPartitionChange is the record of an accepted AlterPartition giving p the ISR isr and
+// the leader recovery state recovered. A partition being reassigned may see its reassignment
+// completed by it: the ISR change that adds its last adding replica completes the
+// reassignment (and may move its leadership).
+func alterPartitionChange(w *Image, topic TopicID, p *PartitionInfo, isr []int32, recovered bool) *PartitionChangeRecord {
+	target := currentTarget(p)
+	target.isr = slices.Clone(isr)
+	return buildChange(w, topic, p, target, changeOptions{recovered: &recovered})
 }
 
 // OngoingReassignment is one partition being reassigned (ListPartitionReassignments).

@@ -89,6 +89,13 @@ type PartitionChangeRecord struct {
 	Replicas         []int32 `json:"replicas,omitempty"`
 	AddingReplicas   []int32 `json:"adding_replicas,omitempty"`
 	RemovingReplicas []int32 `json:"removing_replicas,omitempty"`
+	// ELR and LastKnownELR are the new eligible leader replicas and last known ELR (KIP-966)
+	// in full; LeaderRecovering the new leader recovery state (RECOVERING when true). Absent
+	// = empty / RECOVERED: unlike Kafka's record, which leaves absent fields unchanged, every
+	// change here carries the whole partition state.
+	ELR              []int32 `json:"elr,omitempty"`
+	LastKnownELR     []int32 `json:"last_known_elr,omitempty"`
+	LeaderRecovering bool    `json:"leader_recovering,omitempty"`
 }
 
 // TopicRecord creates a topic. Its partitions follow as PartitionRecords.
@@ -112,6 +119,11 @@ type PartitionRecord struct {
 	// PartitionRecord carries it), normally empty.
 	AddingReplicas   []int32 `json:"adding_replicas,omitempty"`
 	RemovingReplicas []int32 `json:"removing_replicas,omitempty"`
+	// ELR, LastKnownELR and LeaderRecovering as in PartitionChangeRecord (snapshots of older
+	// logs and new partitions have none).
+	ELR              []int32 `json:"elr,omitempty"`
+	LastKnownELR     []int32 `json:"last_known_elr,omitempty"`
+	LeaderRecovering bool    `json:"leader_recovering,omitempty"`
 }
 
 // Config resource types, as Kafka's ConfigResource.Type.

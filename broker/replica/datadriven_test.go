@@ -82,7 +82,7 @@ func errName(err error) string {
 	return err.Error()
 }
 
-func (h *traceHarness) open(checkpoint int64) {
+func (h *traceHarness) open(checkpoint int64, hwMinISR int32) {
 	log, err := logstore.Open(h.dir, h.cfg, logstore.Options{Now: h.clock.Now})
 	if err != nil {
 		h.t.Fatal(err)
@@ -92,6 +92,9 @@ func (h *traceHarness) open(checkpoint int64) {
 		NodeID: testNode, Clock: h.clock, ReplicaLagTimeMax: h.lag, CheckpointedHighWatermark: checkpoint,
 		OnChange: func() { h.wakes++; h.purgatory.Wake("p") }, Name: "p",
 	})
+	if hwMinISR > 0 {
+		h.replica.opts.MinInsync = func() int32 { return hwMinISR }
+	}
 }
 
 func (h *traceHarness) state() string {
@@ -138,7 +141,7 @@ func parseIDs(t *testing.T, d *datadriven.TestData, s string) []int32 {
 // prints what a caller would see, then the replica's state; answers of delayed produces that
 // completed meanwhile are printed first. Commands:
 //
-//	open [checkpoint=N] [lag=10s] [segment-bytes=N]   a new log and replica (no role yet)
+//	open [checkpoint=N] [lag=10s] [segment-bytes=N] [hw-min-isr=N]   a new log and replica (no role yet); hw-min-isr sets Options.MinInsync
 //	restart [checkpoint=N]                 close the log and open it again
 //	become-leader epoch=E isr=1,2 replicas=1,2,3
 //	become-follower epoch=E leader=L
@@ -147,6 +150,7 @@ func parseIDs(t *testing.T, d *datadriven.TestData, s string) []int32 {
 //	follower-append records=N hw=H         an append replicated from the leader
 //	truncate offset=O
 //	shrink                                 MaybeShrinkISR now
+//	propose-recovered epoch=E              ProposeRecovered (after an unclean election)
 //	isr-failed                             the pending ISR proposal was refused
 //	delete-records offset=O
 //	retention [bytes=N]                    enforce retention (retention.bytes=N)
@@ -194,12 +198,12 @@ func TestDataDriven(t *testing.T) {
 				h.lag = dur("lag", "10s")
 				h.cfg = testLogConfig()
 				h.cfg.SegmentBytes = num("segment-bytes", h.cfg.SegmentBytes)
-				h.open(num("checkpoint", -1))
+				h.open(num("checkpoint", -1), int32(num("hw-min-isr", 0)))
 			case "restart":
 				if err := h.log.Close(); err != nil {
 					d.Fatalf(t, "close: %v", err)
 				}
-				h.open(num("checkpoint", -1))
+				h.open(num("checkpoint", -1), int32(num("hw-min-isr", 0)))
 			case "become-leader":
 				err := h.replica.BecomeLeader(int32(num("epoch", 0)), parseIDs(t, d, arg("isr", "1")), parseIDs(t, d, arg("replicas", arg("isr", "1"))))
 				if err != nil {
@@ -276,6 +280,12 @@ func TestDataDriven(t *testing.T) {
 			case "shrink":
 				if c := h.replica.MaybeShrinkISR(h.clock.Now()); c != nil {
 					out = append(out, fmt.Sprintf("propose isr=%s at epoch %d", ids(c.ISR), c.LeaderEpoch))
+				} else {
+					out = append(out, "nothing to propose")
+				}
+			case "propose-recovered":
+				if c := h.replica.ProposeRecovered(int32(num("epoch", 0))); c != nil {
+					out = append(out, fmt.Sprintf("propose isr=%s at epoch %d (RECOVERED)", ids(c.ISR), c.LeaderEpoch))
 				} else {
 					out = append(out, "nothing to propose")
 				}

@@ -38,7 +38,12 @@
 // broker's, applied once on the client path before AppendAsLeader.
 //
 // As leader the replica keeps each follower's LEO and last caught-up time (UpdateFollowerFetch)
-// and moves the HW to the smallest LEO over the ISR, never back. ISR changes are decisions, not
+// and moves the HW to the smallest LEO over the ISR, never back, and not at all while the
+// committed ISR is smaller than min.insync.replicas capped at the replication factor
+// (Options.MinInsync: Kafka 4.x's strict min ISR, KIP-966), so replicas that leave a short
+// ISR have every record below the HW and the controller may elect them (eligible leader
+// replicas). ProposeRecovered proposes the ISR unchanged for a leader elected uncleanly, which
+// the broker sends as AlterPartition RECOVERED. ISR changes are decisions, not
 // actions: UpdateFollowerFetch proposes adding a follower that reached the HW and the start of
 // the leader's epoch; MaybeShrinkISR proposes removing followers not caught up for
 // replica.lag.time.max.ms on the injected Clock. The caller sends a proposal to the controller

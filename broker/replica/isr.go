@@ -116,3 +116,18 @@ func (r *Replica) ISRChangeFailed() {
 	r.mu.Unlock()
 	r.notify(changed)
 }
+
+// ProposeRecovered proposes the committed ISR unchanged, for a leader elected uncleanly whose
+// partition is in leader recovery (Kafka's LeaderRecoveryState RECOVERING): the caller sends
+// it as an AlterPartition with the state RECOVERED, which ends the recovery. It returns nil
+// when this replica does not lead epoch or another change is pending; the pending change is
+// then that one, settled as any other (committed, or ISRChangeFailed).
+func (r *Replica) ProposeRecovered(epoch int32) *ISRChange {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.mu.role != RoleLeader || r.mu.leaderEpoch != epoch || r.mu.pendingISR != nil {
+		return nil
+	}
+	r.mu.pendingISR = slices.Clone(r.mu.isr)
+	return &ISRChange{LeaderEpoch: epoch, ISR: slices.Clone(r.mu.isr)}
+}

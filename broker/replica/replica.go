@@ -105,6 +105,12 @@ type Options struct {
 	OnChange func()
 	// Name names the partition in invariant failures.
 	Name string
+	// MinInsync, if set, returns the topic's current min.insync.replicas: the leader's HW then
+	// advances only while the committed ISR has at least that many members (capped at the
+	// replication factor), Kafka 4.x's strict min ISR (KIP-966), which makes the replicas
+	// that leave a short ISR eligible leaders. It is called under the replica's lock and must
+	// be cheap and not block.
+	MinInsync func() int32
 }
 
 // Replica is one partition replica: its log, its offsets and its replication state. See the
@@ -487,10 +493,11 @@ func (r *Replica) TruncateFullyAndStartAt(offset int64) error {
 
 // maybeAdvanceHighWatermarkLocked moves the leader's HW to the smallest log end over the
 // maximal ISR (the committed ISR and a pending change together), as Kafka's
-// maybeIncrementLeaderHW does. It never moves the HW back. It reports whether it moved.
+// maybeIncrementLeaderHW does, and not at all while the ISR is under min.insync.replicas
+// (Options.MinInsync). It never moves the HW back. It reports whether it moved.
 // REQUIRES: r.mu held.
 func (r *Replica) maybeAdvanceHighWatermarkLocked() bool {
-	if r.mu.role != RoleLeader {
+	if r.mu.role != RoleLeader || r.underMinInsyncLocked() {
 		return false
 	}
 	newHW := r.log.LogEndOffset()
@@ -514,6 +521,17 @@ func (r *Replica) maybeAdvanceHighWatermarkLocked() bool {
 		return true
 	}
 	return false
+}
+
+// underMinInsyncLocked reports whether the committed ISR is smaller than the effective
+// min.insync.replicas (Options.MinInsync, capped at the replication factor, as Kafka's
+// effectiveMinIsr), so the HW must not advance. REQUIRES: r.mu held.
+func (r *Replica) underMinInsyncLocked() bool {
+	if r.opts.MinInsync == nil {
+		return false
+	}
+	need := min(r.opts.MinInsync(), int32(len(r.mu.replicas)))
+	return int32(len(r.mu.isr)) < need
 }
 
 // CheckEnoughReplicasReachOffset is an acks=all produce's completion check, as Kafka's

@@ -53,6 +53,11 @@ func startQuorum(cfg *config.Broker, dir string, endpoints []controller.Endpoint
 		Endpoints: endpoints,
 		Rack:      rack(cfg),
 		Logger:    logger.With("component", "controller"),
+		// KIP-966 eligible leader replicas: eligible.leader.replicas.version=1 is Kafka 4.x's
+		// default for new clusters (controller/elections.go).
+		EligibleLeaderReplicas: true,
+		MinInsyncReplicas:      cfg.Int32("min.insync.replicas"),
+		UncleanLeaderElection:  cfg.Bool("unclean.leader.election.enable"),
 	}
 	if cfg.Bool("auto.leader.rebalance.enable") {
 		ctrlCfg.LeaderRebalanceInterval = time.Duration(cfg.Int64("leader.imbalance.check.interval.seconds")) * time.Second

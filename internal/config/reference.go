@@ -70,7 +70,6 @@ var refusedValuesNote = map[string]string{
 	"transaction.state.log.replication.factor":  "capped at the number of brokers when the transaction state topic is created",
 	"transaction.state.log.min.isr":             "capped at the topic's replication factor when the transaction state topic is created",
 	"transaction.partition.verification.enable": "only `true`: transactional produce is always verified (KIP-890)",
-	"unclean.leader.election.enable":            "only `false`: leaders are elected from the ISR only; unclean election is not implemented yet",
 	"controller.quorum.bootstrap.servers":       "on a controller, only its own controller listener: dynamic quorums (KIP-853) are not implemented yet; use controller.quorum.voters. A broker-only node asks the servers listed for the voters at start",
 	"remote.log.storage.system.enable":          "only `false`: sluice has no tiered storage",
 	"remote.storage.enable":                     "only `false`: sluice has no tiered storage",

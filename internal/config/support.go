@@ -155,7 +155,7 @@ var brokerSupport = []supportGroup{
 		"offsets.commit.timeout.ms", "unclean.leader.election.enable",
 	}},
 	{Honoured, "", []string{"auto.leader.rebalance.enable", "leader.imbalance.check.interval.seconds"}},
-	{NoEffect, "unclean leader election is not implemented: a leaderless partition waits for an ISR member", []string{
+	{NoEffect, "the active controller looks for leaderless partitions that unclean.leader.election.enable lets it elect every second (controller/elections.go), not at this interval", []string{
 		"unclean.leader.election.interval.ms",
 	}},
 	{NoEffect, "replica fetchers use franz-go's connection handling and the replica.fetch.* bounds", []string{
@@ -299,12 +299,6 @@ var valueRefusals = map[string]func(value string) string{
 	"log.dirs": func(v string) string {
 		if len(ParseList(v)) > 1 {
 			return "several log directories (JBOD) are not supported yet; give one directory"
-		}
-		return ""
-	},
-	"unclean.leader.election.enable": func(v string) string {
-		if b, _ := ParseBool(v); b {
-			return "leaders are elected from the ISR only; unclean election (accepting data loss) is not implemented yet"
 		}
 		return ""
 	},

@@ -74,7 +74,7 @@ var honouredByRefusal = map[string]bool{
 	"compression.type": true, "remote.log.storage.system.enable": true, "remote.storage.enable": true,
 	"controller.quorum.voters": true, "controller.quorum.bootstrap.servers": true,
 	"group.consumer.assignors": true, "group.coordinator.rebalance.protocols": true, "process.roles": true,
-	"unclean.leader.election.enable": true, "transaction.partition.verification.enable": true,
+	"transaction.partition.verification.enable": true,
 }
 
 // TestHonouredKeysAreRead checks that sluice's code outside this package reads every honoured
@@ -197,7 +197,6 @@ func TestUnsupportedBrokerSettingsRefused(t *testing.T) {
 		{map[string]string{"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer"}, "authorizer.class.name"},
 		{map[string]string{"create.topic.policy.class.name": "com.example.Policy"}, "create.topic.policy.class.name"},
 		{map[string]string{"delegation.token.secret.key": "s3cret"}, "delegation.token.secret.key"},
-		{map[string]string{"unclean.leader.election.enable": "true"}, "unclean.leader.election.enable"},
 		// A broker-only node that would reach the controllers over SSL.
 		{map[string]string{"process.roles": "broker", "listeners": "PLAINTEXT://127.0.0.1:9092", "controller.listener.names": "CONTROLLER",
 			"controller.quorum.voters": "2@127.0.0.1:9093", "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:SSL"}, "listener.security.protocol.map"},

@@ -93,7 +93,7 @@ func main() {
 			Bin: *bin, Nodes: *nodes, Nemeses: []string{kind}, Duration: *duration, Seed: uint64(i),
 			WorkDir: work, KeepWorkDir: true, Log: &timeline, LeaderAcks: *control, MetadataMinAge: *metaAge,
 		})
-		row := runRow{Index: i, Name: name, Kind: kind, MetadataMinAge: *metaAge, Seed: i, Nodes: *nodes, Commit: rep.Commit, Started: time.Now().UTC(), Control: *control,
+		row := runRow{Index: i, Name: name, Kind: kind, MetadataMinAge: *metaAge, Seed: i, Nodes: *nodes, Commit: rep.Commit, Started: time.Now().UTC(), Control: *control, Unclean: kind == chaos.UncleanElection,
 			Command: fmt.Sprintf("go run ./chaos/cmd/chaos -runs 1 -first %d -nemesis %s -nodes %d -duration %v -out /tmp/CHAOS-%d.md -logs /tmp/chaos-logs-%d%s", i, kind, *nodes, *duration, i, i, map[bool]string{true: " -control-acks1"}[*control]+map[bool]string{true: " -metadata-min-age " + metaAge.String()}[*metaAge > 0])}
 		if err != nil {
 			row.Err = err.Error()
