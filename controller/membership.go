@@ -72,9 +72,15 @@ type brokerSession struct {
 // RegisterBroker registers a broker (through this node, which must be the active controller:
 // else NOT_CONTROLLER) and returns its broker epoch. A registration repeated by the same
 // incarnation (a retry) is answered with the epoch it already has. A new incarnation of a
-// registered broker is certain evidence that the old process is gone: the old registration is
-// fenced at once, in the same entry, and the new one starts fenced. Per-call problems are
-// *kerr.Error values.
+// registered broker whose session is still live (unfenced, heard from within
+// Config.SessionTimeout) is refused with DUPLICATE_BROKER_REGISTRATION, as Kafka's
+// ClusterControlManager refuses it: it may be a second process started with the same node.id,
+// which must not steal the ID from the one that heartbeats. The refusal is also a reason to
+// probe the old incarnation (evidence.go): after a crash and a quick restart its listeners
+// refuse connections, it is fenced at once, and the new incarnation's next attempt succeeds.
+// A new incarnation of a fenced broker, or of one whose session expired, gets a new epoch and
+// starts fenced; an expired but still unfenced old registration is fenced in the same entry.
+// Per-call problems are *kerr.Error values.
 func (c *Controller) RegisterBroker(ctx context.Context, reg BrokerRegistration) (int64, error) {
 	var epoch int64
 	var verr *validationError
@@ -91,18 +97,30 @@ func (c *Controller) RegisterBroker(ctx context.Context, reg BrokerRegistration)
 			c.refusals.log(c.logger, "register-id", "refused broker registration: negative broker ID", "broker", reg.BrokerID)
 			return nil
 		}
-		c.ensureLearner(reg.BrokerID)
 		old := w.Brokers[reg.BrokerID]
 		if old != nil && old.IncarnationID == reg.IncarnationID && reg.IncarnationID != ([16]byte{}) {
+			c.ensureLearner(reg.BrokerID)
 			epoch = old.Epoch
 			return nil
 		}
+		if old != nil && c.sessionLive(old) {
+			verr = fail(kerr.DuplicateBrokerRegistration,
+				"Broker %d is registered by another live process (incarnation %s, broker epoch %d); a second process cannot take its node ID while that one heartbeats.",
+				reg.BrokerID, formatUUID(old.IncarnationID), old.Epoch)
+			c.refusals.log(c.logger, "register-duplicate", "refused broker registration: another incarnation of that node ID is live",
+				"broker", reg.BrokerID, "incarnation", formatUUID(reg.IncarnationID), "live_incarnation", formatUUID(old.IncarnationID),
+				"live_epoch", old.Epoch)
+			c.suspect(reg.BrokerID, old.Epoch)
+			return nil
+		}
+		c.ensureLearner(reg.BrokerID)
+		delete(c.learnerRemovals, raftID(reg.BrokerID))
 		epoch = 1
 		var recs []Record
 		if old != nil {
 			epoch = old.Epoch + 1
-			if old.active() {
-				c.logger.Info("a new incarnation of a registered broker fences the old one", "broker", reg.BrokerID, "old_epoch", old.Epoch)
+			if !old.Fenced {
+				c.logger.Info("a new incarnation of a broker whose session expired replaces the old one", "broker", reg.BrokerID, "old_epoch", old.Epoch)
 			}
 			recs = removeBrokerRecords(w, reg.BrokerID)
 		}
@@ -303,6 +321,7 @@ func partitionChange(topic TopicID, p *PartitionInfo, leader int32, isr []int32)
 // every active broker whose session expired. REQUIRES: driver goroutine.
 func (c *Controller) tickSessions() {
 	c.tickCount++
+	c.tickLearnerRemovals()
 	if !c.leaderReady || c.sessionTicks == 0 {
 		return
 	}
