@@ -123,7 +123,10 @@
 // BrokerHeartbeat); a node that does not lead answers NOT_CONTROLLER and cluster.Link finds
 // the leader. A registration starts fenced with a new broker epoch (the old epoch plus one);
 // one from the same incarnation ID is a retry and keeps its epoch; one from a new incarnation
-// fences the old in the same entry. A heartbeat from an unknown broker is
+// while the old one's session is live is refused with DUPLICATE_BROKER_REGISTRATION (and the
+// old one probed, evidence.go), and otherwise replaces the old registration in the same entry.
+// UnregisterBroker removes a registration (and a broker-only node's learner; unregister.go).
+// A heartbeat from an unknown broker is
 // BROKER_ID_NOT_REGISTERED, from another epoch STALE_BROKER_EPOCH. A fenced broker whose
 // heartbeat reports a metadata offset at or past its registration's raft index is unfenced.
 // The active controller keeps each broker's last heartbeat in driver ticks (not replicated;
