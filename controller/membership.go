@@ -67,6 +67,10 @@ type HeartbeatResult struct {
 type brokerSession struct {
 	epoch         int64
 	lastHeartbeat uint64 // in driver ticks
+	// shutdownOffset is the offset of the entry that took this broker into controlled
+	// shutdown (0: none seen by this leader): it is told to shut down once it reports having
+	// applied it.
+	shutdownOffset int64
 }
 
 // RegisterBroker registers a broker (through this node, which must be the active controller:
@@ -147,9 +151,12 @@ func (c *Controller) RegisterBroker(ctx context.Context, reg BrokerRegistration)
 // BROKER_ID_NOT_REGISTERED for an unknown broker, STALE_BROKER_EPOCH for another epoch than
 // the registered one. It renews the broker's session and, as the broker's state asks, unfences
 // it (once caught up), fences it (WantFence), or takes it through controlled shutdown
-// (WantShutDown): the first such heartbeat moves leadership off the broker and marks it
-// shutting down; once it leads nothing a heartbeat fences it and answers ShouldShutDown. A
-// fenced broker may shut down at once.
+// (WantShutDown): the first such heartbeat moves leadership off the broker and out of the
+// ISRs and marks it shutting down, in one entry; a later heartbeat that finds it leading
+// nothing and reporting a metadata offset at or past that entry (so it has stopped leading and
+// has answered its clients with the new leaders) fences it and answers ShouldShutDown, as
+// Kafka's BrokerHeartbeatManager waits for the broker to catch up to its controlled shutdown.
+// A broker fenced otherwise may shut down at once.
 func (c *Controller) Heartbeat(ctx context.Context, hb BrokerHeartbeat) (HeartbeatResult, error) {
 	var res HeartbeatResult
 	var verr *validationError
@@ -177,7 +184,11 @@ func (c *Controller) Heartbeat(ctx context.Context, hb BrokerHeartbeat) (Heartbe
 				"broker", hb.BrokerID, "epoch", hb.BrokerEpoch, "registered_epoch", b.Epoch)
 			return nil
 		}
-		c.sessions[hb.BrokerID] = &brokerSession{epoch: b.Epoch, lastHeartbeat: c.tickCount}
+		if s := c.sessions[hb.BrokerID]; s != nil && s.epoch == b.Epoch {
+			s.lastHeartbeat = c.tickCount
+		} else {
+			c.sessions[hb.BrokerID] = &brokerSession{epoch: b.Epoch, lastHeartbeat: c.tickCount}
+		}
 		c.ensureLearner(hb.BrokerID)
 		c.noteHeartbeat(b)
 		var recs []Record
@@ -185,7 +196,13 @@ func (c *Controller) Heartbeat(ctx context.Context, hb BrokerHeartbeat) (Heartbe
 		case hb.WantShutDown && !b.Fenced && !b.InControlledShutdown:
 			recs = append(removeBrokerRecords(w, b.ID),
 				&BrokerChangeRecord{BrokerID: b.ID, BrokerEpoch: b.Epoch, InControlledShutdown: ptr(true)})
-		case hb.WantShutDown && !b.Fenced && leadsNothing(w, b.ID):
+			req.applied = func(im *Image) {
+				if s := c.sessions[hb.BrokerID]; s != nil && s.epoch == b.Epoch {
+					s.shutdownOffset = im.Offset
+				}
+				result(im)
+			}
+		case hb.WantShutDown && !b.Fenced && leadsNothing(w, b.ID) && c.appliedShutdown(hb, b):
 			recs = append(removeBrokerRecords(w, b.ID),
 				&BrokerChangeRecord{BrokerID: b.ID, BrokerEpoch: b.Epoch, Fenced: ptr(true)})
 		case hb.WantFence && !b.Fenced:
@@ -204,7 +221,7 @@ func (c *Controller) Heartbeat(ctx context.Context, hb BrokerHeartbeat) (Heartbe
 		}
 		return recs
 	}
-	req.applied = result
+	req.applied = result // or, entering controlled shutdown, the plan's own
 	if err := c.submit(ctx, req); err != nil {
 		return HeartbeatResult{}, codeOf(err)
 	}
@@ -212,6 +229,14 @@ func (c *Controller) Heartbeat(ctx context.Context, hb BrokerHeartbeat) (Heartbe
 		return HeartbeatResult{}, verr.code
 	}
 	return res, nil
+}
+
+// appliedShutdown reports whether a heartbeat of broker b reports a metadata offset at or past
+// the entry that took b into controlled shutdown (true when this leader did not see that
+// entry proposed: it cannot tell, and lets the broker go). REQUIRES: driver goroutine.
+func (c *Controller) appliedShutdown(hb BrokerHeartbeat, b *BrokerInfo) bool {
+	s := c.sessions[b.ID]
+	return s == nil || s.epoch != b.Epoch || hb.MetadataOffset >= s.shutdownOffset
 }
 
 // codeOf turns a validation error that failed a whole proposal into its Kafka error.

@@ -56,7 +56,7 @@ func (q *testQuorum) partitions(topic string) []PartitionInfo {
 
 // TestMembership walks brokers through Kafka's lifecycle on a three-voter quorum with an
 // injected clock: register fenced, unfence once caught up, controlled shutdown moves
-// leadership first, a stopped broker is fenced after the session timeout and its partitions
+// leadership first and says shut down once the broker applied that, a stopped broker is fenced after the session timeout and its partitions
 // elect new leaders from their ISRs, a new incarnation of a fenced broker replaces it, the last
 // ISR member stays in the ISR of a leaderless partition and leads again once unfenced.
 func TestMembership(t *testing.T) {
@@ -124,6 +124,14 @@ func TestMembership(t *testing.T) {
 	ps := q.partitions("t")
 	if ps[0].Leader != 2 || ps[0].LeaderEpoch != 1 || ps[0].PartitionEpoch != 1 || slices.Contains(ps[2].ISR, 1) {
 		t.Fatalf("after controlled shutdown: %+v", ps)
+	}
+	// Told to shut down only once it reports having applied the entry that moved its
+	// leadership, so it has stopped leading and told its clients the new leaders.
+	if b := q.leader().Image().Brokers[1]; b.Fenced || !b.InControlledShutdown {
+		t.Fatalf("broker 1 after its leadership moved: %+v", b)
+	}
+	if res := q.heartbeat(BrokerHeartbeat{BrokerID: 1, BrokerEpoch: 1, WantShutDown: true, MetadataOffset: 1}); res.ShouldShutDown || res.IsFenced {
+		t.Fatalf("told to shut down before it applied the move: %+v", res)
 	}
 	if res := q.heartbeat(BrokerHeartbeat{BrokerID: 1, BrokerEpoch: 1, WantShutDown: true}); !res.ShouldShutDown || !res.IsFenced {
 		t.Fatalf("leads nothing: %+v", res)
