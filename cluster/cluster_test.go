@@ -105,7 +105,7 @@ func newTestCluster(t *testing.T, cfg clusterTestConfig) *testCluster {
 func (tc *testCluster) newLink(id int32) *Link {
 	n := tc.nodes[id]
 	l, err := NewLink(LinkConfig{NodeID: id, Voters: tc.kafka, Controller: n.ctrl, HeartbeatInterval: tc.cfg.heartbeat,
-		Endpoints: []controller.Endpoint{{Listener: "PLAINTEXT", Host: "127.0.0.1", Port: 9000 + id}}, Logger: quietLogger()})
+		SessionTimeout: tc.cfg.session, Endpoints: []controller.Endpoint{{Listener: "PLAINTEXT", Host: "127.0.0.1", Port: 9000 + id}}, Logger: quietLogger()})
 	if err != nil {
 		tc.t.Fatal(err)
 	}
@@ -341,6 +341,27 @@ func TestCluster(t *testing.T) {
 	im = tc.leader().ctrl.Image()
 	if b := im.Brokers[other.id]; b.Epoch != oldEpoch || b.Fenced || b.Endpoints[0].Port != 9000+other.id || !slices.Contains(leaderOf(im, "orders"), other.id) {
 		t.Fatalf("after a duplicate of %d was refused: %+v, leaders %v", other.id, b, leaderOf(im, "orders"))
+	}
+}
+
+// TestClusterRestartWithinTheSession: a broker that crashed (its Link stops heartbeating) and
+// comes back at once as a new incarnation, while the old session is still live, is refused
+// with DUPLICATE_BROKER_REGISTRATION at first; its Link tries again, and it registers with a
+// new epoch once the old session expired, without an error to the caller.
+func TestClusterRestartWithinTheSession(t *testing.T) {
+	ctx := testCtx(t)
+	tc := newTestCluster(t, clusterTestConfig{tick: 10 * time.Millisecond, session: 300 * time.Millisecond, heartbeat: 30 * time.Millisecond})
+	tc.registerAll(ctx)
+	f := tc.follower()
+	old := tc.leader().ctrl.Image().Brokers[f.id]
+	f.link.Close() // the crash: no more heartbeats, no controlled shutdown
+	f.link = tc.newLink(f.id)
+	if err := f.link.Register(ctx); err != nil {
+		t.Fatalf("the restarted broker %d: %v", f.id, err)
+	}
+	b := tc.leader().ctrl.Image().Brokers[f.id]
+	if b.Epoch != old.Epoch+1 || b.IncarnationID == old.IncarnationID || b.Fenced {
+		t.Fatalf("after the restart: %+v, before %+v", b, old)
 	}
 }
 

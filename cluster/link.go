@@ -436,7 +436,8 @@ func (l *Link) heartbeatLoop() {
 }
 
 // ControlledShutdown asks the active controller to move leadership off this broker and
-// returns once it answers ShouldShutDown (or ctx ends).
+// returns once it answered ShouldShutDown and the local image has this broker fenced, so the
+// broker's own answers agree with the controller's (or ctx ends).
 func (l *Link) ControlledShutdown(ctx context.Context) error {
 	l.mu.Lock()
 	l.mu.shuttingDown = true
@@ -449,7 +450,7 @@ func (l *Link) ControlledShutdown(ctx context.Context) error {
 		done := l.mu.shouldStop
 		l.mu.Unlock()
 		if done {
-			return nil
+			return l.waitFenced(ctx)
 		}
 		t := time.NewTimer(minRetry)
 		select {
@@ -457,6 +458,25 @@ func (l *Link) ControlledShutdown(ctx context.Context) error {
 			t.Stop()
 			return fmt.Errorf("cluster: controlled shutdown: %w", ctx.Err())
 		case <-t.C:
+		}
+	}
+}
+
+// waitFenced waits until the local image shows this broker's registration fenced (or gone, or
+// replaced), or ctx ends.
+func (l *Link) waitFenced(ctx context.Context) error {
+	epoch := l.Epoch()
+	for {
+		im := l.local.Image()
+		if b := im.Brokers[l.cfg.NodeID]; b == nil || b.Fenced || b.Epoch != epoch {
+			return nil
+		}
+		select {
+		case <-im.Changed():
+		case <-ctx.Done():
+			return fmt.Errorf("cluster: controlled shutdown: waiting for the local metadata: %w", ctx.Err())
+		case <-l.stop:
+			return controller.ErrClosed
 		}
 	}
 }
