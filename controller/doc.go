@@ -133,7 +133,8 @@
 // a new leader gives every broker a full session) and fences a broker silent for
 // Config.SessionTimeout (broker.session.timeout.ms). Controlled shutdown (WantShutDown) moves
 // leadership off the broker and marks it in controlled shutdown; the first heartbeat after
-// that finding it leading nothing fences it and answers ShouldShutDown. The leadership rules
+// that finding it leading nothing and reporting a metadata offset at or past that entry fences
+// it and answers ShouldShutDown. The leadership rules
 // (which replica leads, what the ISR keeps) are at the top of membership.go: Kafka's without
 // eligible leader replicas — the last ISR member stays in the ISR, a partition with no active
 // ISR member has leader -1, and an unfenced broker leads the leaderless partitions whose ISR
