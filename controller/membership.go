@@ -3,6 +3,7 @@ package controller
 import (
 	"cmp"
 	"context"
+	"math"
 	"slices"
 	"time"
 
@@ -68,8 +69,8 @@ type brokerSession struct {
 	epoch         int64
 	lastHeartbeat uint64 // in driver ticks
 	// shutdownOffset is the offset of the entry that took this broker into controlled
-	// shutdown (0: none seen by this leader): it is told to shut down once it reports having
-	// applied it.
+	// shutdown (0: none seen by this leader; MaxInt64 while that entry is in flight): it is
+	// told to shut down once it reports having applied it.
 	shutdownOffset int64
 }
 
@@ -83,7 +84,8 @@ type brokerSession struct {
 // probe the old incarnation (evidence.go): after a crash and a quick restart its listeners
 // refuse connections, it is fenced at once, and the new incarnation's next attempt succeeds.
 // A new incarnation of a fenced broker, or of one whose session expired, gets a new epoch and
-// starts fenced; an expired but still unfenced old registration is fenced in the same entry.
+// starts fenced, replacing the old registration in the same entry (an expired but unfenced
+// one's leadership and ISR memberships move first, as on fencing).
 // Per-call problems are *kerr.Error values.
 func (c *Controller) RegisterBroker(ctx context.Context, reg BrokerRegistration) (int64, error) {
 	var epoch int64
@@ -196,6 +198,8 @@ func (c *Controller) Heartbeat(ctx context.Context, hb BrokerHeartbeat) (Heartbe
 		case hb.WantShutDown && !b.Fenced && !b.InControlledShutdown:
 			recs = append(removeBrokerRecords(w, b.ID),
 				&BrokerChangeRecord{BrokerID: b.ID, BrokerEpoch: b.Epoch, InControlledShutdown: ptr(true)})
+			// Until the entry applied its offset is unknown: no heartbeat has applied it yet.
+			c.sessions[hb.BrokerID].shutdownOffset = math.MaxInt64
 			req.applied = func(im *Image) {
 				if s := c.sessions[hb.BrokerID]; s != nil && s.epoch == b.Epoch {
 					s.shutdownOffset = im.Offset
