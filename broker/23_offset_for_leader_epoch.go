@@ -9,10 +9,12 @@ package broker
 // current leader epoch (FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH); v3+ carries the replica
 // id (-1 consumers, -2 debug, >= 0 followers). Like Kafka, every caller must ask the leader.
 // A leader that has not appended in its current epoch yet answers as if that epoch started at
-// its log end, as Kafka's leader does (leaderEndOffsetForEpoch).
+// its log end, as Kafka's leader does (leaderEndOffsetForEpoch). A request naming a newer
+// current leader epoch than this broker applied waits for its metadata (leader_catchup.go).
 
 import (
 	"context"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -22,8 +24,31 @@ import (
 
 func init() { registerSync(23, 0, 4, (*Broker).handleOffsetForLeaderEpoch) }
 
-func (b *Broker) handleOffsetForLeaderEpoch(_ context.Context, _ *wire.ConnInfo, req *kmsg.OffsetForLeaderEpochRequest) (kmsg.Response, error) {
-	resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
+func (b *Broker) handleOffsetForLeaderEpoch(ctx context.Context, _ *wire.ConnInfo, req *kmsg.OffsetForLeaderEpochRequest) (kmsg.Response, error) {
+	var deadline <-chan time.Time
+	for {
+		resp, behind := b.offsetForLeaderEpoch(req)
+		if !behind {
+			return resp, nil
+		}
+		// The client knows a newer leader epoch than this broker applied (leader_catchup.go).
+		if deadline == nil {
+			leaderEpochWaits.Add(1)
+			t := time.NewTimer(leaderCatchUpWait)
+			defer t.Stop()
+			deadline = t.C
+		}
+		if !b.awaitAppliedImage(ctx, deadline) {
+			resp, _ := b.offsetForLeaderEpoch(req)
+			return resp, nil
+		}
+	}
+}
+
+// offsetForLeaderEpoch answers req from the current image; behind reports a partition whose
+// error may be only this broker's metadata lagging the client's (behindClient).
+func (b *Broker) offsetForLeaderEpoch(req *kmsg.OffsetForLeaderEpochRequest) (resp *kmsg.OffsetForLeaderEpochResponse, behind bool) {
+	resp = req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
 	im := b.ctrl.Image()
 	for _, rt := range req.Topics {
 		t := kmsg.NewOffsetForLeaderEpochResponseTopic()
@@ -36,11 +61,12 @@ func (b *Broker) handleOffsetForLeaderEpoch(_ context.Context, _ *wire.ConnInfo,
 				currentEpoch = -1 // the field does not exist before v2
 			}
 			p.ErrorCode, p.LeaderEpoch, p.EndOffset = b.endOffsetForEpoch(im, rt.Topic, rp.Partition, currentEpoch, rp.LeaderEpoch)
+			behind = behind || b.behindClient(p.ErrorCode, rt.Topic, rp.Partition, currentEpoch)
 			t.Partitions = append(t.Partitions, p)
 		}
 		resp.Topics = append(resp.Topics, t)
 	}
-	return resp, nil
+	return resp, behind
 }
 
 func (b *Broker) endOffsetForEpoch(im *controller.Image, topic string, partition, currentEpoch, epoch int32) (code int16, endEpoch int32, endOffset int64) {

@@ -6,8 +6,11 @@ package cluster
 // (refused: there is no ZooKeeper here), v2 log directories and v3 PreviousBrokerEpoch are
 // accepted and not used (the previous epoch matters to Kafka's clean-shutdown detection,
 // which this controller does not do). Features are not checked: every sluice node speaks the
-// same metadata format. Errors: INCONSISTENT_CLUSTER_ID for another cluster, NOT_CONTROLLER
-// off the active controller.
+// same metadata format. Errors: INCONSISTENT_CLUSTER_ID for another cluster,
+// DUPLICATE_BROKER_REGISTRATION when another incarnation of the node ID has a live session (as
+// Kafka's ClusterControlManager refuses it; the active controller's log names the live
+// incarnation),
+// NOT_CONTROLLER off the active controller.
 
 import (
 	"context"
@@ -34,7 +37,7 @@ func (s *Server) handleBrokerRegistration(ctx context.Context, req *kmsg.BrokerR
 	defer cancel()
 	epoch, err := s.cfg.Controller.RegisterBroker(ctx, reg)
 	if err != nil {
-		resp.ErrorCode, _ = callError(err)
+		resp.ErrorCode, _ = callError(err) // the response has no message field
 		return resp, nil
 	}
 	resp.BrokerEpoch = epoch

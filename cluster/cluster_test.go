@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net"
@@ -104,7 +105,7 @@ func newTestCluster(t *testing.T, cfg clusterTestConfig) *testCluster {
 func (tc *testCluster) newLink(id int32) *Link {
 	n := tc.nodes[id]
 	l, err := NewLink(LinkConfig{NodeID: id, Voters: tc.kafka, Controller: n.ctrl, HeartbeatInterval: tc.cfg.heartbeat,
-		Endpoints: []controller.Endpoint{{Listener: "PLAINTEXT", Host: "127.0.0.1", Port: 9000 + id}}, Logger: quietLogger()})
+		SessionTimeout: tc.cfg.session, Endpoints: []controller.Endpoint{{Listener: "PLAINTEXT", Host: "127.0.0.1", Port: 9000 + id}}, Logger: quietLogger()})
 	if err != nil {
 		tc.t.Fatal(err)
 	}
@@ -221,8 +222,8 @@ func leaderOf(im *controller.Image, topic string) []int32 {
 // TestCluster: three nodes register through the active controller and are unfenced; a
 // follower's Link forwards CreateTopics and AllocateProducerIds; the controller listener
 // refuses a stale epoch, an unknown broker, another cluster and garbage; controlled shutdown
-// moves leadership before the broker is told to stop; a new incarnation fences the old one in
-// the same entry that registers it.
+// moves leadership before the broker is told to stop; a second process with a live broker's
+// node ID is refused (DUPLICATE_BROKER_REGISTRATION) and changes nothing.
 func TestCluster(t *testing.T) {
 	ctx := testCtx(t)
 	tc := newTestCluster(t, clusterTestConfig{tick: 10 * time.Millisecond, session: time.Minute, heartbeat: 50 * time.Millisecond})
@@ -316,8 +317,9 @@ func TestCluster(t *testing.T) {
 		t.Fatalf("restarted broker: %+v", b)
 	}
 
-	// A new incarnation of a broker that leads: the old one is fenced in the registration's
-	// entry (the session is a minute long), so leadership moves without waiting.
+	// A second process with the node ID of a live broker that leads (the session is a minute
+	// long): its registration is refused with DUPLICATE_BROKER_REGISTRATION until it gives up
+	// (its own session timeout, short here), and the live one keeps its epoch and leadership.
 	im = tc.leader().ctrl.Image()
 	var other *testNode
 	for _, l := range leaderOf(im, "orders") {
@@ -326,14 +328,40 @@ func TestCluster(t *testing.T) {
 		}
 	}
 	oldEpoch := im.Brokers[other.id].Epoch
-	other.link.Close() // the old process is gone (it would re-register otherwise)
-	other.link = tc.newLink(other.id)
-	if err := other.link.Register(ctx); err != nil {
+	dup, err := NewLink(LinkConfig{NodeID: other.id, Voters: tc.kafka, Controller: other.ctrl, HeartbeatInterval: tc.cfg.heartbeat,
+		SessionTimeout: 200 * time.Millisecond, Endpoints: []controller.Endpoint{{Listener: "PLAINTEXT", Host: "127.0.0.1", Port: 9100 + other.id}},
+		Logger: quietLogger()})
+	if err != nil {
 		t.Fatal(err)
 	}
+	if err := dup.Register(ctx); !errors.Is(err, kerr.DuplicateBrokerRegistration) {
+		t.Fatalf("a second process as broker %d: %v, want DUPLICATE_BROKER_REGISTRATION", other.id, err)
+	}
+	dup.Close()
 	im = tc.leader().ctrl.Image()
-	if im.Brokers[other.id].Epoch != oldEpoch+1 || slices.Contains(leaderOf(im, "orders"), other.id) {
-		t.Fatalf("after %d re-registered: %+v, leaders %v", other.id, im.Brokers[other.id], leaderOf(im, "orders"))
+	if b := im.Brokers[other.id]; b.Epoch != oldEpoch || b.Fenced || b.Endpoints[0].Port != 9000+other.id || !slices.Contains(leaderOf(im, "orders"), other.id) {
+		t.Fatalf("after a duplicate of %d was refused: %+v, leaders %v", other.id, b, leaderOf(im, "orders"))
+	}
+}
+
+// TestClusterRestartWithinTheSession: a broker that crashed (its Link stops heartbeating) and
+// comes back at once as a new incarnation, while the old session is still live, is refused
+// with DUPLICATE_BROKER_REGISTRATION at first; its Link tries again, and it registers with a
+// new epoch once the old session expired, without an error to the caller.
+func TestClusterRestartWithinTheSession(t *testing.T) {
+	ctx := testCtx(t)
+	tc := newTestCluster(t, clusterTestConfig{tick: 10 * time.Millisecond, session: 300 * time.Millisecond, heartbeat: 30 * time.Millisecond})
+	tc.registerAll(ctx)
+	f := tc.follower()
+	old := tc.leader().ctrl.Image().Brokers[f.id]
+	f.link.Close() // the crash: no more heartbeats, no controlled shutdown
+	f.link = tc.newLink(f.id)
+	if err := f.link.Register(ctx); err != nil {
+		t.Fatalf("the restarted broker %d: %v", f.id, err)
+	}
+	b := tc.leader().ctrl.Image().Brokers[f.id]
+	if b.Epoch != old.Epoch+1 || b.IncarnationID == old.IncarnationID || b.Fenced {
+		t.Fatalf("after the restart: %+v, before %+v", b, old)
 	}
 }
 

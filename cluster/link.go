@@ -28,6 +28,11 @@ type LinkConfig struct {
 	Rack      *string
 	// HeartbeatInterval is broker.heartbeat.interval.ms; 0 = 2 s.
 	HeartbeatInterval time.Duration
+	// SessionTimeout is broker.session.timeout.ms; 0 = 9 s. A registration refused with
+	// DUPLICATE_BROKER_REGISTRATION is tried again for this long (plus two heartbeat
+	// intervals) before Register gives up: long enough for the session of a crashed previous
+	// process of this node to expire, too short to wait out a live one.
+	SessionTimeout time.Duration
 	// Controller is this node's member of the metadata quorum: a voter (combined mode) or,
 	// on a broker-only node, an observer that follows the log as a raft learner. Required.
 	Controller *controller.Controller
@@ -82,6 +87,9 @@ func NewLink(cfg LinkConfig) (*Link, error) {
 	}
 	if cfg.HeartbeatInterval <= 0 {
 		cfg.HeartbeatInterval = 2 * time.Second
+	}
+	if cfg.SessionTimeout <= 0 {
+		cfg.SessionTimeout = 9 * time.Second
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -289,7 +297,42 @@ func (l *Link) quorumClusterID(ctx context.Context) string {
 	return ""
 }
 
+// duplicateRetry is how often a registration refused with DUPLICATE_BROKER_REGISTRATION is
+// tried again.
+const duplicateRetry = 250 * time.Millisecond
+
+// register registers this incarnation. A refusal with DUPLICATE_BROKER_REGISTRATION (another
+// incarnation of this node ID has a live session) is tried again until the session of that
+// incarnation could have expired (LinkConfig.SessionTimeout): a previous process of this node
+// that crashed is fenced by then (or at once, when the controller's probe finds its listeners
+// closed); a second process started with the same node.id is still refused then, and the
+// error says so.
 func (l *Link) register(ctx context.Context) error {
+	giveUp := time.Now().Add(l.cfg.SessionTimeout + 2*l.cfg.HeartbeatInterval)
+	for {
+		err := l.registerOnce(ctx)
+		if !errors.Is(err, kerr.DuplicateBrokerRegistration) {
+			return err
+		}
+		if time.Now().After(giveUp) {
+			return fmt.Errorf("%w (another process is registered with node.id %d and keeps heartbeating: node IDs must be unique)", err, l.cfg.NodeID)
+		}
+		l.log.Warn("the controller refused this broker's registration: another incarnation of this node ID is live; trying again until its session could have expired",
+			"broker", l.cfg.NodeID, "err", err, "until", giveUp.Format(time.RFC3339))
+		t := time.NewTimer(duplicateRetry)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("%w (last: %v)", ctx.Err(), err)
+		case <-l.stop:
+			t.Stop()
+			return controller.ErrClosed
+		case <-t.C:
+		}
+	}
+}
+
+func (l *Link) registerOnce(ctx context.Context) error {
 	reg := controller.BrokerRegistration{BrokerID: l.cfg.NodeID, ClusterID: l.quorumClusterID(ctx),
 		IncarnationID: l.incarnation, Endpoints: l.cfg.Endpoints, Rack: l.cfg.Rack}
 	var epoch int64
@@ -393,7 +436,8 @@ func (l *Link) heartbeatLoop() {
 }
 
 // ControlledShutdown asks the active controller to move leadership off this broker and
-// returns once it answers ShouldShutDown (or ctx ends).
+// returns once it answered ShouldShutDown and the local image has this broker fenced, so the
+// broker's own answers agree with the controller's (or ctx ends).
 func (l *Link) ControlledShutdown(ctx context.Context) error {
 	l.mu.Lock()
 	l.mu.shuttingDown = true
@@ -406,7 +450,7 @@ func (l *Link) ControlledShutdown(ctx context.Context) error {
 		done := l.mu.shouldStop
 		l.mu.Unlock()
 		if done {
-			return nil
+			return l.waitFenced(ctx)
 		}
 		t := time.NewTimer(minRetry)
 		select {
@@ -414,6 +458,25 @@ func (l *Link) ControlledShutdown(ctx context.Context) error {
 			t.Stop()
 			return fmt.Errorf("cluster: controlled shutdown: %w", ctx.Err())
 		case <-t.C:
+		}
+	}
+}
+
+// waitFenced waits until the local image shows this broker's registration fenced (or gone, or
+// replaced), or ctx ends.
+func (l *Link) waitFenced(ctx context.Context) error {
+	epoch := l.Epoch()
+	for {
+		im := l.local.Image()
+		if b := im.Brokers[l.cfg.NodeID]; b == nil || b.Fenced || b.Epoch != epoch {
+			return nil
+		}
+		select {
+		case <-im.Changed():
+		case <-ctx.Done():
+			return fmt.Errorf("cluster: controlled shutdown: waiting for the local metadata: %w", ctx.Err())
+		case <-l.stop:
+			return controller.ErrClosed
 		}
 	}
 }
@@ -962,4 +1025,28 @@ func (l *Link) ElectLeaders(ctx context.Context, electionType int8, topics []con
 		return nil
 	})
 	return out, err
+}
+
+// UnregisterBroker removes broker id's registration through the active controller and returns
+// once the local image has the outcome.
+func (l *Link) UnregisterBroker(ctx context.Context, id int32) error {
+	return l.withLeader(ctx, func() error {
+		return l.local.UnregisterBroker(ctx, id)
+	}, func(cl *kgo.Client) error {
+		req := kmsg.NewPtrUnregisterBrokerRequest()
+		req.BrokerID = id
+		resp, err := request(ctx, cl, req)
+		if err != nil {
+			return err
+		}
+		r := resp.(*kmsg.UnregisterBrokerResponse)
+		if err := kerr.ErrorForCode(r.ErrorCode); err != nil {
+			if r.ErrorMessage != nil && !errors.Is(err, kerr.NotController) {
+				return fmt.Errorf("%w: %s", err, *r.ErrorMessage)
+			}
+			return err
+		}
+		l.waitOffset(ctx, offsetOf(&r.UnknownTags))
+		return nil
+	})
 }

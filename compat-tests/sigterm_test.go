@@ -28,7 +28,11 @@ type countingLogger struct {
 }
 
 func (l *countingLogger) Level() kgo.LogLevel {
-	if os.Getenv("SLUICE_SIGTERM_KGO_LOG") != "" {
+	switch os.Getenv("SLUICE_SIGTERM_KGO_LOG") {
+	case "":
+	case "debug":
+		return kgo.LogLevelDebug
+	default:
 		return kgo.LogLevelInfo
 	}
 	return kgo.LogLevelWarn
@@ -114,6 +118,10 @@ func TestSigtermUnderLoad(t *testing.T) {
 
 	var ackGaps, recvGaps []time.Duration
 	var lines []string
+	// restarted is when each node was last started again: a client that has not used its
+	// connections to a node since then still holds ones to the node's previous process, and
+	// franz-go finds them dead only when it sends on them (see the report below).
+	restarted := map[int32]time.Time{}
 	for rep := range reps {
 		var leader int32
 		waitFor(t, clusterDeadline, "partition 0 with a full ISR and producing", func() error {
@@ -153,6 +161,20 @@ func TestSigtermUnderLoad(t *testing.T) {
 		if activeController == leader {
 			role = "leader+active controller"
 		}
+		newLeader := "new leader unknown"
+		for _, n := range c.Nodes {
+			if n == victim {
+				continue
+			}
+			if l, _, err := metadataPartition(n.Addr, "sigterm", 0); err == nil && l >= 0 {
+				newLeader = fmt.Sprintf("new leader %d", l)
+				if at, ok := restarted[l]; ok {
+					newLeader += fmt.Sprintf(", itself restarted %v before the stop", from.Sub(at).Round(time.Millisecond))
+				}
+				break
+			}
+		}
+		role += "; " + newLeader
 		pw, cw := plog.take(), clog.take()
 		line := fmt.Sprintf("rep %d: SIGTERM node %d (%s), exited after %v: longest pause between acks %v, between consumed records %v; producer warnings %d, consumer warnings %d",
 			rep+1, leader, role, stopped.Sub(from).Round(time.Millisecond), ackGap.Round(time.Millisecond), recvGap.Round(time.Millisecond), len(pw), len(cw))
@@ -171,6 +193,7 @@ func TestSigtermUnderLoad(t *testing.T) {
 			}
 		}
 		victim.Restart()
+		restarted[leader] = time.Now()
 	}
 	ccancel()
 	<-consumed

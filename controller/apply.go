@@ -147,6 +147,17 @@ func (b *imageBuilder) apply(r Record) error {
 		}
 		img.Brokers[r.BrokerID] = &next
 
+	case *UnregisterBrokerRecord:
+		old := img.Brokers[r.BrokerID]
+		if old == nil || old.Epoch != r.BrokerEpoch {
+			return fmt.Errorf("%w: unregistration of broker %d epoch %d, not the registered one", ErrInvalidRecord, r.BrokerID, r.BrokerEpoch)
+		}
+		if !b.brokersOwned {
+			img.Brokers = cloneMap(img.Brokers)
+			b.brokersOwned = true
+		}
+		delete(img.Brokers, r.BrokerID)
+
 	case *PartitionChangeRecord:
 		t := img.TopicsByID[r.TopicID]
 		if t == nil || r.Partition < 0 || int(r.Partition) >= len(t.Partitions) {

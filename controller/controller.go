@@ -155,6 +155,11 @@ type Controller struct {
 	// broker as a learner (ensureLearner); entries go once the broker is a member, and the
 	// map is reset with every leadership, so it is bounded by the registered brokers.
 	learnerProposed map[uint64]uint64
+	// learnerRemovals holds, by raft ID, the unregistered broker-only nodes whose learner
+	// this leader is removing, with the tick of the last proposal (0 = not yet); entries go
+	// once the node is no learner or registered again (unregister.go). Bounded by the
+	// brokers unregistered.
+	learnerRemovals map[uint64]uint64
 
 	// members are the voters and learners of the applied configuration: written by the
 	// driver after each configuration change, read by the transport to accept an observer's
@@ -315,6 +320,7 @@ func open(cfg Config) (*Controller, error) {
 		sessions:     map[int32]*brokerSession{},
 
 		learnerProposed: map[uint64]uint64{},
+		learnerRemovals: map[uint64]uint64{},
 		refusals:        logLimiter{every: logEvery},
 		liveness:        map[int32]*brokerLiveness{},
 	}

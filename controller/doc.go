@@ -123,20 +123,24 @@
 // BrokerHeartbeat); a node that does not lead answers NOT_CONTROLLER and cluster.Link finds
 // the leader. A registration starts fenced with a new broker epoch (the old epoch plus one);
 // one from the same incarnation ID is a retry and keeps its epoch; one from a new incarnation
-// fences the old in the same entry. A heartbeat from an unknown broker is
+// while the old one's session is live is refused with DUPLICATE_BROKER_REGISTRATION (and the
+// old one probed, evidence.go), and otherwise replaces the old registration in the same entry.
+// UnregisterBroker removes a registration (and a broker-only node's learner; unregister.go).
+// A heartbeat from an unknown broker is
 // BROKER_ID_NOT_REGISTERED, from another epoch STALE_BROKER_EPOCH. A fenced broker whose
 // heartbeat reports a metadata offset at or past its registration's raft index is unfenced.
 // The active controller keeps each broker's last heartbeat in driver ticks (not replicated;
 // a new leader gives every broker a full session) and fences a broker silent for
 // Config.SessionTimeout (broker.session.timeout.ms). Controlled shutdown (WantShutDown) moves
 // leadership off the broker and marks it in controlled shutdown; the first heartbeat after
-// that finding it leading nothing fences it and answers ShouldShutDown. The leadership rules
-// (which replica leads, what the ISR keeps) are at the top of membership.go and elections.go:
-// Kafka 4.x's PartitionChangeBuilder with eligible leader replicas (KIP-966; Config.
-// EligibleLeaderReplicas) — an ISR shrinking below min.insync.replicas moves the replicas it
-// loses to the ELR, the ISR may become empty, an ELR member is a clean leader when no ISR
-// member is active — and unclean.leader.election.enable, which elects any live replica (in
-// leader recovery) when no ISR or ELR member is; without it such a partition has leader -1. A broker that left an ISR re-enters none by itself: partition leaders change
+// that finding it leading nothing and reporting a metadata offset at or past that entry fences
+// it and answers ShouldShutDown. The leadership rules (which replica leads, what the ISR keeps)
+// are at the top of membership.go and elections.go: Kafka 4.x's PartitionChangeBuilder with
+// eligible leader replicas (KIP-966; Config.EligibleLeaderReplicas) — an ISR shrinking below
+// min.insync.replicas moves the replicas it loses to the ELR, the ISR may become empty, an ELR
+// member is a clean leader when no ISR member is active — and unclean.leader.election.enable,
+// which elects any live replica (in leader recovery) when no ISR or ELR member is; without it
+// such a partition has leader -1. A broker that left an ISR re-enters none by itself: partition leaders change
 // their ISRs through AlterPartition (alter_partition.go, Kafka's API 56), shrinking it when a
 // follower falls behind and expanding it when one has caught up. The controller accepts a
 // change only from the current leader at the current leader and partition epochs, to an ISR

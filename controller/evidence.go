@@ -14,7 +14,10 @@ import (
 // SIGSTOP), and fencing it would move leadership away from a live leader. But a broker whose
 // process is gone need not be waited for, and some evidence of that is certain:
 //
-//   - A new incarnation of it registers (RegisterBroker fences the old one in the same entry).
+//   - A new incarnation of it registers after the old one's session expired (RegisterBroker
+//     replaces the old one in the same entry). While the old session is live a new incarnation
+//     is refused (DUPLICATE_BROKER_REGISTRATION: it may be a second process with the same
+//     node.id), and the refusal is a reason to probe the old one now, as below.
 //   - Its heartbeats stopped and its listeners refuse connections (ECONNREFUSED: no socket
 //     listens on that address any more), though this node saw those same listeners accept a
 //     connection from this incarnation before. A live sluice broker keeps its listeners open

@@ -3,6 +3,7 @@ package controller
 import (
 	"cmp"
 	"context"
+	"math"
 	"slices"
 	"time"
 
@@ -63,14 +64,25 @@ type HeartbeatResult struct {
 type brokerSession struct {
 	epoch         int64
 	lastHeartbeat uint64 // in driver ticks
+	// shutdownOffset is the offset of the entry that took this broker into controlled
+	// shutdown (0: none seen by this leader; MaxInt64 while that entry is in flight): it is
+	// told to shut down once it reports having applied it.
+	shutdownOffset int64
 }
 
 // RegisterBroker registers a broker (through this node, which must be the active controller:
 // else NOT_CONTROLLER) and returns its broker epoch. A registration repeated by the same
 // incarnation (a retry) is answered with the epoch it already has. A new incarnation of a
-// registered broker is certain evidence that the old process is gone: the old registration is
-// fenced at once, in the same entry, and the new one starts fenced. Per-call problems are
-// *kerr.Error values.
+// registered broker whose session is still live (unfenced, heard from within
+// Config.SessionTimeout) is refused with DUPLICATE_BROKER_REGISTRATION, as Kafka's
+// ClusterControlManager refuses it: it may be a second process started with the same node.id,
+// which must not steal the ID from the one that heartbeats. The refusal is also a reason to
+// probe the old incarnation (evidence.go): after a crash and a quick restart its listeners
+// refuse connections, it is fenced at once, and the new incarnation's next attempt succeeds.
+// A new incarnation of a fenced broker, or of one whose session expired, gets a new epoch and
+// starts fenced, replacing the old registration in the same entry (an expired but unfenced
+// one's leadership and ISR memberships move first, as on fencing).
+// Per-call problems are *kerr.Error values.
 func (c *Controller) RegisterBroker(ctx context.Context, reg BrokerRegistration) (int64, error) {
 	var epoch int64
 	var verr *validationError
@@ -87,18 +99,30 @@ func (c *Controller) RegisterBroker(ctx context.Context, reg BrokerRegistration)
 			c.refusals.log(c.logger, "register-id", "refused broker registration: negative broker ID", "broker", reg.BrokerID)
 			return nil
 		}
-		c.ensureLearner(reg.BrokerID)
 		old := w.Brokers[reg.BrokerID]
 		if old != nil && old.IncarnationID == reg.IncarnationID && reg.IncarnationID != ([16]byte{}) {
+			c.ensureLearner(reg.BrokerID)
 			epoch = old.Epoch
 			return nil
 		}
+		if old != nil && c.sessionLive(old) {
+			verr = fail(kerr.DuplicateBrokerRegistration,
+				"Broker %d is registered by another live process (incarnation %s, broker epoch %d); a second process cannot take its node ID while that one heartbeats.",
+				reg.BrokerID, formatUUID(old.IncarnationID), old.Epoch)
+			c.refusals.log(c.logger, "register-duplicate", "refused broker registration: another incarnation of that node ID is live",
+				"broker", reg.BrokerID, "incarnation", formatUUID(reg.IncarnationID), "live_incarnation", formatUUID(old.IncarnationID),
+				"live_epoch", old.Epoch)
+			c.suspect(reg.BrokerID, old.Epoch)
+			return nil
+		}
+		c.ensureLearner(reg.BrokerID)
+		delete(c.learnerRemovals, raftID(reg.BrokerID))
 		epoch = 1
 		var recs []Record
 		if old != nil {
 			epoch = old.Epoch + 1
-			if old.active() {
-				c.logger.Info("a new incarnation of a registered broker fences the old one", "broker", reg.BrokerID, "old_epoch", old.Epoch)
+			if !old.Fenced {
+				c.logger.Info("a new incarnation of a broker whose session expired replaces the old one", "broker", reg.BrokerID, "old_epoch", old.Epoch)
 			}
 			recs = removeBrokerRecords(w, reg.BrokerID)
 		}
@@ -125,9 +149,12 @@ func (c *Controller) RegisterBroker(ctx context.Context, reg BrokerRegistration)
 // BROKER_ID_NOT_REGISTERED for an unknown broker, STALE_BROKER_EPOCH for another epoch than
 // the registered one. It renews the broker's session and, as the broker's state asks, unfences
 // it (once caught up), fences it (WantFence), or takes it through controlled shutdown
-// (WantShutDown): the first such heartbeat moves leadership off the broker and marks it
-// shutting down; once it leads nothing a heartbeat fences it and answers ShouldShutDown. A
-// fenced broker may shut down at once.
+// (WantShutDown): the first such heartbeat moves leadership off the broker and out of the
+// ISRs and marks it shutting down, in one entry; a later heartbeat that finds it leading
+// nothing and reporting a metadata offset at or past that entry (so it has stopped leading and
+// has answered its clients with the new leaders) fences it and answers ShouldShutDown, as
+// Kafka's BrokerHeartbeatManager waits for the broker to catch up to its controlled shutdown.
+// A broker fenced otherwise may shut down at once.
 func (c *Controller) Heartbeat(ctx context.Context, hb BrokerHeartbeat) (HeartbeatResult, error) {
 	var res HeartbeatResult
 	var verr *validationError
@@ -155,7 +182,11 @@ func (c *Controller) Heartbeat(ctx context.Context, hb BrokerHeartbeat) (Heartbe
 				"broker", hb.BrokerID, "epoch", hb.BrokerEpoch, "registered_epoch", b.Epoch)
 			return nil
 		}
-		c.sessions[hb.BrokerID] = &brokerSession{epoch: b.Epoch, lastHeartbeat: c.tickCount}
+		if s := c.sessions[hb.BrokerID]; s != nil && s.epoch == b.Epoch {
+			s.lastHeartbeat = c.tickCount
+		} else {
+			c.sessions[hb.BrokerID] = &brokerSession{epoch: b.Epoch, lastHeartbeat: c.tickCount}
+		}
 		c.ensureLearner(hb.BrokerID)
 		c.noteHeartbeat(b)
 		var recs []Record
@@ -163,7 +194,15 @@ func (c *Controller) Heartbeat(ctx context.Context, hb BrokerHeartbeat) (Heartbe
 		case hb.WantShutDown && !b.Fenced && !b.InControlledShutdown:
 			recs = append(removeBrokerRecords(w, b.ID),
 				&BrokerChangeRecord{BrokerID: b.ID, BrokerEpoch: b.Epoch, InControlledShutdown: ptr(true)})
-		case hb.WantShutDown && !b.Fenced && leadsNothing(w, b.ID):
+			// Until the entry applied its offset is unknown: no heartbeat has applied it yet.
+			c.sessions[hb.BrokerID].shutdownOffset = math.MaxInt64
+			req.applied = func(im *Image) {
+				if s := c.sessions[hb.BrokerID]; s != nil && s.epoch == b.Epoch {
+					s.shutdownOffset = im.Offset
+				}
+				result(im)
+			}
+		case hb.WantShutDown && !b.Fenced && leadsNothing(w, b.ID) && c.appliedShutdown(hb, b):
 			recs = append(removeBrokerRecords(w, b.ID),
 				&BrokerChangeRecord{BrokerID: b.ID, BrokerEpoch: b.Epoch, Fenced: ptr(true)})
 		case hb.WantFence && !b.Fenced:
@@ -182,7 +221,7 @@ func (c *Controller) Heartbeat(ctx context.Context, hb BrokerHeartbeat) (Heartbe
 		}
 		return recs
 	}
-	req.applied = result
+	req.applied = result // or, entering controlled shutdown, the plan's own
 	if err := c.submit(ctx, req); err != nil {
 		return HeartbeatResult{}, codeOf(err)
 	}
@@ -190,6 +229,14 @@ func (c *Controller) Heartbeat(ctx context.Context, hb BrokerHeartbeat) (Heartbe
 		return HeartbeatResult{}, verr.code
 	}
 	return res, nil
+}
+
+// appliedShutdown reports whether a heartbeat of broker b reports a metadata offset at or past
+// the entry that took b into controlled shutdown (true when this leader did not see that
+// entry proposed: it cannot tell, and lets the broker go). REQUIRES: driver goroutine.
+func (c *Controller) appliedShutdown(hb BrokerHeartbeat, b *BrokerInfo) bool {
+	s := c.sessions[b.ID]
+	return s == nil || s.epoch != b.Epoch || hb.MetadataOffset >= s.shutdownOffset
 }
 
 // codeOf turns a validation error that failed a whole proposal into its Kafka error.
@@ -253,34 +300,11 @@ func unfenceRecords(w *Image, id int32) []Record {
 	return recs
 }
 
-// electLeader returns the first replica in assignment order that is in isr and eligible, or
-// -1: never a replica outside the ISR (no unclean election).
-func electLeader(replicas, isr []int32, eligible func(int32) bool) int32 {
-	for _, r := range replicas {
-		if slices.Contains(isr, r) && eligible(r) {
-			return r
-		}
-	}
-	return -1
-}
-
-// partitionChange is the record that gives p leader and isr, or nil if that is no change.
-func partitionChange(topic TopicID, p *PartitionInfo, leader int32, isr []int32) *PartitionChangeRecord {
-	if leader == p.Leader && slices.Equal(isr, p.ISR) {
-		return nil
-	}
-	leaderEpoch := p.LeaderEpoch
-	if leader != p.Leader {
-		leaderEpoch++
-	}
-	return &PartitionChangeRecord{TopicID: topic, Partition: p.Partition, Leader: leader, ISR: slices.Clone(isr),
-		LeaderEpoch: leaderEpoch, PartitionEpoch: p.PartitionEpoch + 1}
-}
-
 // tickSessions advances the driver's clock by one tick and, on the active controller, fences
 // every active broker whose session expired. REQUIRES: driver goroutine.
 func (c *Controller) tickSessions() {
 	c.tickCount++
+	c.tickLearnerRemovals()
 	if !c.leaderReady || c.sessionTicks == 0 {
 		return
 	}

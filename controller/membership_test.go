@@ -56,8 +56,8 @@ func (q *testQuorum) partitions(topic string) []PartitionInfo {
 
 // TestMembership walks brokers through Kafka's lifecycle on a three-voter quorum with an
 // injected clock: register fenced, unfence once caught up, controlled shutdown moves
-// leadership first, a stopped broker is fenced after the session timeout and its partitions
-// elect new leaders from their ISRs, a new incarnation fences the old one at once, the last
+// leadership first and says shut down once the broker applied that, a stopped broker is fenced after the session timeout and its partitions
+// elect new leaders from their ISRs, a new incarnation of a fenced broker replaces it, the last
 // ISR member stays in the ISR of a leaderless partition and leads again once unfenced.
 func TestMembership(t *testing.T) {
 	q := newMembershipQuorum(t)
@@ -125,6 +125,14 @@ func TestMembership(t *testing.T) {
 	if ps[0].Leader != 2 || ps[0].LeaderEpoch != 1 || ps[0].PartitionEpoch != 1 || slices.Contains(ps[2].ISR, 1) {
 		t.Fatalf("after controlled shutdown: %+v", ps)
 	}
+	// Told to shut down only once it reports having applied the entry that moved its
+	// leadership, so it has stopped leading and told its clients the new leaders.
+	if b := q.leader().Image().Brokers[1]; b.Fenced || !b.InControlledShutdown {
+		t.Fatalf("broker 1 after its leadership moved: %+v", b)
+	}
+	if res := q.heartbeat(BrokerHeartbeat{BrokerID: 1, BrokerEpoch: 1, WantShutDown: true, MetadataOffset: 1}); res.ShouldShutDown || res.IsFenced {
+		t.Fatalf("told to shut down before it applied the move: %+v", res)
+	}
 	if res := q.heartbeat(BrokerHeartbeat{BrokerID: 1, BrokerEpoch: 1, WantShutDown: true}); !res.ShouldShutDown || !res.IsFenced {
 		t.Fatalf("leads nothing: %+v", res)
 	}
@@ -167,8 +175,13 @@ func TestMembership(t *testing.T) {
 		t.Fatalf("3 heartbeating again: %+v", res)
 	}
 
-	// A new incarnation of 2 fences the old one at once: 2 is the last ISR member, so the
-	// ISRs keep it and the partitions are leaderless.
+	// A new incarnation of 2 while 2 heartbeats is refused (TestDuplicateBrokerRegistration);
+	// once 2 asked to be fenced it is taken: 2 is the last ISR member, so the ISRs keep it and
+	// the partitions are leaderless.
+	q.call(func(c *Controller) error {
+		_, err := c.Heartbeat(testCtx(t), BrokerHeartbeat{BrokerID: 2, BrokerEpoch: epochs[2], WantFence: true})
+		return err
+	})
 	epochs[2] = q.register(2, 2)
 	ps = q.partitions("t")
 	for _, p := range ps {

@@ -21,6 +21,8 @@ const (
 	RecordProducerIDs     RecordType = 7
 	RecordBrokerChange    RecordType = 8
 	RecordPartitionChange RecordType = 9
+	// RecordUnregisterBroker is UnregisterBrokerRecord (unregister.go).
+	RecordUnregisterBroker RecordType = 10
 )
 
 // recordVersion is the version of every record's JSON payload. Decoders accept versions up to
@@ -184,6 +186,8 @@ func newRecord(t RecordType) Record {
 		return new(BrokerChangeRecord)
 	case RecordPartitionChange:
 		return new(PartitionChangeRecord)
+	case RecordUnregisterBroker:
+		return new(UnregisterBrokerRecord)
 	}
 	return nil
 }

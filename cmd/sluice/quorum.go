@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -91,6 +92,7 @@ func startQuorum(cfg *config.Broker, dir string, endpoints []controller.Endpoint
 			lc := cluster.LinkConfig{
 				NodeID: cfg.NodeID, Voters: addrs, Endpoints: endpoints, Rack: rack(cfg),
 				HeartbeatInterval: time.Duration(cfg.BrokerHeartbeatIntervalMs) * time.Millisecond,
+				SessionTimeout:    time.Duration(cfg.BrokerSessionTimeoutMs) * time.Millisecond,
 				Controller:        q.ctrl,
 				Observer:          observer,
 				Logger:            logger.With("component", "link"),
@@ -195,6 +197,11 @@ func (q *quorum) register(cfg *config.Broker, logger *slog.Logger) error {
 	start := time.Now()
 	logger.Info("waiting for the metadata quorum to register this broker", "voters", len(cfg.QuorumVoters), "timeout", timeout)
 	if err := q.link.Register(ctx); err != nil {
+		if errors.Is(err, kerr.DuplicateBrokerRegistration) {
+			// Another live process has this node.id: stop rather than take its ID.
+			logger.Error("another live broker is registered with this node.id; not starting", "node.id", cfg.NodeID, "err", err)
+			return fmt.Errorf("node.id %d is in use by another live broker (DUPLICATE_BROKER_REGISTRATION): %w", cfg.NodeID, err)
+		}
 		return fmt.Errorf("registering with the metadata quorum (initial.broker.registration.timeout.ms=%d): %w", timeout.Milliseconds(), err)
 	}
 	logger.Info("registered with the metadata quorum", "took", time.Since(start).Round(time.Millisecond),
