@@ -20,8 +20,8 @@ type TxnReport struct {
 	// output in the output's final read; BelowOffset those below the group's final committed
 	// offset (the inputs the group says it has consumed).
 	Inputs, Processed, BelowOffset int
-	Polled, FinalRecords         int
-	FinalComplete                bool
+	Polled, FinalRecords           int
+	FinalComplete                  bool
 
 	// AbortedReads: a read_committed read returned a value written by an aborted transaction.
 	AbortedReads Class
