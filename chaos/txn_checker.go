@@ -14,6 +14,10 @@ type TxnReport struct {
 	Input Report
 
 	Attempts, Committed, Aborted, Unknown int
+	// TransformCommitted counts the committed consume-transform-produce transactions, and
+	// TransformMedian, TransformMax their durations (Begin to the end's acknowledgement).
+	TransformCommitted            int
+	TransformMedian, TransformMax time.Duration
 	// WantAborted counts the attempts the workload meant to abort (the aborter's every k-th).
 	WantAborted int
 	// Inputs is the number of records in the input's final read; Processed those with an
@@ -99,6 +103,7 @@ func (r *TxnReport) Summary() string {
 	for _, c := range r.Classes() {
 		fmt.Fprintf(&b, "; %s %d", c.Name, c.Class.Count)
 	}
+	fmt.Fprintf(&b, "; %d transform commits (median %v, max %v)", r.TransformCommitted, r.TransformMedian.Round(time.Millisecond), r.TransformMax.Round(time.Millisecond))
 	fmt.Fprintf(&b, "; longest without a commit %v at %v; recoveries %v; input queue: %s",
 		r.LongestWithoutCommit.Round(time.Millisecond), r.LongestWithoutCommitAt.Round(time.Millisecond), r.Recoveries, r.Input.Summary())
 	return b.String()
@@ -284,6 +289,16 @@ func CheckTxn(h TxnHistory) TxnReport {
 		}
 	}
 	slices.Sort(commits)
+	var took []time.Duration
+	for _, a := range h.Attempts {
+		if a.Transform && a.Outcome == TxnCommitted {
+			took = append(took, a.Complete-a.Begin)
+		}
+	}
+	slices.Sort(took)
+	if r.TransformCommitted = len(took); len(took) > 0 {
+		r.TransformMedian, r.TransformMax = took[len(took)/2], took[len(took)-1]
+	}
 	var inside []time.Duration
 	for _, c := range commits {
 		if c >= h.WorkloadStart && c <= h.WorkloadEnd {

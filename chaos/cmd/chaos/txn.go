@@ -1,0 +1,190 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"sluice/chaos"
+)
+
+// txnRun runs transactional run i (chaos.RunTxn) with nemesis kind, copies its node logs to
+// <logs>/full and writes its run log, and returns its row.
+func txnRun(i int, kind string, nodes int, duration time.Duration, bin, logs, commit string) runRow {
+	name := fmt.Sprintf("run-%02d-%dn-txn-%s", i, nodes, kind)
+	row := runRow{Index: i, Name: name, Kind: kind, Seed: i, Nodes: nodes, Commit: commit, Workload: "txn",
+		Command: fmt.Sprintf("go run ./chaos/cmd/chaos -workload txn -runs 1 -first %d -nemesis %s -nodes %d -duration %v -out /tmp/CHAOS-%d.md -logs /tmp/chaos-logs-%d", i, kind, nodes, duration, i, i)}
+	var timeline bytes.Buffer
+	work, err := os.MkdirTemp("", "sluice-chaos-run-")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(work)
+	log.Printf("%s: starting", name)
+	res, err := chaos.RunTxn(context.Background(), chaos.Config{
+		Bin: bin, Nodes: nodes, Nemeses: []string{kind}, Duration: duration, Seed: uint64(i),
+		WorkDir: work, KeepWorkDir: true, Log: &timeline,
+	})
+	row.Started = time.Now().UTC()
+	if err != nil {
+		row.Err = err.Error()
+		log.Printf("%s: harness error: %v", name, err)
+	}
+	var nodeLogs []string
+	if res != nil {
+		row.Txn = &res.Report
+		row.Elapsed = res.Elapsed
+		nodeLogs = res.NodeLogs
+		for j, path := range res.NodeLogs {
+			copyFile(path, filepath.Join(logs, "full", fmt.Sprintf("%s-node-%d.log", name, j+1)))
+		}
+	}
+	row.Log = filepath.Join(logs, name+".log")
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "# %s\n# reproduce: %s\n\n## timeline\n%s\n", name, row.Command, timeline.String())
+	if row.Err != "" {
+		fmt.Fprintf(&b, "harness error: %s\n", row.Err)
+	}
+	if row.Txn != nil {
+		fmt.Fprintf(&b, "## report\n%s\n", row.Txn.Summary())
+		for _, c := range append(row.Txn.Classes(), row.Txn.Input.Classes()...) {
+			for _, ex := range c.Class.Examples {
+				fmt.Fprintf(&b, "%s: %s\n", c.Name, ex)
+			}
+		}
+	}
+	for j, p := range nodeLogs {
+		fmt.Fprintf(&b, "\n## node %d: last %d warnings and errors (full log: full/%s-node-%d.log, not committed)\n", j+1, maxNodeLines, name, j+1)
+		for _, l := range warnLines(p, maxNodeLines) {
+			fmt.Fprintln(&b, l)
+		}
+	}
+	_ = os.WriteFile(row.Log, b.Bytes(), 0o644)
+	if row.Txn != nil {
+		log.Printf("%s: %s", name, row.Txn.Summary())
+	}
+	return row
+}
+
+// txnMarkdown is CHAOS.md's section on the transactional runs (none: "").
+func (r *report) txnMarkdown(outPath string) string {
+	var rows []runRow
+	for _, row := range r.Runs {
+		if row.Workload == "txn" {
+			rows = append(rows, row)
+		}
+	}
+	if len(rows) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("## Transactional runs (exactly-once)\n\n" +
+		"`make chaos` also runs the transactional workload (chaos.RunTxn, chaos/txn_*.go), on three nodes in network namespaces as above: an input topic and an output topic of 4 partitions each, " +
+		"replication factor 3, `min.insync.replicas=2`, `__transaction_state` and `__consumer_offsets` with replication factor 3. " +
+		"An idempotent acks=all producer writes unique values to the input (about 400 a second); two franz-go `GroupTransactSession` members of one group (transactional ids chaos-etl-1 and -2, " +
+		"`transaction.timeout.ms` 20 s, read_committed, require_stable offsets) turn every poll into one transaction producing one output value per input value (input, transactional id and attempt, to the same partition) " +
+		"and committing the input offsets in it; an aborter (transactional id chaos-aborter) runs transactions of one value per output partition and aborts every third on purpose; a read_committed reader follows the output. " +
+		"After the nemesis every fault is healed, the input producer runs 12 s more, the group catches up with the input's end, the transactions stop, and once every output partition's last stable offset equals its high watermark " +
+		"the output is read twice with read_committed, the input once, and the group's committed offsets are fetched (require_stable).\n\n" +
+		"The checker (chaos.CheckTxn): **aborted read** (a read_committed read returned a value of a transaction whose abort was acknowledged, the aborter's deliberate ones or a session's own), " +
+		"**lost committed** (a value of an acknowledged commit missing from the final read), **duplicate** (an input's output in the final read more than once, across all transactions, or one value at two offsets), " +
+		"**non-repeatable read** (the two final reads differ at an offset both cover), **inconsistent read** (a value the reader polled during the run is not at that offset in the final read), " +
+		"**partial txn** (a transaction of unknown outcome partly visible), **offset without output** / **output beyond offset** (an input below the group's committed offset without its output, or at or past it with one: offsets and outputs not committed atomically), " +
+		"and the queue classes on the input topic (summed in the *input queue* column). A transaction's outcome is *unknown* when EndTxn failed or franz-go could not confirm the commit; it is then judged only for atomicity.\n\n" +
+		"Nemeses: `kill-txn-coordinator` (kill -9 of the node FindCoordinator with key type 1 names for one of the three transactional ids, restarted after 8 s), `kill-output-leader` (of a random output partition's leader), " +
+		"`kill-group-coordinator` (FindCoordinator key type 0 for the group), `pause-txn-coordinator` (SIGSTOP of a transaction coordinator for 12 s, past `broker.session.timeout.ms`), " +
+		"`txn-mixed` (each fault at random from those, kill -9 of the active controller, and an output leader cut off from the other nodes). " +
+		"Recovery is the time from a fault to the next acknowledged commit of a transform transaction.\n\n")
+	totals := map[string]int{}
+	var names []string
+	committed, aborted, unknown, wanted, inputs, transformed, input := 0, 0, 0, 0, 0, 0, 0
+	var recoveries []time.Duration
+	for _, row := range rows {
+		if row.Txn == nil {
+			continue
+		}
+		t := row.Txn
+		for _, c := range t.Classes() {
+			if !slices.Contains(names, c.Name) {
+				names = append(names, c.Name)
+			}
+			totals[c.Name] += c.Class.Count
+		}
+		if !t.FinalComplete {
+			totals["final read incomplete"]++
+		}
+		committed += t.Committed
+		aborted += t.Aborted
+		unknown += t.Unknown
+		wanted += t.WantAborted
+		inputs += t.Inputs
+		transformed += t.Processed
+		input += t.Input.Anomalies()
+		for _, rc := range t.Recoveries {
+			if rc.After >= 0 {
+				recoveries = append(recoveries, rc.After)
+			}
+		}
+	}
+	slices.Sort(recoveries)
+	fmt.Fprintf(&b, "Over %d runs: %d transactions committed, %d aborted (%d of them on purpose), %d of unknown outcome; %d input values, %d of them transformed.\n\n| anomaly class | count |\n|---|---|\n",
+		len(rows), committed, aborted, wanted, unknown, inputs, transformed)
+	for _, n := range names {
+		fmt.Fprintf(&b, "| %s | %d |\n", n, totals[n])
+	}
+	fmt.Fprintf(&b, "| input queue anomalies | %d |\n| final read incomplete | %d |\n\n", input, totals["final read incomplete"])
+	if len(recoveries) > 0 {
+		fmt.Fprintf(&b, "**Fault to the next committed transform transaction:** %d faults: min %s, median %s, p90 %s, max %s.\n\n",
+			len(recoveries), secs(recoveries[0]), secs(quantile(recoveries, 0.5)), secs(quantile(recoveries, 0.9)), secs(recoveries[len(recoveries)-1]))
+	}
+	b.WriteString("| run | nemesis | nodes | txns committed / aborted (on purpose) / unknown | inputs / transformed | aborted read | lost committed | dup | non-repeatable / inconsistent read | unexpected | partial txn | offset without output / output beyond offset | input queue | longest without a commit | recovery | took | log | reproduce |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	dir := filepath.Dir(outPath)
+	for _, row := range rows {
+		rel, err := filepath.Rel(dir, row.Log)
+		if err != nil {
+			rel = row.Log
+		}
+		if row.Txn == nil {
+			fmt.Fprintf(&b, "| %d | %s | %d | harness error: %s |||||||||||||| [log](%s) | `%s` |\n", row.Index, row.Kind, row.Nodes, row.Err, rel, row.Command)
+			continue
+		}
+		t := row.Txn
+		var rs []string
+		for _, rc := range t.Recoveries {
+			rs = append(rs, rc.String())
+		}
+		final := ""
+		if !t.FinalComplete {
+			final = " (final read incomplete)"
+		}
+		fmt.Fprintf(&b, "| %d | %s | %d | %d / %d (%d) / %d | %d / %d | %d | %d | %d | %d / %d | %d | %d | %d / %d | %d | %s | %s | %s | [log](%s)%s | `%s` |\n",
+			row.Index, row.Kind, row.Nodes, t.Committed, t.Aborted, t.WantAborted, t.Unknown, t.Inputs, t.Processed,
+			t.AbortedReads.Count, t.LostCommitted.Count, t.Duplicates.Count, t.NonRepeatable.Count, t.InconsistentReads.Count,
+			t.Unexpected.Count, t.PartialTxns.Count, t.OffsetWithoutOutput.Count, t.OutputBeyondOffset.Count, t.Input.Anomalies(),
+			secs(t.LongestWithoutCommit), strings.Join(rs, ", "), secs(row.Elapsed.Round(time.Second)), rel, final, row.Command)
+	}
+	b.WriteString("\n")
+	var details strings.Builder
+	for _, row := range rows {
+		if row.Txn == nil || row.Txn.Anomalies() == 0 {
+			continue
+		}
+		fmt.Fprintf(&details, "### run %d (%s)\n\nReproduce: `%s`\n\n", row.Index, row.Kind, row.Command)
+		for _, c := range append(row.Txn.Classes(), row.Txn.Input.Classes()...) {
+			for _, ex := range c.Class.Examples {
+				fmt.Fprintf(&details, "- %s: %s\n", c.Name, ex)
+			}
+		}
+		details.WriteString("\n")
+	}
+	if details.Len() > 0 {
+		b.WriteString("### Transactional anomalies found\n\n" + details.String())
+	}
+	return b.String()
+}
