@@ -37,6 +37,7 @@ const catchUpDeadline = 45 * time.Second
 // cfg.Duration; then every fault is healed, the input producer runs cfg.Settle more, the
 // group catches up with the input's end, the transactions stop, and the output is read
 // (read_committed) twice to its end, the input once, with the group's committed offsets.
+// cfg.MetadataMinAge applies to every client of the run.
 func RunTxn(ctx context.Context, cfg Config) (*TxnResult, error) {
 	if len(cfg.Nemeses) == 0 {
 		cfg.Nemeses = []string{TxnMixed}
@@ -127,10 +128,13 @@ func RunTxn(ctx context.Context, cfg Config) (*TxnResult, error) {
 	}()
 	for _, id := range transformIDs {
 		txns.Add(1)
-		go func() { defer txns.Done(); transform(txnCtx, txnRec, bootstrap, id, logf) }()
+		go func() { defer txns.Done(); transform(txnCtx, txnRec, bootstrap, id, cfg.MetadataMinAge, logf) }()
 	}
 	txns.Add(1)
-	go func() { defer txns.Done(); aborter(txnCtx, txnRec, bootstrap, cfg.Partitions, logf) }()
+	go func() {
+		defer txns.Done()
+		aborter(txnCtx, txnRec, bootstrap, cfg.Partitions, cfg.MetadataMinAge, logf)
+	}()
 	readers.Add(1)
 	go func() {
 		defer readers.Done()

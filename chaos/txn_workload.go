@@ -71,11 +71,20 @@ func (l *unconfirmedLogger) Log(_ kgo.LogLevel, msg string, _ ...any) {
 // "<input>|<txnID>|<attempt>" to the same partition of the output topic, with the input's
 // offsets committed in it (GroupTransactSession). A session whose End fails is closed and a
 // new one started (its InitProducerId fences the old epoch and resolves what it left open).
-func transform(ctx context.Context, rec *txnRecorder, bootstrap []string, txnID string, logf func(string, ...any)) {
+//
+// metadataMinAge, when set, is the session's kgo.MetadataMinAge: a produce answered
+// CONCURRENT_TRANSACTIONS (the previous transaction's markers not yet complete when the next
+// transaction's first produce arrives) is retried only after a metadata refresh, which
+// franz-go's default (5 s) delays.
+func transform(ctx context.Context, rec *txnRecorder, bootstrap []string, txnID string, metadataMinAge time.Duration, logf func(string, ...any)) {
 	seq := 0
 	for ctx.Err() == nil {
 		lg := &unconfirmedLogger{}
-		sess, err := kgo.NewGroupTransactSession(kgo.SeedBrokers(bootstrap...),
+		var opts []kgo.Opt
+		if metadataMinAge > 0 {
+			opts = append(opts, kgo.MetadataMinAge(metadataMinAge))
+		}
+		sess, err := kgo.NewGroupTransactSession(append(opts, kgo.SeedBrokers(bootstrap...),
 			kgo.TransactionalID(txnID), kgo.TransactionTimeout(txnTimeout),
 			kgo.ConsumerGroup(txnGroup), kgo.ConsumeTopics(txnInTopic),
 			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
@@ -84,7 +93,7 @@ func transform(ctx context.Context, rec *txnRecorder, bootstrap []string, txnID 
 			kgo.SessionTimeout(10*time.Second), kgo.HeartbeatInterval(time.Second),
 			kgo.FetchMaxWait(500*time.Millisecond), kgo.DialTimeout(2*time.Second),
 			kgo.RecordDeliveryTimeout(30*time.Second),
-			kgo.WithLogger(lg), kgo.ClientID("chaos-"+txnID))
+			kgo.WithLogger(lg), kgo.ClientID("chaos-"+txnID))...)
 		if err != nil {
 			logf("%s: session: %v", txnID, err)
 			return
@@ -148,13 +157,17 @@ func runSession(ctx context.Context, rec *txnRecorder, sess *kgo.GroupTransactSe
 // aborter runs transactions of its own on the output topic until ctx ends, one value per
 // partition each ("a|<attempt>|<partition>", or "x|..." for the ones it means to abort), and
 // aborts every abortEvery-th: a read_committed reader must never see an x value.
-func aborter(ctx context.Context, rec *txnRecorder, bootstrap []string, partitions int32, logf func(string, ...any)) {
+func aborter(ctx context.Context, rec *txnRecorder, bootstrap []string, partitions int32, metadataMinAge time.Duration, logf func(string, ...any)) {
 	seq := 0
 	for ctx.Err() == nil {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(bootstrap...),
+		var opts []kgo.Opt
+		if metadataMinAge > 0 {
+			opts = append(opts, kgo.MetadataMinAge(metadataMinAge))
+		}
+		cl, err := kgo.NewClient(append(opts, kgo.SeedBrokers(bootstrap...),
 			kgo.TransactionalID(aborterID), kgo.TransactionTimeout(txnTimeout),
 			kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.DialTimeout(2*time.Second),
-			kgo.RecordDeliveryTimeout(30*time.Second), kgo.ClientID("chaos-aborter"))
+			kgo.RecordDeliveryTimeout(30*time.Second), kgo.ClientID("chaos-aborter"))...)
 		if err != nil {
 			logf("aborter: %v", err)
 			return

@@ -81,7 +81,7 @@ func main() {
 	for i := *first; i < *first+*runs; i++ {
 		kind := kinds[(i-*first)%len(kinds)]
 		if *workload == "txn" {
-			rep.Runs = append(rep.Runs, txnRun(i, kind, *nodes, *duration, *bin, *logs, rep.Commit))
+			rep.Runs = append(rep.Runs, txnRun(i, kind, *nodes, *duration, *metaAge, *bin, *logs, rep.Commit))
 			rep.write(*out, runsPath)
 			continue
 		}

@@ -16,10 +16,15 @@ import (
 
 // txnRun runs transactional run i (chaos.RunTxn) with nemesis kind, copies its node logs to
 // <logs>/full and writes its run log, and returns its row.
-func txnRun(i int, kind string, nodes int, duration time.Duration, bin, logs, commit string) runRow {
+func txnRun(i int, kind string, nodes int, duration, metaAge time.Duration, bin, logs, commit string) runRow {
 	name := fmt.Sprintf("run-%02d-%dn-txn-%s", i, nodes, kind)
-	row := runRow{Index: i, Name: name, Kind: kind, Seed: i, Nodes: nodes, Commit: commit, Workload: "txn",
-		Command: fmt.Sprintf("go run ./chaos/cmd/chaos -workload txn -runs 1 -first %d -nemesis %s -nodes %d -duration %v -out /tmp/CHAOS-%d.md -logs /tmp/chaos-logs-%d", i, kind, nodes, duration, i, i)}
+	extra := ""
+	if metaAge > 0 {
+		name += "-metadata-" + metaAge.String()
+		extra = " -metadata-min-age " + metaAge.String()
+	}
+	row := runRow{Index: i, Name: name, Kind: kind, Seed: i, Nodes: nodes, Commit: commit, Workload: "txn", MetadataMinAge: metaAge,
+		Command: fmt.Sprintf("go run ./chaos/cmd/chaos -workload txn -runs 1 -first %d -nemesis %s -nodes %d -duration %v%s -out /tmp/CHAOS-%d.md -logs /tmp/chaos-logs-%d", i, kind, nodes, duration, extra, i, i)}
 	var timeline bytes.Buffer
 	work, err := os.MkdirTemp("", "sluice-chaos-run-")
 	if err != nil {
@@ -29,7 +34,7 @@ func txnRun(i int, kind string, nodes int, duration time.Duration, bin, logs, co
 	log.Printf("%s: starting", name)
 	res, err := chaos.RunTxn(context.Background(), chaos.Config{
 		Bin: bin, Nodes: nodes, Nemeses: []string{kind}, Duration: duration, Seed: uint64(i),
-		WorkDir: work, KeepWorkDir: true, Log: &timeline,
+		WorkDir: work, KeepWorkDir: true, Log: &timeline, MetadataMinAge: metaAge,
 	})
 	row.Started = time.Now().UTC()
 	if err != nil {
@@ -155,6 +160,10 @@ func (r *report) txnMarkdown(outPath string) string {
 			continue
 		}
 		t := row.Txn
+		kind := row.Kind
+		if row.MetadataMinAge > 0 {
+			kind += fmt.Sprintf(" (MetadataMinAge %v)", row.MetadataMinAge)
+		}
 		var rs []string
 		for _, rc := range t.Recoveries {
 			rs = append(rs, rc.String())
@@ -164,7 +173,7 @@ func (r *report) txnMarkdown(outPath string) string {
 			final = " (final read incomplete)"
 		}
 		fmt.Fprintf(&b, "| %d | %s | %d | %d / %d (%d) / %d | %d / %d | %d | %d | %d | %d / %d | %d | %d | %d / %d | %d | %s | %s | %s | [log](%s)%s | `%s` |\n",
-			row.Index, row.Kind, row.Nodes, t.Committed, t.Aborted, t.WantAborted, t.Unknown, t.Inputs, t.Processed,
+			row.Index, kind, row.Nodes, t.Committed, t.Aborted, t.WantAborted, t.Unknown, t.Inputs, t.Processed,
 			t.AbortedReads.Count, t.LostCommitted.Count, t.Duplicates.Count, t.NonRepeatable.Count, t.InconsistentReads.Count,
 			t.Unexpected.Count, t.PartialTxns.Count, t.OffsetWithoutOutput.Count, t.OutputBeyondOffset.Count, t.Input.Anomalies(),
 			secs(t.LongestWithoutCommit), strings.Join(rs, ", "), secs(row.Elapsed.Round(time.Second)), rel, final, row.Command)
