@@ -12,9 +12,19 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"sluice/internal/testcluster"
 )
+
+// TxnConfig is one transactional run: Config, and a control switch.
+type TxnConfig struct {
+	Config
+	// ReadUncommitted makes the output's reader and final reads use read_uncommitted: a control
+	// run, in which the checker must find the aborted transactions' values (aborted reads), to
+	// show it is not blind to them.
+	ReadUncommitted bool
+}
 
 // TxnResult is one transactional run: its history, the checker's report, the nodes' logs.
 type TxnResult struct {
@@ -38,7 +48,12 @@ const catchUpDeadline = 45 * time.Second
 // group catches up with the input's end, the transactions stop, and the output is read
 // (read_committed) twice to its end, the input once, with the group's committed offsets.
 // cfg.MetadataMinAge applies to every client of the run.
-func RunTxn(ctx context.Context, cfg Config) (*TxnResult, error) {
+func RunTxn(ctx context.Context, tcfg TxnConfig) (*TxnResult, error) {
+	cfg := tcfg.Config
+	isolation := kgo.ReadCommitted()
+	if tcfg.ReadUncommitted {
+		isolation = kgo.ReadUncommitted()
+	}
 	if len(cfg.Nemeses) == 0 {
 		cfg.Nemeses = []string{TxnMixed}
 	}
@@ -138,7 +153,7 @@ func RunTxn(ctx context.Context, cfg Config) (*TxnResult, error) {
 	readers.Add(1)
 	go func() {
 		defer readers.Done()
-		if err := txnReader(readCtx, outRec, bootstrap, cfg.Partitions); err != nil {
+		if err := txnReader(readCtx, outRec, bootstrap, cfg.Partitions, isolation); err != nil {
 			logf("reader: %v", err)
 		}
 	}()
@@ -171,15 +186,15 @@ func RunTxn(ctx context.Context, cfg Config) (*TxnResult, error) {
 	readers.Wait()
 
 	h := TxnHistory{Partitions: cfg.Partitions, WorkloadStart: workloadStart, WorkloadEnd: workloadEnd}
-	inFinal, inComplete, err := readCommittedAll(ctx, c, txnInTopic, cfg.Partitions, logf)
+	inFinal, inComplete, err := readCommittedAll(ctx, c, txnInTopic, cfg.Partitions, kgo.ReadCommitted(), logf)
 	if err != nil {
 		logf("input final read: %v", err)
 	}
-	final, complete, err := readCommittedAll(ctx, c, txnOutTopic, cfg.Partitions, logf)
+	final, complete, err := readCommittedAll(ctx, c, txnOutTopic, cfg.Partitions, isolation, logf)
 	if err != nil {
 		logf("output final read: %v", err)
 	}
-	final2, complete2, err := readCommittedAll(ctx, c, txnOutTopic, cfg.Partitions, logf)
+	final2, complete2, err := readCommittedAll(ctx, c, txnOutTopic, cfg.Partitions, isolation, logf)
 	if err != nil {
 		logf("second output final read: %v", err)
 	}

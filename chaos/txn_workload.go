@@ -229,7 +229,9 @@ func aborter(ctx context.Context, rec *txnRecorder, bootstrap []string, partitio
 // queue's final read), once no transaction is open on it (the last stable offset equal to the
 // high watermark on every partition): control records are kept only to know where the read
 // is, and are not returned.
-func readCommittedAll(ctx context.Context, c *testcluster.Cluster, topic string, partitions int32, logf func(string, ...any)) (map[int32][]Record, bool, error) {
+//
+// isolation is read_committed but in control runs (TxnConfig.ReadUncommitted).
+func readCommittedAll(ctx context.Context, c *testcluster.Cluster, topic string, partitions int32, isolation kgo.IsolationLevel, logf func(string, ...any)) (map[int32][]Record, bool, error) {
 	rctx, cancel := context.WithTimeout(ctx, finalReadDeadline)
 	defer cancel()
 	adm, acl, err := c.Admin()
@@ -276,10 +278,10 @@ func readCommittedAll(ctx context.Context, c *testcluster.Cluster, topic string,
 		}
 		sleepCtx(rctx, 250*time.Millisecond)
 	}
-	logf("final read of %s (read_committed): end offsets %v", topic, end)
+	logf("final read of %s (%v): end offsets %v", topic, isolation, end)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Bootstrap()...),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offsets}),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords(),
+		kgo.FetchIsolationLevel(isolation), kgo.KeepControlRecords(),
 		kgo.FetchMaxWait(200*time.Millisecond))
 	if err != nil {
 		return nil, false, err
@@ -348,15 +350,15 @@ func groupOffsets(ctx context.Context, c *testcluster.Cluster) (map[int32]int64,
 }
 
 // txnReader follows every partition of the output topic from its start with isolation
-// read_committed until ctx ends, recording every record it returns.
-func txnReader(ctx context.Context, rec *recorder, bootstrap []string, partitions int32) error {
+// (read_committed but in control runs) until ctx ends, recording every record it returns.
+func txnReader(ctx context.Context, rec *recorder, bootstrap []string, partitions int32, isolation kgo.IsolationLevel) error {
 	offsets := map[int32]kgo.Offset{}
 	for p := range partitions {
 		offsets[p] = kgo.NewOffset().AtStart()
 	}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(bootstrap...),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{txnOutTopic: offsets}),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.FetchIsolationLevel(isolation),
 		kgo.FetchMaxWait(500*time.Millisecond), kgo.DialTimeout(2*time.Second),
 		kgo.ClientID("chaos-txn-reader"))
 	if err != nil {

@@ -43,6 +43,7 @@ func main() {
 	control := flag.Bool("control-acks1", false, "control runs: producers with acks=1 and no idempotence, which may lose acknowledged writes on kill -9 of a leader")
 	metaAge := flag.Duration("metadata-min-age", 0, "producers' kgo.MetadataMinAge (0: franz-go's default, 5s)")
 	renderOnly := flag.Bool("render", false, "only rewrite -out from <logs>/runs.json (no runs)")
+	controlUncommitted := flag.Bool("control-uncommitted", false, "transactional control runs: the output read with read_uncommitted, so the checker must find aborted reads")
 	workload := flag.String("workload", "queue", "queue (chaos.Run) or txn (chaos.RunTxn: consume-transform-produce transactions; default nemeses "+strings.Join(chaos.TxnKinds, ",")+")")
 	flag.Parse()
 	if *workload == "txn" && !flagSet("nemesis") {
@@ -81,7 +82,7 @@ func main() {
 	for i := *first; i < *first+*runs; i++ {
 		kind := kinds[(i-*first)%len(kinds)]
 		if *workload == "txn" {
-			rep.Runs = append(rep.Runs, txnRun(i, kind, *nodes, *duration, *metaAge, *bin, *logs, rep.Commit))
+			rep.Runs = append(rep.Runs, txnRun(i, kind, *nodes, *duration, *metaAge, *controlUncommitted, *bin, *logs, rep.Commit))
 			rep.write(*out, runsPath)
 			continue
 		}
