@@ -89,9 +89,12 @@ chaos: build
 	$(GO) run ./chaos/cmd/chaos -bin $(CURDIR)/bin/sluice -append -workload txn -first 100 -runs $(CHAOS_TXN_RUNS) -out CHAOS.md -logs chaos/logs
 
 # Everything CHAOS.md reports: make chaos, then five-node runs, availability runs (the killed
-# leader kept down past the session timeout) and control runs (acks=1), appended (about 45 min).
+# leader kept down past the session timeout) and control runs (acks=1), then transactional runs
+# with a 250 ms client metadata age and a transactional control run, appended (about 55 min).
 chaos-full: chaos
 	$(GO) run ./chaos/cmd/chaos -bin $(CURDIR)/bin/sluice -append -first 20 -runs 4 -nodes 5 -nemesis partition-majority,partition-bridge,kill-leader,mixed -out CHAOS.md -logs chaos/logs
 	$(GO) run ./chaos/cmd/chaos -bin $(CURDIR)/bin/sluice -append -first 24 -runs 5 -nemesis kill-leader-long -out CHAOS.md -logs chaos/logs
 	$(GO) run ./chaos/cmd/chaos -bin $(CURDIR)/bin/sluice -append -first 29 -runs 2 -nemesis kill-leader -control-acks1 -out CHAOS.md -logs chaos/logs
 	$(GO) run ./chaos/cmd/chaos -bin $(CURDIR)/bin/sluice -append -first 31 -runs 3 -nemesis kill-leader-long -metadata-min-age 250ms -out CHAOS.md -logs chaos/logs
+	$(GO) run ./chaos/cmd/chaos -bin $(CURDIR)/bin/sluice -append -workload txn -first 105 -runs 5 -metadata-min-age 250ms -out CHAOS.md -logs chaos/logs
+	$(GO) run ./chaos/cmd/chaos -bin $(CURDIR)/bin/sluice -append -workload txn -first 110 -runs 1 -nemesis kill-txn-coordinator -metadata-min-age 250ms -control-uncommitted -out CHAOS.md -logs chaos/logs
