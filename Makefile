@@ -83,7 +83,7 @@ compat: deps build
 CHAOS_RUNS ?= 20
 CHAOS_NODES ?= 3
 CHAOS_ARGS ?=
-CHAOS_TXN_RUNS ?= 5
+CHAOS_TXN_RUNS ?= 6
 chaos: build
 	$(GO) run ./chaos/cmd/chaos -bin $(CURDIR)/bin/sluice -runs $(CHAOS_RUNS) -nodes $(CHAOS_NODES) -out CHAOS.md -logs chaos/logs $(CHAOS_ARGS)
 	$(GO) run ./chaos/cmd/chaos -bin $(CURDIR)/bin/sluice -append -workload txn -first 100 -runs $(CHAOS_TXN_RUNS) -out CHAOS.md -logs chaos/logs
@@ -96,5 +96,5 @@ chaos-full: chaos
 	$(GO) run ./chaos/cmd/chaos -bin $(CURDIR)/bin/sluice -append -first 24 -runs 5 -nemesis kill-leader-long -out CHAOS.md -logs chaos/logs
 	$(GO) run ./chaos/cmd/chaos -bin $(CURDIR)/bin/sluice -append -first 29 -runs 2 -nemesis kill-leader -control-acks1 -out CHAOS.md -logs chaos/logs
 	$(GO) run ./chaos/cmd/chaos -bin $(CURDIR)/bin/sluice -append -first 31 -runs 3 -nemesis kill-leader-long -metadata-min-age 250ms -out CHAOS.md -logs chaos/logs
-	$(GO) run ./chaos/cmd/chaos -bin $(CURDIR)/bin/sluice -append -workload txn -first 105 -runs 5 -metadata-min-age 250ms -out CHAOS.md -logs chaos/logs
-	$(GO) run ./chaos/cmd/chaos -bin $(CURDIR)/bin/sluice -append -workload txn -first 110 -runs 1 -nemesis kill-txn-coordinator -metadata-min-age 250ms -control-uncommitted -out CHAOS.md -logs chaos/logs
+	$(GO) run ./chaos/cmd/chaos -bin $(CURDIR)/bin/sluice -append -workload txn -first 110 -runs 6 -metadata-min-age 250ms -out CHAOS.md -logs chaos/logs
+	$(GO) run ./chaos/cmd/chaos -bin $(CURDIR)/bin/sluice -append -workload txn -first 120 -runs 1 -nemesis kill-txn-coordinator -metadata-min-age 250ms -control-uncommitted -out CHAOS.md -logs chaos/logs

@@ -18,6 +18,10 @@ const (
 	KillGroupCoordinator = "kill-group-coordinator"
 	// KillOutputLeader kill -9s the leader of a random partition of the output topic.
 	KillOutputLeader = "kill-output-leader"
+	// KillTxnCoordinatorAtEnd kill -9s the transaction coordinator of a transform session at
+	// the moment the session, its records flushed, starts ending its transaction (offset
+	// commit, heartbeat, EndTxn), after a random 0-20 ms: the coordinator dies mid-commit.
+	KillTxnCoordinatorAtEnd = "kill-txn-coordinator-at-end"
 	// PauseTxnCoordinator SIGSTOPs a transaction coordinator past broker.session.timeout.ms.
 	PauseTxnCoordinator = "pause-txn-coordinator"
 	// TxnMixed picks each fault at random from TxnMixKinds.
@@ -25,11 +29,11 @@ const (
 )
 
 // TxnKinds lists the transactional nemeses, in CHAOS.md's order (make chaos runs each).
-var TxnKinds = []string{KillTxnCoordinator, KillOutputLeader, KillGroupCoordinator, PauseTxnCoordinator, TxnMixed}
+var TxnKinds = []string{KillTxnCoordinator, KillOutputLeader, KillGroupCoordinator, PauseTxnCoordinator, TxnMixed, KillTxnCoordinatorAtEnd}
 
 // TxnMixKinds are txn-mixed's choices: the transactional faults, kill -9 of the controller and
 // an output leader cut off from the other nodes.
-var TxnMixKinds = []string{KillTxnCoordinator, KillOutputLeader, KillGroupCoordinator, PauseTxnCoordinator, KillController, PartitionLeader}
+var TxnMixKinds = []string{KillTxnCoordinator, KillTxnCoordinatorAtEnd, KillOutputLeader, KillGroupCoordinator, PauseTxnCoordinator, KillController, PartitionLeader}
 
 // coordinator is the node coordinating key (keyType 0: a group, 1: a transactional id), or an
 // error.
@@ -57,13 +61,32 @@ func (n *nemesis) coordinator(keyType int8, key string) (int32, error) {
 	return r.NodeID, nil
 }
 
+// txnEnv is what the transactional nemeses need of the workload: its transactional ids
+// (transform sessions' first) and the transform sessions' ending signal.
+type txnEnv struct {
+	ids    []string
+	ending <-chan string
+}
+
 // txnFault starts one fault of kind (a transactional kind or any of Kinds) and returns its
 // heal. Events of the transactional kinds name the kind before a colon in their note.
-func (n *nemesis) txnFault(kind string, txnIDs []string) func() {
+func (n *nemesis) txnFault(kind string, env txnEnv) func() {
+	txnIDs := env.ids
 	leaders := n.leaders()
 	var victim int32
 	var note string
 	switch kind {
+	case KillTxnCoordinatorAtEnd:
+		id := transformIDs[n.rng.IntN(len(transformIDs))]
+		node, err := n.coordinator(1, id)
+		if err != nil {
+			n.logf("transaction coordinator of %s: %v; a random node instead", id, err)
+			node = n.randomNode()
+		}
+		delay := time.Duration(n.rng.IntN(21)) * time.Millisecond
+		waited := n.awaitEnding(env.ending, id, 10*time.Second)
+		time.Sleep(delay) // the nemesis's timing, not a test's wait
+		victim, note = node, fmt.Sprintf("%s: node %d coordinates %s, killed %v after it began ending a transaction (%s)", kind, node, id, delay, waited)
 	case KillTxnCoordinator, PauseTxnCoordinator:
 		id := txnIDs[n.rng.IntN(len(txnIDs))]
 		node, err := n.coordinator(1, id)
@@ -108,7 +131,7 @@ func (n *nemesis) txnFault(kind string, txnIDs []string) func() {
 // pause past the broker session.
 func (n *nemesis) txnHold(kind string) time.Duration {
 	switch kind {
-	case KillTxnCoordinator, KillGroupCoordinator, KillOutputLeader:
+	case KillTxnCoordinator, KillTxnCoordinatorAtEnd, KillGroupCoordinator, KillOutputLeader:
 		return n.hold(KillLeader)
 	case PauseTxnCoordinator:
 		return n.hold(PauseLeader)
@@ -118,7 +141,7 @@ func (n *nemesis) txnHold(kind string) time.Duration {
 
 // txnSchedule is schedule for RunTxn: faults of kinds in turn (TxnMixed: each from
 // TxnMixKinds, Mixed: each from Kinds), healWait of healthy cluster after each.
-func (n *nemesis) txnSchedule(ctx context.Context, kinds []string, healWait time.Duration, txnIDs []string) {
+func (n *nemesis) txnSchedule(ctx context.Context, kinds []string, healWait time.Duration, env txnEnv) {
 	for i := 0; ; i++ {
 		kind := kinds[i%len(kinds)]
 		switch kind {
@@ -130,8 +153,32 @@ func (n *nemesis) txnSchedule(ctx context.Context, kinds []string, healWait time
 		if !sleepCtx(ctx, healWait) {
 			return
 		}
-		heal := n.txnFault(kind, txnIDs)
+		heal := n.txnFault(kind, env)
 		sleepCtx(ctx, n.txnHold(kind))
 		heal()
+	}
+}
+
+// awaitEnding waits (up to limit) for transactional id to signal on ending that it is ending a
+// transaction, dropping other ids' and earlier signals; it says what it saw.
+func (n *nemesis) awaitEnding(ending <-chan string, id string, limit time.Duration) string {
+	for drained := false; !drained; {
+		select {
+		case <-ending:
+		default:
+			drained = true
+		}
+	}
+	deadline := time.NewTimer(limit)
+	defer deadline.Stop()
+	for {
+		select {
+		case got := <-ending:
+			if got == id {
+				return "signalled"
+			}
+		case <-deadline.C:
+			return fmt.Sprintf("no signal in %v", limit)
+		}
 	}
 }

@@ -62,7 +62,7 @@ func RunTxn(ctx context.Context, tcfg TxnConfig) (*TxnResult, error) {
 	var logMu sync.Mutex
 	inRec := &recorder{start: began}
 	outRec := &recorder{start: began}
-	txnRec := &txnRecorder{start: began}
+	txnRec := &txnRecorder{start: began, ending: make(chan string, 8)}
 	logf := func(format string, args ...any) {
 		logMu.Lock()
 		defer logMu.Unlock()
@@ -161,7 +161,7 @@ func RunTxn(ctx context.Context, tcfg TxnConfig) (*TxnResult, error) {
 	nem := &nemesis{c: c, nw: nw, rec: outRec, topic: txnOutTopic, parts: cfg.Partitions,
 		rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x5eed)), logf: logf, session: sessionTimeout}
 	nemCtx, stopNemesis := context.WithTimeout(ctx, cfg.Duration)
-	nem.txnSchedule(nemCtx, cfg.Nemeses, cfg.HealWait, append(append([]string(nil), transformIDs...), aborterID))
+	nem.txnSchedule(nemCtx, cfg.Nemeses, cfg.HealWait, txnEnv{ids: append(append([]string(nil), transformIDs...), aborterID), ending: txnRec.ending})
 	stopNemesis()
 	if err := nem.healAll(); err != nil {
 		logf("final heal: %v", err)

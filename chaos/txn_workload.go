@@ -41,6 +41,10 @@ type txnRecorder struct {
 		attempts []TxnAttempt
 	}
 	committed atomic.Int64
+	// ending receives (without blocking: a full channel drops it) a transform's transactional
+	// id once its records are flushed and it is about to end its transaction: the moment the
+	// kill-txn-coordinator-at-end nemesis waits for.
+	ending chan string
 }
 
 func (r *txnRecorder) now() time.Duration { return time.Since(r.start) }
@@ -133,6 +137,12 @@ func runSession(ctx context.Context, rec *txnRecorder, sess *kgo.GroupTransactSe
 			sess.Produce(context.Background(), &kgo.Record{Topic: txnOutTopic, Partition: r.Partition, Value: []byte(v.Value)}, nil)
 		}
 		endCtx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		// Flush first (End would), so the signal below means "committing offsets and ending".
+		_ = sess.Client().Flush(endCtx)
+		select {
+		case rec.ending <- txnID:
+		default:
+		}
 		committed, err := sess.End(endCtx, kgo.TryCommit)
 		cancel()
 		a.Complete = rec.now()
