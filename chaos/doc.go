@@ -37,7 +37,8 @@
 // purpose; a read_committed reader follows the output. Its nemeses (txn_nemesis.go) kill -9
 // the transaction coordinator of one of the transactional ids (FindCoordinator key type 1),
 // the group coordinator (key type 0) or an output partition's leader, or SIGSTOP a
-// transaction coordinator. At the end, once no transaction is open (last stable offset equal
+// transaction coordinator; kill-txn-coordinator-at-end kills a session's transaction
+// coordinator just after the session began ending a transaction (offset commit, EndTxn). At the end, once no transaction is open (last stable offset equal
 // to the high watermark everywhere), the output is read twice with read_committed and the
 // group's offsets are fetched with require_stable. CheckTxn (txn_checker.go) reports Jepsen's
 // transactional anomalies: aborted reads, lost committed writes, duplicates (an input

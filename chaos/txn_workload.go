@@ -288,7 +288,11 @@ func readCommittedAll(ctx context.Context, c *testcluster.Cluster, topic string,
 		}
 		sleepCtx(rctx, 250*time.Millisecond)
 	}
-	logf("final read of %s (%v): end offsets %v", topic, isolation, end)
+	level := "read_committed"
+	if isolation == kgo.ReadUncommitted() {
+		level = "read_uncommitted"
+	}
+	logf("final read of %s (%s): end offsets %v", topic, level, end)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Bootstrap()...),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offsets}),
 		kgo.FetchIsolationLevel(isolation), kgo.KeepControlRecords(),
