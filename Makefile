@@ -79,19 +79,27 @@ compat: deps build
 
 # Jepsen-style fault runs (as root: network namespaces): CHAOS_RUNS runs of a CHAOS_NODES-node
 # cluster under kill -9, SIGSTOP and network partitions, each checked for lost, duplicated and
-# reordered records; writes CHAOS.md and the run logs under chaos/logs/ (about 90 s a run).
-# make test runs the short one (TestChaosShort, two nemeses, about 75 s).
+# reordered records; then CHAOS_TXN_RUNS transactional runs (consume-transform-produce under kill
+# -9 of the transaction coordinator, the group coordinator and output leaders, checked for
+# aborted reads, lost committed writes, duplicates and non-repeatable reads); writes CHAOS.md and
+# the run logs under chaos/logs/ (about 90 s a run).
+# make test runs the short ones (TestChaosShort, TestChaosTxnShort, two nemeses each, about 75 s each).
 CHAOS_RUNS ?= 20
 CHAOS_NODES ?= 3
 CHAOS_ARGS ?=
+CHAOS_TXN_RUNS ?= 6
 chaos: build
 	$(GO) run ./chaos/cmd/chaos -bin $(CURDIR)/bin/sluice -runs $(CHAOS_RUNS) -nodes $(CHAOS_NODES) -out CHAOS.md -logs chaos/logs $(CHAOS_ARGS)
+	$(GO) run ./chaos/cmd/chaos -bin $(CURDIR)/bin/sluice -append -workload txn -first 100 -runs $(CHAOS_TXN_RUNS) -out CHAOS.md -logs chaos/logs
 
 # Everything CHAOS.md reports: make chaos, then five-node runs, availability runs (the killed
-# leader kept down past the session timeout) and control runs (acks=1), appended (about 45 min).
+# leader kept down past the session timeout) and control runs (acks=1), then transactional runs
+# with a 250 ms client metadata age and a transactional control run, appended (about 55 min).
 chaos-full: chaos
 	$(GO) run ./chaos/cmd/chaos -bin $(CURDIR)/bin/sluice -append -first 20 -runs 4 -nodes 5 -nemesis partition-majority,partition-bridge,kill-leader,mixed -out CHAOS.md -logs chaos/logs
 	$(GO) run ./chaos/cmd/chaos -bin $(CURDIR)/bin/sluice -append -first 24 -runs 5 -nemesis kill-leader-long -out CHAOS.md -logs chaos/logs
 	$(GO) run ./chaos/cmd/chaos -bin $(CURDIR)/bin/sluice -append -first 29 -runs 2 -nemesis kill-leader -control-acks1 -out CHAOS.md -logs chaos/logs
 	$(GO) run ./chaos/cmd/chaos -bin $(CURDIR)/bin/sluice -append -first 31 -runs 3 -nemesis kill-leader-long -metadata-min-age 250ms -out CHAOS.md -logs chaos/logs
 	$(GO) run ./chaos/cmd/chaos -bin $(CURDIR)/bin/sluice -append -first 40 -runs 2 -nodes 5 -nemesis unclean-election -out CHAOS.md -logs chaos/logs
+	$(GO) run ./chaos/cmd/chaos -bin $(CURDIR)/bin/sluice -append -workload txn -first 110 -runs 6 -metadata-min-age 250ms -out CHAOS.md -logs chaos/logs
+	$(GO) run ./chaos/cmd/chaos -bin $(CURDIR)/bin/sluice -append -workload txn -first 120 -runs 1 -nemesis kill-txn-coordinator -metadata-min-age 250ms -control-uncommitted -out CHAOS.md -logs chaos/logs

@@ -34,6 +34,23 @@
 // the loss unclean election allows: a replica paused until fenced falls out of the ISR, the
 // ISR is killed, and the stale replica, resumed, is elected and the others truncate to it.
 //
-// cmd/chaos (make chaos, make chaos-full) runs many runs and writes CHAOS.md; TestChaosShort is
-// the short run in make test.
+// RunTxn (txn_run.go, txn_workload.go) is the transactional run: an idempotent producer feeds
+// an input topic; two franz-go GroupTransactSession members of one group turn each poll into a
+// transaction producing one output value per input value to an output topic and committing the
+// input offsets in it; an aborter runs transactions of its own there and aborts every third on
+// purpose; a read_committed reader follows the output. Its nemeses (txn_nemesis.go) kill -9
+// the transaction coordinator of one of the transactional ids (FindCoordinator key type 1),
+// the group coordinator (key type 0) or an output partition's leader, or SIGSTOP a
+// transaction coordinator; kill-txn-coordinator-at-end kills a session's transaction
+// coordinator just after the session began ending a transaction (offset commit, EndTxn). At the end, once no transaction is open (last stable offset equal
+// to the high watermark everywhere), the output is read twice with read_committed and the
+// group's offsets are fetched with require_stable. CheckTxn (txn_checker.go) reports Jepsen's
+// transactional anomalies: aborted reads, lost committed writes, duplicates (an input
+// transformed into the output more than once), non-repeatable reads (the final reads differ,
+// or a polled value is not where the final read has it), partial transactions, and offsets
+// committed without their outputs or outputs without their offsets; Check runs over the input
+// topic as a queue.
+//
+// cmd/chaos (make chaos, make chaos-full; -workload txn for RunTxn) runs many runs and writes
+// CHAOS.md; TestChaosShort and TestChaosTxnShort are the short runs in make test.
 package chaos

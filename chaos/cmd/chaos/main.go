@@ -43,7 +43,12 @@ func main() {
 	control := flag.Bool("control-acks1", false, "control runs: producers with acks=1 and no idempotence, which may lose acknowledged writes on kill -9 of a leader")
 	metaAge := flag.Duration("metadata-min-age", 0, "producers' kgo.MetadataMinAge (0: franz-go's default, 5s)")
 	renderOnly := flag.Bool("render", false, "only rewrite -out from <logs>/runs.json (no runs)")
+	controlUncommitted := flag.Bool("control-uncommitted", false, "transactional control runs: the output read with read_uncommitted, so the checker must find aborted reads")
+	workload := flag.String("workload", "queue", "queue (chaos.Run) or txn (chaos.RunTxn: consume-transform-produce transactions; default nemeses "+strings.Join(chaos.TxnKinds, ",")+")")
 	flag.Parse()
+	if *workload == "txn" && !flagSet("nemesis") {
+		*nemeses = strings.Join(chaos.TxnKinds, ",")
+	}
 	if *bin == "" {
 		b, err := testcluster.Binary()
 		if err != nil {
@@ -76,6 +81,11 @@ func main() {
 	}
 	for i := *first; i < *first+*runs; i++ {
 		kind := kinds[(i-*first)%len(kinds)]
+		if *workload == "txn" {
+			rep.Runs = append(rep.Runs, txnRun(i, kind, *nodes, *duration, *metaAge, *controlUncommitted, *bin, *logs, rep.Commit))
+			rep.write(*out, runsPath)
+			continue
+		}
 		name := fmt.Sprintf("run-%02d-%dn-%s", i, *nodes, kind)
 		if *control {
 			name += "-control-acks1"
@@ -121,6 +131,23 @@ func main() {
 			log.Printf("%s: %s", name, row.Report.Summary())
 		}
 	}
+}
+
+// write rewrites the report and runs.json.
+func (r *report) write(out, runsPath string) {
+	if err := os.WriteFile(out, []byte(r.markdown(out)), 0o644); err != nil {
+		log.Fatal(err)
+	}
+	data, _ := json.MarshalIndent(r.Runs, "", " ")
+	if err := os.WriteFile(runsPath, data, 0o644); err != nil {
+		log.Fatal(err)
+	}
+}
+
+func flagSet(name string) bool {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 func gitCommit() string {
