@@ -82,6 +82,10 @@ type Image struct {
 	BrokerConfigs map[string]map[string]string
 	// NextProducerID is the first producer ID not yet handed out.
 	NextProducerID int64
+	// VoterEndpoints are the controller endpoints of voters (and demoted voters) recorded by
+	// voter changes and by `sluice format` (voters.go), by node ID; voters of
+	// controller.quorum.voters have none. Nil when there are none.
+	VoterEndpoints map[int32]VoterEndpoint
 
 	// changed is closed when a newer image replaces this one.
 	changed chan struct{}

@@ -1,0 +1,252 @@
+package controller
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// activeLeader ticks until a running node leads and has applied an entry of its term, and
+// returns it. Unlike testQuorum.leader it also asks nodes whose Config.Voters does not name
+// them (controllers that joined through AddVoter).
+func (q *testQuorum) activeLeader() *Controller {
+	q.t.Helper()
+	for i := 0; i < 2000; i++ {
+		q.net.mu.Lock()
+		var nodes []*Controller
+		for _, c := range q.net.nodes {
+			if c != nil {
+				nodes = append(nodes, c)
+			}
+		}
+		q.net.mu.Unlock()
+		for _, c := range nodes {
+			ready := false
+			if err := c.query(testCtx(q.t), func() { ready = c.leaderReady }); err != nil {
+				q.t.Fatal(err)
+			}
+			if ready {
+				return c
+			}
+		}
+		q.tick()
+	}
+	q.t.Fatal("no active leader after 2000 ticks")
+	return nil
+}
+
+// voterChange runs fn against the active leader while the clock ticks (a learner's catch-up is
+// checked on ticks), retrying on NOT_CONTROLLER, and returns fn's final error.
+func (q *testQuorum) voterChange(fn func(c *Controller) error) error {
+	q.t.Helper()
+	for attempt := 0; attempt < 20; attempt++ {
+		lead := q.activeLeader()
+		done := make(chan error, 1)
+		go func() { done <- fn(lead) }()
+		for i := 0; ; i++ {
+			select {
+			case err := <-done:
+				if errors.Is(err, kerr.NotController) {
+					goto retry
+				}
+				return err
+			default:
+			}
+			if i == 5000 {
+				q.t.Fatal("voter change did not finish after 5000 ticks")
+			}
+			q.tick()
+		}
+	retry:
+	}
+	q.t.Fatal("voter change refused with NOT_CONTROLLER 20 times")
+	return nil
+}
+
+// tickUntil ticks until cond holds, at most 2000 ticks.
+func (q *testQuorum) tickUntil(what string, cond func() bool) {
+	q.t.Helper()
+	for i := 0; !cond(); i++ {
+		if i == 2000 {
+			q.t.Fatalf("after 2000 ticks still waiting for %s", what)
+		}
+		q.tick()
+	}
+}
+
+// describe returns node id's DescribeQuorum.
+func (q *testQuorum) describe(id int32) QuorumDescription {
+	q.t.Helper()
+	d, err := q.node(id).DescribeQuorum(testCtx(q.t))
+	if err != nil {
+		q.t.Fatal(err)
+	}
+	return d
+}
+
+func ids(vs []VoterDescription) []int32 {
+	var out []int32
+	for _, v := range vs {
+		out = append(out, v.NodeID)
+	}
+	return out
+}
+
+func testEndpoint(id int32) VoterEndpoint {
+	return VoterEndpoint{NodeID: id, DirectoryID: [16]byte{byte(id)}, Listener: "CONTROLLER", Host: "127.0.0.1", Port: 19000 + id}
+}
+
+// TestDynamicQuorumFromStandalone: a node formatted standalone (BootstrapVoters with itself
+// only) leads at once with the formatted cluster ID; two controllers that start with an empty
+// log, told only of node 1 (as controller.quorum.bootstrap.servers would), are added with
+// AddVoter — each becomes a learner, catches up (by snapshot: the voter change compacted the
+// log) and is promoted. A second voter change while one is in flight is refused with
+// REQUEST_TIMED_OUT. With three voters the original one can stop and the others elect a
+// leader and commit; the voter set survives restarts (it is in the snapshot's ConfState);
+// RemoveVoter demotes a voter to an observer, and a demoted leader steps down.
+func TestDynamicQuorumFromStandalone(t *testing.T) {
+	q := newTestQuorumWith(t, func(cfg *Config) {
+		cfg.SessionTimeout = -1 // broker 1 stays unfenced while node 1 is stopped
+		if err := BootstrapVoters(cfg.Dir, "formatted-cluster-id", []VoterEndpoint{testEndpoint(cfg.NodeID)}); err != nil {
+			t.Fatal(err)
+		}
+	}, 1)
+	lead := q.activeLeader()
+	if got := lead.Image().ClusterID; got != "formatted-cluster-id" {
+		t.Fatalf("cluster ID %q, want the formatted one", got)
+	}
+	createTopic := func(name string) {
+		t.Helper()
+		for i := 0; ; i++ {
+			res, err := q.activeLeader().CreateTopics(testCtx(t), []CreateTopic{{Name: name, NumPartitions: 1, ReplicationFactor: 1}}, false)
+			if err == nil && res[0].Err != nil {
+				err = res[0].Err
+			}
+			if err == nil {
+				return
+			}
+			if !errors.Is(err, kerr.NotController) || i == 100 {
+				t.Fatalf("creating %s: %v", name, err)
+			}
+			q.tick()
+		}
+	}
+	q.propose(func(c *Controller) error { return c.register() }) // a broker to place replicas on
+	createTopic("before")
+
+	join := func(id int32) {
+		cfg := q.cfgs[1]
+		cfg.NodeID = id
+		cfg.Dir = t.TempDir()
+		cfg.Voters = []int32{1} // what a bootstrap server answers
+		q.cfgs[id] = cfg
+		q.start(id)
+		t.Cleanup(func() { q.stop(id) })
+	}
+	join(2)
+	if d := q.describe(2); d.IsLeader || slices.Contains(ids(d.Voters), 2) {
+		t.Fatalf("joiner's own view before AddVoter: %+v", d)
+	}
+	if err := q.voterChange(func(c *Controller) error { return c.AddVoter(testCtx(t), testEndpoint(2)) }); err != nil {
+		t.Fatalf("AddVoter(2): %v", err)
+	}
+	if got := ids(q.describe(1).Voters); !slices.Equal(got, []int32{1, 2}) {
+		t.Fatalf("voters after adding 2: %v", got)
+	}
+	q.tickUntil("the joiner to follow the log", func() bool {
+		im := q.node(2).Image()
+		return im.Topics["before"] != nil && im.VoterEndpoints[2] == testEndpoint(2)
+	})
+
+	// One voter change at a time.
+	join(3)
+	lead = q.activeLeader()
+	first := make(chan error, 1)
+	go func() { first <- lead.AddVoter(testCtx(t), testEndpoint(3)) }()
+	for started := false; !started; {
+		if err := lead.query(testCtx(t), func() { started = lead.voterOp != nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := lead.RemoveVoter(testCtx(t), 2, [16]byte{}); !errors.Is(err, kerr.RequestTimedOut) {
+		t.Fatalf("RemoveVoter during AddVoter: %v, want REQUEST_TIMED_OUT", err)
+	}
+	for i := 0; ; i++ {
+		select {
+		case err := <-first:
+			if err != nil {
+				t.Fatalf("AddVoter(3): %v", err)
+			}
+		default:
+			if i == 5000 {
+				t.Fatal("AddVoter(3) did not finish")
+			}
+			q.tick()
+			continue
+		}
+		break
+	}
+	if got := ids(q.describe(lead.cfg.NodeID).Voters); !slices.Equal(got, []int32{1, 2, 3}) {
+		t.Fatalf("voters after adding 3: %v", got)
+	}
+	if err := lead.AddVoter(testCtx(t), testEndpoint(2)); !errors.Is(err, kerr.DuplicateVoter) {
+		t.Fatalf("AddVoter of a voter: %v, want DUPLICATE_VOTER", err)
+	}
+	if err := lead.RemoveVoter(testCtx(t), 9, [16]byte{}); !errors.Is(err, kerr.VoterNotFound) {
+		t.Fatalf("RemoveVoter of a stranger: %v, want VOTER_NOT_FOUND", err)
+	}
+	if err := lead.RemoveVoter(testCtx(t), 2, [16]byte{7}); !errors.Is(err, kerr.VoterNotFound) {
+		t.Fatalf("RemoveVoter with another directory ID: %v, want VOTER_NOT_FOUND", err)
+	}
+
+	// The formatted node stops: 2 and 3 are a majority of three.
+	q.stop(1)
+	createTopic("without-1")
+	if l := q.activeLeader().cfg.NodeID; l == 1 {
+		t.Fatalf("leader %d", l)
+	}
+
+	// Restarts keep the voter set: it is in the log and snapshots, not in the config.
+	q.stop(2)
+	q.start(2)
+	q.start(1)
+	for _, id := range []int32{1, 2} {
+		if got := ids(q.describe(id).Voters); !slices.Equal(got, []int32{1, 2, 3}) {
+			t.Fatalf("node %d after restart: voters %v", id, got)
+		}
+	}
+	createTopic("after-restart")
+	for _, id := range []int32{1, 2, 3} {
+		q.tickUntil(fmt.Sprint("node ", id, " to apply after-restart"), func() bool { return q.node(id).Image().Topics["after-restart"] != nil })
+	}
+
+	// Demote the leader itself: it applies the change, steps down, and goes on as an observer.
+	lead = q.activeLeader()
+	old := lead.cfg.NodeID
+	if err := q.voterChange(func(c *Controller) error { return c.RemoveVoter(testCtx(t), old, testEndpoint(old).DirectoryID) }); err != nil {
+		t.Fatalf("RemoveVoter(%d): %v", old, err)
+	}
+	next := q.activeLeader()
+	if next.cfg.NodeID == old {
+		t.Fatalf("the demoted leader %d still leads", old)
+	}
+	d := q.describe(next.cfg.NodeID)
+	if slices.Contains(ids(d.Voters), old) || !slices.Contains(ids(d.Observers), old) || len(d.Voters) != 2 {
+		t.Fatalf("after demoting %d: voters %v observers %v", old, ids(d.Voters), ids(d.Observers))
+	}
+	createTopic("after-demotion")
+	q.tickUntil("the demoted voter to keep following", func() bool { return q.node(old).Image().Topics["after-demotion"] != nil })
+	for i := 0; i < 50; i++ {
+		q.tick()
+	}
+	var state string
+	if err := q.node(old).query(testCtx(t), func() { state = q.node(old).node.BasicStatus().RaftState.String() }); err != nil {
+		t.Fatal(err)
+	}
+	if state != "StateFollower" {
+		t.Fatalf("demoted node %d is %s", old, state)
+	}
+}
