@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -59,4 +60,16 @@ func notActive(resp kmsg.Response) bool {
 		}
 	}
 	return false
+}
+
+// ServeQuorumRequest answers a quorum request (DescribeQuorum, AddRaftVoter, RemoveRaftVoter,
+// UpdateRaftVoter) as this node's controller listener would: the broker listener of a node
+// that is alone (no controller listener) answers them through it.
+func (s *Server) ServeQuorumRequest(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+	switch req.Key() {
+	case 55, 80, 81, 82:
+	default:
+		return nil, errors.New("cluster: not a quorum request")
+	}
+	return apis[req.Key()].handle(s, ctx, req)
 }
