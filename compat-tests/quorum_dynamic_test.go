@@ -194,3 +194,14 @@ func TestFormattedNodeRefusesAnotherCluster(t *testing.T) {
 		t.Fatalf("start on another cluster's directory: %v\n%s%s", err, stdout, stderr)
 	}
 }
+
+// TestDescribeQuorumThroughBrokerListener: `kafka-metadata-quorum --bootstrap-server` against
+// a single node with no controller listener answers (DescribeQuorum on the broker listener).
+func TestDescribeQuorumThroughBrokerListener(t *testing.T) {
+	lookPath(t, "java")
+	b := StartBroker(t)
+	out, _ := javaTool(t, "", "org.apache.kafka.tools.MetadataQuorumCommand", "--bootstrap-server", b.Addr, "describe", "--status")
+	if got := quorumVoterIDs(out); strings.Join(got, ",") != "1" || !strings.Contains(out, "LeaderId:               1") {
+		t.Fatalf("describe --status through the broker listener:\n%s", out)
+	}
+}

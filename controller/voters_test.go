@@ -250,3 +250,30 @@ func TestDynamicQuorumFromStandalone(t *testing.T) {
 		t.Fatalf("demoted node %d is %s", old, state)
 	}
 }
+
+// TestFormattedInitialVoters: three nodes formatted with the same initial voters (`sluice
+// format --initial-controllers`) form one quorum with the formatted cluster ID and the
+// recorded endpoints and directory IDs, without any voter change.
+func TestFormattedInitialVoters(t *testing.T) {
+	eps := []VoterEndpoint{testEndpoint(1), testEndpoint(2), testEndpoint(3)}
+	q := newTestQuorumWith(t, func(cfg *Config) {
+		cfg.Voters = nil // the formatted snapshot, not the config, names the voters
+		if err := BootstrapVoters(cfg.Dir, "three-formatted", eps); err != nil {
+			t.Fatal(err)
+		}
+	}, 1, 2, 3)
+	lead := q.activeLeader()
+	d := q.describe(lead.cfg.NodeID)
+	if got := ids(d.Voters); !slices.Equal(got, []int32{1, 2, 3}) {
+		t.Fatalf("voters %v", got)
+	}
+	for id := int32(1); id <= 3; id++ {
+		im := q.node(id).Image()
+		if im.ClusterID != "three-formatted" || im.VoterEndpoints[id] != testEndpoint(id) {
+			t.Fatalf("node %d: cluster %q endpoints %v", id, im.ClusterID, im.VoterEndpoints)
+		}
+	}
+	if err := BootstrapVoters(q.cfgs[1].Dir, "again", eps); err == nil {
+		t.Fatal("formatting a directory with metadata again succeeded")
+	}
+}

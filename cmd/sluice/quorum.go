@@ -72,6 +72,10 @@ func startQuorum(cfg *config.Broker, dir string, endpoints []controller.Endpoint
 	var err error
 	if len(voters) == 0 && isController {
 		voters = []int32{cfg.NodeID} // a quorum of this node alone
+		if addr := ownControllerAddr(cfg); addr != "" {
+			// Where this node's own controller APIs are, for the link's forwarding.
+			addrs = map[int32]string{cfg.NodeID: addr}
+		}
 	}
 	if isController && isBroker && len(cfg.QuorumVoters) == 0 && !dynamic {
 		// No voters line: a node alone (sluice with no arguments). With one, even naming only
@@ -374,4 +378,14 @@ func joinsDynamicQuorum(cfg *config.Broker, hasMetadata bool) bool {
 		}
 	}
 	return false
+}
+
+// ownControllerAddr is the host:port of this node's first controller listener, "" if none.
+func ownControllerAddr(cfg *config.Broker) string {
+	for _, l := range cfg.Listeners {
+		if len(cfg.ControllerListeners) > 0 && l.Name == cfg.ControllerListeners[0] {
+			return net.JoinHostPort(l.Host, strconv.Itoa(int(l.Port)))
+		}
+	}
+	return ""
 }
