@@ -516,6 +516,12 @@ func (t *NetTransport) SetPeers(addrs map[int32]string, isVoter bool) {
 			p.lost(p.take())
 			changed = true
 			if next[id] == nil {
+				// A demoted voter follows on as an observer: close the connection it
+				// dialled as a voter, so it dials again and is served as an observer (this
+				// voter then sends to it on that connection; nothing else reaches it).
+				if c := t.mu.inbound[id]; c != nil {
+					c.Close()
+				}
 				t.logger.Info("raft peer removed", "peer", id)
 			}
 		}

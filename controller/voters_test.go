@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 )
@@ -275,5 +276,41 @@ func TestFormattedInitialVoters(t *testing.T) {
 	}
 	if err := BootstrapVoters(q.cfgs[1].Dir, "again", eps); err == nil {
 		t.Fatal("formatting a directory with metadata again succeeded")
+	}
+}
+
+// TestNetDemotedVoterFollows, over TCP: a voter demoted by RemoveVoter keeps following the log
+// as an observer. The voters drop it from their peers and close the connection it dialled
+// while it was a voter, so it dials again and is served as an observer; without that the
+// leader had no connection to send to it on and the demoted node fell behind for good.
+func TestNetDemotedVoterFollows(t *testing.T) {
+	ctx := testCtx(t)
+	q := newNetQuorum(t, 10*time.Millisecond, 1024, 1, 2, 3)
+	q.propose(func(c *Controller) error { return registerLeader(ctx, c) })
+	lead := q.leader()
+	var demoted *netNode
+	for _, n := range q.running() {
+		if n != lead {
+			demoted = n
+			break
+		}
+	}
+	if err := lead.c.RemoveVoter(ctx, demoted.id, [16]byte{}); err != nil {
+		t.Fatalf("RemoveVoter(%d): %v", demoted.id, err)
+	}
+	var voters []*netNode
+	for _, n := range q.running() {
+		if n != demoted {
+			voters = append(voters, n)
+		}
+	}
+	q.proposeAmong(voters, createTopic(ctx, "after-demotion"))
+	waitConverged(t, q.running(), "after-demotion")
+	d, err := q.leaderAmong(voters).c.DescribeQuorum(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Voters) != 2 || len(d.Observers) != 1 || d.Observers[0].NodeID != demoted.id {
+		t.Fatalf("after demoting %d: voters %v observers %v", demoted.id, ids(d.Voters), ids(d.Observers))
 	}
 }
