@@ -195,13 +195,23 @@ func TestFormattedNodeRefusesAnotherCluster(t *testing.T) {
 	}
 }
 
-// TestDescribeQuorumThroughBrokerListener: `kafka-metadata-quorum --bootstrap-server` against
-// a single node with no controller listener answers (DescribeQuorum on the broker listener).
+// TestDescribeQuorumThroughBrokerListener: `kafka-metadata-quorum --bootstrap-server` answers
+// through the broker listener of a single node with no controller listener, and of a single
+// unformatted node of a dynamic quorum (controller.quorum.bootstrap.servers naming its own
+// controller listener, Kafka's standalone configuration), whose broker forwards DescribeQuorum
+// to its own controller listener (before, it knew no voter address and the tool timed out).
 func TestDescribeQuorumThroughBrokerListener(t *testing.T) {
 	lookPath(t, "java")
-	b := StartBroker(t)
-	out, _ := javaTool(t, "", "org.apache.kafka.tools.MetadataQuorumCommand", "--bootstrap-server", b.Addr, "describe", "--status")
-	if got := quorumVoterIDs(out); strings.Join(got, ",") != "1" || !strings.Contains(out, "LeaderId:               1") {
-		t.Fatalf("describe --status through the broker listener:\n%s", out)
+	ports := freePorts(t, 2)
+	ctl := net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[1]))
+	for _, b := range []*Broker{
+		StartBroker(t),
+		StartBrokerWith(t, BrokerOptions{Port: ports[0]}, "listeners=PLAINTEXT://127.0.0.1:"+strconv.Itoa(ports[0])+",CONTROLLER://"+ctl,
+			"controller.listener.names=CONTROLLER", "controller.quorum.bootstrap.servers="+ctl),
+	} {
+		out, _ := javaTool(t, "", "org.apache.kafka.tools.MetadataQuorumCommand", "--bootstrap-server", b.Addr, "describe", "--status")
+		if got := quorumVoterIDs(out); strings.Join(got, ",") != "1" || !strings.Contains(out, "LeaderId:               1") {
+			t.Fatalf("describe --status through the broker listener %s:\n%s", b.Addr, out)
+		}
 	}
 }
