@@ -16,22 +16,27 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
-// dynamicNode prepares a controller-only node of a dynamic quorum (KIP-853): its controller
-// listener at ctl, controller.quorum.bootstrap.servers at bootstrap, formatted with `sluice
-// format --cluster-id ID` and formatArgs (--standalone, or nothing to join later). It returns
-// the node (not started) and its settings, which are also what kafka-metadata-quorum
-// add-controller reads from --command-config.
-func dynamicNode(t *testing.T, id int, ctl, bootstrap, clusterID string, formatArgs ...string) (*Broker, []string) {
+// dynamicNode prepares a node of a dynamic quorum (KIP-853): its controller listener at ctl,
+// controller.quorum.bootstrap.servers at bootstrap, formatted with `sluice format --cluster-id
+// ID` and formatArgs (--standalone, or nothing to join later). With client "" it is
+// controller-only, else combined with its client listener there. It returns the node (not
+// started) and its settings, which are also what kafka-metadata-quorum add-controller reads
+// from --command-config.
+func dynamicNode(t *testing.T, id int, ctl, client, bootstrap, clusterID string, formatArgs ...string) (*Broker, []string) {
 	t.Helper()
 	dir := t.TempDir()
+	roles, listeners, addr := "controller", "CONTROLLER://"+ctl, ctl
+	if client != "" {
+		roles, listeners, addr = "broker,controller", "PLAINTEXT://"+client+",CONTROLLER://"+ctl, client
+	}
 	settings := append([]string{
 		fmt.Sprintf("node.id=%d", id),
-		"process.roles=controller",
-		"listeners=CONTROLLER://" + ctl,
+		"process.roles=" + roles,
+		"listeners=" + listeners,
 		"controller.listener.names=CONTROLLER",
 		"controller.quorum.bootstrap.servers=" + bootstrap,
 	}, clusterSettings...)
-	_, port, _ := net.SplitHostPort(ctl)
+	_, port, _ := net.SplitHostPort(addr)
 	p, _ := strconv.Atoi(port)
 	b := newBroker(t, BrokerOptions{Dir: dir, Port: p}, settings...)
 	args := append(append([]string{"format"}, b.args...), "--cluster-id", clusterID)
@@ -65,8 +70,9 @@ func quorumVoterIDs(status string) []string {
 	return ids
 }
 
-// TestDynamicQuorumAddControllers: KIP-853 with real processes and Kafka's own tool. Node 1 is
-// formatted `sluice format --standalone` (the only initial voter); nodes 2 and 3 are formatted
+// TestDynamicQuorumAddControllers: KIP-853 with real processes and Kafka's own tool. Node 1, a
+// combined node, is formatted `sluice format --standalone` (the only initial voter); nodes 2
+// and 3, controllers only, are formatted
 // without initial controllers and started with controller.quorum.bootstrap.servers naming
 // node 1, so they follow the log as observers; `kafka-metadata-quorum add-controller` adds
 // each (as Kafka's admin client does: AddRaftVoter to the active controller). A broker-only
@@ -78,14 +84,14 @@ func quorumVoterIDs(status string) []string {
 func TestDynamicQuorumAddControllers(t *testing.T) {
 	lookPath(t, "java")
 	kafkaJars(t)
-	ports := freePorts(t, 4)
+	ports := freePorts(t, 5)
 	ctl := func(i int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[i-1])) }
 	const clusterID = "dynQuorumTestCluster1A"
 
-	n1, _ := dynamicNode(t, 1, ctl(1), ctl(1), clusterID, "--standalone")
+	n1, _ := dynamicNode(t, 1, ctl(1), net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[4])), ctl(1), clusterID, "--standalone")
 	n1.start()
-	n2, n2settings := dynamicNode(t, 2, ctl(2), ctl(1), clusterID, "--no-initial-controllers")
-	n3, n3settings := dynamicNode(t, 3, ctl(3), ctl(1), clusterID)
+	n2, n2settings := dynamicNode(t, 2, ctl(2), "", ctl(1), clusterID, "--no-initial-controllers")
+	n3, n3settings := dynamicNode(t, 3, ctl(3), "", ctl(1), clusterID)
 	n2.start()
 	n3.start()
 	broker := StartBrokerWith(t, BrokerOptions{Port: ports[3]}, append([]string{
@@ -138,6 +144,9 @@ func TestDynamicQuorumAddControllers(t *testing.T) {
 		return nil
 	})
 	t.Logf("node 1 killed; a topic was created through the broker %v later", time.Since(killed).Round(time.Millisecond))
+	if out := status("--bootstrap-server", broker.Addr); !regexp.MustCompile(`LeaderId:\s+[23]\b`).MatchString(out) {
+		t.Fatalf("after node 1 died the leader is not 2 or 3:\n%s", out)
+	}
 
 	// remove-controller takes the dead voter out (its directory ID from its meta.properties).
 	dirID := metaPropertiesValue(t, n1.Dir, "directory.id")
@@ -176,7 +185,7 @@ func metaPropertiesValue(t *testing.T, dir, key string) string {
 func TestFormattedNodeRefusesAnotherCluster(t *testing.T) {
 	ports := freePorts(t, 1)
 	ctl := net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0]))
-	n, _ := dynamicNode(t, 1, ctl, ctl, "clusterOfTheSnapshot01", "--standalone")
+	n, _ := dynamicNode(t, 1, ctl, "", ctl, "clusterOfTheSnapshot01", "--standalone")
 	args := append(append([]string{"format"}, n.args...), "--cluster-id", "anotherClusterIDxxxx01", "--standalone")
 	if stdout, stderr, err := runCmdErr(time.Minute, "", n.bin, args...); err == nil || !strings.Contains(stderr, "already formatted") {
 		t.Fatalf("formatting twice: %v\n%s%s", err, stdout, stderr)

@@ -162,6 +162,20 @@ func TestDynamicQuorumFromStandalone(t *testing.T) {
 		return im.Topics["before"] != nil && im.VoterEndpoints[2] == testEndpoint(2)
 	})
 
+	// UpdateVoter re-records a voter's endpoint on every node; a stranger is VOTER_NOT_FOUND.
+	moved := testEndpoint(2)
+	moved.Port = 29002
+	if err := q.voterChange(func(c *Controller) error { return c.UpdateVoter(testCtx(t), moved) }); err != nil {
+		t.Fatalf("UpdateVoter(2): %v", err)
+	}
+	q.tickUntil("the new endpoint of 2 on node 2", func() bool { return q.node(2).Image().VoterEndpoints[2] == moved })
+	if got := q.activeLeader().VoterAddrs()[2]; got != moved.Addr() {
+		t.Fatalf("the leader's address of voter 2: %q, want %q", got, moved.Addr())
+	}
+	if err := q.activeLeader().UpdateVoter(testCtx(t), testEndpoint(8)); !errors.Is(err, kerr.VoterNotFound) {
+		t.Fatalf("UpdateVoter of a stranger: %v, want VOTER_NOT_FOUND", err)
+	}
+
 	// One voter change at a time.
 	join(3)
 	lead = q.activeLeader()
@@ -199,7 +213,7 @@ func TestDynamicQuorumFromStandalone(t *testing.T) {
 	if err := lead.RemoveVoter(testCtx(t), 9, [16]byte{}); !errors.Is(err, kerr.VoterNotFound) {
 		t.Fatalf("RemoveVoter of a stranger: %v, want VOTER_NOT_FOUND", err)
 	}
-	if err := lead.RemoveVoter(testCtx(t), 2, [16]byte{7}); !errors.Is(err, kerr.VoterNotFound) {
+	if err := lead.RemoveVoter(testCtx(t), 3, [16]byte{7}); !errors.Is(err, kerr.VoterNotFound) {
 		t.Fatalf("RemoveVoter with another directory ID: %v, want VOTER_NOT_FOUND", err)
 	}
 
