@@ -2,6 +2,7 @@ package compattests
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net"
@@ -223,4 +224,71 @@ func TestDescribeQuorumThroughBrokerListener(t *testing.T) {
 			t.Fatalf("describe --status through the broker listener %s:\n%s", b.Addr, out)
 		}
 	}
+}
+
+// TestDynamicQuorumInitialControllers: three controllers formatted with the same
+// `sluice format --initial-controllers ID@HOST:PORT:DIRECTORY_ID,...` form one quorum at start,
+// with no voter change: kafka-metadata-quorum shows the three voters, each with the directory
+// ID it was formatted with, and a leader.
+func TestDynamicQuorumInitialControllers(t *testing.T) {
+	lookPath(t, "java")
+	kafkaJars(t)
+	ports := freePorts(t, 3)
+	var ctls, initial, dirIDs []string
+	for i, p := range ports {
+		ctls = append(ctls, net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
+		var id [16]byte
+		id[0], id[15] = byte(i+1), 0x5a
+		dirIDs = append(dirIDs, base64.RawURLEncoding.EncodeToString(id[:]))
+		initial = append(initial, fmt.Sprintf("%d@%s:%s", i+1, ctls[i], dirIDs[i]))
+	}
+	var nodes []*Broker
+	for i := range ports {
+		n, _ := dynamicNode(t, i+1, ctls[i], "", strings.Join(ctls, ","), "threeInitialVoters0001", "--initial-controllers", strings.Join(initial, ","))
+		if got := metaPropertiesValue(t, n.Dir, "directory.id"); got != dirIDs[i] {
+			t.Fatalf("node %d formatted with directory.id %s, want %s", i+1, got, dirIDs[i])
+		}
+		nodes = append(nodes, n)
+	}
+	for _, n := range nodes {
+		if err := n.Launch(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, n := range nodes {
+		if err := n.WaitReady(startDeadline); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const tool = "org.apache.kafka.tools.MetadataQuorumCommand"
+	var out string
+	waitFor(t, clusterDeadline, "three voters with a leader", func() error {
+		stdout, stderr, err := runCmdErr(javaTimeout, "", "java", "-cp", filepath.Join(kafkaJars(t), "*"), tool,
+			"--bootstrap-controller", strings.Join(ctls, ","), "describe", "--replication")
+		if err != nil {
+			return fmt.Errorf("%v: %s", err, clip(stderr))
+		}
+		out = stdout
+		rows := map[string][]string{}
+		for _, line := range strings.Split(out, "\n") {
+			if f := strings.Fields(line); len(f) >= 6 {
+				rows[f[0]] = f
+			}
+		}
+		leaders := 0
+		for i := range ports {
+			row := rows[strconv.Itoa(i+1)]
+			if row == nil || row[1] != dirIDs[i] {
+				return fmt.Errorf("voter %d row %v, want directory ID %s", i+1, row, dirIDs[i])
+			}
+			if row[len(row)-1] == "Leader" {
+				leaders++
+			}
+		}
+		if leaders != 1 {
+			return fmt.Errorf("%d leaders", leaders)
+		}
+		return nil
+	})
+	t.Logf("describe --replication:\n%s", out)
 }
