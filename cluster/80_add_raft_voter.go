@@ -7,7 +7,8 @@ package cluster
 // answer comes once the promotion is committed and applied, whatever AckWhenCommitted says
 // (Kafka may answer earlier when it is false; answering later is always correct). The new
 // voter's endpoint is its listener named like this node's controller listener, else its
-// first; none is INVALID_REQUEST. Errors as Kafka's leader answers them: another voter change
+// first; none (or one without host or port) is INVALID_REQUEST. A node that never catches up
+// (it is not running) stays a learner after the call timed out; raft drops what it sends it. Errors as Kafka's leader answers them: another voter change
 // in flight or a learner that did not catch up within the request's timeout is
 // REQUEST_TIMED_OUT, a voter already in the set DUPLICATE_VOTER, a node that does not lead
 // NOT_CONTROLLER (the admin client sends these to the active controller), another cluster ID
@@ -44,6 +45,9 @@ func (s *Server) voterEndpoint(id int32, dir [16]byte, listeners []raftListener)
 			l = c
 		}
 	}
+	if l.host == "" || l.port == 0 {
+		return controller.VoterEndpoint{}, false
+	}
 	return controller.VoterEndpoint{NodeID: id, DirectoryID: dir, Listener: l.name, Host: l.host, Port: int32(l.port)}, true
 }
 
@@ -66,7 +70,7 @@ func (s *Server) handleAddRaftVoter(ctx context.Context, req *kmsg.AddRaftVoterR
 	}
 	ep, ok := s.voterEndpoint(req.VoterID, req.VoterDirectoryID, ls)
 	if !ok {
-		resp.ErrorCode, resp.ErrorMessage = kerr.InvalidRequest.Code, strPtr("AddRaftVoter names no listener of the new voter.")
+		resp.ErrorCode, resp.ErrorMessage = kerr.InvalidRequest.Code, strPtr("AddRaftVoter names no usable listener (host and port) of the new voter.")
 		return resp, nil
 	}
 	ctx, cancel := withTimeout(ctx, req.TimeoutMillis)
