@@ -1,7 +1,8 @@
 package broker
 
-// DescribeQuorum (55) v0–v2, AddRaftVoter (80) v0–v1, RemoveRaftVoter (81) v0 and
-// UpdateRaftVoter (82) v0 on the broker listener.
+// DescribeQuorum (55) v0–v2, AddRaftVoter (80) v0–v1 and RemoveRaftVoter (81) v0 on the broker
+// listener. UpdateRaftVoter (82) is a controller's own request to the leader and, as in Kafka,
+// is served on the controller listener only.
 //
 // As Kafka 4's brokers do for the admin client (`kafka-metadata-quorum --bootstrap-server`),
 // the broker forwards these to the active controller's controller listener and returns its
@@ -31,7 +32,6 @@ func init() {
 	registerSync(55, 0, 2, (*Broker).forwardQuorum)
 	registerSync(80, 0, 1, (*Broker).forwardQuorum)
 	registerSync(81, 0, 0, (*Broker).forwardQuorum)
-	registerSync(82, 0, 0, (*Broker).forwardQuorum)
 }
 
 func (b *Broker) forwardQuorum(ctx context.Context, _ *wire.ConnInfo, req kmsg.Request) (kmsg.Response, error) {
@@ -60,8 +60,6 @@ func (b *Broker) forwardQuorum(ctx context.Context, _ *wire.ConnInfo, req kmsg.R
 		r.ErrorCode, r.ErrorMessage = code, &msg
 	case *kmsg.RemoveRaftVoterResponse:
 		r.ErrorCode, r.ErrorMessage = code, &msg
-	case *kmsg.UpdateRaftVoterResponse:
-		r.ErrorCode = code
 	}
 	return resp, nil
 }
