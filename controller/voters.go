@@ -63,9 +63,13 @@ type VoterEndpoint struct {
 // Addr is the endpoint's host:port.
 func (e VoterEndpoint) Addr() string { return net.JoinHostPort(e.Host, strconv.Itoa(int(e.Port))) }
 
-// voterContext is the JSON carried in a ConfChangeV2's Context.
+// voterContext is the JSON carried in a ConfChangeV2's Context: the endpoint of the node the
+// change is about, and the addresses of static voters (controller.quorum.voters) that the log
+// has no endpoint of yet, as the proposing leader knows them, so that a node added to a static
+// quorum finds every voter in its own log after a restart.
 type voterContext struct {
-	Endpoint *VoterEndpoint `json:"endpoint,omitempty"`
+	Endpoint *VoterEndpoint  `json:"endpoint,omitempty"`
+	Known    []VoterEndpoint `json:"known,omitempty"`
 }
 
 type voterOpKind uint8
@@ -276,7 +280,7 @@ func (c *Controller) advanceVoterOp() {
 	if op.proposedAt != 0 && op.proposed == want && c.tickCount-op.proposedAt < voterRetryTicks {
 		return // proposed; waiting for it to apply
 	}
-	ctxData, err := json.Marshal(voterContext{Endpoint: &op.ep})
+	ctxData, err := json.Marshal(voterContext{Endpoint: &op.ep, Known: c.unrecordedStaticVoters(op.ep.NodeID)})
 	if err != nil {
 		c.finishVoterOp(err)
 		return
@@ -290,6 +294,26 @@ func (c *Controller) advanceVoterOp() {
 	}
 	op.proposedAt, op.proposed = max(c.tickCount, 1), want
 	c.logger.Info("proposing a voter change", "node", op.ep.NodeID, "change", want.String())
+}
+
+// unrecordedStaticVoters are the voters of Config.VoterAddrs (but node) that the image has no
+// endpoint of, sorted by node ID. REQUIRES: driver goroutine.
+func (c *Controller) unrecordedStaticVoters(node int32) []VoterEndpoint {
+	im := c.Image()
+	var out []VoterEndpoint
+	for id, addr := range c.cfg.VoterAddrs {
+		if _, ok := im.VoterEndpoints[id]; ok || id == node || !slices.Contains(c.confState.GetVoters(), raftID(id)) {
+			continue
+		}
+		host, port, err := net.SplitHostPort(addr)
+		p, perr := strconv.ParseUint(port, 10, 16)
+		if err != nil || perr != nil {
+			continue
+		}
+		out = append(out, VoterEndpoint{NodeID: id, Host: host, Port: int32(p)})
+	}
+	slices.SortFunc(out, func(a, b VoterEndpoint) int { return int(a.NodeID) - int(b.NodeID) })
+	return out
 }
 
 // endpointRecorded reports whether ep is the recorded endpoint of its voter.
@@ -309,6 +333,16 @@ func (c *Controller) applyVoterContext(b *imageBuilder, cc *pb.ConfChangeV2, ind
 	if err := json.Unmarshal(cc.GetContext(), &vc); err != nil || vc.Endpoint == nil {
 		c.logger.Error("skipping undecodable voter change context", "index", index, "err", err)
 		return
+	}
+	for _, k := range vc.Known {
+		if _, ok := b.img.VoterEndpoints[k.NodeID]; !ok {
+			eps := maps.Clone(b.img.VoterEndpoints)
+			if eps == nil {
+				eps = map[int32]VoterEndpoint{}
+			}
+			eps[k.NodeID] = k
+			b.img.VoterEndpoints = eps
+		}
 	}
 	for _, ch := range cc.GetChanges() {
 		if kafkaID(ch.GetNodeId()) != vc.Endpoint.NodeID {

@@ -3,6 +3,7 @@ package controller
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"testing"
 	"time"
@@ -327,4 +328,25 @@ func TestNetDemotedVoterFollows(t *testing.T) {
 	if len(d.Voters) != 2 || len(d.Observers) != 1 || d.Observers[0].NodeID != demoted.id {
 		t.Fatalf("after demoting %d: voters %v observers %v", demoted.id, ids(d.Voters), ids(d.Observers))
 	}
+}
+
+// TestAddVoterToStaticQuorum: a node added to a static quorum (controller.quorum.voters on the
+// others) gets the static voters' addresses in its own log with the voter change, so after a
+// restart — with no configuration naming them — it still knows where every voter listens.
+func TestAddVoterToStaticQuorum(t *testing.T) {
+	static := map[int32]string{1: "127.0.0.1:19101", 2: "127.0.0.1:19102", 3: "127.0.0.1:19103"}
+	q := newTestQuorumWith(t, func(cfg *Config) { cfg.VoterAddrs = static }, 1, 2, 3)
+	q.propose(func(c *Controller) error { return c.register() })
+	cfg := q.cfgs[1]
+	cfg.NodeID, cfg.Dir, cfg.VoterAddrs = 4, t.TempDir(), nil
+	q.cfgs[4] = cfg
+	q.start(4)
+	t.Cleanup(func() { q.stop(4) })
+	if err := q.voterChange(func(c *Controller) error { return c.AddVoter(testCtx(t), testEndpoint(4)) }); err != nil {
+		t.Fatalf("AddVoter(4): %v", err)
+	}
+	q.stop(4)
+	q.start(4)
+	want := map[int32]string{1: static[1], 2: static[2], 3: static[3], 4: testEndpoint(4).Addr()}
+	q.tickUntil("node 4 to know every voter's address", func() bool { return maps.Equal(q.node(4).VoterAddrs(), want) })
 }
