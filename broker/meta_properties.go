@@ -164,3 +164,51 @@ func partitionDirs(logDir string) ([]string, error) {
 	}
 	return out, nil
 }
+
+// FormatLogDir writes logDir's meta.properties for `sluice format` (Kafka's kafka-storage
+// format): mp names the cluster, the node and the directory's ID (base64url, Kafka's Uuid
+// form). It refuses a directory that already has one unless ignoreFormatted, and then leaves
+// that one as it is when it names the same cluster and node (as kafka-storage format
+// --ignore-formatted does), else refuses.
+func FormatLogDir(logDir string, mp MetaProperties, ignoreFormatted bool) error {
+	path := filepath.Join(logDir, metaPropertiesFile)
+	data, err := readSmallFile(path, maxMetaPropertiesBytes)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return fmt.Errorf("log directory %s: %w", logDir, err)
+	default:
+		found, perr := parseMetaProperties(data)
+		if !ignoreFormatted || perr != nil || found.ClusterID != mp.ClusterID || found.NodeID != mp.NodeID {
+			return fmt.Errorf("log directory %s is already formatted (%s); use --ignore-formatted to keep a directory formatted for the same cluster and node", logDir, path)
+		}
+		return nil
+	}
+	if err := os.MkdirAll(logDir, 0o755); err != nil {
+		return err
+	}
+	return logstore.WriteFileAtomic(logstore.OSFS{}, logDir, metaPropertiesFile, encodeMetaProperties(mp, time.Now()))
+}
+
+// NewDirectoryID returns a random directory ID in Kafka's Uuid form (base64url, 22 characters).
+func NewDirectoryID() string {
+	var id [16]byte
+	rand.Read(id[:])
+	return base64.RawURLEncoding.EncodeToString(id[:])
+}
+
+// ReadMetaProperties returns logDir's meta.properties, nil when it has none.
+func ReadMetaProperties(logDir string) (*MetaProperties, error) {
+	data, err := readSmallFile(filepath.Join(logDir, metaPropertiesFile), maxMetaPropertiesBytes)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	mp, err := parseMetaProperties(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", filepath.Join(logDir, metaPropertiesFile), err)
+	}
+	return &mp, nil
+}

@@ -9,7 +9,8 @@ package cluster
 // watermark is the commit index plus one, a voter's log end offset its match index plus one.
 // v1 LastFetchTimestamp is the last raft message received from the voter, and
 // LastCaughtUpTimestamp the same for a voter at the leader's high watermark (else -1). v2
-// directory IDs are zero (none), and Nodes carry each voter's controller listener. Observers
+// directory IDs are those recorded by AddRaftVoter or `sluice format` (zero for voters of
+// controller.quorum.voters), and Nodes carry each current voter's controller listener. Observers
 // are the broker-only nodes, which follow the log as raft learners, described as voters are
 // (Kafka lists the brokers fetching the log; they have no controller listener to put in Nodes).
 
@@ -47,10 +48,10 @@ func (s *Server) handleDescribeQuorum(ctx context.Context, req *kmsg.DescribeQuo
 				p.LeaderID, p.LeaderEpoch = d.LeaderID, int32(d.LeaderEpoch)
 				p.HighWatermark = int64(d.HighWatermark) + 1
 				for _, v := range d.Voters {
-					p.CurrentVoters = append(p.CurrentVoters, replicaState(v, d.HighWatermark))
+					p.CurrentVoters = append(p.CurrentVoters, s.replicaState(v, d.HighWatermark))
 				}
 				for _, o := range d.Observers {
-					p.Observers = append(p.Observers, replicaState(o, d.HighWatermark))
+					p.Observers = append(p.Observers, s.replicaState(o, d.HighWatermark))
 				}
 			}
 			t.Partitions = append(t.Partitions, p)
@@ -58,8 +59,9 @@ func (s *Server) handleDescribeQuorum(ctx context.Context, req *kmsg.DescribeQuo
 		resp.Topics = append(resp.Topics, t)
 	}
 	if req.Version >= 2 {
-		for _, id := range sortedIDs(s.cfg.Voters) {
-			host, port, ok := splitHostPort(s.cfg.Voters[id])
+		voters := s.voters()
+		for _, id := range sortedIDs(voters) {
+			host, port, ok := splitHostPort(voters[id])
 			if !ok {
 				continue
 			}
@@ -67,6 +69,9 @@ func (s *Server) handleDescribeQuorum(ctx context.Context, req *kmsg.DescribeQuo
 			n.NodeID = id
 			l := kmsg.NewDescribeQuorumResponseNodeListener()
 			l.Name, l.Host, l.Port = "CONTROLLER", host, uint16(port)
+			if ep, ok := s.cfg.Controller.VoterEndpoint(id); ok && ep.Listener != "" {
+				l.Name = ep.Listener
+			}
 			n.Listeners = append(n.Listeners, l)
 			resp.Nodes = append(resp.Nodes, n)
 		}
@@ -75,9 +80,12 @@ func (s *Server) handleDescribeQuorum(ctx context.Context, req *kmsg.DescribeQuo
 }
 
 // replicaState is one voter's or observer's row, with Kafka's exclusive offsets.
-func replicaState(v controller.VoterDescription, highWatermark uint64) kmsg.DescribeQuorumResponseTopicPartitionReplicaState {
+func (s *Server) replicaState(v controller.VoterDescription, highWatermark uint64) kmsg.DescribeQuorumResponseTopicPartitionReplicaState {
 	rs := kmsg.NewDescribeQuorumResponseTopicPartitionReplicaState()
 	rs.ReplicaID = v.NodeID
+	if ep, ok := s.cfg.Controller.VoterEndpoint(v.NodeID); ok {
+		rs.ReplicaDirectoryID = ep.DirectoryID
+	}
 	rs.LogEndOffset = v.MatchIndex + 1
 	rs.LastFetchTimestamp, rs.LastCaughtUpTimestamp = -1, -1
 	if !v.LastContact.IsZero() {

@@ -33,8 +33,9 @@ func (s *Server) handleDescribeCluster(_ context.Context, req *kmsg.DescribeClus
 	im := s.cfg.Controller.Image()
 	resp.ClusterID = im.ClusterID
 	resp.ControllerID = im.ControllerID
-	for _, id := range sortedIDs(s.cfg.Voters) {
-		host, port, ok := splitHostPort(s.cfg.Voters[id])
+	voters := s.voters()
+	for _, id := range sortedIDs(voters) {
+		host, port, ok := splitHostPort(voters[id])
 		if !ok {
 			continue
 		}

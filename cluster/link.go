@@ -59,7 +59,8 @@ type Link struct {
 	log         *slog.Logger
 	local       *controller.Controller
 	incarnation [16]byte
-	clients     map[int32]*kgo.Client // one per voter, seeded with its controller listener
+	clientsMu   sync.Mutex
+	clients     map[int32]linkClient // one per voter, seeded with its controller listener; guarded by clientsMu
 
 	stop           chan struct{} // closed by Close
 	stopOnce       sync.Once
@@ -94,7 +95,7 @@ func NewLink(cfg LinkConfig) (*Link, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	l := &Link{cfg: cfg, log: cfg.Logger, local: cfg.Controller, clients: map[int32]*kgo.Client{},
+	l := &Link{cfg: cfg, log: cfg.Logger, local: cfg.Controller, clients: map[int32]linkClient{},
 		stop: make(chan struct{}), changed: make(chan struct{}, 1)}
 	if _, err := rand.Read(l.incarnation[:]); err != nil {
 		return nil, err
@@ -102,15 +103,64 @@ func NewLink(cfg LinkConfig) (*Link, error) {
 	l.incarnation[6] = l.incarnation[6]&0x0f | 0x40
 	l.incarnation[8] = l.incarnation[8]&0x3f | 0x80
 	for id, addr := range cfg.Voters {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ClientID(fmt.Sprintf("sluice-link-%d", cfg.NodeID)),
-			kgo.DialTimeout(2*time.Second), kgo.RetryBackoffFn(func(int) time.Duration { return minRetry }))
-		if err != nil {
+		if _, err := l.clientFor(id, addr); err != nil {
 			l.closeClients()
 			return nil, err
 		}
-		l.clients[id] = cl
 	}
 	return l, nil
+}
+
+// linkClient is a client seeded with one voter's controller listener.
+type linkClient struct {
+	addr string
+	cl   *kgo.Client
+}
+
+// clientFor returns the client for voter id at addr, creating it (and closing one for an
+// older address of id).
+func (l *Link) clientFor(id int32, addr string) (*kgo.Client, error) {
+	l.clientsMu.Lock()
+	defer l.clientsMu.Unlock()
+	if c, ok := l.clients[id]; ok && c.addr == addr {
+		return c.cl, nil
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ClientID(fmt.Sprintf("sluice-link-%d", l.cfg.NodeID)),
+		kgo.DialTimeout(2*time.Second), kgo.RetryBackoffFn(func(int) time.Duration { return minRetry }))
+	if err != nil {
+		return nil, err
+	}
+	if old, ok := l.clients[id]; ok {
+		old.cl.Close()
+	}
+	l.clients[id] = linkClient{addr: addr, cl: cl}
+	return cl, nil
+}
+
+// voterAddrs are the voters to reach: those of the applied configuration the local
+// controller knows addresses of (voters added with AddRaftVoter included), else
+// LinkConfig.Voters.
+func (l *Link) voterAddrs() map[int32]string {
+	if m := l.local.VoterAddrs(); len(m) > 0 {
+		return m
+	}
+	return l.cfg.Voters
+}
+
+// client returns the client of voter id, nil if its address is not known.
+func (l *Link) client(id int32) *kgo.Client {
+	addr, ok := l.voterAddrs()[id]
+	if !ok {
+		addr, ok = l.cfg.Voters[id]
+	}
+	if !ok {
+		return nil
+	}
+	cl, err := l.clientFor(id, addr)
+	if err != nil {
+		return nil
+	}
+	return cl
 }
 
 // Image returns the local controller's published image.
@@ -149,16 +199,15 @@ func retriable(err error) bool {
 func (l *Link) withLeader(ctx context.Context, local func() error, remote func(cl *kgo.Client) error) error {
 	backoff := minRetry
 	turn := 0
-	ids := sortedIDs(l.cfg.Voters)
 	for {
 		var err error
 		if l.leadsLocally() {
 			err = local()
 		} else {
 			target := l.local.Image().ControllerID
-			cl := l.clients[target]
-			if cl == nil && len(ids) > 0 {
-				cl = l.clients[ids[turn%len(ids)]]
+			cl := l.client(target)
+			if ids := sortedIDs(l.voterAddrs()); cl == nil && len(ids) > 0 {
+				cl = l.client(ids[turn%len(ids)])
 				turn++
 			}
 			if cl == nil {
@@ -278,11 +327,15 @@ func (l *Link) quorumClusterID(ctx context.Context) string {
 	if id != "" {
 		return id
 	}
-	for _, vid := range sortedIDs(l.cfg.Voters) {
+	for _, vid := range sortedIDs(l.voterAddrs()) {
+		cl := l.client(vid)
+		if cl == nil {
+			continue
+		}
 		req := kmsg.NewPtrDescribeClusterRequest()
 		req.Version, req.EndpointType = 1, 2
 		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		resp, err := request(rctx, l.clients[vid], req)
+		resp, err := request(rctx, cl, req)
 		cancel()
 		if err != nil {
 			continue
@@ -489,8 +542,10 @@ func (l *Link) Close() {
 }
 
 func (l *Link) closeClients() {
-	for _, cl := range l.clients {
-		cl.Close()
+	l.clientsMu.Lock()
+	defer l.clientsMu.Unlock()
+	for _, c := range l.clients {
+		c.cl.Close()
 	}
 }
 

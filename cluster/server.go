@@ -22,6 +22,9 @@ type ServerConfig struct {
 	// Voters are the controller listener addresses (host:port) of the quorum's voters, by node
 	// ID: DescribeCluster's controller endpoints and DescribeQuorum's nodes.
 	Voters map[int32]string
+	// ListenerName is the controller listener's name (controller.listener.names' first):
+	// AddRaftVoter records the new voter's listener of that name.
+	ListenerName string
 	// Defaults for a CreateTopics sent by a client with -1 (num.partitions and
 	// default.replication.factor; 0 = 1). Link resolves them before it forwards.
 	DefaultNumPartitions     int32

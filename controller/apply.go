@@ -319,6 +319,7 @@ type imageSnapshot struct {
 	Topics         []*TopicInfo                 `json:"topics"`
 	BrokerConfigs  map[string]map[string]string `json:"broker_configs"`
 	NextProducerID int64                        `json:"next_producer_id"`
+	VoterEndpoints []VoterEndpoint              `json:"voter_endpoints,omitempty"`
 }
 
 // encodeImage serializes the state machine (not ControllerID, which is not replicated state).
@@ -330,6 +331,10 @@ func encodeImage(im *Image) []byte {
 		BrokerConfigs:  im.BrokerConfigs,
 		NextProducerID: im.NextProducerID,
 	}
+	for _, ep := range im.VoterEndpoints {
+		s.VoterEndpoints = append(s.VoterEndpoints, ep)
+	}
+	slices.SortFunc(s.VoterEndpoints, func(a, b VoterEndpoint) int { return int(a.NodeID) - int(b.NodeID) })
 	for _, b := range im.Brokers {
 		s.Brokers = append(s.Brokers, b)
 	}
@@ -366,6 +371,12 @@ func decodeImage(data []byte) (*Image, error) {
 	im.Offset = s.Offset
 	im.ClusterID = s.ClusterID
 	im.NextProducerID = s.NextProducerID
+	for _, ep := range s.VoterEndpoints {
+		if im.VoterEndpoints == nil {
+			im.VoterEndpoints = map[int32]VoterEndpoint{}
+		}
+		im.VoterEndpoints[ep.NodeID] = ep
+	}
 	for _, b := range s.Brokers {
 		if b == nil {
 			return nil, fmt.Errorf("%w: image snapshot: null broker", ErrCorruptRecord)

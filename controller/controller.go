@@ -56,6 +56,10 @@ type Config struct {
 	// the log once the active controller has added it as a raft learner (see "Observers" in
 	// the package doc).
 	Voters []int32
+	// VoterAddrs are the controller listener addresses (host:port) of the voters of
+	// controller.quorum.voters, by node ID; voters added later (AddVoter) or formatted
+	// (BootstrapVoters) bring their own endpoint in the log. Optional.
+	VoterAddrs map[int32]string
 	// Transport sends raft messages to the other voters; nil is valid only when this node is
 	// the only voter.
 	Transport Transport
@@ -103,6 +107,9 @@ type Controller struct {
 	// image is the latest published image. Never nil after Start; replaced only by the driver,
 	// which closes the old image's changed channel after the swap.
 	image atomic.Pointer[Image]
+	// voterAddrs are the current voters' controller addresses (VoterAddrs), replaced by the
+	// driver when the configuration changes.
+	voterAddrs atomic.Pointer[map[int32]string]
 
 	requests chan *request    // proposals for the driver, bounded by requestQueue
 	inbound  chan *pb.Message // raft messages from other voters, bounded by inboundQueue
@@ -123,6 +130,10 @@ type Controller struct {
 	transport Transport
 	confState *pb.ConfState
 	applied   uint64 // raft index of the last applied entry
+	// voterOp is the voter change in flight on this leader (voters.go), nil if none.
+	voterOp *voterOp
+	// wasVoter: this node was a voter at the last configurationChanged.
+	wasVoter bool
 	// sinceSnapshot counts entries applied since the last snapshot.
 	sinceSnapshot int
 	leaderID      int32  // Kafka ID of the known raft leader, -1 if none
@@ -293,7 +304,9 @@ func open(cfg Config) (*Controller, error) {
 		MaxUncommittedEntriesSize: 1 << 30,
 		CheckQuorum:               true,
 		PreVote:                   true,
-		Logger:                    raftLogger{logger},
+		// A leader that RemoveVoter demoted stops leading once the change is applied.
+		StepDownOnRemoval: true,
+		Logger:            raftLogger{logger},
 	})
 	if err != nil {
 		storage.close()
@@ -329,7 +342,7 @@ func open(cfg Config) (*Controller, error) {
 	}
 	img.defaults = c.electionDefaults()
 	c.image.Store(img)
-	c.storeLearners()
+	c.configurationChanged(img)
 	c.calls.signal = make(chan struct{}, 1)
 	if a, ok := transport.(interface{ Attach(*Controller) }); ok {
 		a.Attach(c) // a network transport delivers received messages to c.Step
@@ -479,6 +492,7 @@ func (c *Controller) run() {
 		case <-ticks:
 			c.node.Tick()
 			c.tickSessions()
+			c.advanceVoterOp()
 			c.tickLiveness()
 			c.tickRebalance()
 		case <-c.calls.signal:
@@ -715,12 +729,12 @@ func (c *Controller) installSnapshot(snap *pb.Snapshot) error {
 		return err
 	}
 	c.confState = proto.Clone(snap.GetMetadata().GetConfState()).(*pb.ConfState)
-	c.storeLearners()
 	c.applied = snap.GetMetadata().GetIndex()
 	c.sinceSnapshot = 0
 	img.ControllerID = c.leaderID
 	img.defaults = c.electionDefaults()
 	c.publish(img)
+	c.configurationChanged(img)
 	return nil
 }
 
@@ -732,7 +746,7 @@ func (c *Controller) apply(ents []*pb.Entry) error {
 	}
 	b := newImageBuilder(c.image.Load())
 	var completed []*request
-	appliedAny := false
+	appliedAny, confChanged := false, false
 	for _, e := range ents {
 		if e.GetIndex() <= c.applied {
 			continue
@@ -766,14 +780,15 @@ func (c *Controller) apply(ents []*pb.Entry) error {
 				return fmt.Errorf("controller: conf change at %d: %w", e.GetIndex(), err)
 			}
 			c.confState = c.node.ApplyConfChange(cc)
-			c.storeLearners()
+			confChanged = true
 		case pb.EntryConfChangeV2:
 			cc := new(pb.ConfChangeV2)
 			if err := proto.Unmarshal(e.GetData(), cc); err != nil {
 				return fmt.Errorf("controller: conf change at %d: %w", e.GetIndex(), err)
 			}
 			c.confState = c.node.ApplyConfChange(cc)
-			c.storeLearners()
+			c.applyVoterContext(b, cc, e.GetIndex())
+			confChanged = true
 		}
 		c.applied = e.GetIndex()
 		c.sinceSnapshot++
@@ -786,6 +801,16 @@ func (c *Controller) apply(ents []*pb.Entry) error {
 	}
 	img := b.finish(int64(c.applied))
 	c.publish(img)
+	if confChanged {
+		c.configurationChanged(img)
+		c.advanceVoterOp()
+	}
+	if confChanged {
+		// Snapshot at once: no node then replays this change over a bootstrapped
+		// configuration, and the snapshot raft sends a new learner names it (etcd-raft
+		// ignores one that does not). See voters.go.
+		c.sinceSnapshot = max(c.sinceSnapshot, c.cfg.SnapshotEvery)
+	}
 	for _, r := range completed {
 		if r.applied != nil {
 			r.applied(img)

@@ -27,8 +27,10 @@
 //
 // Raft messages travel between voters over TCP (NetTransport, nettransport.go), on the
 // controller listener. Each voter dials every other voter (the entries of
-// controller.quorum.voters, id@host:port) and sends on that connection only; it receives on
-// the connections the others dialled. A connection starts with a handshake, then carries
+// controller.quorum.voters, id@host:port, or the endpoints voter changes recorded: SetPeers
+// follows the applied voter set) and sends on that connection only; it receives on the
+// connections the others dialled. A voter that drops a demoted peer closes the connection
+// that peer dialled, so it dials again as an observer. A connection starts with a handshake, then carries
 // frames. All integers are big endian; these constants must not change within a protocol
 // version:
 //
@@ -162,8 +164,20 @@
 // metadata exactly as on a voter. Learners were chosen over fetching committed entries from
 // the quorum (what Kafka's observers do) because everything a follower has — WAL, snapshots,
 // install, apply, images — is reused unchanged, and raft's progress tracking gives
-// DescribeQuorum the observers' log end offsets. Learners are never removed. Proposals on an
-// observer answer NOT_CONTROLLER; cluster.Link forwards them to the active controller.
+// DescribeQuorum the observers' log end offsets. Learners are never removed (a demoted voter
+// stays one). Proposals on an observer answer NOT_CONTROLLER; cluster.Link forwards them to
+// the active controller.
+//
+// # Dynamic voters
+//
+// voters.go (KIP-853): AddVoter makes a node a learner and, once caught up, a voter;
+// RemoveVoter demotes a voter to a learner; UpdateVoter re-records a voter's endpoint. Each
+// step is one ConfChangeV2 with a single change whose Context is the voter's endpoint (JSON),
+// recorded in Image.VoterEndpoints; one voter change is in flight at a time. Every node
+// snapshots right after applying any configuration change. BootstrapVoters writes a new
+// metadata directory's first snapshot (index 1, term 1: the initial voters, the cluster ID),
+// for `sluice format`. Config.VoterAddrs are the static voters' addresses; the transport
+// learns the current voters' addresses through SetPeers.
 //
 // Registration and heartbeat refusals (INCONSISTENT_CLUSTER_ID, a negative broker ID,
 // BROKER_ID_NOT_REGISTERED, STALE_BROKER_EPOCH) are logged at most once per 10 s per kind.

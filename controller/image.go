@@ -93,6 +93,10 @@ type Image struct {
 	BrokerConfigs map[string]map[string]string
 	// NextProducerID is the first producer ID not yet handed out.
 	NextProducerID int64
+	// VoterEndpoints are the controller endpoints of voters (and demoted voters) recorded by
+	// voter changes and by `sluice format` (voters.go), by node ID; voters of
+	// controller.quorum.voters have none. Nil when there are none.
+	VoterEndpoints map[int32]VoterEndpoint
 
 	// defaults are the active controller's static election configs (Config), carried from
 	// image to image by the builder; they are not part of the replicated state (records

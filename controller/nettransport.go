@@ -359,8 +359,13 @@ type NetTransport struct {
 	logger *slog.Logger
 	ctx    context.Context // cancelled by Close
 	cancel context.CancelFunc
-	peers  map[int32]*netPeer // immutable after NewNetTransport
-	ctrl   atomic.Pointer[Controller]
+	// peers are the other voters, by node ID: a copy-on-write map replaced by SetPeers
+	// (under mu) when the voter set changes; never nil.
+	peers atomic.Pointer[map[int32]*netPeer]
+	ctrl  atomic.Pointer[Controller]
+	// observing: this node is not a voter (Config.Observer, until SetPeers says it became
+	// one): it accepts no observers of its own.
+	observing atomic.Bool
 	// connectOnce starts the peers' dialling goroutines (at NewNetTransport, or at Connect
 	// for an observer).
 	connectOnce sync.Once
@@ -374,6 +379,7 @@ type NetTransport struct {
 	mu struct {
 		sync.Mutex
 		closed    bool
+		connected bool // Connect was called: new peers dial at once
 		listeners map[net.Listener]struct{}
 		conns     map[net.Conn]struct{} // accepted connections; bounded by maxInboundConns
 		inbound   map[int32]net.Conn    // the established connection of each peer
@@ -411,9 +417,9 @@ func NewNetTransport(cfg NetTransportConfig) (*NetTransport, error) {
 		logger: cfg.Logger.With("node", cfg.NodeID),
 		ctx:    ctx,
 		cancel: cancel,
-		peers:  map[int32]*netPeer{},
 		warn:   logLimiter{every: logEvery},
 	}
+	peers := map[int32]*netPeer{}
 	t.mu.listeners = map[net.Listener]struct{}{}
 	t.mu.conns = map[net.Conn]struct{}{}
 	t.mu.inbound = map[int32]net.Conn{}
@@ -430,8 +436,10 @@ func NewNetTransport(cfg NetTransportConfig) (*NetTransport, error) {
 			cancel()
 			return nil, fmt.Errorf("controller: address of voter %d: %w", id, err)
 		}
-		t.peers[id] = &netPeer{t: t, id: id, addr: addr, wake: make(chan struct{}, 1)}
+		peers[id] = t.newPeer(id, addr)
 	}
+	t.peers.Store(&peers)
+	t.observing.Store(cfg.Observer)
 	if !cfg.Observer {
 		t.Connect()
 	}
@@ -447,11 +455,80 @@ func (t *NetTransport) Connect() {
 		if t.mu.closed {
 			return
 		}
-		for _, p := range t.peers {
+		t.mu.connected = true
+		for _, p := range *t.peers.Load() {
 			t.wg.Add(1)
 			go p.run()
 		}
 	})
+}
+
+// newPeer returns the sender for voter id at addr; its goroutine is not started.
+func (t *NetTransport) newPeer(id int32, addr string) *netPeer {
+	ctx, cancel := context.WithCancel(t.ctx)
+	return &netPeer{t: t, id: id, addr: addr, wake: make(chan struct{}, 1), ctx: ctx, cancel: cancel}
+}
+
+// peer returns the sender of voter id, or nil if id is not a voter this transport knows.
+func (t *NetTransport) peer(id int32) *netPeer { return (*t.peers.Load())[id] }
+
+// SetPeers makes addrs (node ID → controller listener host:port) the voters this transport
+// sends to, when the quorum's voter set changed (AddRaftVoter, RemoveRaftVoter): a new voter
+// gets a sender (dialling at once if this transport is connected), a voter no longer listed
+// loses its sender, and a voter whose address changed is redialled at the new one. An entry
+// for this node or with an unparsable address is ignored. isVoter says whether this node is
+// itself a voter now: only a voter accepts observers (raft learners). The controller calls it
+// from its driver goroutine whenever it applied a change of the raft configuration.
+func (t *NetTransport) SetPeers(addrs map[int32]string, isVoter bool) {
+	t.observing.Store(!isVoter)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.mu.closed {
+		return
+	}
+	old := *t.peers.Load()
+	next := make(map[int32]*netPeer, len(addrs))
+	changed := false
+	for id, addr := range addrs {
+		if id == t.cfg.NodeID || id < 0 {
+			continue
+		}
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			t.warn.log(t.logger, "peer-addr", "ignoring a voter with an unusable address", "peer", id, "addr", addr)
+			continue
+		}
+		if p := old[id]; p != nil && p.addr == addr {
+			next[id] = p
+			continue
+		}
+		p := t.newPeer(id, addr)
+		next[id] = p
+		changed = true
+		if t.mu.connected {
+			t.wg.Add(1)
+			go p.run()
+		}
+		t.logger.Info("raft peer added", "peer", id, "addr", addr)
+	}
+	for id, p := range old {
+		if next[id] != p {
+			p.cancel()
+			p.lost(p.take())
+			changed = true
+			if next[id] == nil {
+				// A demoted voter follows on as an observer: close the connection it
+				// dialled as a voter, so it dials again and is served as an observer (this
+				// voter then sends to it on that connection; nothing else reaches it).
+				if c := t.mu.inbound[id]; c != nil {
+					c.Close()
+				}
+				t.logger.Info("raft peer removed", "peer", id)
+			}
+		}
+	}
+	if changed {
+		t.peers.Store(&next)
+	}
 }
 
 func setDefault[T int | time.Duration](v *T, def T) {
@@ -510,7 +587,7 @@ func (t *NetTransport) setPartitioned(ids ...int32) {
 func (t *NetTransport) Send(msgs []*pb.Message) {
 	for _, m := range msgs {
 		to := kafkaID(m.GetTo())
-		p := t.peers[to]
+		p := t.peer(to)
 		if p == nil {
 			p = t.observer(to)
 			if p != nil && !p.connected.Load() {
@@ -586,7 +663,7 @@ func (t *NetTransport) Stats() NetTransportStats {
 		Refused:      t.refused.Load(),
 		UnknownDrops: t.unknownDrops.Load(),
 	}
-	for id, p := range t.peers {
+	for id, p := range *t.peers.Load() {
 		s.Dropped[id] = p.drops.Load()
 		s.Connected[id] = p.connected.Load()
 	}
@@ -661,12 +738,12 @@ func (t *NetTransport) ServeConn(conn net.Conn) {
 	switch {
 	case h.to != t.cfg.NodeID:
 		status = helloWrongTarget
-	case t.peers[h.from] == nil && !t.awaitObserver(h.from):
+	case t.peer(h.from) == nil && !t.awaitObserver(h.from):
 		status = helloUnknownNode
 	case own != "" && h.clusterID != "" && h.clusterID != own:
 		status = helloWrongCluster
 	default:
-		observer = t.peers[h.from] == nil
+		observer = t.peer(h.from) == nil
 	}
 	if _, err := conn.Write(appendAck(nil, status)); err != nil {
 		return
@@ -730,7 +807,7 @@ const maxObservers = 256
 // acceptsObserver reports whether node id, not a voter, may connect as an observer: the
 // attached controller knows it as a learner or a registered broker, and this node is a voter.
 func (t *NetTransport) acceptsObserver(id int32) bool {
-	if t.cfg.Observer || id == t.cfg.NodeID {
+	if t.observing.Load() || id == t.cfg.NodeID {
 		return false
 	}
 	c := t.ctrl.Load()
@@ -745,7 +822,7 @@ const observerGrace = 2 * time.Second
 // awaitObserver is acceptsObserver, waiting up to observerGrace for the node to become known
 // through the metadata log.
 func (t *NetTransport) awaitObserver(id int32) bool {
-	if t.cfg.Observer || id == t.cfg.NodeID {
+	if t.observing.Load() || id == t.cfg.NodeID {
 		return false
 	}
 	timer := time.NewTimer(observerGrace)
@@ -788,7 +865,7 @@ func (t *NetTransport) addObserver(id int32) *netPeer {
 		t.warn.log(t.logger, "refuse-observers", "refused observer connection: too many observers", "observer", id, "limit", maxObservers)
 		return nil
 	}
-	p := &netPeer{t: t, id: id, wake: make(chan struct{}, 1)}
+	p := &netPeer{t: t, id: id, wake: make(chan struct{}, 1), ctx: t.ctx, cancel: func() {}}
 	t.mu.observers[id] = p
 	return p
 }
@@ -872,6 +949,10 @@ type netPeer struct {
 	id   int32
 	addr string
 	wake chan struct{} // capacity 1: the queue became non-empty
+	// ctx ends when the transport closes or the peer stops being a voter (SetPeers); an
+	// observer's sender has the transport's.
+	ctx    context.Context
+	cancel context.CancelFunc
 
 	drops     atomic.Uint64
 	connected atomic.Bool
@@ -966,7 +1047,7 @@ func (p *netPeer) run() {
 			err = p.stream(conn, p.receive(conn))
 			p.connected.Store(false)
 		}
-		if t.ctx.Err() != nil {
+		if p.ctx.Err() != nil {
 			return
 		}
 		t.reportUnreachable(p.id)
@@ -985,7 +1066,7 @@ func (p *netPeer) run() {
 		backoff = min(2*backoff, t.cfg.ReconnectBackoffMax)
 		select {
 		case <-time.After(delay):
-		case <-t.ctx.Done():
+		case <-p.ctx.Done():
 			return
 		}
 	}
@@ -995,12 +1076,12 @@ func (p *netPeer) run() {
 func (p *netPeer) dial() (net.Conn, error) {
 	t := p.t
 	d := net.Dialer{Timeout: t.cfg.DialTimeout, KeepAlive: 15 * time.Second}
-	raw, err := d.DialContext(t.ctx, "tcp", p.addr)
+	raw, err := d.DialContext(p.ctx, "tcp", p.addr)
 	if err != nil {
 		return nil, err
 	}
 	// Close unblocks a handshake or a write stuck on a peer that stopped reading.
-	conn := &stoppableConn{Conn: raw, stop: context.AfterFunc(t.ctx, func() { raw.Close() })}
+	conn := &stoppableConn{Conn: raw, stop: context.AfterFunc(p.ctx, func() { raw.Close() })}
 	conn.SetDeadline(time.Now().Add(t.cfg.DialTimeout))
 	if _, err := conn.Write(appendHello(nil, hello{from: t.cfg.NodeID, to: p.id, clusterID: t.clusterID()})); err != nil {
 		conn.Close()
@@ -1045,10 +1126,9 @@ func (p *netPeer) receive(conn net.Conn) <-chan struct{} {
 	hungUp := make(chan struct{})
 	go func() {
 		defer close(hungUp)
-		if !t.cfg.Observer {
-			io.Copy(io.Discard, conn)
-			return
-		}
+		// A voter sends nothing on a connection another voter dialled, but one that took
+		// this node for an observer (before it was promoted to voter) still does: read
+		// frames either way.
 		fr := &frameReader{r: bufio.NewReaderSize(conn, 64<<10), from: raftID(p.id), to: raftID(t.cfg.NodeID)}
 		for {
 			m, err := fr.next()
@@ -1092,8 +1172,8 @@ func (p *netPeer) stream(conn net.Conn, hungUp <-chan struct{}) error {
 				continue
 			case <-hungUp:
 				return errPeerHungUp
-			case <-t.ctx.Done():
-				return t.ctx.Err()
+			case <-p.ctx.Done():
+				return p.ctx.Err()
 			}
 		}
 		for _, it := range items {

@@ -80,6 +80,7 @@ func (q *netQuorum) startOn(id int32, l net.Listener) *netNode {
 	cfg := testConfig(q.dirs[id])
 	cfg.NodeID = id
 	cfg.Voters = q.ids
+	cfg.VoterAddrs = q.addrs
 	cfg.SnapshotEvery = q.snapshotEvery
 	cfg.Transport = tr
 	cfg.ticks = nil

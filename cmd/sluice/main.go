@@ -6,6 +6,8 @@
 // default) serves /healthz, /readyz and Prometheus /metrics (package ops). --version prints the
 // version (version.go); --log-format text|json and --log-level shape the log.
 //
+// `sluice format` prepares a node's directories, as kafka-storage format does (format.go).
+//
 // `sluice topic|produce|consume|group|cluster ...` are admin subcommands instead, Kafka clients
 // on franz-go that work against any Kafka-compatible broker (cli.go; `sluice help` lists them).
 //
@@ -42,6 +44,9 @@ import (
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "format" {
+		os.Exit(runFormat(os.Args[2:], os.Stdout, os.Stderr))
+	}
 	if isSubcommand(os.Args[1:]) {
 		os.Exit(runCLI(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 	}
@@ -200,16 +205,24 @@ func run(args []string) error {
 	if filepath.Clean(metadataDir) != filepath.Clean(logDir) {
 		identityDirs = append(identityDirs, metadataDir)
 	}
+	// A controller joining a dynamic quorum starts without metadata of its own, on
+	// directories `sluice format` may have claimed for the cluster already: it cannot make a
+	// new cluster (it is in no configuration), so a meta.properties there is expected.
+	joiner := joinsDynamicQuorum(cfg, hasMetadata)
 	metaProps := make([]*broker.MetaProperties, len(identityDirs))
 	for i, dir := range identityDirs {
-		if metaProps[i], err = broker.CheckLogDir(dir, hasMetadata); err != nil {
+		if metaProps[i], err = broker.CheckLogDir(dir, hasMetadata || joiner); err != nil {
 			return err
 		}
 	}
-	if err := discoverVoters(cfg, logger); err != nil {
+	if err := discoverVoters(cfg, joiner, logger); err != nil {
 		return err
 	}
-	q, err := startQuorum(cfg, metadataLog, endpoints, memory, limits, logger)
+	clusterID := ""
+	if metaProps[len(metaProps)-1] != nil {
+		clusterID = metaProps[len(metaProps)-1].ClusterID
+	}
+	q, err := startQuorum(cfg, metadataLog, endpoints, memory, limits, joiner, clusterID, logger)
 	if err != nil {
 		return fmt.Errorf("starting controller: %w", err)
 	}

@@ -38,16 +38,28 @@ type quorum struct {
 	transport *controller.NetTransport // nil for a combined node alone (no controller.quorum.voters)
 	link      *cluster.Link            // nil then and on a controller-only node
 	listener  *wire.Server             // nil without a controller listener (a broker-only node)
+	alone     aloneQuorum              // the broker's Metadata when link is nil
 }
 
 // startQuorum opens the metadata log at dir and, with controller.quorum.voters set or on a
 // node with one role, starts the transport and (with the broker role) the link. A combined
 // node without a voters line starts alone: it registers its own broker at once and has no
 // sessions to expire, since nothing heartbeats. Nothing here waits for the other voters; see register.
-func startQuorum(cfg *config.Broker, dir string, endpoints []controller.Endpoint, memory *wire.MemoryPool, limits *wire.ConnLimits, logger *slog.Logger) (*quorum, error) {
+//
+// With controller.quorum.bootstrap.servers instead of voters a controller is in a dynamic
+// quorum (KIP-853): its voter set is the one in its metadata log (from `sluice format
+// --standalone/--initial-controllers`, or itself alone on an empty log whose bootstrap
+// servers are its own listener), and it always runs the network transport so others can
+// join. A joiner (joinsDynamicQuorum) bootstraps the voters its bootstrap servers answered and
+// follows the log as an observer (a raft learner once AddRaftVoter is under way) until it is
+// promoted; clusterID (its formatted meta.properties') makes voters of another cluster refuse
+// it.
+func startQuorum(cfg *config.Broker, dir string, endpoints []controller.Endpoint, memory *wire.MemoryPool, limits *wire.ConnLimits,
+	joiner bool, clusterID string, logger *slog.Logger) (*quorum, error) {
 	q := &quorum{}
 	voters, addrs := quorumVoters(cfg)
 	isController, isBroker := cfg.HasRole("controller"), cfg.HasRole("broker")
+	dynamic := isController && len(cfg.ControllerQuorumBootstrapServers) > 0
 	ctrlCfg := controller.Config{
 		NodeID:    cfg.NodeID,
 		Dir:       dir,
@@ -66,27 +78,46 @@ func startQuorum(cfg *config.Broker, dir string, endpoints []controller.Endpoint
 	var err error
 	if len(voters) == 0 && isController {
 		voters = []int32{cfg.NodeID} // a quorum of this node alone
+		if addr := ownControllerAddr(cfg); addr != "" {
+			// Where this node's own controller APIs are, for the link's forwarding.
+			addrs = map[int32]string{cfg.NodeID: addr}
+		}
 	}
-	if isController && isBroker && len(cfg.QuorumVoters) == 0 {
+	if isController && isBroker && len(cfg.QuorumVoters) == 0 && !dynamic {
 		// No voters line: a node alone (sluice with no arguments). With one, even naming only
 		// this node, broker-only nodes may join as observers, so it takes the path below.
 		if q.ctrl, err = controller.Start(ctrlCfg); err != nil {
 			return nil, err
 		}
+		srv, err := cluster.NewServer(cluster.ServerConfig{Controller: q.ctrl, Logger: logger.With("component", "controller-api")})
+		if err != nil {
+			q.ctrl.Close()
+			return nil, err
+		}
+		q.alone = aloneQuorum{q.ctrl, srv}
 	} else {
-		observer := !isController
-		q.transport, err = controller.NewNetTransport(controller.NetTransportConfig{
-			NodeID: cfg.NodeID, Peers: addrs, Observer: observer, Logger: logger.With("component", "raft"),
-		})
+		observer := !isController || joiner
+		tcfg := controller.NetTransportConfig{NodeID: cfg.NodeID, Peers: addrs, Observer: observer, Logger: logger.With("component", "raft")}
+		if joiner {
+			tcfg.ClusterID = clusterID
+		}
+		q.transport, err = controller.NewNetTransport(tcfg)
 		if err != nil {
 			return nil, err
 		}
-		ctrlCfg.Voters, ctrlCfg.Transport = voters, q.transport
+		ctrlCfg.Voters, ctrlCfg.VoterAddrs, ctrlCfg.Transport = voters, addrs, q.transport
 		ctrlCfg.SessionTimeout = time.Duration(cfg.BrokerSessionTimeoutMs) * time.Millisecond
 		ctrlCfg.Prober = cluster.Prober{} // fence at once on certain evidence (controller/evidence.go)
 		if q.ctrl, err = controller.Open(ctrlCfg); err != nil {
 			q.transport.Close()
 			return nil, err
+		}
+		if joiner {
+			// The voters accept this node once the active controller has made it a learner
+			// (AddRaftVoter); until then it redials with backoff.
+			q.transport.Connect()
+			logger.Info("joining the metadata quorum as an observer; add it as a voter with kafka-metadata-quorum add-controller",
+				"voters", len(voters))
 		}
 		if isBroker {
 			lc := cluster.LinkConfig{
@@ -148,7 +179,7 @@ func (q *quorum) listen(cfg *config.Broker, addrs map[int32]string, memory *wire
 		addrs = map[int32]string{cfg.NodeID: net.JoinHostPort(l.Host, strconv.Itoa(int(l.Port)))}
 	}
 	srv, err := cluster.NewServer(cluster.ServerConfig{
-		Controller: q.ctrl, Voters: addrs,
+		Controller: q.ctrl, Voters: addrs, ListenerName: l.Name,
 		DefaultNumPartitions: cfg.NumPartitions, DefaultReplicationFactor: cfg.DefaultReplicationFactor,
 		Logger: logger.With("component", "controller-api"),
 	})
@@ -182,7 +213,19 @@ func (q *quorum) metadata() broker.Metadata {
 	if q.link != nil {
 		return q.link
 	}
-	return q.ctrl
+	return q.alone
+}
+
+// aloneQuorum is the Metadata of a node alone: its controller, and quorum requests on the
+// broker listener (kafka-metadata-quorum --bootstrap-server) answered by a controller API
+// server that listens nowhere.
+type aloneQuorum struct {
+	*controller.Controller
+	srv *cluster.Server
+}
+
+func (a aloneQuorum) ForwardQuorumRequest(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+	return a.srv.ServeQuorumRequest(ctx, req)
 }
 
 // register waits, at most initial.broker.registration.timeout.ms (as Kafka's broker does),
@@ -267,8 +310,8 @@ func brokerListeners(cfg *config.Broker) []config.Listener {
 // initial.broker.registration.timeout.ms. sluice's voters are static (a controller refuses a
 // dynamic quorum of other nodes), so the voters answered are the ones the quorum was
 // bootstrapped with, which the observer's metadata log must start from.
-func discoverVoters(cfg *config.Broker, logger *slog.Logger) error {
-	if cfg.HasRole("controller") || len(cfg.QuorumVoters) > 0 || len(cfg.ControllerQuorumBootstrapServers) == 0 {
+func discoverVoters(cfg *config.Broker, joiner bool, logger *slog.Logger) error {
+	if cfg.HasRole("controller") && !joiner || len(cfg.QuorumVoters) > 0 || len(cfg.ControllerQuorumBootstrapServers) == 0 {
 		return nil
 	}
 	timeout := time.Duration(cfg.Int64("initial.broker.registration.timeout.ms")) * time.Millisecond
@@ -277,13 +320,17 @@ func discoverVoters(cfg *config.Broker, logger *slog.Logger) error {
 	var last error
 	for {
 		for _, server := range cfg.ControllerQuorumBootstrapServers {
+			if joiner && cfg.IsOwnControllerAddress(server) {
+				continue
+			}
 			voters, err := describeVoters(ctx, server)
 			if err != nil {
 				last = fmt.Errorf("%s: %w", server, err)
 				continue
 			}
 			if slices.ContainsFunc(voters, func(v config.QuorumVoter) bool { return v.ID == cfg.NodeID }) {
-				return fmt.Errorf("controller.quorum.bootstrap.servers: node.id %d is a voter of the quorum at %s; a broker-only node must have another ID", cfg.NodeID, server)
+				return fmt.Errorf("controller.quorum.bootstrap.servers: node.id %d is a voter of the quorum at %s, but this node has no metadata log; "+
+					"a broker-only node must have another ID, and a voter that lost its metadata directory must be removed (kafka-metadata-quorum remove-controller) before it joins again", cfg.NodeID, server)
 			}
 			cfg.QuorumVoters = voters
 			logger.Info("learned the metadata quorum's voters", "from", server, "voters", len(voters))
@@ -327,4 +374,30 @@ func describeVoters(ctx context.Context, server string) ([]config.QuorumVoter, e
 		return nil, errors.New("DescribeQuorum answered no voters")
 	}
 	return voters, nil
+}
+
+// joinsDynamicQuorum reports whether this node is a controller joining a dynamic quorum: it
+// has controller.quorum.bootstrap.servers (no static voters), no metadata log yet, and a
+// bootstrap server that is another node. Without one (only its own listener) it starts a
+// quorum of its own, as Kafka's standalone controller does.
+func joinsDynamicQuorum(cfg *config.Broker, hasMetadata bool) bool {
+	if !cfg.HasRole("controller") || len(cfg.QuorumVoters) > 0 || hasMetadata {
+		return false
+	}
+	for _, server := range cfg.ControllerQuorumBootstrapServers {
+		if !cfg.IsOwnControllerAddress(server) {
+			return true
+		}
+	}
+	return false
+}
+
+// ownControllerAddr is the host:port of this node's first controller listener, "" if none.
+func ownControllerAddr(cfg *config.Broker) string {
+	for _, l := range cfg.Listeners {
+		if len(cfg.ControllerListeners) > 0 && l.Name == cfg.ControllerListeners[0] {
+			return net.JoinHostPort(l.Host, strconv.Itoa(int(l.Port)))
+		}
+	}
+	return ""
 }

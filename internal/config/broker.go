@@ -370,17 +370,9 @@ func (b *Broker) checkSupported() error {
 				"controller listener %s uses security protocol %s; TLS and SASL are not implemented yet, only PLAINTEXT is served", name, proto), false)
 		}
 	}
-	for _, server := range b.ControllerQuorumBootstrapServers {
-		if !b.HasRole("controller") {
-			// A broker-only node asks these for the (static) voters at start; see
-			// cmd/sluice discoverVoters.
-			break
-		}
-		if !b.isOwnControllerAddress(server) {
-			return notSupported("controller.quorum.bootstrap.servers", b.String("controller.quorum.bootstrap.servers"), fmt.Sprintf(
-				"%s is not one of this node's controller listeners; dynamic quorums (KIP-853) are not implemented yet: list the voters in controller.quorum.voters", server), false)
-		}
-	}
+	// controller.quorum.bootstrap.servers is served in full (KIP-853, cmd/sluice): a node
+	// asks those servers for the voters, and a controller not yet in the quorum joins it as an
+	// observer until AddRaftVoter promotes it.
 	return nil
 }
 
@@ -427,6 +419,10 @@ func (b *Broker) checkSecuritySupported() error {
 	}
 	return nil
 }
+
+// IsOwnControllerAddress reports whether host:port names one of this node's controller
+// listeners; see isOwnControllerAddress.
+func (b *Broker) IsOwnControllerAddress(server string) bool { return b.isOwnControllerAddress(server) }
 
 // isOwnControllerAddress reports whether host:port names one of this node's controller
 // listeners (by port, on a loopback name, an unspecified address or the listener's own host).

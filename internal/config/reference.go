@@ -70,7 +70,7 @@ var refusedValuesNote = map[string]string{
 	"transaction.state.log.replication.factor":  "capped at the number of brokers when the transaction state topic is created",
 	"transaction.state.log.min.isr":             "capped at the topic's replication factor when the transaction state topic is created",
 	"transaction.partition.verification.enable": "only `true`: transactional produce is always verified (KIP-890)",
-	"controller.quorum.bootstrap.servers":       "on a controller, only its own controller listener: dynamic quorums (KIP-853) are not implemented yet; use controller.quorum.voters. A broker-only node asks the servers listed for the voters at start",
+	"controller.quorum.bootstrap.servers":       "a dynamic quorum (KIP-853): a node asks the servers listed for the voters at start; a controller not in the quorum yet follows the log as an observer until AddRaftVoter (kafka-metadata-quorum add-controller) promotes it. See sluice format",
 	"remote.log.storage.system.enable":          "only `false`: sluice has no tiered storage",
 	"remote.storage.enable":                     "only `false`: sluice has no tiered storage",
 }

@@ -200,8 +200,6 @@ func TestUnsupportedBrokerSettingsRefused(t *testing.T) {
 		// A broker-only node that would reach the controllers over SSL.
 		{map[string]string{"process.roles": "broker", "listeners": "PLAINTEXT://127.0.0.1:9092", "controller.listener.names": "CONTROLLER",
 			"controller.quorum.voters": "2@127.0.0.1:9093", "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:SSL"}, "listener.security.protocol.map"},
-		{map[string]string{"listeners": "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093", "controller.listener.names": "CONTROLLER",
-			"controller.quorum.bootstrap.servers": "127.0.0.2:9093"}, "controller.quorum.bootstrap.servers"},
 		{map[string]string{"log.dirs": "/a,/b"}, "log.dirs"},
 		{map[string]string{"compression.type": "zstd"}, "compression.type"},
 		{map[string]string{"group.coordinator.rebalance.protocols": "classic,consumer,share"}, "group.coordinator.rebalance.protocols"},
@@ -240,6 +238,9 @@ func TestQuorumSettingsAccepted(t *testing.T) {
 		// A broker-only node that learns the voters from the controllers.
 		{"node.id": "4", "process.roles": "broker", "listeners": "PLAINTEXT://127.0.0.4:9092", "controller.listener.names": "CONTROLLER",
 			"controller.quorum.bootstrap.servers": "127.0.0.1:9093,127.0.0.2:9093"},
+		// A controller that joins a dynamic quorum through another node (KIP-853).
+		{"listeners": "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093", "controller.listener.names": "CONTROLLER",
+			"controller.quorum.bootstrap.servers": "127.0.0.2:9093"},
 		// A controller-only node alone.
 		{"process.roles": "controller", "listeners": "CONTROLLER://127.0.0.1:9093", "controller.listener.names": "CONTROLLER"},
 	} {

@@ -1,0 +1,217 @@
+package main
+
+// `sluice format`: Kafka's `kafka-storage format` for a sluice node.
+//
+//	sluice format [--config FILE] [--set key=value ...] [--cluster-id ID]
+//	              [--standalone | --initial-controllers ID@HOST:PORT:DIRECTORY_ID,... | --no-initial-controllers]
+//	              [--ignore-formatted]
+//
+// It writes meta.properties (cluster.id, node.id, directory.id) into the first log directory
+// and the metadata directory (metadata.log.dir), and on a controller with --standalone or
+// --initial-controllers the metadata log's first snapshot (controller.BootstrapVoters): the
+// cluster ID and the initial voter set of a dynamic quorum (KIP-853). --standalone makes this
+// node the only initial voter, at its controller listener; more controllers join later with
+// AddRaftVoter (`kafka-metadata-quorum add-controller`). --initial-controllers lists every
+// initial voter with the directory ID of its metadata directory; this node's entry gives its
+// own directory.id. A controller formatted with neither (or --no-initial-controllers) joins
+// an existing quorum through controller.quorum.bootstrap.servers. Without --cluster-id a
+// random one is made (kafka-storage random-uuid). The cluster ID is printed.
+//
+// Formatting is optional: a node started on empty directories with controller.quorum.voters
+// (or alone) makes its cluster as before. A formatted node refuses to start on directories of
+// another cluster (broker.ClaimLogDir).
+
+import (
+	"encoding/base64"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"sluice/broker"
+	"sluice/controller"
+	"sluice/internal/config"
+)
+
+func runFormat(args []string, stdout, stderr io.Writer) int {
+	if err := format(args, stdout); err != nil {
+		fmt.Fprintln(stderr, "sluice format:", err)
+		if errors.Is(err, errFormatUsage) {
+			return exitUsage
+		}
+		return exitFailed
+	}
+	return 0
+}
+
+var errFormatUsage = errors.New("usage")
+
+func format(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("sluice format", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	configPath := fs.String("config", "", "Kafka-style server.properties file")
+	overrides := setFlags{}
+	fs.Var(overrides, "set", "key=value config override (repeatable)")
+	clusterID := fs.String("cluster-id", "", "the cluster ID (default: a new random one)")
+	standalone := fs.Bool("standalone", false, "this node is the only initial voter of a dynamic quorum")
+	initial := fs.String("initial-controllers", "", "the initial voters: ID@HOST:PORT:DIRECTORY_ID,...")
+	noInitial := fs.Bool("no-initial-controllers", false, "this controller joins an existing quorum (the default)")
+	ignoreFormatted := fs.Bool("ignore-formatted", false, "leave directories already formatted for this cluster and node as they are")
+	if err := fs.Parse(args); err != nil {
+		return fmt.Errorf("%w: %v", errFormatUsage, err)
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: unexpected argument %q", errFormatUsage, fs.Arg(0))
+	}
+	modes := 0
+	for _, set := range []bool{*standalone, *initial != "", *noInitial} {
+		if set {
+			modes++
+		}
+	}
+	if modes > 1 {
+		return fmt.Errorf("%w: --standalone, --initial-controllers and --no-initial-controllers exclude each other", errFormatUsage)
+	}
+	props := map[string]string{}
+	if *configPath != "" {
+		var err error
+		if props, err = config.LoadProperties(*configPath); err != nil {
+			return err
+		}
+	}
+	for k, v := range overrides {
+		props[k] = v
+	}
+	cfg, err := config.ParseBroker(props)
+	if err != nil {
+		return err
+	}
+	if *clusterID == "" {
+		*clusterID = broker.NewDirectoryID() // the same form as Kafka's random-uuid
+	}
+	if len(*clusterID) > 255 {
+		return errors.New("--cluster-id: longer than 255 bytes")
+	}
+	if (*standalone || *initial != "") && !cfg.HasRole("controller") {
+		return fmt.Errorf("%w: --standalone and --initial-controllers format a controller; process.roles is %v", errFormatUsage, cfg.ProcessRoles)
+	}
+	if (*standalone || *initial != "") && len(cfg.QuorumVoters) > 0 {
+		return errors.New("--standalone and --initial-controllers bootstrap a dynamic quorum; this configuration has a static one (controller.quorum.voters)")
+	}
+
+	metadataDirID := broker.NewDirectoryID()
+	var voters []controller.VoterEndpoint
+	switch {
+	case *standalone:
+		ep, err := ownControllerEndpoint(cfg)
+		if err != nil {
+			return err
+		}
+		ep.DirectoryID, _ = decodeDirectoryID(metadataDirID)
+		voters = []controller.VoterEndpoint{ep}
+	case *initial != "":
+		if voters, err = parseInitialControllers(*initial); err != nil {
+			return fmt.Errorf("%w: --initial-controllers: %v", errFormatUsage, err)
+		}
+		i := slices.IndexFunc(voters, func(v controller.VoterEndpoint) bool { return v.NodeID == cfg.NodeID })
+		if i < 0 {
+			return fmt.Errorf("--initial-controllers does not list this node (node.id %d)", cfg.NodeID)
+		}
+		metadataDirID = base64.RawURLEncoding.EncodeToString(voters[i].DirectoryID[:])
+		if len(cfg.ControllerListeners) > 0 {
+			for j := range voters {
+				voters[j].Listener = cfg.ControllerListeners[0]
+			}
+		}
+	}
+
+	logDir := cfg.LogDirs[0]
+	metadataDir := cfg.MetadataLogDir
+	if voters != nil {
+		if err := controller.BootstrapVoters(filepath.Join(metadataDir, "__cluster_metadata-0"), *clusterID, voters); err != nil {
+			if !*ignoreFormatted {
+				return err
+			}
+		}
+	}
+	if err := broker.FormatLogDir(metadataDir, broker.MetaProperties{ClusterID: *clusterID, NodeID: cfg.NodeID, DirectoryID: metadataDirID}, *ignoreFormatted); err != nil {
+		return err
+	}
+	if filepath.Clean(logDir) != filepath.Clean(metadataDir) {
+		if err := broker.FormatLogDir(logDir, broker.MetaProperties{ClusterID: *clusterID, NodeID: cfg.NodeID, DirectoryID: broker.NewDirectoryID()}, *ignoreFormatted); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(stdout, "Formatted %s with cluster.id %s", metadataDir, *clusterID)
+	if voters != nil {
+		fmt.Fprintf(stdout, " and %d initial voter(s)", len(voters))
+	}
+	fmt.Fprintln(stdout)
+	return nil
+}
+
+// ownControllerEndpoint is this node's first controller listener, as advertised.
+func ownControllerEndpoint(cfg *config.Broker) (controller.VoterEndpoint, error) {
+	if len(cfg.ControllerListeners) == 0 {
+		return controller.VoterEndpoint{}, errors.New("--standalone: controller.listener.names is not set")
+	}
+	name := cfg.ControllerListeners[0]
+	for _, ls := range [][]config.Listener{cfg.AdvertisedListeners, cfg.Listeners} {
+		for _, l := range ls {
+			if l.Name == name && l.Host != "" && l.Host != "0.0.0.0" && l.Host != "::" && l.Port > 0 {
+				return controller.VoterEndpoint{NodeID: cfg.NodeID, Listener: name, Host: l.Host, Port: l.Port}, nil
+			}
+		}
+	}
+	return controller.VoterEndpoint{}, fmt.Errorf("--standalone: the controller listener %s has no routable host and port in listeners", name)
+}
+
+// parseInitialControllers parses Kafka's --initial-controllers: ID@HOST:PORT:DIRECTORY_ID,...
+func parseInitialControllers(s string) ([]controller.VoterEndpoint, error) {
+	var out []controller.VoterEndpoint
+	for _, item := range strings.Split(s, ",") {
+		item = strings.TrimSpace(item)
+		at := strings.IndexByte(item, '@')
+		last := strings.LastIndexByte(item, ':')
+		if at <= 0 || last < at {
+			return nil, fmt.Errorf("%q is not ID@HOST:PORT:DIRECTORY_ID", item)
+		}
+		id, err := strconv.ParseInt(item[:at], 10, 32)
+		if err != nil || id < 0 {
+			return nil, fmt.Errorf("%q: bad node ID", item)
+		}
+		host, port, err := net.SplitHostPort(item[at+1 : last])
+		if err != nil {
+			return nil, fmt.Errorf("%q: %v", item, err)
+		}
+		p, err := strconv.ParseUint(port, 10, 16)
+		if err != nil || p == 0 {
+			return nil, fmt.Errorf("%q: bad port", item)
+		}
+		dir, err := decodeDirectoryID(item[last+1:])
+		if err != nil {
+			return nil, fmt.Errorf("%q: %v", item, err)
+		}
+		if slices.ContainsFunc(out, func(v controller.VoterEndpoint) bool { return v.NodeID == int32(id) }) {
+			return nil, fmt.Errorf("node %d is listed twice", id)
+		}
+		out = append(out, controller.VoterEndpoint{NodeID: int32(id), DirectoryID: dir, Listener: "CONTROLLER", Host: host, Port: int32(p)})
+	}
+	return out, nil
+}
+
+// decodeDirectoryID parses a Kafka Uuid (base64url of 16 bytes, no padding).
+func decodeDirectoryID(s string) ([16]byte, error) {
+	var id [16]byte
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil || len(b) != 16 {
+		return id, fmt.Errorf("directory ID %q is not a Kafka Uuid (22 base64url characters)", s)
+	}
+	copy(id[:], b)
+	return id, nil
+}
