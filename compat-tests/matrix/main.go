@@ -37,9 +37,6 @@ type Client struct {
 // defaultCellTimeout bounds one cell.
 const defaultCellTimeout = 90 * time.Second
 
-// txnCellTimeout bounds transaction cells, which fail until sluice serves transactions.
-const txnCellTimeout = 40 * time.Second
-
 // Outcome is a cell's result.
 type Outcome int
 
@@ -167,10 +164,6 @@ func (m *Matrix) RunCell(ctx context.Context, c *Client, s Scenario) (cell Cell)
 	timeout := c.Timeout
 	if timeout == 0 {
 		timeout = defaultCellTimeout
-	}
-	if s.ID == "transactions" || s.ID == "exactly-once" {
-		// Unsupported today; clients retry until their own deadline, so keep the failure quick.
-		timeout = min(timeout, txnCellTimeout)
 	}
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()

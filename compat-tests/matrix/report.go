@@ -191,10 +191,6 @@ func mdEscape(s string) string {
 
 // knownCause explains failing cells whose cause is known, as a suffix for the failure list.
 func knownCause(c Cell) string {
-	switch c.Scenario {
-	case "transactions", "exactly-once":
-		return " — sluice does not implement transactions yet (InitProducerId with a transactional id, AddPartitionsToTxn, EndTxn, TxnOffsetCommit are not served)."
-	}
 	if len(c.Old) > 0 {
 		var s []string
 		for _, av := range c.Old {
