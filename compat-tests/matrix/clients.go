@@ -243,7 +243,7 @@ func (e *Env) createTopic(ctx context.Context, partitions int32) error {
 		return err
 	}
 	defer cl.Close()
-	_, err = kadmClient(cl).CreateTopic(ctx, partitions, 1, nil, e.Topic)
+	_, err = kadmClient(cl).CreateTopic(ctx, partitions, e.RF, nil, e.Topic)
 	return err
 }
 

@@ -64,6 +64,8 @@ type Env struct {
 	DataDir  string // sluice's log.dirs (kafka-dump-log reads segments there)
 	Log      *cellLog
 	Tools    *Tools
+	Nodes    int   // cluster size
+	RF       int16 // replication factor of the topics the harness creates (3 on a cluster)
 }
 
 // Args are the conventional arguments of the client scripts.
@@ -88,7 +90,7 @@ func (e *Env) setup(ctx context.Context) error {
 	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
-	resp, err := adm.CreateTopic(ctx, 1, 1, nil, e.Topic)
+	resp, err := adm.CreateTopic(ctx, 1, e.RF, nil, e.Topic)
 	if err == nil {
 		err = resp.Err
 	}
@@ -96,7 +98,7 @@ func (e *Env) setup(ctx context.Context) error {
 		return fmt.Errorf("setup: create topic %s: %w", e.Topic, err)
 	}
 	if e.Scenario.ID == "exactly-once" {
-		if resp, err := adm.CreateTopic(ctx, 1, 1, nil, e.Topic+"-out"); err != nil || resp.Err != nil {
+		if resp, err := adm.CreateTopic(ctx, 1, e.RF, nil, e.Topic+"-out"); err != nil || resp.Err != nil {
 			return fmt.Errorf("setup: create topic %s-out: %v %v", e.Topic, err, resp.Err)
 		}
 	}
