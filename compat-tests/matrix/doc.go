@@ -6,10 +6,13 @@
 // versions each client sent that are older than Apache Kafka 4's floor (KIP-896).
 //
 // Scenario data conventions shared by every client (Go code and the scripts under clients/):
+//
 //   - seeded records: key "k<i>", value "v<i>", headers h="x<i>" and trace="s<i>", timestamp
 //     TS_BASE+i*1000 ms, one partition;
+//
 //   - records a client produces: key "ck<i>" (or "k<i>" for codec scenarios), value "c<i>"
 //     (or payload(i), "v<i>-" and 100 "x", for codec scenarios), headers h="y<i>" and trace="t<i>";
+//
 //   - consume-end: the harness keeps producing "tail-<n>" records while the cell runs; the
 //     client positions at the end and its first record must be a tail record.
 //
@@ -17,6 +20,7 @@
 //     ck3..ck5=c3..c5 with transactional id <topic>-txn; the harness checks that read_committed
 //     sees c0..c5 exactly once and no aborted record, that the aborted records are in the log
 //     (read_uncommitted), and that the markers are commit, abort, commit;
+//
 //   - exactly-once: the client first aborts a transaction that writes "aborted" records to
 //     <topic>-out and (where the client can) the group's offset 3, then consumes the seeded
 //     records in the group with read_committed from its committed position and writes
