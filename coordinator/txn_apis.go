@@ -522,6 +522,19 @@ func (s *txnShard) endTxn(req *kmsg.EndTxnRequest, newID int64, errResp func(int
 // *kerr.Error: INVALID_PRODUCER_ID_MAPPING, INVALID_PRODUCER_EPOCH,
 // INVALID_TXN_STATE, CONCURRENT_TRANSACTIONS, NOT_COORDINATOR, ...
 func (t *TxnCoordinator) VerifyTxnPartition(ctx context.Context, transactionalID string, producerID int64, producerEpoch int16, topic string, partition int32) error {
+	return t.verifyTxnPartition(ctx, transactionalID, producerID, producerEpoch, topic, partition, t.cfg.TransactionVersion2)
+}
+
+// VerifyTxnPartitionOnly is VerifyTxnPartition that never adds the
+// partition (Kafka's verify-only AddPartitionsToTxn): TxnOffsetCommit
+// v0–v4 is checked this way, its producer having added the group's
+// __consumer_offsets partition with AddOffsetsToTxn (INVALID_TXN_STATE if
+// it did not).
+func (t *TxnCoordinator) VerifyTxnPartitionOnly(ctx context.Context, transactionalID string, producerID int64, producerEpoch int16, topic string, partition int32) error {
+	return t.verifyTxnPartition(ctx, transactionalID, producerID, producerEpoch, topic, partition, false)
+}
+
+func (t *TxnCoordinator) verifyTxnPartition(ctx context.Context, transactionalID string, producerID int64, producerEpoch int16, topic string, partition int32, add bool) error {
 	if transactionalID == "" {
 		return kerr.InvalidRequest
 	}
@@ -536,7 +549,7 @@ func (t *TxnCoordinator) VerifyTxnPartition(ctx context.Context, transactionalID
 				reply(0)
 				return
 			}
-			if !t.cfg.TransactionVersion2 {
+			if !add {
 				reply(kerr.InvalidTxnState.Code)
 				return
 			}
