@@ -152,6 +152,25 @@ func (e *Env) readAll(ctx context.Context, topic string, committed bool) ([]*kgo
 	return data, err
 }
 
+// readAtLeast is readAll repeated until it returns at least n records or 10 s pass: a
+// client producing with acks=1 is answered once the leader has its records, and on a cluster
+// the high watermark (what a consumer may read) follows when the followers have them.
+func (e *Env) readAtLeast(ctx context.Context, topic string, n int) ([]*kgo.Record, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	for {
+		recs, err := e.readAll(ctx, topic, false)
+		if err != nil || len(recs) >= n {
+			return recs, err
+		}
+		select {
+		case <-ctx.Done():
+			return recs, nil // the caller reports the shortfall
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
 // readPartition is readAll that also returns the control records (transaction markers) it
 // passed. The read ends at the last offset below the end, which is often a marker: a client
 // never returns a marker unless asked to keep control records, so the harness keeps them.
@@ -244,7 +263,7 @@ func payload(i int) string { return fmt.Sprintf("v%d-%s", i, strings.Repeat("x",
 // conventional keys and values (unless valuesAny) and that every stored batch carries the
 // scenario's codec.
 func (e *Env) VerifyProduced(ctx context.Context, n int, valuesAny bool) error {
-	recs, err := e.readAll(ctx, e.Topic, false)
+	recs, err := e.readAtLeast(ctx, e.Topic, n)
 	if err != nil {
 		return err
 	}
@@ -288,7 +307,10 @@ func (e *Env) verifyCodec(ctx context.Context) error {
 	rp.PartitionMaxBytes = 8 << 20
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(ctx, cl)
+	// A raw Fetch goes to the partition's leader (on a cluster another node answers
+	// NOT_LEADER_OR_FOLLOWER).
+	leader := td[e.Topic].Partitions[0].Leader
+	resp, err := req.RequestWith(ctx, cl.Broker(int(leader)))
 	if err != nil {
 		return err
 	}
@@ -330,7 +352,11 @@ func (e *Env) verifyCodec(ctx context.Context) error {
 // VerifyKeysHeaders checks that records after the 3 seeds, if any, carry the conventional
 // client-produced keys and headers.
 func (e *Env) VerifyKeysHeaders(ctx context.Context, wantProduced bool) error {
-	recs, err := e.readAll(ctx, e.Topic, false)
+	want := 3
+	if wantProduced {
+		want = 6
+	}
+	recs, err := e.readAtLeast(ctx, e.Topic, want)
 	if err != nil {
 		return err
 	}
