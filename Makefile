@@ -73,7 +73,9 @@ bench:
 # kafka-python, kafkajs, sarama, kafka-go, Java clients, Kafka's CLI tools, Kafka Streams) through
 # the same scenarios against a real sluice, plus franz-go's live-broker suite. Installs the
 # clients (downloads cached under ~/.cache/sluice), writes COMPAT.md and the cell logs it links
-# to under compat-tests/matrix/logs/. About 15 minutes.
+# to under compat-tests/matrix/logs/. The cells run against one node and against a three-node
+# RF 3 cluster (-nodes 1,3). About 25 minutes. Re-run some cells into the existing report with
+# e.g. go run ./compat-tests/matrix -merge -franz-suite=false -scenarios '^(transactions|exactly-once)$'.
 compat: deps build
 	$(GO) run ./compat-tests/matrix -bin $(CURDIR)/bin/sluice -out COMPAT.md -logs compat-tests/matrix/logs
 

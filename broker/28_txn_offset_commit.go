@@ -6,9 +6,13 @@ package broker
 // partition inside the producer's transaction and stay invisible to OffsetFetch
 // (UNSTABLE_OFFSET_COMMIT with RequireStable) until the transaction's marker on that partition
 // commits them or aborts them. v3+ carries the group's generation and member, checked as
-// OffsetCommit's are. v5 is transaction version 2 (KIP-890 part 2): the producer sends no
-// AddOffsetsToTxn, so the group's partition joins the transaction here, through the same
-// verification a transactional produce goes through (an error there answers every partition).
+// Kafka checks a transactional commit's (coordinator.validateTxnOffsetCommit). Every version
+// is first verified with the transaction coordinator (KIP-890, as Kafka's group coordinator
+// does before a transactional write; an error there answers every partition, nothing is
+// appended): v0–v4 verify only — the producer added the group's partition with
+// AddOffsetsToTxn, else INVALID_TXN_STATE — and v5, transaction version 2 (KIP-890 part 2,
+// no AddOffsetsToTxn), adds the partition to the transaction through the same verification a
+// transactional produce goes through.
 
 import (
 	"context"
@@ -32,9 +36,13 @@ func init() {
 }
 
 func (b *Broker) handleTxnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetCommitRequest) (kmsg.Response, error) {
-	if req.Version >= 5 && req.TransactionalID != "" && req.Group != "" {
-		err := brokerTxnVerifier{b}.VerifyTxnPartition(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch,
-			offsetsTopic, b.coord.PartitionFor(req.Group))
+	if req.TransactionalID != "" && req.Group != "" && req.ProducerID >= 0 {
+		v := brokerTxnVerifier{b}
+		verify := v.verifyOnly // v0–v4: the producer added the partition with AddOffsetsToTxn
+		if req.Version >= 5 {
+			verify = v.VerifyTxnPartition
+		}
+		err := verify(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, offsetsTopic, b.coord.PartitionFor(req.Group))
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
@@ -43,6 +51,15 @@ func (b *Broker) handleTxnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetC
 			var ke *kerr.Error
 			if errors.As(err, &ke) {
 				code = ke.Code
+			}
+			// As Kafka's AddPartitionsToTxnManager answers a verification for a client:
+			// producers expect INVALID_PRODUCER_EPOCH there, and clients before v4 do not
+			// know TRANSACTION_ABORTABLE.
+			switch {
+			case code == kerr.ProducerFenced.Code:
+				code = kerr.InvalidProducerEpoch.Code
+			case code == kerr.TransactionAbortable.Code && req.Version < 4:
+				code = kerr.InvalidTxnState.Code
 			}
 			resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
 			for _, t := range req.Topics {

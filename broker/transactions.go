@@ -312,12 +312,25 @@ type brokerTxnVerifier struct{ b *Broker }
 
 // VerifyTxnPartition implements TxnVerifier.
 func (v brokerTxnVerifier) VerifyTxnPartition(ctx context.Context, transactionalID string, producerID int64, producerEpoch int16, topic string, partition int32) error {
+	return v.verify(ctx, transactionalID, producerID, producerEpoch, topic, partition, transactionVersion >= 2)
+}
+
+// verifyOnly is VerifyTxnPartition that never adds the partition to the transaction, even
+// under transaction version 2 (TxnOffsetCommit v0–v4, whose producer sent AddOffsetsToTxn).
+func (v brokerTxnVerifier) verifyOnly(ctx context.Context, transactionalID string, producerID int64, producerEpoch int16, topic string, partition int32) error {
+	return v.verify(ctx, transactionalID, producerID, producerEpoch, topic, partition, false)
+}
+
+func (v brokerTxnVerifier) verify(ctx context.Context, transactionalID string, producerID int64, producerEpoch int16, topic string, partition int32, add bool) error {
 	b := v.b
 	node, ok := b.txnCoordinatorNode(transactionalID)
 	if !ok {
 		return kerr.CoordinatorNotAvailable
 	}
 	if node == b.nodeID {
+		if !add {
+			return b.txnCoord.VerifyTxnPartitionOnly(ctx, transactionalID, producerID, producerEpoch, topic, partition)
+		}
 		return b.txnCoord.VerifyTxnPartition(ctx, transactionalID, producerID, producerEpoch, topic, partition)
 	}
 	cl, err := b.peer(node)
@@ -328,7 +341,7 @@ func (v brokerTxnVerifier) VerifyTxnPartition(ctx context.Context, transactional
 	req.Version = 5
 	tx := kmsg.NewAddPartitionsToTxnRequestTransaction()
 	tx.TransactionalID, tx.ProducerID, tx.ProducerEpoch = transactionalID, producerID, producerEpoch
-	tx.VerifyOnly = transactionVersion < 2
+	tx.VerifyOnly = !add
 	t := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
 	t.Topic, t.Partitions = topic, []int32{partition}
 	tx.Topics = append(tx.Topics, t)

@@ -543,3 +543,100 @@ func TestTransactionalBatchWithoutTransactionalIDRefused(t *testing.T) {
 		t.Fatalf("log end %d, want nothing appended", end)
 	}
 }
+
+// txnRequest sends req until the coordinator has loaded its partition (answers other than
+// COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS and NOT_COORDINATOR), with code
+// extracting the answer's error code.
+func txnRequest[R kmsg.Response](t *testing.T, tb *testBroker, req kmsg.Request, code func(R) int16) R {
+	t.Helper()
+	var resp R
+	waitFor(t, "the coordinator to answer", func() bool {
+		resp = tb.direct(t, req).(R)
+		switch code(resp) {
+		case kerr.CoordinatorNotAvailable.Code, kerr.CoordinatorLoadInProgress.Code, kerr.NotCoordinator.Code:
+			return false
+		}
+		return true
+	})
+	return resp
+}
+
+// TxnOffsetCommit v0–v4 is verified with the transaction coordinator before anything is
+// appended, as Kafka's group coordinator verifies a transactional write (verify-only: the
+// producer adds the group's partition with AddOffsetsToTxn): without AddOffsetsToTxn it is
+// INVALID_TXN_STATE, with a stale epoch INVALID_PRODUCER_EPOCH, with an unknown producer ID
+// INVALID_PRODUCER_ID_MAPPING, and the offsets stay neither pending nor committed.
+// Regression: v0–v4 went straight to the group coordinator, which appended the offsets into
+// a transaction that did not include __consumer_offsets, so no marker would ever resolve
+// them (OffsetFetch with RequireStable answered UNSTABLE_OFFSET_COMMIT until the coordinator
+// moved).
+func TestTxnOffsetCommitVerifiedBeforeAppend(t *testing.T) {
+	tb := startTestBroker(t, nil)
+	tb.createTopic(t, "in", 1, nil)
+	tb.waitHosted(t, "in")
+	if err := tb.Broker.ensureTxnTopic(testContext(t)); err != nil {
+		t.Fatal(err)
+	}
+	if err := tb.Broker.ensureOffsetsTopic(testContext(t)); err != nil {
+		t.Fatal(err)
+	}
+	tid := "tx-oc"
+	init := kmsg.NewPtrInitProducerIDRequest()
+	init.Version = 4
+	init.TransactionalID, init.TransactionTimeoutMillis = &tid, 60000
+	ir := txnRequest(t, tb, init, func(r *kmsg.InitProducerIDResponse) int16 { return r.ErrorCode })
+	if ir.ErrorCode != 0 {
+		t.Fatalf("InitProducerId: %v", kerr.ErrorForCode(ir.ErrorCode))
+	}
+	commit := func(version int16, pid int64, epoch int16, offset int64) int16 {
+		req := kmsg.NewPtrTxnOffsetCommitRequest()
+		req.Version = version
+		req.TransactionalID, req.Group, req.ProducerID, req.ProducerEpoch = tid, "g-oc", pid, epoch
+		rt := kmsg.NewTxnOffsetCommitRequestTopic()
+		rt.Topic = "in"
+		rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+		rp.Partition, rp.Offset = 0, offset
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		r := txnRequest(t, tb, req, func(r *kmsg.TxnOffsetCommitResponse) int16 { return r.Topics[0].Partitions[0].ErrorCode })
+		return r.Topics[0].Partitions[0].ErrorCode
+	}
+	stable := func() (int64, int16) {
+		req := kmsg.NewPtrOffsetFetchRequest()
+		req.Version = 7
+		req.Group, req.RequireStable = "g-oc", true
+		req.Topics = []kmsg.OffsetFetchRequestTopic{{Topic: "in", Partitions: []int32{0}}}
+		r := txnRequest(t, tb, req, func(r *kmsg.OffsetFetchResponse) int16 { return r.ErrorCode })
+		p := r.Topics[0].Partitions[0]
+		return p.Offset, p.ErrorCode
+	}
+	pid, epoch := ir.ProducerID, ir.ProducerEpoch
+	for v := int16(0); v <= 4; v++ {
+		if code := commit(v, pid, epoch, 5); code != kerr.InvalidTxnState.Code {
+			t.Errorf("v%d without AddOffsetsToTxn: %v, want INVALID_TXN_STATE", v, kerr.ErrorForCode(code))
+		}
+	}
+	if off, code := stable(); off != -1 || code != 0 {
+		t.Fatalf("after refused commits: offset %d code %v, want -1 and no error (nothing pending)", off, kerr.ErrorForCode(code))
+	}
+	ao := kmsg.NewPtrAddOffsetsToTxnRequest()
+	ao.Version = 3
+	ao.TransactionalID, ao.ProducerID, ao.ProducerEpoch, ao.Group = tid, pid, epoch, "g-oc"
+	if r := txnRequest(t, tb, ao, func(r *kmsg.AddOffsetsToTxnResponse) int16 { return r.ErrorCode }); r.ErrorCode != 0 {
+		t.Fatalf("AddOffsetsToTxn: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	if code := commit(3, pid, epoch+1, 5); code != kerr.InvalidProducerEpoch.Code {
+		t.Errorf("stale epoch: %v, want INVALID_PRODUCER_EPOCH", kerr.ErrorForCode(code))
+	}
+	if code := commit(3, pid+100, epoch, 5); code != kerr.InvalidProducerIDMapping.Code {
+		t.Errorf("unknown producer ID: %v, want INVALID_PRODUCER_ID_MAPPING", kerr.ErrorForCode(code))
+	}
+	for v := int16(0); v <= 4; v++ {
+		if code := commit(v, pid, epoch, int64(10+v)); code != 0 {
+			t.Errorf("v%d after AddOffsetsToTxn: %v", v, kerr.ErrorForCode(code))
+		}
+	}
+	if _, code := stable(); code != kerr.UnstableOffsetCommit.Code {
+		t.Fatalf("offsets of the open transaction: code %v, want UNSTABLE_OFFSET_COMMIT", kerr.ErrorForCode(code))
+	}
+}

@@ -121,9 +121,10 @@
 //
 // # Not done
 //
-// Transactions: transaction ID epoch exhaustion under TV2 (an epoch reaching
-// 32767 while bumping at every end) saturates rather than rolling over to a
-// new producer ID; a transactional offset commit does not yield to a later
+// Transactions: a transaction the coordinator times out at an exhausted
+// epoch (32766) is aborted without a bump and without rolling to a new
+// producer ID (Kafka 4.3's KAFKA-20090 rolls it under TV2); the producer
+// rolls on its next InitProducerId or EndTxn. A transactional offset commit does not yield to a later
 // non-transactional commit of the same partition by log position, as
 // Kafka's does (the commit marker always applies it); KIP-939 two-phase
 // commit (InitProducerId v6) is not served. Classic members joining a KIP-848 group (online migration) are refused. Offsets of

@@ -440,11 +440,18 @@ func epochExhausted(d *txnData) bool { return d.epoch >= math.MaxInt16-1 }
 
 // prepareEnd writes Prepare{Commit,Abort} for m (bumping the epoch under
 // transaction version 2, and always for an abort the coordinator starts
-// itself, to fence the producer), then starts the markers. REQUIRES: shard
-// event, m not pending.
-func (s *txnShard) prepareEnd(m *txnMeta, commit, bump, tv2 bool, onDone func(code int16)) {
+// itself, to fence the producer), then starts the markers. nextID >= 0 is
+// the producer ID a transaction version 2 end at an exhausted epoch rolls
+// to: the markers carry the bumped epoch (Short.MAX_VALUE) and the
+// Complete record moves the ID to nextID at epoch 0, as Kafka's
+// prepareAbortOrCommit and prepareComplete do. REQUIRES: shard event, m
+// not pending.
+func (s *txnShard) prepareEnd(m *txnMeta, commit, bump, tv2 bool, nextID int64, onDone func(code int16)) {
 	next := m.txnData.clone()
 	if bump {
+		if tv2 && nextID >= 0 && epochExhausted(&next) {
+			next.nextProducerID = nextID
+		}
 		next = bumpEpoch(next, -1)
 	}
 	next.clientTxnV2 = tv2
@@ -546,6 +553,11 @@ func (s *txnShard) completeEnd(m *txnMeta) {
 	next.partitions = nil
 	next.startMs = -1
 	next.lastUpdate = s.nowMs()
+	if next.nextProducerID >= 0 {
+		// The markers are written with the old ID's last epoch: roll.
+		next.prevProducerID, next.producerID = next.producerID, next.nextProducerID
+		next.epoch, next.lastEpoch, next.nextProducerID = 0, -1, -1
+	}
 	s.persist(m, next, func(code int16) {
 		if code != 0 {
 			s.schedule(s.t.cfg.MarkerRetryBackoff, func() { s.completeEnd(m) })
@@ -575,11 +587,11 @@ func (s *txnShard) abortTimedOut() {
 		}
 		if epochExhausted(&m.txnData) {
 			// Kafka aborts without a bump then; so do we.
-			s.prepareEnd(m, false, false, m.clientTxnV2, func(int16) {})
+			s.prepareEnd(m, false, false, m.clientTxnV2, -1, func(int16) {})
 			continue
 		}
 		s.t.log.Info("aborting timed out transaction", "transactional_id", id, "producer_id", m.producerID, "timeout_ms", m.timeoutMs)
-		s.prepareEnd(m, false, true, m.clientTxnV2, func(int16) {})
+		s.prepareEnd(m, false, true, m.clientTxnV2, -1, func(int16) {})
 	}
 }
 

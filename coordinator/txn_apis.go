@@ -3,6 +3,7 @@ package coordinator
 import (
 	"context"
 	"errors"
+	"math"
 	"regexp"
 	"time"
 
@@ -45,7 +46,9 @@ func (t *TxnCoordinator) InitProducerID(ctx context.Context, req *kmsg.InitProdu
 	// the allocation may wait for the controller.
 	need, err := onTxnShard(ctx, t, id, func(int16) bool { return false }, func(s *txnShard, reply func(bool)) {
 		m := s.txns[id]
-		reply(m == nil || epochExhausted(&m.txnData))
+		// An open transaction is fenced and aborted first; the ID is
+		// rolled on the retry that follows.
+		reply(m == nil || (epochExhausted(&m.txnData) && (m.state == txnEmpty || m.state == txnCompleteCommit || m.state == txnCompleteAbort)))
 	})
 	if err != nil {
 		return nil, err
@@ -98,6 +101,14 @@ func (s *txnShard) initProducerID(req *kmsg.InitProducerIDRequest, id string, ne
 		reply(errResp(kerr.ConcurrentTransactions.Code))
 		return
 	}
+	if req.Version >= 3 && req.ProducerID >= 0 && req.ProducerID != m.producerID && req.ProducerID == m.prevProducerID &&
+		req.ProducerEpoch >= math.MaxInt16-1 && m.epoch == 0 && m.state == txnEmpty {
+		// A retry of the InitProducerId that rolled the exhausted ID to
+		// the current one (its answer was lost): answer it again, as
+		// Kafka accepts the previous ID with an exhausted epoch.
+		answer(&m.txnData)
+		return
+	}
 	if req.Version >= 3 && req.ProducerID >= 0 {
 		// KIP-360: the producer names the ID and epoch it had.
 		valid := req.ProducerID == m.producerID && (req.ProducerEpoch == m.epoch || req.ProducerEpoch == m.lastEpoch)
@@ -117,7 +128,7 @@ func (s *txnShard) initProducerID(req *kmsg.InitProducerIDRequest, id string, ne
 	case txnOngoing:
 		// Fence the previous producer and abort its transaction; the
 		// client retries until the abort is complete.
-		s.prepareEnd(m, false, true, m.clientTxnV2, func(code int16) {
+		s.prepareEnd(m, false, true, m.clientTxnV2, -1, func(code int16) {
 			if code == 0 {
 				code = kerr.ConcurrentTransactions.Code
 			}
@@ -146,6 +157,11 @@ func (s *txnShard) initProducerID(req *kmsg.InitProducerIDRequest, id string, ne
 // write is in flight.
 func (s *txnShard) checkProducer(id string, producerID int64, epoch int16, fenced int16) (*txnMeta, int16) {
 	m := s.txns[id]
+	if m != nil && m.nextProducerID >= 0 && producerID == m.nextProducerID {
+		// The producer ID an exhausted epoch rolls to, used while the
+		// ending transaction's markers are written: wait for them.
+		return nil, kerr.ConcurrentTransactions.Code
+	}
 	if m == nil || m.producerID != producerID {
 		return nil, kerr.InvalidProducerIDMapping.Code
 	}
@@ -359,29 +375,75 @@ func (t *TxnCoordinator) EndTxn(ctx context.Context, req *kmsg.EndTxnRequest) (*
 	if req.TransactionalID == "" {
 		return errResp(kerr.InvalidRequest.Code), nil
 	}
+	// Under transaction version 2 the end of a transaction at an
+	// exhausted epoch rolls to a new producer ID, allocated here, off the
+	// shard's loop, as InitProducerID does.
+	newID := int64(-1)
+	if req.Version >= 5 {
+		need, err := onTxnShard(ctx, t, req.TransactionalID, func(int16) bool { return false }, func(s *txnShard, reply func(bool)) {
+			m := s.txns[req.TransactionalID]
+			reply(m != nil && m.producerID == req.ProducerID && m.epoch == req.ProducerEpoch && m.state == txnOngoing && epochExhausted(&m.txnData))
+		})
+		if err != nil {
+			return nil, err
+		}
+		if need {
+			if t.cfg.ProducerIDs == nil {
+				return errResp(kerr.CoordinatorNotAvailable.Code), nil
+			}
+			if newID, err = t.cfg.ProducerIDs(ctx); err != nil {
+				if ctx.Err() != nil {
+					return nil, ctx.Err()
+				}
+				t.log.Warn("allocating a producer ID", "err", err)
+				return errResp(kerr.CoordinatorNotAvailable.Code), nil
+			}
+		}
+	}
 	return onTxnShard(ctx, t, req.TransactionalID, errResp, func(s *txnShard, reply func(*kmsg.EndTxnResponse)) {
-		s.endTxn(req, errResp, reply)
+		s.endTxn(req, newID, errResp, reply)
 	})
 }
 
-func (s *txnShard) endTxn(req *kmsg.EndTxnRequest, errResp func(int16) *kmsg.EndTxnResponse, reply func(*kmsg.EndTxnResponse)) {
+func (s *txnShard) endTxn(req *kmsg.EndTxnRequest, newID int64, errResp func(int16) *kmsg.EndTxnResponse, reply func(*kmsg.EndTxnResponse)) {
 	tv2 := req.Version >= 5
 	ok := func(m *txnMeta) {
 		r := errResp(0)
 		if tv2 {
 			r.ProducerID, r.ProducerEpoch = m.producerID, m.epoch
+			if m.nextProducerID >= 0 {
+				// Rolling to a new producer ID: the client goes on with it.
+				r.ProducerID, r.ProducerEpoch = m.nextProducerID, 0
+			}
 		}
 		reply(r)
-	}
-	m := s.txns[req.TransactionalID]
-	if m == nil || m.producerID != req.ProducerID {
-		reply(errResp(kerr.InvalidProducerIDMapping.Code))
-		return
 	}
 	completeFor := txnCompleteAbort
 	prepareFor := txnPrepareAbort
 	if req.Commit {
 		completeFor, prepareFor = txnCompleteCommit, txnPrepareCommit
+	}
+	m := s.txns[req.TransactionalID]
+	if tv2 && m != nil && m.producerID != req.ProducerID && m.nextProducerID >= 0 && req.ProducerID == m.nextProducerID {
+		// The rolled-to producer ID while the end that rolled is still
+		// writing its markers: it waits, as any request does meanwhile.
+		reply(errResp(kerr.ConcurrentTransactions.Code))
+		return
+	}
+	if tv2 && m != nil && m.producerID != req.ProducerID && req.ProducerID == m.prevProducerID &&
+		req.ProducerEpoch >= math.MaxInt16-1 && m.epoch == 0 && !m.pending {
+		// A retry of the end that rolled the exhausted producer ID to
+		// the current one: answered again if it asked the same.
+		if m.state == completeFor {
+			ok(m)
+		} else {
+			reply(errResp(kerr.ProducerFenced.Code))
+		}
+		return
+	}
+	if m == nil || m.producerID != req.ProducerID {
+		reply(errResp(kerr.InvalidProducerIDMapping.Code))
+		return
 	}
 	if tv2 && req.ProducerEpoch == m.lastEpoch && m.epoch == req.ProducerEpoch+1 && !m.pending {
 		// A retry of an end whose epoch bump already happened.
@@ -406,7 +468,7 @@ func (s *txnShard) endTxn(req *kmsg.EndTxnRequest, errResp func(int16) *kmsg.End
 	if tv2 && !req.Commit && (m.state == txnEmpty || m.state == txnCompleteCommit || m.state == txnCompleteAbort) {
 		// KIP-890 part 2: an abort with nothing open still bumps the
 		// epoch, so a producer can always fence its past.
-		s.prepareEnd(m, false, true, true, func(code int16) {
+		s.prepareEnd(m, false, true, true, -1, func(code int16) {
 			if code != 0 {
 				reply(errResp(code))
 				return
@@ -424,7 +486,13 @@ func (s *txnShard) endTxn(req *kmsg.EndTxnRequest, errResp func(int16) *kmsg.End
 	}
 	switch m.state {
 	case txnOngoing:
-		s.prepareEnd(m, req.Commit, tv2, tv2, func(code int16) {
+		if tv2 && epochExhausted(&m.txnData) && newID < 0 {
+			// It became exhausted between the two events: the client
+			// retries, and the next call allocates the new ID.
+			reply(errResp(kerr.ConcurrentTransactions.Code))
+			return
+		}
+		s.prepareEnd(m, req.Commit, tv2, tv2, newID, func(code int16) {
 			if code != 0 {
 				reply(errResp(code))
 				return
@@ -454,6 +522,19 @@ func (s *txnShard) endTxn(req *kmsg.EndTxnRequest, errResp func(int16) *kmsg.End
 // *kerr.Error: INVALID_PRODUCER_ID_MAPPING, INVALID_PRODUCER_EPOCH,
 // INVALID_TXN_STATE, CONCURRENT_TRANSACTIONS, NOT_COORDINATOR, ...
 func (t *TxnCoordinator) VerifyTxnPartition(ctx context.Context, transactionalID string, producerID int64, producerEpoch int16, topic string, partition int32) error {
+	return t.verifyTxnPartition(ctx, transactionalID, producerID, producerEpoch, topic, partition, t.cfg.TransactionVersion2)
+}
+
+// VerifyTxnPartitionOnly is VerifyTxnPartition that never adds the
+// partition (Kafka's verify-only AddPartitionsToTxn): TxnOffsetCommit
+// v0–v4 is checked this way, its producer having added the group's
+// __consumer_offsets partition with AddOffsetsToTxn (INVALID_TXN_STATE if
+// it did not).
+func (t *TxnCoordinator) VerifyTxnPartitionOnly(ctx context.Context, transactionalID string, producerID int64, producerEpoch int16, topic string, partition int32) error {
+	return t.verifyTxnPartition(ctx, transactionalID, producerID, producerEpoch, topic, partition, false)
+}
+
+func (t *TxnCoordinator) verifyTxnPartition(ctx context.Context, transactionalID string, producerID int64, producerEpoch int16, topic string, partition int32, add bool) error {
 	if transactionalID == "" {
 		return kerr.InvalidRequest
 	}
@@ -468,7 +549,7 @@ func (t *TxnCoordinator) VerifyTxnPartition(ctx context.Context, transactionalID
 				reply(0)
 				return
 			}
-			if !t.cfg.TransactionVersion2 {
+			if !add {
 				reply(kerr.InvalidTxnState.Code)
 				return
 			}

@@ -139,6 +139,9 @@ func codeName(code int16) string {
 //	fail-markers parts=t/0 [err=NOT_LEADER_FOR_PARTITION]   (parts= empty: none fail)
 //	advance d=10s
 //	restart                                 (a coordinator failover: reload from the log)
+//	seed id=T pid=N epoch=N [state=S] [parts=t/0] [tv2]
+//	                                        (append a stored state to the log and reload, as a
+//	                                        coordinator that has served the ID for long would)
 //	log                                     (the __transaction_state records)
 func TestTxnDataDriven(t *testing.T) {
 	datadriven.Walk(t, "testdata/txn", func(t *testing.T, path string) {
@@ -329,6 +332,28 @@ func TestTxnDataDriven(t *testing.T) {
 				}
 				h.clock.Advance(dur)
 			case "restart":
+				h.tc.Close()
+				h.start()
+				out = append(out, "reloaded")
+			case "seed":
+				st := txnEmpty
+				for i, name := range txnStateNames {
+					if name == arg("state", "Empty") {
+						st = txnState(i)
+					}
+				}
+				td := txnData{producerID: pid, prevProducerID: -1, nextProducerID: -1, epoch: epoch, lastEpoch: -1,
+					timeoutMs: 60000, state: st, startMs: -1, lastUpdate: h.clock.Now().UnixMilli(), clientTxnV2: has("tv2")}
+				for _, tp := range parts("parts") {
+					for _, p := range tp.Partitions {
+						td.addPartition(tp.Topic, p)
+					}
+				}
+				if len(td.partitions) > 0 {
+					td.startMs = td.lastUpdate
+				}
+				b := encodeBatch(td.lastUpdate, []record{txnRecord(id, &td)})
+				h.logs[0].Append(b, func(int64, error) {})
 				h.tc.Close()
 				h.start()
 				out = append(out, "reloaded")

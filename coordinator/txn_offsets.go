@@ -25,9 +25,10 @@ type txnOffsetKey struct {
 
 // TxnOffsetCommit handles TxnOffsetCommit (key 28) v0–v5. It answers once
 // the offsets are appended (committed to the log, still pending in the
-// transaction). v3+ carries the group's generation and member, checked as an
-// OffsetCommit's are (ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID,
-// FENCED_INSTANCE_ID); v0–v2 carry none and skip the check.
+// transaction). v3+ carries the group's generation and member, checked by
+// validateTxnOffsetCommit (ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID,
+// FENCED_INSTANCE_ID); v0–v2 carry none and are checked as if they named
+// generation -1 and no member, as Kafka does.
 func (c *Coordinator) TxnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetCommitRequest) (*kmsg.TxnOffsetCommitResponse, error) {
 	errResp := func(code int16) *kmsg.TxnOffsetCommitResponse {
 		r := txnOffsetCommitSkeleton(req)
@@ -64,22 +65,20 @@ func txnOffsetCommitSkeleton(req *kmsg.TxnOffsetCommitRequest) *kmsg.TxnOffsetCo
 // txnOffsetCommit validates and appends a transactional commit. REQUIRES:
 // shard event.
 func (s *shard) txnOffsetCommit(req *kmsg.TxnOffsetCommitRequest, errResp func(int16) *kmsg.TxnOffsetCommitResponse, reply func(*kmsg.TxnOffsetCommitResponse)) {
+	gen, member, instance := req.Generation, req.MemberID, req.InstanceID
+	if req.Version < 3 {
+		gen, member, instance = -1, "", nil // v0–v2 carry none: Kafka's defaults
+	}
 	g := s.groups[req.Group]
 	if g == nil {
-		if req.Version >= 3 && req.Generation >= 0 {
+		if gen >= 0 {
 			reply(errResp(errIllegalGeneration))
 			return
 		}
 		g = s.newGroup(req.Group)
-	} else if req.Version >= 3 {
-		// The same rules as an OffsetCommit's, with the pre-v9 codes (a
-		// stale KIP-848 member epoch is ILLEGAL_GENERATION here).
-		oc := kmsg.NewPtrOffsetCommitRequest()
-		oc.Version, oc.Group, oc.Generation, oc.MemberID, oc.InstanceID = 8, req.Group, req.Generation, req.MemberID, req.InstanceID
-		if code := g.validateOffsetCommit(oc); code != 0 {
-			reply(errResp(code))
-			return
-		}
+	} else if code := g.validateTxnOffsetCommit(gen, member, instance); code != 0 {
+		reply(errResp(code))
+		return
 	}
 	resp := txnOffsetCommitSkeleton(req)
 	now := s.now().UnixMilli()
@@ -120,6 +119,46 @@ func (s *shard) txnOffsetCommit(req *kmsg.TxnOffsetCommitRequest, errResp func(i
 		}
 		reply(resp)
 	})
+}
+
+// validateTxnOffsetCommit checks a transactional commit's generation,
+// member and instance against the group, as Kafka's
+// validateTransactionalOffsetCommit does, which differs from an
+// OffsetCommit's check: a commit naming none of them is accepted whatever
+// the classic group's state (older versions carry none; the transaction
+// coordinator guards them), and a member may commit while its group
+// completes a rebalance. In a KIP-848 group with members a commit must
+// name a member and its epoch (another epoch is ILLEGAL_GENERATION, as
+// Kafka maps STALE_MEMBER_EPOCH for this API). REQUIRES: shard event.
+func (g *group) validateTxnOffsetCommit(gen int32, member string, instance *string) int16 {
+	if g.state == groupDead {
+		return errCoordNotAvailable
+	}
+	if g.cg != nil {
+		if gen < 0 && len(g.cg.members) == 0 {
+			return 0
+		}
+		m := g.cg.members[member]
+		if m == nil {
+			return errUnknownMember
+		}
+		if gen != m.epoch {
+			return errIllegalGeneration
+		}
+		return 0
+	}
+	if gen < 0 && g.state == groupEmpty {
+		return 0 // a commit outside group management
+	}
+	if gen >= 0 || member != "" || instance != nil {
+		if code := g.validateMember(member, instance); code != 0 {
+			return code
+		}
+		if gen != g.generation {
+			return errIllegalGeneration
+		}
+	}
+	return 0
 }
 
 func (s *shard) addPendingTxnOffset(producerID int64, key txnOffsetKey, e *offsetEntry) {

@@ -102,3 +102,130 @@ func TestTxnOffsetCommitChecksGeneration(t *testing.T) {
 		t.Fatalf("unknown member: %+v", r)
 	}
 }
+
+// txnCommitAs sends TxnOffsetCommit at version with the group fields v3+
+// carries (v0–v2 carry none: the fields are left at their defaults) and
+// returns the code of its one partition.
+func (h *harness) txnCommitAs(version int16, group string, gen int32, member string, instance *string, topic string, offset int64) int16 {
+	h.t.Helper()
+	req := kmsg.NewPtrTxnOffsetCommitRequest()
+	req.Version = version
+	req.TransactionalID, req.Group, req.ProducerID, req.ProducerEpoch = "tx", group, 7, 0
+	if version >= 3 {
+		req.Generation, req.MemberID, req.InstanceID = gen, member, instance
+	}
+	t := kmsg.NewTxnOffsetCommitRequestTopic()
+	t.Topic = topic
+	tp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+	tp.Partition, tp.Offset = 0, offset
+	t.Partitions = append(t.Partitions, tp)
+	req.Topics = append(req.Topics, t)
+	r, err := h.c.TxnOffsetCommit(ctx, req)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return r.Topics[0].Partitions[0].ErrorCode
+}
+
+// TxnOffsetCommit v0–v4 against a classic group, as Kafka's
+// OffsetMetadataManager.validateTransactionalOffsetCommit and
+// ClassicGroup.validateOffsetCommit(isTransactional) judge it: v0–v2 carry
+// no generation or member and are accepted whatever the group's state (the
+// transaction coordinator, not the group, guards them); v3+ that name a
+// generation, member or instance must match the group; one naming none is
+// accepted as a v0 one is; and unlike OffsetCommit a member may commit while
+// the group completes a rebalance. Regression: sluice ran OffsetCommit's
+// rules on v3+, so a v3 commit with generation -1 to a non-empty group got
+// UNKNOWN_MEMBER_ID and a valid member's commit during CompletingRebalance
+// got REBALANCE_IN_PROGRESS.
+func TestTxnOffsetCommitVersionsClassic(t *testing.T) {
+	h := newHarness(t, nil)
+	h.load("g")
+	ids, gen := h.formGroup("g", 1)
+	member := ids[0]
+	inst := "i1"
+	cases := []struct {
+		name    string
+		version int16
+		group   string
+		gen     int32
+		member  string
+		inst    *string
+		want    int16
+	}{
+		{"v0 unknown group: a simple group is created", 0, "new0", -1, "", nil, 0},
+		{"v2 unknown group", 2, "new2", -1, "", nil, 0},
+		{"v3 unknown group, no generation", 3, "new3", -1, "", nil, 0},
+		{"v3 unknown group with a generation", 3, "new3g", 1, "m", nil, errIllegalGeneration},
+		{"v4 unknown group with a generation", 4, "new4g", 1, "m", nil, errIllegalGeneration},
+		{"v0 stable group", 0, "g", 0, "", nil, 0},
+		{"v1 stable group", 1, "g", 0, "", nil, 0},
+		{"v2 stable group", 2, "g", 0, "", nil, 0},
+		{"v3 member and generation", 3, "g", gen, member, nil, 0},
+		{"v4 member and generation", 4, "g", gen, member, nil, 0},
+		{"v3 no generation, no member", 3, "g", -1, "", nil, 0},
+		{"v3 stale generation", 3, "g", gen - 1, member, nil, errIllegalGeneration},
+		{"v4 newer generation", 4, "g", gen + 1, member, nil, errIllegalGeneration},
+		{"v3 unknown member", 3, "g", gen, "nobody", nil, errUnknownMember},
+		{"v4 generation without member", 4, "g", gen, "", nil, errUnknownMember},
+		{"v3 unknown instance", 3, "g", gen, member, &inst, errUnknownMember},
+	}
+	for _, c := range cases {
+		h.load(c.group)
+		if got := h.txnCommitAs(c.version, c.group, c.gen, c.member, c.inst, "t", 5); got != c.want {
+			t.Errorf("%s: code %d (%s), want %d (%s)", c.name, got, codeName(got), c.want, codeName(c.want))
+		}
+	}
+	// A second member joins: the group completes a rebalance at gen+1.
+	j2 := h.joinAsync(joinSpec{group: "g", memberID: h.joinNew(joinSpec{group: "g"})})
+	j1 := h.joinAsync(joinSpec{group: "g", memberID: member})
+	r1, r2 := j1.wait(t), j2.wait(t)
+	if r1.ErrorCode != 0 || r2.ErrorCode != 0 || h.groupState("g") != "CompletingRebalance" {
+		t.Fatalf("rejoin: codes %d %d, state %s", r1.ErrorCode, r2.ErrorCode, h.groupState("g"))
+	}
+	if got := h.commit("g", r1.Generation, member, 8, "t", map[int32]int64{0: 6}); got.Topics[0].Partitions[0].ErrorCode != errRebalanceInProgress {
+		t.Fatalf("OffsetCommit during CompletingRebalance: code %d, want REBALANCE_IN_PROGRESS", got.Topics[0].Partitions[0].ErrorCode)
+	}
+	for _, v := range []int16{3, 4} {
+		if got := h.txnCommitAs(v, "g", r1.Generation, member, nil, "t", 6); got != 0 {
+			t.Errorf("v%d during CompletingRebalance: code %d (%s), want OK", v, got, codeName(got))
+		}
+		if got := h.txnCommitAs(v, "g", r1.Generation-1, member, nil, "t", 6); got != errIllegalGeneration {
+			t.Errorf("v%d old generation during CompletingRebalance: code %d (%s), want ILLEGAL_GENERATION", v, got, codeName(got))
+		}
+	}
+}
+
+// TxnOffsetCommit v0–v4 against a KIP-848 consumer group: with members, a
+// commit must name one (v0–v2 cannot: UNKNOWN_MEMBER_ID) and its member
+// epoch as the generation (another: ILLEGAL_GENERATION, Kafka's mapping of
+// STALE_MEMBER_EPOCH for this API). Regression: v0–v2 skipped the check.
+func TestTxnOffsetCommitVersionsConsumerGroup(t *testing.T) {
+	h := cgHarness(t)
+	r := h.cgHeartbeat(cgReq{member: "m1", epoch: 0, topics: []string{"a"}})
+	if r.ErrorCode != 0 {
+		t.Fatalf("join: code %d", r.ErrorCode)
+	}
+	member, epoch := "m1", r.MemberEpoch
+	cases := []struct {
+		name    string
+		version int16
+		gen     int32
+		member  string
+		want    int16
+	}{
+		{"v0", 0, -1, "", errUnknownMember},
+		{"v1", 1, -1, "", errUnknownMember},
+		{"v2", 2, -1, "", errUnknownMember},
+		{"v3 no member", 3, -1, "", errUnknownMember},
+		{"v3 member and epoch", 3, epoch, member, 0},
+		{"v4 member and epoch", 4, epoch, member, 0},
+		{"v3 stale epoch", 3, epoch - 1, member, errIllegalGeneration},
+		{"v4 unknown member", 4, epoch, "nobody", errUnknownMember},
+	}
+	for _, c := range cases {
+		if got := h.txnCommitAs(c.version, "cg", c.gen, c.member, nil, "a", 3); got != c.want {
+			t.Errorf("%s: code %d (%s), want %d (%s)", c.name, got, codeName(got), c.want, codeName(c.want))
+		}
+	}
+}

@@ -215,33 +215,48 @@ func runFranz(ctx context.Context, e *Env) error {
 		}
 		return e.VerifyStartOffset(ctx, 5)
 	case s.ID == "transactions":
-		cl, err := e.client(kgo.TransactionalID(e.Topic + "-txn"))
+		cl, err := e.client(kgo.TransactionalID(e.Topic+"-txn"), kgo.DefaultProduceTopic(e.Topic),
+			kgo.RecordPartitioner(kgo.ManualPartitioner()))
 		if err != nil {
 			return err
 		}
 		defer cl.Close()
-		if err := cl.BeginTransaction(); err != nil {
-			return err
-		}
-		for i := 0; i < 3; i++ {
-			if err := cl.ProduceSync(ctx, &kgo.Record{Topic: e.Topic, Value: []byte(fmt.Sprintf("c%d", i))}).FirstErr(); err != nil {
+		txn := func(prefix string, from, to int, commit kgo.TransactionEndTry) error {
+			if err := cl.BeginTransaction(); err != nil {
 				return err
 			}
+			for i := from; i < to; i++ {
+				r := &kgo.Record{Key: []byte(fmt.Sprintf("%sk%d", prefix, i)), Value: []byte(fmt.Sprintf("%s%d", prefix, i))}
+				if err := cl.ProduceSync(ctx, r).FirstErr(); err != nil {
+					return err
+				}
+			}
+			return cl.EndTransaction(ctx, commit)
 		}
-		if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		if err := txn("c", 0, 3, kgo.TryCommit); err != nil {
 			return err
 		}
-		return e.VerifyTxn(ctx, e.Topic, 3)
+		if err := txn("a", 0, 3, kgo.TryAbort); err != nil {
+			return err
+		}
+		if err := txn("c", 3, 6, kgo.TryCommit); err != nil {
+			return err
+		}
+		return e.verifyScenario(ctx)
 	case s.ID == "exactly-once":
+		// GroupTransactSession: the first poll is transformed into "aborted-" records and the
+		// transaction aborted, which rewinds the session to the group's committed offsets; then
+		// every record is transformed and committed with its offset.
 		sess, err := kgo.NewGroupTransactSession(kgo.SeedBrokers(e.Addr), kgo.TransactionalID(e.Topic+"-txn"),
 			kgo.ConsumerGroup(e.Group), kgo.ConsumeTopics(e.Topic), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 		if err != nil {
 			return err
 		}
 		defer sess.Close()
-		done := 0
-		for done < seedCount {
+		aborted := false
+		seen := map[string]bool{}
+		for len(seen) < seedCount {
 			fs := sess.PollFetches(ctx)
 			if err := ctx.Err(); err != nil {
 				return err
@@ -249,25 +264,45 @@ func runFranz(ctx context.Context, e *Env) error {
 			if errs := fs.Errors(); len(errs) > 0 {
 				return errs[0].Err
 			}
+			if fs.NumRecords() == 0 {
+				continue
+			}
 			if err := sess.Begin(); err != nil {
 				return err
 			}
+			prefix := "out-"
+			if !aborted {
+				prefix = "aborted-"
+			}
 			var perr error
+			var got []string
 			fs.EachRecord(func(r *kgo.Record) {
-				if err := sess.ProduceSync(ctx, &kgo.Record{Topic: e.Topic + "-out", Value: append([]byte("out-"), r.Value...)}).FirstErr(); err != nil {
+				out := &kgo.Record{Topic: e.Topic + "-out", Key: r.Key, Value: append([]byte(prefix), r.Value...)}
+				if err := sess.ProduceSync(ctx, out).FirstErr(); err != nil {
 					perr = err
 				}
-				done++
+				got = append(got, string(r.Value))
 			})
+			if perr != nil {
+				return perr
+			}
+			if !aborted {
+				aborted = true
+				if _, err := sess.End(ctx, kgo.TryAbort); err != nil {
+					return err
+				}
+				e.Log.Printf("[franz-go] aborted a transaction of %v", got)
+				continue
+			}
 			committed, err := sess.End(ctx, kgo.TryCommit)
-			if err == nil {
-				err = perr
-			}
-			if err == nil && !committed {
-				err = errors.New("transaction not committed")
-			}
 			if err != nil {
 				return err
+			}
+			if !committed {
+				return errors.New("transaction not committed")
+			}
+			for _, v := range got {
+				seen[v] = true
 			}
 		}
 		return e.verifyScenario(ctx)

@@ -154,7 +154,9 @@ func runSarama(ctx context.Context, e *Env) error {
 			}
 		}
 		return adm.DeleteTopic(e.Topic)
-	case s.Codec != "" || s.ID == "keys-headers" || s.ID == "transactions":
+	case s.ID == "transactions":
+		return saramaTransactions(ctx, e)
+	case s.Codec != "" || s.ID == "keys-headers":
 		cfg := saramaConfig()
 		// Idempotence needs Version >= V0_11_0_0; the old-protocol row produces without it.
 		cfg.Producer.Idempotent = saramaVersion.IsAtLeast(sarama.V0_11_0_0)
@@ -163,10 +165,6 @@ func runSarama(ctx context.Context, e *Env) error {
 		cfg.Producer.Flush.Frequency = 50 * time.Millisecond
 		if s.Codec != "" {
 			cfg.Producer.Compression = saramaCodecs[s.Codec]
-		}
-		if s.ID == "transactions" {
-			cfg.Producer.Transaction.ID = e.Topic + "-txn"
-			cfg.Producer.Transaction.Timeout = 20 * time.Second
 		}
 		p, err := sarama.NewSyncProducer([]string{e.Addr}, cfg)
 		if err != nil {
@@ -188,21 +186,11 @@ func runSarama(ctx context.Context, e *Env) error {
 			}
 			msgs = append(msgs, m)
 		}
-		if s.ID == "transactions" {
-			if err := p.BeginTxn(); err != nil {
-				return err
-			}
-		}
 		if err := p.SendMessages(msgs); err != nil {
 			if perrs, ok := err.(sarama.ProducerErrors); ok && len(perrs) > 0 {
 				return fmt.Errorf("%d records failed, first: %w", len(perrs), perrs[0].Err)
 			}
 			return err
-		}
-		if s.ID == "transactions" {
-			if err := p.CommitTxn(); err != nil {
-				return err
-			}
 		}
 		if s.ID == "keys-headers" {
 			got, err := saramaConsume(ctx, e, sarama.OffsetOldest, 3)
@@ -294,36 +282,116 @@ func runSarama(ctx context.Context, e *Env) error {
 		}
 		return e.VerifyStartOffset(ctx, 5)
 	case s.ID == "exactly-once":
-		got, err := saramaConsume(ctx, e, sarama.OffsetOldest, seedCount)
-		if err != nil {
-			return err
-		}
-		cfg := saramaConfig()
-		cfg.Producer.Idempotent = true
-		cfg.Net.MaxOpenRequests = 1
-		cfg.Producer.Transaction.ID = e.Topic + "-txn"
-		cfg.Producer.Transaction.Timeout = 20 * time.Second
-		p, err := sarama.NewSyncProducer([]string{e.Addr}, cfg)
-		if err != nil {
-			return err
-		}
-		defer p.Close()
+		return saramaExactlyOnce(ctx, e)
+	}
+	return na("not mapped")
+}
+
+// saramaTxnProducer is a transactional sync producer with transactional id <topic>-txn.
+func saramaTxnProducer(e *Env) (sarama.SyncProducer, error) {
+	cfg := saramaConfig()
+	cfg.Producer.Idempotent = true
+	cfg.Net.MaxOpenRequests = 1
+	cfg.Producer.Transaction.ID = e.Topic + "-txn"
+	cfg.Producer.Transaction.Timeout = 20 * time.Second
+	return sarama.NewSyncProducer([]string{e.Addr}, cfg)
+}
+
+// saramaTransactions commits c0..c2, aborts a0..a2 and commits c3..c5 (see VerifyTxn).
+func saramaTransactions(ctx context.Context, e *Env) error {
+	p, err := saramaTxnProducer(e)
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	txn := func(prefix string, from, to int, commit bool) error {
 		if err := p.BeginTxn(); err != nil {
 			return err
 		}
-		for _, m := range got {
-			if _, _, err := p.SendMessage(&sarama.ProducerMessage{Topic: e.Topic + "-out", Partition: 0, Value: sarama.ByteEncoder(append([]byte("out-"), m.Value...))}); err != nil {
-				return err
+		var msgs []*sarama.ProducerMessage
+		for i := from; i < to; i++ {
+			msgs = append(msgs, &sarama.ProducerMessage{Topic: e.Topic, Partition: 0,
+				Key: sarama.StringEncoder(fmt.Sprintf("%sk%d", prefix, i)), Value: sarama.StringEncoder(fmt.Sprintf("%s%d", prefix, i))})
+		}
+		if err := p.SendMessages(msgs); err != nil {
+			if perrs, ok := err.(sarama.ProducerErrors); ok && len(perrs) > 0 {
+				return fmt.Errorf("%d records failed, first: %w", len(perrs), perrs[0].Err)
 			}
-		}
-		offs := map[string][]*sarama.PartitionOffsetMetadata{e.Topic: {{Partition: 0, Offset: int64(seedCount)}}}
-		if err := p.AddOffsetsToTxn(offs, e.Group); err != nil {
 			return err
 		}
-		if err := p.CommitTxn(); err != nil {
-			return err
+		if commit {
+			return p.CommitTxn()
 		}
-		return e.verifyScenario(ctx)
+		return p.AbortTxn()
 	}
-	return na("not mapped")
+	if err := txn("c", 0, 3, true); err != nil {
+		return err
+	}
+	if err := txn("a", 0, 3, false); err != nil {
+		return err
+	}
+	if err := txn("c", 3, 6, true); err != nil {
+		return err
+	}
+	return e.verifyScenario(ctx)
+}
+
+// saramaExactlyOnce aborts a transaction holding an "aborted" record and the group's offset 3
+// (AddOffsetsToTxn, which sends TxnOffsetCommit), then reads the input from the group's
+// committed offset, writes out-v<i> and commits the offset in one transaction.
+func saramaExactlyOnce(ctx context.Context, e *Env) error {
+	p, err := saramaTxnProducer(e)
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	offsetsAt := func(o int64) map[string][]*sarama.PartitionOffsetMetadata {
+		return map[string][]*sarama.PartitionOffsetMetadata{e.Topic: {{Partition: 0, Offset: o}}}
+	}
+	if err := p.BeginTxn(); err != nil {
+		return err
+	}
+	if _, _, err := p.SendMessage(&sarama.ProducerMessage{Topic: e.Topic + "-out", Partition: 0, Key: sarama.StringEncoder("k"), Value: sarama.StringEncoder("aborted")}); err != nil {
+		return err
+	}
+	if err := p.AddOffsetsToTxn(offsetsAt(3), e.Group); err != nil {
+		return err
+	}
+	if err := p.AbortTxn(); err != nil {
+		return err
+	}
+	adm, err := sarama.NewClusterAdmin([]string{e.Addr}, saramaConfig())
+	if err != nil {
+		return err
+	}
+	defer adm.Close()
+	committed, err := adm.ListConsumerGroupOffsets(e.Group, map[string][]int32{e.Topic: {0}})
+	if err != nil {
+		return err
+	}
+	start := sarama.OffsetOldest
+	from := int64(0)
+	if b := committed.GetBlock(e.Topic, 0); b != nil && b.Offset >= 0 {
+		start, from = b.Offset, b.Offset
+	}
+	e.Log.Printf("[sarama] group %s resumes at %d after the aborted transaction", e.Group, from)
+	got, err := saramaConsume(ctx, e, start, seedCount-int(from))
+	if err != nil {
+		return err
+	}
+	if err := p.BeginTxn(); err != nil {
+		return err
+	}
+	for _, m := range got {
+		if _, _, err := p.SendMessage(&sarama.ProducerMessage{Topic: e.Topic + "-out", Partition: 0, Key: sarama.ByteEncoder(m.Key), Value: sarama.ByteEncoder(append([]byte("out-"), m.Value...))}); err != nil {
+			return err
+		}
+	}
+	if err := p.AddOffsetsToTxn(offsetsAt(int64(seedCount)), e.Group); err != nil {
+		return err
+	}
+	if err := p.CommitTxn(); err != nil {
+		return err
+	}
+	return e.verifyScenario(ctx)
 }

@@ -243,7 +243,7 @@ func (e *Env) createTopic(ctx context.Context, partitions int32) error {
 		return err
 	}
 	defer cl.Close()
-	_, err = kadmClient(cl).CreateTopic(ctx, partitions, 1, nil, e.Topic)
+	_, err = kadmClient(cl).CreateTopic(ctx, partitions, e.RF, nil, e.Topic)
 	return err
 }
 
@@ -554,9 +554,37 @@ func runProducerPerf(ctx context.Context, e *Env) error {
 		return fmt.Errorf("no summary line '2000 records sent'")
 	}
 	if s.ID == "transactions" {
-		return e.VerifyTxn(ctx, e.Topic, 2000)
+		return e.verifyPerfTxn(ctx, 2000)
 	}
 	return e.VerifyProduced(ctx, 2000, true)
+}
+
+// verifyPerfTxn checks a transactional kafka-producer-perf-test run exactly once: its n records
+// (random payloads, so counted) are all visible to read_committed, nothing else is in the log,
+// and every transaction marker is a commit.
+func (e *Env) verifyPerfTxn(ctx context.Context, n int) error {
+	committed, err := e.readAll(ctx, e.Topic, true)
+	if err != nil {
+		return err
+	}
+	all, control, err := e.readPartition(ctx, e.Topic, false)
+	if err != nil {
+		return err
+	}
+	if len(committed) != n || len(all) != n {
+		return fmt.Errorf("verify: read_committed sees %d records, read_uncommitted %d, want %d", len(committed), len(all), n)
+	}
+	markers := markerTypes(control)
+	for _, m := range markers {
+		if m != "commit" {
+			return fmt.Errorf("verify: transaction markers %v, want only commits", markers)
+		}
+	}
+	if len(markers) == 0 {
+		return fmt.Errorf("verify: no transaction markers")
+	}
+	e.Log.Printf("[harness] %d records visible to read_committed, %d transactions, all committed", n, len(markers))
+	return nil
 }
 
 func runConsumerPerf(ctx context.Context, e *Env) error {

@@ -41,7 +41,7 @@ type SuiteResult struct {
 // collects per-test results from go test's JSON output.
 func RunFranzSuite(ctx context.Context, bin, logsDir string) *SuiteResult {
 	res := &SuiteResult{LogPath: "franz-suite.log", Skip: franzSkip}
-	b, err := StartBroker(bin, filepath.Join(logsDir, "sluice-franz-suite.log"))
+	b, err := StartBroker(bin, filepath.Join(logsDir, "sluice-franz-suite.log"), 1)
 	if err != nil {
 		res.Err = err.Error()
 		return res

@@ -19,6 +19,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"sluice/internal/testcluster"
 )
 
@@ -36,65 +39,189 @@ func (e *naError) Error() string { return "n/a: " + e.reason }
 // na returns an error that makes a cell n/a.
 func na(format string, args ...any) error { return &naError{fmt.Sprintf(format, args...)} }
 
-// Broker is the sluice process under test and the recording proxy in front of it.
+// Broker is the sluice cluster under test (one process, or several forming one cluster) and a
+// recording proxy in front of every node.
 type Broker struct {
 	dataDir string
-	// Addr is what clients bootstrap to: the proxy, which sluice advertises.
-	Addr  string
-	log   *os.File
-	node  *testcluster.Node
-	proxy *proxy
+	// Addr is what clients bootstrap to: node 1's proxy, which node 1 advertises (every node
+	// advertises its own proxy, so the metadata clients learn routes through the proxies too).
+	Addr    string
+	nodes   []*testcluster.Node
+	logs    []*os.File
+	proxies []*proxy
 }
 
-// StartBroker starts bin at a fresh data dir with its log in logPath, behind a recording proxy.
-func StartBroker(bin, logPath string) (*Broker, error) {
+// clusterSettings are what every node of a multi-node matrix cluster gets: replication factor
+// 3 for the internal topics and the harness's topics, and min.insync.replicas 2, so that every
+// acks=all write and every transaction marker is on at least two nodes.
+var clusterSettings = []string{
+	"default.replication.factor=3", "min.insync.replicas=2",
+	"offsets.topic.replication.factor=3", "transaction.state.log.replication.factor=3",
+	"transaction.state.log.min.isr=2",
+}
+
+// StartBroker starts bin at a fresh data dir, behind recording proxies: one process when nodes
+// is 1 (its log in logPath), else a nodes-node cluster of combined nodes with a static quorum
+// (node i's log in logPath with "-node-<i>" before the extension) that answers with every
+// broker registered.
+func StartBroker(bin, logPath string, nodes int) (*Broker, error) {
 	dir, err := os.MkdirTemp("", "sluice-matrix-data-")
 	if err != nil {
 		return nil, err
 	}
-	lf, err := os.Create(logPath)
+	b := &Broker{dataDir: dir}
+	ports, err := testcluster.FreePorts(2 * nodes)
 	if err != nil {
 		return nil, err
 	}
-	pl, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
+	var voters []string
+	for i := range nodes {
+		voters = append(voters, fmt.Sprintf("%d@127.0.0.1:%d", i+1, ports[nodes+i]))
 	}
-	ports, err := testcluster.FreePorts(1)
-	if err != nil {
-		return nil, err
+	for i := range nodes {
+		path := logPath
+		if nodes > 1 {
+			ext := filepath.Ext(logPath)
+			path = fmt.Sprintf("%s-node-%d%s", strings.TrimSuffix(logPath, ext), i+1, ext)
+		}
+		lf, err := os.Create(path)
+		if err != nil {
+			b.Stop()
+			return nil, err
+		}
+		b.logs = append(b.logs, lf)
+		pl, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			b.Stop()
+			return nil, err
+		}
+		brokerAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[i]))
+		px := newProxy(pl, brokerAddr)
+		b.proxies = append(b.proxies, px)
+		go px.serve()
+		cfg := testcluster.NodeConfig{
+			Bin: bin, Addr: brokerAddr, Dir: dir, Output: lf,
+			Settings: []string{"advertised.listeners=PLAINTEXT://" + pl.Addr().String()},
+		}
+		if nodes > 1 {
+			cfg.Dir = filepath.Join(dir, fmt.Sprintf("node-%d", i+1))
+			cfg.ControllerAddr = net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[nodes+i]))
+			cfg.Settings = append(append(cfg.Settings, fmt.Sprintf("node.id=%d", i+1),
+				"controller.listener.names=CONTROLLER", "controller.quorum.voters="+strings.Join(voters, ",")),
+				clusterSettings...)
+		}
+		node, err := testcluster.NewNode(cfg)
+		if err != nil {
+			b.Stop()
+			return nil, err
+		}
+		b.nodes = append(b.nodes, node)
 	}
-	b := &Broker{dataDir: dir, log: lf, Addr: pl.Addr().String()}
-	brokerAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0]))
-	b.proxy = newProxy(pl, brokerAddr)
-	go b.proxy.serve()
-	b.node, err = testcluster.NewNode(testcluster.NodeConfig{
-		Bin: bin, Addr: brokerAddr, Dir: dir, Output: lf,
-		Settings: []string{"advertised.listeners=PLAINTEXT://" + b.Addr},
-	})
-	if err != nil {
-		return nil, err
+	b.Addr = b.proxies[0].l.Addr().String()
+	// Every node at once: a node of a cluster opens its client port only once the quorum has
+	// registered it.
+	for _, n := range b.nodes {
+		if err := n.Launch(); err != nil {
+			b.Stop()
+			return nil, err
+		}
 	}
-	if err := b.node.Start(); err != nil {
+	errs := make([]error, nodes)
+	var wg sync.WaitGroup
+	for i, n := range b.nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = n.WaitReady(testcluster.StartDeadline)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
 		b.Stop()
 		return nil, fmt.Errorf("%v; see %s", err, logPath)
+	}
+	if nodes > 1 {
+		if err := b.waitBrokers(nodes); err != nil {
+			b.Stop()
+			return nil, err
+		}
 	}
 	return b, nil
 }
 
-// Alive reports whether the sluice process is still running.
-func (b *Broker) Alive() bool { return b.node.Alive() }
+// waitBrokers waits until the metadata lists n brokers, so that a replication factor n topic
+// can be created.
+func (b *Broker) waitBrokers(n int) error {
+	ctx, cancel := context.WithTimeout(context.Background(), testcluster.StartDeadline)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	for {
+		md, err := kadm.NewClient(cl).BrokerMetadata(ctx)
+		if err == nil && len(md.Brokers) == n {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("cluster: %d brokers registered, want %d: %v", len(md.Brokers), n, err)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
 
-// Stop sends SIGTERM (SIGKILL after 15s), closes the proxy and removes the data dir.
+// Nodes is the number of sluice processes.
+func (b *Broker) Nodes() int { return len(b.nodes) }
+
+// Alive reports whether every sluice process is still running.
+func (b *Broker) Alive() bool {
+	for _, n := range b.nodes {
+		if !n.Alive() {
+			return false
+		}
+	}
+	return true
+}
+
+// Stop sends every node SIGTERM (SIGKILL after 15s), closes the proxies and removes the data
+// dir.
 func (b *Broker) Stop() {
-	b.node.Stop()
-	b.proxy.close()
-	b.log.Close()
+	var wg sync.WaitGroup
+	for _, n := range b.nodes {
+		wg.Add(1)
+		go func() { defer wg.Done(); n.Stop() }()
+	}
+	wg.Wait()
+	for _, p := range b.proxies {
+		p.close()
+	}
+	for _, lf := range b.logs {
+		lf.Close()
+	}
 	os.RemoveAll(b.dataDir)
 }
 
-// DataDir is sluice's log.dirs.
-func (b *Broker) DataDir() string { return b.dataDir }
+// DataDir is node 1's log.dirs (with replication factor 3 it holds a replica of every
+// partition the harness creates).
+func (b *Broker) DataDir() string {
+	if len(b.nodes) == 0 {
+		return b.dataDir
+	}
+	return b.nodes[0].Dir
+}
+
+// take returns the requests every proxy recorded since the last take.
+func (b *Broker) take() map[apiVersion]int {
+	all := map[apiVersion]int{}
+	for _, p := range b.proxies {
+		for av, n := range p.take() {
+			all[av] += n
+		}
+	}
+	return all
+}
 
 // apiVersion is one (API key, version) pair seen on the wire.
 type apiVersion struct{ Key, Version int16 }

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -37,9 +38,6 @@ type Client struct {
 // defaultCellTimeout bounds one cell.
 const defaultCellTimeout = 90 * time.Second
 
-// txnCellTimeout bounds transaction cells, which fail until sluice serves transactions.
-const txnCellTimeout = 40 * time.Second
-
 // Outcome is a cell's result.
 type Outcome int
 
@@ -59,13 +57,21 @@ type Cell struct {
 	LogPath          string       // relative to the logs dir
 	Old              []apiVersion // requests older than Kafka 4's floor
 	Elapsed          time.Duration
+	// Nodes is the size of the cluster the cell ran against (0 in results from before the
+	// three-node run existed, meaning 1).
+	Nodes int `json:",omitempty"`
 }
 
-// Matrix runs cells against one broker.
+// nodes is the cell's cluster size.
+func (c Cell) nodes() int { return max(c.Nodes, 1) }
+
+// Matrix runs cells against one broker or one cluster.
 type Matrix struct {
 	broker  *Broker
 	bin     string
 	logsDir string
+	nodes   int
+	sub     string // logsDir's subdirectory of this matrix's logs: "" for one node, "3-nodes"
 	tools   *Tools
 	seq     int
 	prepErr map[string]error
@@ -77,8 +83,10 @@ func moduleRoot() string {
 	return filepath.Dir(filepath.Dir(filepath.Dir(file)))
 }
 
-// NewMatrix builds sluice (unless bin is given) and starts it with its log in logsDir.
-func NewMatrix(bin, logsDir string) (*Matrix, error) {
+// NewMatrix builds sluice (unless bin is given) and starts it, as one process when nodes is 1
+// and as a nodes-node cluster otherwise, with its log in logsDir (the cluster's logs and cells
+// under logsDir/<nodes>-nodes).
+func NewMatrix(bin, logsDir string, nodes int) (*Matrix, error) {
 	root := moduleRoot()
 	if bin == "" {
 		bin = filepath.Join(root, "bin", "sluice")
@@ -95,8 +103,14 @@ func NewMatrix(bin, logsDir string) (*Matrix, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Matrix{bin: bin, logsDir: logsDir, tools: tools, prepErr: map[string]error{}}
-	if m.broker, err = StartBroker(bin, filepath.Join(logsDir, "sluice.log")); err != nil {
+	m := &Matrix{bin: bin, logsDir: logsDir, tools: tools, prepErr: map[string]error{}, nodes: max(nodes, 1)}
+	if m.nodes > 1 {
+		m.sub = fmt.Sprintf("%d-nodes", m.nodes)
+		if err := os.MkdirAll(filepath.Join(logsDir, m.sub), 0o755); err != nil {
+			return nil, err
+		}
+	}
+	if m.broker, err = StartBroker(bin, filepath.Join(logsDir, m.sub, "sluice.log"), m.nodes); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -105,7 +119,10 @@ func NewMatrix(bin, logsDir string) (*Matrix, error) {
 // Close stops the broker, trims its log and removes scratch files.
 func (m *Matrix) Close() {
 	m.broker.Stop()
-	trimFile(filepath.Join(m.logsDir, "sluice.log"), maxBrokerLog)
+	logs, _ := filepath.Glob(filepath.Join(m.logsDir, m.sub, "sluice*.log"))
+	for _, l := range logs {
+		trimFile(l, maxBrokerLog)
+	}
 	m.tools.Close()
 }
 
@@ -122,8 +139,8 @@ func trimFile(path string, max int) {
 // RunCell runs one client × scenario cell.
 func (m *Matrix) RunCell(ctx context.Context, c *Client, s Scenario) (cell Cell) {
 	m.seq++
-	rel := filepath.Join(c.ID, s.ID+".log")
-	cell = Cell{Client: c.ID, Scenario: s.ID, LogPath: rel}
+	rel := filepath.Join(m.sub, c.ID, s.ID+".log")
+	cell = Cell{Client: c.ID, Scenario: s.ID, LogPath: rel, Nodes: m.nodes}
 	log := &cellLog{}
 	start := time.Now()
 	defer func() {
@@ -134,7 +151,7 @@ func (m *Matrix) RunCell(ctx context.Context, c *Client, s Scenario) (cell Cell)
 	if !m.broker.Alive() {
 		log.Printf("[harness] sluice had exited; restarting it with a fresh data dir")
 		m.broker.Stop()
-		b, err := StartBroker(m.bin, filepath.Join(m.logsDir, fmt.Sprintf("sluice-restart-%d.log", m.seq)))
+		b, err := StartBroker(m.bin, filepath.Join(m.logsDir, m.sub, fmt.Sprintf("sluice-restart-%d.log", m.seq)), m.nodes)
 		if err != nil {
 			cell.Outcome, cell.Detail = Fail, "sluice restart: "+err.Error()
 			return cell
@@ -163,20 +180,17 @@ func (m *Matrix) RunCell(ctx context.Context, c *Client, s Scenario) (cell Cell)
 		Scenario: s, Addr: m.broker.Addr, Topic: name, Group: name + "-g",
 		TSBase: time.Now().Add(-time.Hour).Truncate(time.Second).UnixMilli(),
 		Dir:    dir, DataDir: m.broker.DataDir(), Log: log, Tools: m.tools,
+		Nodes: m.nodes, RF: int16(min(m.nodes, 3)),
 	}
 	timeout := c.Timeout
 	if timeout == 0 {
 		timeout = defaultCellTimeout
 	}
-	if s.ID == "transactions" || s.ID == "exactly-once" {
-		// Unsupported today; clients retry until their own deadline, so keep the failure quick.
-		timeout = min(timeout, txnCellTimeout)
-	}
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	m.broker.proxy.take()
+	m.broker.take()
 	err = e.setup(cctx)
-	m.broker.proxy.take() // the harness's own requests are not the client's
+	m.broker.take() // the harness's own requests are not the client's
 	if err == nil {
 		var stopTail func()
 		if s.Tail {
@@ -186,7 +200,7 @@ func (m *Matrix) RunCell(ctx context.Context, c *Client, s Scenario) (cell Cell)
 		if stopTail != nil {
 			stopTail()
 		}
-		cell.Old = oldRequests(m.broker.proxy.take())
+		cell.Old = oldRequests(m.broker.take())
 	}
 	var naErr *naError
 	switch {
@@ -230,8 +244,10 @@ func main() {
 	logsDir := flag.String("logs", "compat-tests/matrix/logs", "where cell logs go (the report links to them)")
 	bin := flag.String("bin", "", "a built sluice binary (default: go build ./cmd/sluice into bin/)")
 	clients := flag.String("clients", "", "regexp of client ids to run (default all)")
-	scenarios := flag.String("scenarios", "", "regexp of scenario ids to run (default all)")
+	scenarios := flag.String("scenarios", "", "regexp of scenario ids to run (default all, e.g. '^(transactions|exactly-once)$')")
+	nodes := flag.String("nodes", "1,3", "cluster sizes to run the cells against, comma-separated (1: one process; 3: three nodes, replication factor 3)")
 	franz := flag.Bool("franz-suite", true, "also run franz-go's live-broker suite")
+	merge := flag.Bool("merge", false, "keep the results.json a previous run left in -logs and replace only the cells run now (and the suite, if run)")
 	render := flag.Bool("render", false, "only re-render -out from the results.json a previous run left in -logs")
 	flag.Parse()
 	if *render {
@@ -241,13 +257,22 @@ func main() {
 		}
 		return
 	}
-	if err := run(*out, *logsDir, *bin, *clients, *scenarios, *franz); err != nil {
+	var sizes []int
+	for _, f := range strings.Split(*nodes, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			fmt.Fprintf(os.Stderr, "matrix: -nodes %q: want positive integers\n", *nodes)
+			os.Exit(2)
+		}
+		sizes = append(sizes, n)
+	}
+	if err := run(*out, *logsDir, *bin, *clients, *scenarios, sizes, *franz, *merge); err != nil {
 		fmt.Fprintln(os.Stderr, "matrix:", err)
 		os.Exit(1)
 	}
 }
 
-func run(out, logsDir, bin, clientPat, scenarioPat string, franz bool) error {
+func run(out, logsDir, bin, clientPat, scenarioPat string, sizes []int, franz, merge bool) error {
 	cre, err := regexp.Compile(clientPat)
 	if err != nil {
 		return err
@@ -260,42 +285,58 @@ func run(out, logsDir, bin, clientPat, scenarioPat string, franz bool) error {
 	if err != nil {
 		return err
 	}
-	os.RemoveAll(absLogs)
-	m, err := NewMatrix(bin, absLogs)
-	if err != nil {
-		return err
+	var prev results
+	if merge {
+		data, err := os.ReadFile(filepath.Join(absLogs, "results.json"))
+		if err != nil {
+			return fmt.Errorf("-merge: %w", err)
+		}
+		if err := json.Unmarshal(data, &prev); err != nil {
+			return fmt.Errorf("-merge: %w", err)
+		}
+	} else {
+		os.RemoveAll(absLogs)
 	}
 	ctx := context.Background()
 	start := time.Now()
 	var cells []Cell
-	for _, c := range Clients() {
-		if !cre.MatchString(c.ID) {
-			continue
+	for _, n := range sizes {
+		m, err := NewMatrix(bin, absLogs, n)
+		if err != nil {
+			return err
 		}
-		for _, s := range Scenarios {
-			if !sre.MatchString(s.ID) {
+		bin = m.bin // built once
+		for _, c := range Clients() {
+			if !cre.MatchString(c.ID) {
 				continue
 			}
-			cell := m.RunCell(ctx, c, s)
-			fmt.Fprintf(os.Stderr, "%-22s %-16s %-5s %6.1fs %s\n", c.ID, s.ID, cell.Outcome, cell.Elapsed.Seconds(), oneLine(cell.Detail))
-			cells = append(cells, cell)
+			for _, s := range Scenarios {
+				if !sre.MatchString(s.ID) {
+					continue
+				}
+				cell := m.RunCell(ctx, c, s)
+				fmt.Fprintf(os.Stderr, "%d node(s) %-22s %-16s %-5s %6.1fs %s\n", n, c.ID, s.ID, cell.Outcome, cell.Elapsed.Seconds(), oneLine(cell.Detail))
+				cells = append(cells, cell)
+			}
 		}
+		m.Close()
 	}
-	m.Close()
 	var suite *SuiteResult
 	if franz {
-		suite = RunFranzSuite(ctx, m.bin, absLogs)
+		suite = RunFranzSuite(ctx, bin, absLogs)
 	}
 	relLogs, err := filepath.Rel(filepath.Dir(mustAbs(out)), absLogs)
 	if err != nil {
 		relLogs = absLogs
 	}
 	res := results{Cells: cells, Suite: suite, Elapsed: time.Since(start), At: time.Now().UTC()}
+	if merge {
+		res = prev.merge(res, clientPat, scenarioPat, sizes)
+	}
 	if data, err := json.MarshalIndent(res, "", " "); err == nil {
 		os.WriteFile(filepath.Join(absLogs, "results.json"), data, 0o644)
 	}
-	report := Report(cells, suite, relLogs, res.Elapsed, res.At)
-	return os.WriteFile(out, []byte(report), 0o644)
+	return os.WriteFile(out, []byte(res.report(relLogs)), 0o644)
 }
 
 // results is what a run leaves in the logs dir, so that the report can be re-rendered.
@@ -304,6 +345,54 @@ type results struct {
 	Suite   *SuiteResult
 	Elapsed time.Duration
 	At      time.Time
+	// Reruns are the partial runs merged into these results (-merge), oldest first.
+	Reruns []Rerun `json:",omitempty"`
+}
+
+// Rerun describes one partial run merged into earlier results.
+type Rerun struct {
+	At                 time.Time
+	Elapsed            time.Duration
+	Clients, Scenarios string // the -clients and -scenarios patterns ("" all)
+	Nodes              []int
+	Cells              int
+}
+
+// merge returns r with the cells of the partial run now replacing r's cells of the same client,
+// scenario and cluster size, and now's suite replacing r's if one ran.
+func (r results) merge(now results, clientPat, scenarioPat string, sizes []int) results {
+	type key struct {
+		client, scenario string
+		nodes            int
+	}
+	fresh := map[key]Cell{}
+	for _, c := range now.Cells {
+		fresh[key{c.Client, c.Scenario, c.nodes()}] = c
+	}
+	var cells []Cell
+	for _, c := range r.Cells {
+		k := key{c.Client, c.Scenario, c.nodes()}
+		if f, ok := fresh[k]; ok {
+			c = f
+			delete(fresh, k)
+		}
+		cells = append(cells, c)
+	}
+	for _, c := range now.Cells { // cells the earlier run did not have, in run order
+		if _, ok := fresh[key{c.Client, c.Scenario, c.nodes()}]; ok {
+			cells = append(cells, c)
+		}
+	}
+	r.Cells = cells
+	if now.Suite != nil {
+		r.Suite = now.Suite
+	}
+	r.Reruns = append(r.Reruns, Rerun{At: now.At, Elapsed: now.Elapsed, Clients: clientPat, Scenarios: scenarioPat, Nodes: sizes, Cells: len(now.Cells)})
+	return r
+}
+
+func (r results) report(relLogs string) string {
+	return Report(r.Cells, r.Suite, relLogs, r.Elapsed, r.At, r.Reruns)
 }
 
 func rerender(out, logsDir string) error {
@@ -319,7 +408,7 @@ func rerender(out, logsDir string) error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(out, []byte(Report(res.Cells, res.Suite, relLogs, res.Elapsed, res.At)), 0o644)
+	return os.WriteFile(out, []byte(res.report(relLogs)), 0o644)
 }
 
 func mustAbs(p string) string {

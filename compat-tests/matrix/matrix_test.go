@@ -13,7 +13,7 @@ import (
 // `make compat`.
 func TestQuickMatrix(t *testing.T) {
 	logs := t.TempDir()
-	m, err := NewMatrix(os.Getenv("SLUICE_BIN"), logs)
+	m, err := NewMatrix(os.Getenv("SLUICE_BIN"), logs, 1)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -64,6 +64,8 @@ type Env struct {
 	DataDir  string // sluice's log.dirs (kafka-dump-log reads segments there)
 	Log      *cellLog
 	Tools    *Tools
+	Nodes    int   // cluster size
+	RF       int16 // replication factor of the topics the harness creates (3 on a cluster)
 }
 
 // Args are the conventional arguments of the client scripts.
@@ -88,7 +90,7 @@ func (e *Env) setup(ctx context.Context) error {
 	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
-	resp, err := adm.CreateTopic(ctx, 1, 1, nil, e.Topic)
+	resp, err := adm.CreateTopic(ctx, 1, e.RF, nil, e.Topic)
 	if err == nil {
 		err = resp.Err
 	}
@@ -96,7 +98,7 @@ func (e *Env) setup(ctx context.Context) error {
 		return fmt.Errorf("setup: create topic %s: %w", e.Topic, err)
 	}
 	if e.Scenario.ID == "exactly-once" {
-		if resp, err := adm.CreateTopic(ctx, 1, 1, nil, e.Topic+"-out"); err != nil || resp.Err != nil {
+		if resp, err := adm.CreateTopic(ctx, 1, e.RF, nil, e.Topic+"-out"); err != nil || resp.Err != nil {
 			return fmt.Errorf("setup: create topic %s-out: %v %v", e.Topic, err, resp.Err)
 		}
 	}
@@ -142,61 +144,114 @@ func (e *Env) startTail(ctx context.Context) (stop func()) {
 	return func() { cancel(); wg.Wait() }
 }
 
-// readAll reads every record of partition 0 of topic from the start until the high watermark.
+// readAll reads every data record of partition 0 of topic from the log start to the end: the
+// high watermark, or with committed the last stable offset, read with read_committed so that
+// the client (franz-go) drops aborted records.
 func (e *Env) readAll(ctx context.Context, topic string, committed bool) ([]*kgo.Record, error) {
+	data, _, err := e.readPartition(ctx, topic, committed)
+	return data, err
+}
+
+// readAtLeast is readAll repeated until it returns at least n records or 10 s pass: a
+// client producing with acks=1 is answered once the leader has its records, and on a cluster
+// the high watermark (what a consumer may read) follows when the followers have them.
+func (e *Env) readAtLeast(ctx context.Context, topic string, n int) ([]*kgo.Record, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	for {
+		recs, err := e.readAll(ctx, topic, false)
+		if err != nil || len(recs) >= n {
+			return recs, err
+		}
+		select {
+		case <-ctx.Done():
+			return recs, nil // the caller reports the shortfall
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// readPartition is readAll that also returns the control records (transaction markers) it
+// passed. The read ends at the last offset below the end, which is often a marker: a client
+// never returns a marker unless asked to keep control records, so the harness keeps them.
+func (e *Env) readPartition(ctx context.Context, topic string, committed bool) (data, control []*kgo.Record, err error) {
 	cl, err := e.client()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
-	ends, err := adm.ListEndOffsets(ctx, topic)
+	list := adm.ListEndOffsets
+	if committed {
+		list = adm.ListCommittedOffsets // the last stable offset
+	}
+	ends, err := list(ctx, topic)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	end, ok := ends.Lookup(topic, 0)
 	if !ok || end.Err != nil {
-		return nil, fmt.Errorf("end offset of %s: %v", topic, end.Err)
+		return nil, nil, fmt.Errorf("end offset of %s: %v", topic, end.Err)
 	}
 	starts, err := adm.ListStartOffsets(ctx, topic)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	start, _ := starts.Lookup(topic, 0)
 	if end.Offset <= start.Offset {
-		return nil, nil
+		return nil, nil, nil
 	}
-	opts := []kgo.Opt{kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}})}
+	opts := []kgo.Opt{kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}}), kgo.KeepControlRecords()}
 	if committed {
 		opts = append(opts, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
 	}
 	rd, err := e.client(opts...)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer rd.Close()
-	var recs []*kgo.Record
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	for {
+	last := int64(-1)
+	for last < end.Offset-1 {
 		fs := rd.PollFetches(ctx)
 		if err := ctx.Err(); err != nil {
-			return recs, fmt.Errorf("read %s: got %d records before offset %d: %w", topic, len(recs), end.Offset, err)
+			return data, control, fmt.Errorf("read %s: reached offset %d of end %d (%d records, %d markers): %w", topic, last, end.Offset, len(data), len(control), err)
 		}
 		var ferr error
 		fs.EachError(func(_ string, _ int32, err error) { ferr = err })
 		if ferr != nil {
-			return recs, ferr
+			return data, control, ferr
 		}
-		fs.EachRecord(func(r *kgo.Record) { recs = append(recs, r) })
-		if len(recs) > 0 && recs[len(recs)-1].Offset >= end.Offset-1 {
-			return recs, nil
-		}
-		if committed && len(recs) == 0 {
-			// Aborted or unfinished transactions leave nothing readable; stop at the LSO.
-			return recs, nil
+		fs.EachRecord(func(r *kgo.Record) {
+			last = r.Offset
+			if r.Attrs.IsControl() {
+				control = append(control, r)
+			} else {
+				data = append(data, r)
+			}
+		})
+	}
+	return data, control, nil
+}
+
+// markerTypes names the transaction markers among control records ("commit" or "abort"; a
+// control record's key is a version and a type, 0 abort and 1 commit).
+func markerTypes(control []*kgo.Record) []string {
+	var out []string
+	for _, r := range control {
+		switch {
+		case len(r.Key) < 4:
+			out = append(out, "short-key")
+		case r.Key[3] == 0 && r.Key[2] == 0:
+			out = append(out, "abort")
+		case r.Key[3] == 1 && r.Key[2] == 0:
+			out = append(out, "commit")
+		default:
+			out = append(out, fmt.Sprintf("type-%d", binary.BigEndian.Uint16(r.Key[2:4])))
 		}
 	}
+	return out
 }
 
 // payload is the value of record i in produce scenarios: long enough that every client's
@@ -208,7 +263,7 @@ func payload(i int) string { return fmt.Sprintf("v%d-%s", i, strings.Repeat("x",
 // conventional keys and values (unless valuesAny) and that every stored batch carries the
 // scenario's codec.
 func (e *Env) VerifyProduced(ctx context.Context, n int, valuesAny bool) error {
-	recs, err := e.readAll(ctx, e.Topic, false)
+	recs, err := e.readAtLeast(ctx, e.Topic, n)
 	if err != nil {
 		return err
 	}
@@ -252,7 +307,10 @@ func (e *Env) verifyCodec(ctx context.Context) error {
 	rp.PartitionMaxBytes = 8 << 20
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(ctx, cl)
+	// A raw Fetch goes to the partition's leader (on a cluster another node answers
+	// NOT_LEADER_OR_FOLLOWER).
+	leader := td[e.Topic].Partitions[0].Leader
+	resp, err := req.RequestWith(ctx, cl.Broker(int(leader)))
 	if err != nil {
 		return err
 	}
@@ -294,7 +352,11 @@ func (e *Env) verifyCodec(ctx context.Context) error {
 // VerifyKeysHeaders checks that records after the 3 seeds, if any, carry the conventional
 // client-produced keys and headers.
 func (e *Env) VerifyKeysHeaders(ctx context.Context, wantProduced bool) error {
-	recs, err := e.readAll(ctx, e.Topic, false)
+	want := 3
+	if wantProduced {
+		want = 6
+	}
+	recs, err := e.readAtLeast(ctx, e.Topic, want)
 	if err != nil {
 		return err
 	}
@@ -381,16 +443,119 @@ func (e *Env) VerifyCommitted(ctx context.Context, want int64) error {
 	return nil
 }
 
-// VerifyTxn checks that the committed transactional records are visible to read_committed.
-func (e *Env) VerifyTxn(ctx context.Context, topic string, want int) error {
+// The transactions scenario: the client, with transactional id <topic>-txn, commits a
+// transaction of ck0..ck2=c0..c2 to partition 0, aborts one of ak0..ak2=a0..a2, and commits one
+// of ck3..ck5=c3..c5.
+const txnCommitted, txnAborted = 6, 3
+
+// VerifyTxn checks the transactions scenario exactly once: a read_committed reader sees
+// c0..c5 in order, each once, and none of the aborted records; a read_uncommitted reader sees
+// the aborted ones too (so the abort really wrote them); and the partition holds one marker per
+// transaction: commit, abort, commit.
+func (e *Env) VerifyTxn(ctx context.Context) error {
+	var want []string
+	for i := 0; i < txnCommitted; i++ {
+		want = append(want, fmt.Sprintf("ck%d=c%d", i, i))
+	}
+	if err := e.verifyCommittedExactly(ctx, e.Topic, want); err != nil {
+		return err
+	}
+	all, control, err := e.readPartition(ctx, e.Topic, false)
+	if err != nil {
+		return err
+	}
+	aborted := 0
+	for _, r := range all {
+		if strings.HasPrefix(string(r.Value), "a") {
+			aborted++
+		}
+	}
+	if len(all) != txnCommitted+txnAborted || aborted != txnAborted {
+		return fmt.Errorf("verify: read_uncommitted sees %d records (%d aborted), want %d (%d aborted): %s", len(all), aborted, txnCommitted+txnAborted, txnAborted, recordList(all))
+	}
+	if m := strings.Join(markerTypes(control), ","); m != "commit,abort,commit" {
+		return fmt.Errorf("verify: transaction markers are [%s], want [commit,abort,commit]", m)
+	}
+	e.Log.Printf("[harness] read_committed: %s exactly once, no aborted record; read_uncommitted: %d records; markers commit,abort,commit", strings.Join(want, " "), len(all))
+	return nil
+}
+
+// The exactly-once scenario: the client first aborts a transaction that writes records whose
+// values start with "aborted" to <topic>-out and (where the client can) adds offset 3 of the
+// input for the group; then, consuming the seeded k<i>=v<i> in the group with read_committed
+// from the committed position, it writes k<i>=out-v<i> to <topic>-out and commits the input
+// offsets in the same transactions.
+
+// VerifyEOS checks the exactly-once scenario: <topic>-out read with read_committed holds
+// k0..k9=out-v0..out-v9 in order, each once, and no aborted record; the aborted records are in
+// the log (read_uncommitted); the group's committed offset is 10 (the aborted offset 3 never
+// became visible: had it, the group would have started at 3 and out-v0..v2 would be missing).
+func (e *Env) VerifyEOS(ctx context.Context) error {
+	out := e.Topic + "-out"
+	var want []string
+	for i := 0; i < seedCount; i++ {
+		want = append(want, fmt.Sprintf("k%d=out-v%d", i, i))
+	}
+	if err := e.verifyCommittedExactly(ctx, out, want); err != nil {
+		return err
+	}
+	all, _, err := e.readPartition(ctx, out, false)
+	if err != nil {
+		return err
+	}
+	aborted := 0
+	for _, r := range all {
+		if strings.HasPrefix(string(r.Value), "aborted") {
+			aborted++
+		}
+	}
+	if aborted == 0 {
+		return fmt.Errorf("verify: the aborted transaction left no record in %s (read_uncommitted sees %s)", out, recordList(all))
+	}
+	cl, err := e.client()
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	offs, err := kadm.NewClient(cl).FetchOffsets(ctx, e.Group)
+	if err != nil {
+		return err
+	}
+	o, ok := offs.Lookup(e.Topic, 0)
+	if !ok || o.Err != nil || o.At != seedCount {
+		return fmt.Errorf("verify: group %s committed %d (%v, found %v), want %d", e.Group, o.At, o.Err, ok, seedCount)
+	}
+	e.Log.Printf("[harness] read_committed %s: out-v0..out-v9 exactly once; %d aborted records only in read_uncommitted; group offset %d", out, aborted, o.At)
+	return nil
+}
+
+// verifyCommittedExactly checks that a read_committed reader of topic sees exactly want
+// ("key=value" each), in order.
+func (e *Env) verifyCommittedExactly(ctx context.Context, topic string, want []string) error {
 	recs, err := e.readAll(ctx, topic, true)
 	if err != nil {
 		return err
 	}
-	if len(recs) < want {
-		return fmt.Errorf("verify: read_committed sees %d records in %s, want %d", len(recs), topic, want)
+	if got := recordList(recs); got != strings.Join(want, " ") {
+		return fmt.Errorf("verify: read_committed sees [%s] in %s, want [%s]", got, topic, strings.Join(want, " "))
 	}
 	return nil
+}
+
+// recordList formats records as "key=value ...", clipped.
+func recordList(recs []*kgo.Record) string {
+	var b strings.Builder
+	for i, r := range recs {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		fmt.Fprintf(&b, "%s=%s", r.Key, r.Value)
+		if b.Len() > 600 {
+			fmt.Fprintf(&b, " ... (%d records)", len(recs))
+			break
+		}
+	}
+	return b.String()
 }
 
 // verifyScenario is the harness check that follows a client run that exited cleanly; it is
@@ -408,9 +573,9 @@ func (e *Env) verifyScenario(ctx context.Context) error {
 	case s.ID == "delete-records":
 		return e.VerifyStartOffset(ctx, 5)
 	case s.ID == "transactions":
-		return e.VerifyTxn(ctx, e.Topic, 1)
+		return e.VerifyTxn(ctx)
 	case s.ID == "exactly-once":
-		return e.VerifyTxn(ctx, e.Topic+"-out", seedCount)
+		return e.VerifyEOS(ctx)
 	}
 	return nil
 }

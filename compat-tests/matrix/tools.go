@@ -110,7 +110,8 @@ func (t *Tools) Java(ctx context.Context, e *Env, stdin, class string, args ...s
 		"-Dlog4j.configuration=file:" + filepath.Join(classes, "log4j.properties"),
 		"-cp", classes + string(os.PathListSeparator) + filepath.Join(lib, "*"), class,
 	}
-	return runProgram(ctx, e.Log, e.Dir, nil, stdin, "java", append(jvm, args...)...)
+	env := []string{fmt.Sprintf("MATRIX_NODES=%d", max(e.Nodes, 1))} // Compat.java checks the cluster size
+	return runProgram(ctx, e.Log, e.Dir, env, stdin, "java", append(jvm, args...)...)
 }
 
 // NodeModules installs (once) kafkajs with npm into the cache and returns NODE_PATH.

@@ -113,22 +113,39 @@ public class Compat {
         return;
       }
       case "transactions": {
+        // Commit c0..c2, abort a0..a2, commit c3..c5 (VerifyTxn in scenarios.go).
         extra.put("transactional.id", topic + "-txn");
         try (KafkaProducer<String, String> p = newProducer(extra)) {
           p.initTransactions();
-          p.beginTransaction();
-          for (int i = 0; i < 3; i++) p.send(new ProducerRecord<>(topic, 0, "ck" + i, "c" + i));
-          p.commitTransaction();
+          String[] prefixes = {"c", "a", "c"};
+          int[] from = {0, 0, 3};
+          for (int t = 0; t < 3; t++) {
+            p.beginTransaction();
+            for (int i = from[t]; i < from[t] + 3; i++) p.send(new ProducerRecord<>(topic, 0, prefixes[t] + "k" + i, prefixes[t] + i));
+            if (t == 1) {
+              p.flush(); // abortTransaction drops what was not sent yet
+              p.abortTransaction();
+            } else {
+              p.commitTransaction();
+            }
+          }
         }
         return;
       }
       case "exactly-once": {
+        // Abort a transaction holding an "aborted" record and the group's offset 3, then read the
+        // input in the group from its committed offset and write out-v<i> with the offsets.
         extra.put("transactional.id", topic + "-txn");
         Properties cx = new Properties();
         cx.put("isolation.level", "read_committed");
         try (KafkaProducer<String, String> p = newProducer(extra);
              KafkaConsumer<String, String> c = newConsumer("classic", group, cx)) {
           p.initTransactions();
+          p.beginTransaction();
+          p.send(new ProducerRecord<>(topic + "-out", 0, "k", "aborted"));
+          p.sendOffsetsToTransaction(Map.of(new TopicPartition(topic, 0), new OffsetAndMetadata(3)), c.groupMetadata());
+          p.flush();
+          p.abortTransaction();
           c.subscribe(List.of(topic));
           int done = 0;
           long deadline = System.currentTimeMillis() + 30000;
@@ -221,7 +238,8 @@ public class Compat {
           TopicDescription d = ad.describeTopics(List.of(topic)).allTopicNames().get().get(topic);
           check(d.partitions().size() == 3, "partitions " + d.partitions().size());
           ad.createPartitions(Map.of(topic, NewPartitions.increaseTo(5))).all().get();
-          check(ad.describeCluster().nodes().get().size() == 1, "cluster nodes");
+          int nodes = Integer.parseInt(System.getenv().getOrDefault("MATRIX_NODES", "1"));
+          check(ad.describeCluster().nodes().get().size() == nodes, "cluster nodes " + ad.describeCluster().nodes().get() + ", want " + nodes);
           ad.deleteTopics(List.of(topic)).all().get();
           return;
         }

@@ -112,28 +112,42 @@ def main():
         if not hasattr(admin, "delete_records"):
             na("confluent-kafka-python %s has no delete_records (added in 2.4)" % __import__("confluent_kafka").version()[0])
     elif scenario == "transactions":
+        # Commit c0..c2, abort a0..a2, commit c3..c5 (VerifyTxn in scenarios.go).
         p = Producer({"bootstrap.servers": bootstrap, "transactional.id": topic + "-txn", "transaction.timeout.ms": 20000})
         p.init_transactions(20)
-        p.begin_transaction()
-        for i in range(3):
-            p.produce(topic, key="ck%d" % i, value="c%d" % i, partition=0)
-        p.commit_transaction(20)
+        for prefix, rng, commit in (("c", range(0, 3), True), ("a", range(0, 3), False), ("c", range(3, 6), True)):
+            p.begin_transaction()
+            for i in rng:
+                p.produce(topic, key="%sk%d" % (prefix, i), value="%s%d" % (prefix, i), partition=0)
+            if commit:
+                p.commit_transaction(20)
+            else:
+                p.flush(20)  # abort_transaction purges what was not sent yet
+                p.abort_transaction(20)
     elif scenario == "exactly-once":
+        # Abort a transaction holding an "aborted" record and the group's offset 3, then read the
+        # input in the group from its committed offset and write out-v<i> with the offsets.
         p = Producer({"bootstrap.servers": bootstrap, "transactional.id": topic + "-txn"})
         p.init_transactions(20)
         c = consumer({"isolation.level": "read_committed"})
+        p.begin_transaction()
+        p.produce(topic + "-out", key="k", value="aborted", partition=0)
+        p.send_offsets_to_transaction([TopicPartition(topic, 0, 3)], c.consumer_group_metadata(), 20)
+        p.flush(20)
+        p.abort_transaction(20)
         c.subscribe([topic])
         done, deadline = 0, time.time() + 30
         while done < 10:
-            assert time.time() < deadline
+            assert time.time() < deadline, "transformed %d of 10" % done
             msgs = c.consume(10, 0.5)
             if not msgs:
                 continue
             p.begin_transaction()
             for m in msgs:
+                assert not m.error(), m.error()
                 p.produce(topic + "-out", key=m.key(), value=b"out-" + m.value(), partition=0)
                 done += 1
-            p.send_offsets_to_transaction(c.position(c.assignment()), c.consumer_group_metadata())
+            p.send_offsets_to_transaction(c.position(c.assignment()), c.consumer_group_metadata(), 20)
             p.commit_transaction(20)
         c.close()
     else:

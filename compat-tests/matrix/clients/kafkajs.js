@@ -107,18 +107,30 @@ async function main() {
       break;
     }
     case 'transactions': {
+      // Commit c0..c2, abort a0..a2, commit c3..c5 (VerifyTxn in scenarios.go).
       const producer = kafka.producer({ transactionalId: `${topic}-txn`, idempotent: true, maxInFlightRequests: 1 });
       await producer.connect();
-      const txn = await producer.transaction();
-      await txn.send({ topic, messages: [0, 1, 2].map((i) => ({ key: `ck${i}`, value: `c${i}`, partition: 0 })) });
-      await txn.commit();
+      for (const [prefix, from, to, commit] of [['c', 0, 3, true], ['a', 0, 3, false], ['c', 3, 6, true]]) {
+        const txn = await producer.transaction();
+        const msgs = [];
+        for (let i = from; i < to; i++) msgs.push({ key: `${prefix}k${i}`, value: `${prefix}${i}`, partition: 0 });
+        await txn.send({ topic, messages: msgs });
+        if (commit) await txn.commit(); else await txn.abort();
+      }
       await producer.disconnect();
       break;
     }
     case 'exactly-once': {
+      // Abort a transaction holding an "aborted" record and the group's offset 3, then read the
+      // input in the group from its committed offset and write out-v<i> with the offsets.
       const producer = kafka.producer({ transactionalId: `${topic}-txn`, idempotent: true, maxInFlightRequests: 1 });
       await producer.connect();
+      const doomed = await producer.transaction();
+      await doomed.send({ topic: `${topic}-out`, messages: [{ key: 'k', value: 'aborted', partition: 0 }] });
+      await doomed.sendOffsets({ consumerGroupId: group, topics: [{ topic, partitions: [{ partition: 0, offset: '3' }] }] });
+      await doomed.abort();
       const { consumer, got } = await consume(group, 10);
+      check(got[0].value.toString() === 'v0', `group resumed at ${got[0].value} after the aborted transaction`);
       const txn = await producer.transaction();
       await txn.send({ topic: `${topic}-out`, messages: got.map((m) => ({ key: m.key, value: `out-${m.value}`, partition: 0 })) });
       await txn.sendOffsets({ consumerGroupId: group, topics: [{ topic, partitions: [{ partition: 0, offset: '10' }] }] });
