@@ -418,10 +418,21 @@ func TestStreamsExactlyOnce(t *testing.T) {
 	testStreamsExactlyOnce(t, "classic")
 }
 
-func testStreamsExactlyOnce(t *testing.T, protocol string) *Broker {
+// TestStreamsExactlyOnceStreamsProtocol is TestStreamsExactlyOnce with group.protocol=streams
+// (KIP-1071): the broker derives the tasks from the topology the members send, creates the
+// repartition and changelog topics, and assigns the tasks; kafka-streams-groups describes the
+// group.
+func TestStreamsExactlyOnceStreamsProtocol(t *testing.T) {
+	testStreamsExactlyOnce(t, "streams",
+		// A killed application's members hold their tasks until their session ends.
+		"group.streams.session.timeout.ms=10000", "group.streams.min.session.timeout.ms=10000",
+		"group.streams.heartbeat.interval.ms=1000", "group.streams.min.heartbeat.interval.ms=1000")
+}
+
+func testStreamsExactlyOnce(t *testing.T, protocol string, settings ...string) *Broker {
 	lib := streamsJars(t)
 	classes := compileStreamsApp(t, lib)
-	b := StartBroker(t, "group.initial.rebalance.delay.ms=0")
+	b := StartBroker(t, append([]string{"group.initial.rebalance.delay.ms=0"}, settings...)...)
 	ctx, cancel := context.WithTimeout(context.Background(), streamsDeadline)
 	defer cancel()
 	input, output, appID := "words-"+protocol, "counts-"+protocol, "wc-"+protocol
