@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -497,6 +498,9 @@ func testStreamsExactlyOnce(t *testing.T, protocol string, settings ...string) *
 	}
 	want := in.snapshot()
 	waitCounts("counts after the application kill", want)
+	if protocol == "streams" {
+		checkStreamsGroupTool(t, lib, b.Addr, appID, input, partitions)
+	}
 	app.close()
 
 	// Every committed record is read: the test's own end marker on each output partition comes
@@ -544,4 +548,92 @@ func testStreamsExactlyOnce(t *testing.T, protocol string, settings ...string) *
 		}
 	}
 	return b
+}
+
+// streamsGroupCommandClass is kafka-streams-groups.
+const streamsGroupCommandClass = "org.apache.kafka.tools.streams.StreamsGroupCommand"
+
+// streamsGroupTool runs kafka-streams-groups (Kafka 4.4) against addr and returns its stdout.
+func streamsGroupTool(t *testing.T, lib, addr string, args ...string) string {
+	t.Helper()
+	argv := append([]string{"-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx256m", "-cp", filepath.Join(lib, "*"),
+		streamsGroupCommandClass, "--bootstrap-server", addr}, args...)
+	return runCmd(t, 2*time.Minute, "", lookPath(t, "java"), argv...)
+}
+
+// checkStreamsGroupTool has kafka-streams-groups list and describe the running application's
+// streams group: Stable with the sticky assignor and two members (the application's two stream
+// threads, one process); the members' active tasks are the topology's six tasks (two
+// subtopologies over three partitions), each on exactly one member; the committed offsets of the
+// input and repartition topics catch up (lag 0 on every partition).
+func checkStreamsGroupTool(t *testing.T, lib, addr, appID, input string, partitions int32) {
+	t.Helper()
+	if out := streamsGroupTool(t, lib, addr, "--list"); !containsLine(out, appID) {
+		t.Errorf("kafka-streams-groups --list does not show %s:\n%s", appID, out)
+	}
+	stateRow := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(appID) + `\s+\S+ \(\d+\)\s+sticky\s+Stable\s+2\s*$`)
+	waitFor(t, streamsWaitDeadline, "kafka-streams-groups --describe --state: Stable, 2 members", func() error {
+		out := streamsGroupTool(t, lib, addr, "--describe", "--state", "--group", appID)
+		if !stateRow.MatchString(out) {
+			return fmt.Errorf("output:\n%s", out)
+		}
+		return nil
+	})
+
+	out := streamsGroupTool(t, lib, addr, "--describe", "--members", "--group", appID)
+	task := regexp.MustCompile(`(\w+):\[([0-9,]*)\]`)
+	seen := map[string]int{}
+	processes := map[string]bool{}
+	rows := 0
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 5 || f[0] != appID {
+			continue
+		}
+		rows++
+		processes[f[2]] = true
+		active, _, _ := strings.Cut(line[strings.Index(line, "ACTIVE:")+len("ACTIVE:"):], ";")
+		for _, m := range task.FindAllStringSubmatch(active, -1) {
+			for _, p := range strings.Split(m[2], ",") {
+				seen[m[1]+"_"+p]++
+			}
+		}
+	}
+	var want []string
+	for _, sub := range []string{"0", "1"} {
+		for p := int32(0); p < partitions; p++ {
+			want = append(want, fmt.Sprintf("%s_%d", sub, p))
+		}
+	}
+	var got []string
+	for k, n := range seen {
+		for range n {
+			got = append(got, k)
+		}
+	}
+	sort.Strings(got)
+	if rows != 2 || len(processes) != 1 || fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("--describe --members: %d members of %d processes with active tasks %v, want 2 members of 1 process with %v:\n%s",
+			rows, len(processes), got, want, out)
+	}
+
+	repartition := appID + "-words-repartition"
+	waitFor(t, streamsWaitDeadline, "kafka-streams-groups --describe --offsets: lag 0 everywhere", func() error {
+		out := streamsGroupTool(t, lib, addr, "--describe", "--offsets", "--group", appID)
+		caughtUp := map[string]bool{}
+		for _, line := range strings.Split(out, "\n") {
+			f := strings.Fields(line)
+			if len(f) >= 4 && f[0] == appID && f[len(f)-1] == "0" {
+				caughtUp[f[1]+"-"+f[2]] = true
+			}
+		}
+		for _, topic := range []string{input, repartition} {
+			for p := int32(0); p < partitions; p++ {
+				if !caughtUp[fmt.Sprintf("%s-%d", topic, p)] {
+					return fmt.Errorf("%s-%d not at lag 0:\n%s", topic, p, out)
+				}
+			}
+		}
+		return nil
+	})
 }
