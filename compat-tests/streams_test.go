@@ -523,6 +523,10 @@ func testStreamsExactlyOnce(t *testing.T, protocol string, settings ...string) *
 	}
 	t.Logf("%d lines, %d count updates, each exactly once", in.next, counts.total())
 
+	if protocol == "streams" {
+		checkStreamsRecordsDecode(t, lib, b, appID)
+	}
+
 	// The internal topics are Kafka's: a compacted changelog for the store and a repartition
 	// topic for the groupBy.
 	adm := groupsAdminClient(t, b)
@@ -568,6 +572,8 @@ func streamsGroupTool(t *testing.T, lib, addr string, args ...string) string {
 // input and repartition topics catch up (lag 0 on every partition).
 func checkStreamsGroupTool(t *testing.T, lib, addr, appID, input string, partitions int32) {
 	t.Helper()
+	start := time.Now()
+	defer func() { t.Logf("kafka-streams-groups checks took %v", time.Since(start).Round(time.Second)) }()
 	if out := streamsGroupTool(t, lib, addr, "--list"); !containsLine(out, appID) {
 		t.Errorf("kafka-streams-groups --list does not show %s:\n%s", appID, out)
 	}
@@ -636,4 +642,42 @@ func checkStreamsGroupTool(t *testing.T, lib, addr, appID, input string, partiti
 		}
 		return nil
 	})
+}
+
+// javaStringHash is Java's String.hashCode of an ASCII string.
+func javaStringHash(s string) int32 {
+	var h int32
+	for _, c := range []byte(s) {
+		h = 31*h + int32(c)
+	}
+	return h
+}
+
+// checkStreamsRecordsDecode reads the group's __consumer_offsets partition with Kafka 4.4's
+// kafka-dump-log --offsets-decoder: every StreamsGroup* record type sluice writes (17 metadata,
+// 19 member metadata, 20 target assignment metadata, 21 target assignment member, 22 current
+// member assignment, 23 topology) decodes with Kafka's own schemas.
+func checkStreamsRecordsDecode(t *testing.T, lib string, b *Broker, group string) {
+	t.Helper()
+	h := javaStringHash(group)
+	if h < 0 {
+		h = -h
+	}
+	partition := h % 50 // offsets.topic.num.partitions
+	seg := filepath.Join(b.Dir, fmt.Sprintf("__consumer_offsets-%d", partition), "00000000000000000000.log")
+	out := runCmd(t, 2*time.Minute, "", lookPath(t, "java"), "-Xmx256m", "-cp", filepath.Join(lib, "*"),
+		"org.apache.kafka.tools.DumpLogSegments", "--offsets-decoder", "--files", seg)
+	for _, kind := range []string{"17", "19", "20", "21", "22", "23"} {
+		if !strings.Contains(out, `key: {"type":"`+kind+`","data":{"groupId":"`+group+`"`) {
+			t.Errorf("kafka-dump-log --offsets-decoder shows no record of type %s for %s:\n%s", kind, group, clip(out))
+		}
+	}
+	for _, bad := range []string{"Error", "Exception", "Unknown", "isvalid: false"} {
+		if strings.Contains(out, bad) {
+			t.Errorf("kafka-dump-log --offsets-decoder reports %q:\n%s", bad, clip(grepLines(out, bad)))
+		}
+	}
+	if !strings.Contains(out, `"processId":"`) || !strings.Contains(out, `"subtopologyId":"1"`) {
+		t.Errorf("the decoded records lack the member's process or the topology:\n%s", clip(out))
+	}
 }

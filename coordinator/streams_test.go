@@ -285,7 +285,9 @@ func TestStreamsGroupBadInput(t *testing.T) {
 		{"empty member ID", func(r *kmsg.StreamsGroupHeartbeatRequest) { r.MemberID = "" }, kerr.InvalidRequest.Code},
 		{"join without topology", func(r *kmsg.StreamsGroupHeartbeatRequest) { r.Topology = nil }, kerr.InvalidRequest.Code},
 		{"join without process", func(r *kmsg.StreamsGroupHeartbeatRequest) { r.ProcessID = nil }, kerr.InvalidRequest.Code},
-		{"join owning tasks", func(r *kmsg.StreamsGroupHeartbeatRequest) { r.ActiveTasks = []kmsg.TaskIDs{{SubtopologyID: "0", Partitions: []int32{0}}} }, kerr.InvalidRequest.Code},
+		{"join owning tasks", func(r *kmsg.StreamsGroupHeartbeatRequest) {
+			r.ActiveTasks = []kmsg.TaskIDs{{SubtopologyID: "0", Partitions: []int32{0}}}
+		}, kerr.InvalidRequest.Code},
 		{"bad epoch", func(r *kmsg.StreamsGroupHeartbeatRequest) { r.MemberEpoch = -3 }, kerr.InvalidRequest.Code},
 		{"subtopology without input", func(r *kmsg.StreamsGroupHeartbeatRequest) {
 			r.Topology.Subtopologies[0].SourceTopics, r.Topology.Subtopologies[0].RepartitionSourceTopics = nil, nil
