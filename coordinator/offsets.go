@@ -516,7 +516,9 @@ func (s *shard) offsetDelete(req *kmsg.OffsetDeleteRequest, reply func(*kmsg.Off
 		return
 	}
 	var subscribed map[string]bool // nil: not known, treat every topic as subscribed
-	if g.cg != nil && len(g.cg.members) > 0 {
+	if g.sg != nil && len(g.sg.members) > 0 && g.sg.topology != nil {
+		subscribed = g.sg.topology.inputTopics()
+	} else if g.cg != nil && len(g.cg.members) > 0 {
 		subscribed = make(map[string]bool)
 		for _, t := range s.subscribedTopics(g.cg) {
 			subscribed[t.name] = true

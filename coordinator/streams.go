@@ -464,6 +464,22 @@ func (s *shard) configureTopology(t *sgTopology) *sgConfigured {
 	return out
 }
 
+// inputTopics are the topics the topology's tasks read and commit offsets
+// for: source topics and repartition topics (regex sources are not
+// expanded). A running streams group's offsets of these cannot be deleted.
+func (t *sgTopology) inputTopics() map[string]bool {
+	out := map[string]bool{}
+	for _, st := range t.subtopologies {
+		for _, n := range st.sourceTopics {
+			out[n] = true
+		}
+		for _, ti := range st.repartitionSourceTopics {
+			out[ti.name] = true
+		}
+	}
+	return out
+}
+
 // fixedRepartition reports whether the topology fixes name's partition count.
 func fixedRepartition(t *sgTopology, name string) bool {
 	for _, st := range t.subtopologies {

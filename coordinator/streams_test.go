@@ -230,6 +230,30 @@ func TestStreamsGroupLifecycle(t *testing.T) {
 		t.Fatalf("commit of an unknown member: %s", errName(code))
 	}
 
+	// The offsets of the tasks' input cannot be deleted while the group runs; others can.
+	del := func(topic string) int16 {
+		req := kmsg.NewPtrOffsetDeleteRequest()
+		req.Group = "sg"
+		rt := kmsg.NewOffsetDeleteRequestTopic()
+		rt.Topic = topic
+		rt.Partitions = []kmsg.OffsetDeleteRequestTopicPartition{{Partition: 0}}
+		req.Topics = append(req.Topics, rt)
+		resp, err := h.c.OffsetDelete(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.ErrorCode != 0 {
+			return resp.ErrorCode
+		}
+		return resp.Topics[0].Partitions[0].ErrorCode
+	}
+	if code := del("in"); code != kerr.GroupSubscribedToTopic.Code {
+		t.Fatalf("deleting the input's offsets of a running group: %s", errName(code))
+	}
+	if code := del("app-log"); code != 0 {
+		t.Fatalf("deleting offsets of a topic the group does not read: %s", errName(code))
+	}
+
 	// B goes silent: after its session it is removed and A gets everything back.
 	for range 3 {
 		h.advance(h.cfg.StreamsGroupSessionTimeout / 3)
@@ -427,4 +451,23 @@ func TestStreamsRecordsRoundTrip(t *testing.T) {
 	if _, err := decodeSGCurrent(cur.encode()[:9]); err == nil {
 		t.Fatal("a truncated current assignment decoded")
 	}
+}
+
+// The StreamsGroup* decoders take any bytes without panicking.
+func FuzzStreamsRecords(f *testing.F) {
+	meta := sgMemberMeta{clientID: "c", processID: "p", userEndpoint: &sgEndpoint{"h", 1}, clientTags: []sgKeyValue{{"k", "v"}}}
+	cur := sgCurrent{assigned: streamsTasks{active: taskSet{"0": {1}}, standby: taskSet{}, warmup: taskSet{}}, pendingRevoke: newStreamsTasks()}
+	for _, seed := range [][]byte{meta.encode(), cur.encode(), topologyFromRequest(wordCountTopology()).encode(),
+		streamsMetadataValue(1, 2), streamsTargetMemberValue(cur.assigned), streamsKey(keyStreamsGroupCurrentAssigment, "g", &meta.clientID)} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		_, _ = decodeSGMemberMeta(b)
+		_, _ = decodeSGCurrent(b)
+		_, _ = decodeSGTopology(b)
+		_, _ = decodeStreamsTargetMember(b)
+		_, _, _ = decodeStreamsMetadataValue(b)
+		_, _ = decodeStreamsTargetMetadataValue(b)
+		_, _, _, _ = decodeStreamsKey(b)
+	})
 }
