@@ -11,10 +11,13 @@ package broker
 // AutoTopicCreationManager, before it answers. The member's next heartbeat finds them and is
 // assigned tasks. v1 differs from v0 in the response only (AcceptableRecoveryLag as an int64,
 // TopologyDescriptionRequired, which sluice leaves false: it keeps no topology descriptions).
+// With "streams" left out of group.coordinator.rebalance.protocols every heartbeat is answered
+// UNSUPPORTED_VERSION, as Kafka's KafkaApis answers when the streams protocol is off.
 
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -34,6 +37,12 @@ func init() {
 		req, ok := w.Body.(*kmsg.StreamsGroupHeartbeatRequest)
 		if !ok {
 			respond(nil, errUnexpectedBody)
+			return
+		}
+		if !b.streamsProtocolEnabled() {
+			resp := req.ResponseKind().(*kmsg.StreamsGroupHeartbeatResponse)
+			resp.ErrorCode = kerr.UnsupportedVersion.Code
+			respond(resp, nil)
 			return
 		}
 		serveInConnOrder(ctx, w.Conn, func() (kmsg.Response, error) {
@@ -88,4 +97,9 @@ func (b *Broker) createStreamsInternalTopics(ctx context.Context, group string, 
 		}
 	}
 	b.waitForImage(ctx, b.ctrl.Image().Offset)
+}
+
+// streamsProtocolEnabled reports whether group.coordinator.rebalance.protocols lists streams.
+func (b *Broker) streamsProtocolEnabled() bool {
+	return slices.Contains(b.cfg.Static.GroupCoordinatorRebalanceProtocols, "streams")
 }

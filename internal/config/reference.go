@@ -63,7 +63,7 @@ var refusedValuesNote = map[string]string{
 	"compression.type":                          "only `producer` is accepted: the broker does not recompress yet",
 	"log.dirs":                                  "one directory only: several log directories (JBOD) are not supported yet",
 	"group.consumer.assignors":                  "the first (default) assignor must be `uniform`",
-	"group.coordinator.rebalance.protocols":     "`share` is refused, and `consumer` must be listed; leaving `streams` out does not turn streams groups off",
+	"group.coordinator.rebalance.protocols":     "`share` is refused, and `consumer` must be listed (without `streams`, StreamsGroupHeartbeat answers UNSUPPORTED_VERSION)",
 	"listeners":                                 "PLAINTEXT, SSL, SASL_PLAINTEXT and SASL_SSL client listeners; the controller and inter-broker listeners must be PLAINTEXT (TLS and SASL between nodes are not implemented yet)",
 	"offsets.topic.replication.factor":          "capped at the number of brokers when the offsets topic is created",
 	"transaction.state.log.replication.factor":  "capped at the number of brokers when the transaction state topic is created",
