@@ -271,6 +271,16 @@ func TestStreamsGroupLifecycle(t *testing.T) {
 		t.Fatalf("B still described after its session: %d members", len(d.Members))
 	}
 
+	// A member asking to shut the application down: every member is told so.
+	r, _ = h.sgHeartbeat(sgReq{member: "A", epoch: r.MemberEpoch, shutdown: true})
+	if !slices.Equal(statusCodes(r), []int8{sgStatusShutdownApplication}) {
+		t.Fatalf("shutdown request: status %+v", r.Status)
+	}
+	r, _ = h.sgHeartbeat(sgReq{member: "A", epoch: r.MemberEpoch})
+	if !slices.Equal(statusCodes(r), []int8{sgStatusShutdownApplication}) {
+		t.Fatalf("after a shutdown request: status %+v", r.Status)
+	}
+
 	// A leaves: the group is empty.
 	r, _ = h.sgHeartbeat(sgReq{member: "A", epoch: -1})
 	if r.ErrorCode != 0 || r.MemberEpoch != -1 {
