@@ -525,6 +525,14 @@ func testStreamsExactlyOnce(t *testing.T, protocol string, settings ...string) *
 
 	if protocol == "streams" {
 		checkStreamsRecordsDecode(t, lib, b, appID)
+		// The closed application's members left: the group is empty and can be deleted.
+		out := streamsGroupTool(t, lib, b.Addr, "--delete", "--group", appID)
+		if !strings.Contains(out, "Deletion of requested streams groups ('"+appID+"') was successful.") {
+			t.Errorf("kafka-streams-groups --delete:\n%s", out)
+		}
+		if out := streamsGroupTool(t, lib, b.Addr, "--list"); containsLine(out, appID) {
+			t.Errorf("kafka-streams-groups --list still shows %s after --delete:\n%s", appID, out)
+		}
 	}
 
 	// The internal topics are Kafka's: a compacted changelog for the store and a repartition
