@@ -148,6 +148,7 @@
 // no topology descriptions (KIP-1331); the group-level streams configs
 // (acceptable recovery lag 10000, task offset interval 60 s) are fixed; the
 // KIP-1251-style assignment epochs of CurrentMemberAssignment's task lists
-// are not written; a topology of the same epoch as the group's but with
-// different content is not refused; rack-aware standby placement is not done.
+// are not written; rack-aware standby placement is not done. As in Kafka
+// 4.4, a member joining with a topology other than the group's is refused
+// (topology updates are not supported).
 package coordinator

@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"hash/fnv"
@@ -264,7 +265,7 @@ func validateStreamsTopology(t *kmsg.StreamsGroupHeartbeatRequestTopology) (int1
 }
 
 // topologyFromRequest converts the request's topology, subtopologies sorted
-// by ID.
+// by ID and topic configs by key.
 func topologyFromRequest(t *kmsg.StreamsGroupHeartbeatRequestTopology) *sgTopology {
 	infos := func(ts []kmsg.TopicInfo) []sgTopicInfo {
 		out := make([]sgTopicInfo, 0, len(ts))
@@ -273,6 +274,9 @@ func topologyFromRequest(t *kmsg.StreamsGroupHeartbeatRequestTopology) *sgTopolo
 			for _, kv := range ti.Configs {
 				info.configs = append(info.configs, sgKeyValue{kv.Key, kv.Value})
 			}
+			// Sorted, so that the same topology compares equal whatever order a client's
+			// config map gave.
+			sort.Slice(info.configs, func(i, j int) bool { return info.configs[i].key < info.configs[j].key })
 			out = append(out, info)
 		}
 		return out
@@ -612,6 +616,18 @@ func (s *shard) streamsHeartbeat(client JoinClient, req *kmsg.StreamsGroupHeartb
 	}
 	sg := g.sg
 	owned := reportedTasks(req)
+	// A joining member's topology must be the group's, as Kafka 4.4 has it: an older epoch is
+	// reported stale (the member keeps working with the group's), a different one refused.
+	var statuses []kmsg.StreamsGroupHeartbeatResponseStatus
+	if req.Topology != nil && sg.topology != nil {
+		switch t := topologyFromRequest(req.Topology); {
+		case t.epoch < sg.topology.epoch:
+			statuses = append(statuses, sgStatus(sgStatusStaleTopology, fmt.Sprintf("The member's topology epoch %d is behind the group's topology epoch %d.", t.epoch, sg.topology.epoch)))
+		case !bytes.Equal(t.encode(), sg.topology.encode()):
+			fail(kerr.InvalidRequest.Code, "Topology updates are not supported yet.")
+			return
+		}
+	}
 
 	var m *sgMember
 	bump := false
@@ -693,17 +709,11 @@ func (s *shard) streamsHeartbeat(client JoinClient, req *kmsg.StreamsGroupHeartb
 		sg.shutdown = true
 	}
 
-	// The topology: the first member's, or a newer epoch's.
-	var statuses []kmsg.StreamsGroupHeartbeatResponseStatus
-	if req.Topology != nil {
-		switch t := topologyFromRequest(req.Topology); {
-		case sg.topology == nil || t.epoch > sg.topology.epoch:
-			sg.topology = t
-			recs = append(recs, record{key: streamsKey(keyStreamsGroupTopology, g.id, nil), value: t.encode()})
-			bump = true
-		case t.epoch < sg.topology.epoch:
-			statuses = append(statuses, sgStatus(sgStatusStaleTopology, fmt.Sprintf("The member's topology epoch %d is behind the group's %d.", t.epoch, sg.topology.epoch)))
-		}
+	// The first member's topology becomes the group's.
+	if req.Topology != nil && sg.topology == nil {
+		sg.topology = topologyFromRequest(req.Topology)
+		recs = append(recs, record{key: streamsKey(keyStreamsGroupTopology, g.id, nil), value: sg.topology.encode()})
+		bump = true
 	}
 
 	// The member's metadata.

@@ -342,6 +342,20 @@ func TestStreamsGroupBadInput(t *testing.T) {
 	if r := send(func(*kmsg.StreamsGroupHeartbeatRequest) {}); r.ErrorCode != 0 {
 		t.Fatalf("join: %s", errName(r.ErrorCode))
 	}
+	// Another topology for the group: Kafka 4.4 does not take topology updates; an older
+	// epoch's member is told its topology is stale.
+	if r := send(func(r *kmsg.StreamsGroupHeartbeatRequest) { r.MemberID = "N"; r.Topology.Epoch = 1 }); r.ErrorCode != kerr.InvalidRequest.Code {
+		t.Fatalf("a new topology epoch: %s", errName(r.ErrorCode))
+	}
+	if r := send(func(r *kmsg.StreamsGroupHeartbeatRequest) {
+		r.MemberID = "N"
+		r.Topology.Subtopologies[0].SourceTopics = []string{"a"}
+	}); r.ErrorCode != kerr.InvalidRequest.Code {
+		t.Fatalf("a different topology of the same epoch: %s", errName(r.ErrorCode))
+	}
+	if d := h.sgDescribe(); len(d.Members) != 1 {
+		t.Fatalf("refused joins added members: %d", len(d.Members))
+	}
 	if r := send(func(r *kmsg.StreamsGroupHeartbeatRequest) { r.MemberEpoch = 7; r.Topology = nil }); r.ErrorCode != kerr.FencedMemberEpoch.Code {
 		t.Fatalf("a future epoch: %s", errName(r.ErrorCode))
 	}
