@@ -144,8 +144,9 @@
 //
 // Streams groups: no warm-up tasks and no lag-aware placement (TaskOffsets
 // and TaskEndOffsets are ignored, so a standby is never promoted for being
-// caught up); PartitionsByUserEndpoint (interactive queries) is never sent;
-// no topology descriptions (KIP-1331); the group-level streams configs
+// caught up); the interactive-queries endpoint epoch is not persisted (after
+// a load every member with an endpoint is sent the map again); no topology
+// descriptions (KIP-1331); the group-level streams configs
 // (acceptable recovery lag 10000, task offset interval 60 s) are fixed; the
 // KIP-1251-style assignment epochs of CurrentMemberAssignment's task lists
 // are not written; rack-aware standby placement is not done. As in Kafka

@@ -98,6 +98,12 @@ type streamsGroup struct {
 	// shutdown is set once a member asked the whole application to shut
 	// down; every member is told so until the group is empty. Not persisted.
 	shutdown bool
+	// endpointEpoch counts changes of the members' interactive-query
+	// endpoints and of the tasks of members that have one; a heartbeat
+	// carrying another epoch is sent PartitionsByUserEndpoint. Not persisted:
+	// after a load it restarts at 0, and every member with another epoch gets
+	// the map again.
+	endpointEpoch int32
 }
 
 func newStreamsGroup() *streamsGroup {
@@ -744,7 +750,10 @@ func (s *shard) streamsHeartbeat(client JoinClient, req *kmsg.StreamsGroupHeartb
 		}
 		sort.Slice(meta.clientTags, func(i, j int) bool { return meta.clientTags[i].key < meta.clientTags[j].key })
 	}
+	endpointChanged := false
 	if !meta.equal(&m.meta) {
+		endpointChanged = (meta.userEndpoint == nil) != (m.meta.userEndpoint == nil) ||
+			(meta.userEndpoint != nil && *meta.userEndpoint != *m.meta.userEndpoint)
 		assignmentInputs := meta.processID != m.meta.processID || !strPtrEqual(meta.rackID, m.meta.rackID) ||
 			!slices.Equal(meta.clientTags, m.meta.clientTags) || meta.topologyEpoch != m.meta.topologyEpoch ||
 			!strPtrEqual(meta.instanceID, m.meta.instanceID)
@@ -777,6 +786,9 @@ func (s *shard) streamsHeartbeat(client JoinClient, req *kmsg.StreamsGroupHeartb
 	if changed {
 		recs = append(recs, g.sgCurrentRecord(m))
 	}
+	if (changed && m.meta.userEndpoint != nil) || endpointChanged {
+		sg.endpointEpoch++
+	}
 	g.scheduleStreamsSession(m)
 
 	r := req.ResponseKind().(*kmsg.StreamsGroupHeartbeatResponse)
@@ -786,7 +798,10 @@ func (s *shard) streamsHeartbeat(client JoinClient, req *kmsg.StreamsGroupHeartb
 	r.AcceptableRecoveryLagLegacy = sgAcceptableRecoveryLag
 	r.AcceptableRecoveryLag = sgAcceptableRecoveryLag
 	r.TaskOffsetIntervalMillis = sgTaskOffsetInterval
-	r.EndpointInformationEpoch = req.EndpointInformationEpoch
+	r.EndpointInformationEpoch = sg.endpointEpoch
+	if req.EndpointInformationEpoch != sg.endpointEpoch {
+		r.PartitionsByUserEndpoint = g.partitionsByUserEndpoint()
+	}
 	var create []StreamsInternalTopic
 	if configured != nil {
 		if len(configured.missingSource) > 0 {
@@ -1165,9 +1180,81 @@ func (g *group) activeOwnedByOther(m *sgMember, subtopology string, p int32) boo
 	return false
 }
 
+// partitionsByUserEndpoint is the interactive-queries map of the group: for
+// each member with an endpoint, the input partitions (source and repartition
+// topics) of its active tasks and of its standby and warm-up tasks. nil when
+// no member has an endpoint.
+func (g *group) partitionsByUserEndpoint() []kmsg.StreamsGroupHeartbeatResponsePartitionsByUserEndpoint {
+	sg := g.sg
+	if sg.topology == nil {
+		return nil
+	}
+	subs := make(map[string]*sgSubtopology, len(sg.topology.subtopologies))
+	for i := range sg.topology.subtopologies {
+		subs[sg.topology.subtopologies[i].id] = &sg.topology.subtopologies[i]
+	}
+	// partitions lists, per topic in name order, the partitions of tasks.
+	partitions := func(sets ...taskSet) map[string][]int32 {
+		out := map[string][]int32{}
+		for _, ts := range sets {
+			for sub, ps := range ts {
+				st := subs[sub]
+				if st == nil {
+					continue
+				}
+				var topics []string
+				topics = append(topics, st.sourceTopics...)
+				for _, ti := range st.repartitionSourceTopics {
+					topics = append(topics, ti.name)
+				}
+				for _, topic := range topics {
+					n := int32(-1)
+					if g.s.cfg.Topics != nil {
+						if _, parts, ok := g.s.cfg.Topics.TopicByName(topic); ok {
+							n = parts
+						}
+					}
+					for _, p := range ps {
+						if p < n {
+							if i, found := slices.BinarySearch(out[topic], p); !found {
+								out[topic] = slices.Insert(out[topic], i, p)
+							}
+						}
+					}
+				}
+			}
+		}
+		return out
+	}
+	var out []kmsg.StreamsGroupHeartbeatResponsePartitionsByUserEndpoint
+	for _, id := range sg.sortedMemberIDs() {
+		m := sg.members[id]
+		if m.meta.userEndpoint == nil {
+			continue
+		}
+		e := kmsg.NewStreamsGroupHeartbeatResponsePartitionsByUserEndpoint()
+		e.UserEndpoint.Host, e.UserEndpoint.Port = m.meta.userEndpoint.host, m.meta.userEndpoint.port
+		e.ActivePartitions = []kmsg.StreamsGroupHeartbeatResponsePartitionsByUserEndpointActivePartition{}
+		active := partitions(m.assigned.active)
+		for _, topic := range sortedStreamsKeys(active) {
+			e.ActivePartitions = append(e.ActivePartitions, kmsg.StreamsGroupHeartbeatResponsePartitionsByUserEndpointActivePartition{Topic: topic, Partitions: active[topic]})
+		}
+		e.StandbyPartitions = []kmsg.StreamsGroupHeartbeatResponsePartitionsByUserEndpointStandbyPartition{}
+		standby := partitions(m.assigned.standby, m.assigned.warmup)
+		for _, topic := range sortedStreamsKeys(standby) {
+			e.StandbyPartitions = append(e.StandbyPartitions, kmsg.StreamsGroupHeartbeatResponsePartitionsByUserEndpointStandbyPartition{Topic: topic, Partitions: standby[topic]})
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
 // removeStreamsMember drops m from the group (left, fenced or expired).
 func (g *group) removeStreamsMember(m *sgMember, recs *[]record) {
 	sg := g.sg
+	if m.meta.userEndpoint != nil {
+		sg.endpointEpoch++
+	}
 	g.s.stopTimer(m.sessionTimer)
 	g.s.stopTimer(m.rebalanceTimer)
 	delete(sg.members, m.id)

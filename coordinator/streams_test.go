@@ -43,6 +43,8 @@ type sgReq struct {
 	epoch           int32
 	active          map[string][]int32 // nil: not sent
 	shutdown        bool
+	endpoint        string // host of an interactive-query endpoint (port 8080), joins only
+	endpointEpoch   int32
 }
 
 func (h *harness) sgHeartbeat(r sgReq) (*kmsg.StreamsGroupHeartbeatResponse, []StreamsInternalTopic) {
@@ -53,6 +55,10 @@ func (h *harness) sgHeartbeat(r sgReq) (*kmsg.StreamsGroupHeartbeatResponse, []S
 	req.MemberID = r.member
 	req.MemberEpoch = r.epoch
 	req.ShutdownApplication = r.shutdown
+	req.EndpointInformationEpoch = r.endpointEpoch
+	if r.endpoint != "" {
+		req.UserEndpoint = &kmsg.StreamsGroupHeartbeatRequestUserEndpoint{Host: r.endpoint, Port: 8080}
+	}
 	if r.epoch == 0 {
 		req.RebalanceTimeoutMillis = 30000
 		req.Topology = wordCountTopology()
@@ -494,4 +500,28 @@ func FuzzStreamsRecords(f *testing.F) {
 		_, _ = decodeStreamsTargetMetadataValue(b)
 		_, _, _, _ = decodeStreamsKey(b)
 	})
+}
+
+// A member with an interactive-query endpoint is sent every endpoint's partitions (its
+// tasks' input partitions) whenever its endpoint epoch is behind the group's.
+func TestStreamsGroupEndpoints(t *testing.T) {
+	topics := fakeTopics{"in": {id: [16]byte{1}, parts: 3}, "app-rep": {id: [16]byte{2}, parts: 3}, "app-log": {id: [16]byte{3}, parts: 3}}
+	h := newHarness(t, func(c *Config) { c.Topics = topics })
+	h.load("sg")
+	r, _ := h.sgHeartbeat(sgReq{member: "A", epoch: 0, endpoint: "host-a"})
+	if r.EndpointInformationEpoch == 0 || len(r.PartitionsByUserEndpoint) != 1 {
+		t.Fatalf("join: endpoint epoch %d, map %+v", r.EndpointInformationEpoch, r.PartitionsByUserEndpoint)
+	}
+	e := r.PartitionsByUserEndpoint[0]
+	var active []string
+	for _, tp := range e.ActivePartitions {
+		active = append(active, fmt.Sprintf("%s%v", tp.Topic, tp.Partitions))
+	}
+	if e.UserEndpoint.Host != "host-a" || e.UserEndpoint.Port != 8080 || fmt.Sprint(active) != "[app-rep[0 1 2] in[0 1 2]]" || len(e.StandbyPartitions) != 0 {
+		t.Fatalf("endpoint map: %+v", e)
+	}
+	r2, _ := h.sgHeartbeat(sgReq{member: "A", epoch: r.MemberEpoch, endpointEpoch: r.EndpointInformationEpoch})
+	if r2.PartitionsByUserEndpoint != nil || r2.EndpointInformationEpoch != r.EndpointInformationEpoch {
+		t.Fatalf("an up-to-date member was sent the map again: %+v (epoch %d)", r2.PartitionsByUserEndpoint, r2.EndpointInformationEpoch)
+	}
 }
