@@ -36,6 +36,10 @@ func newCoordinator(b *Broker) *coordinator.Coordinator {
 	cfg.ConsumerGroupSessionTimeout = ms(int64(s.GroupConsumerSessionTimeoutMs))
 	cfg.ConsumerGroupHeartbeatInterval = ms(int64(s.GroupConsumerHeartbeatIntervalMs))
 	cfg.ConsumerGroupMaxSize = int(s.GroupConsumerMaxSize)
+	cfg.StreamsGroupSessionTimeout = ms(int64(s.Int32("group.streams.session.timeout.ms")))
+	cfg.StreamsGroupHeartbeatInterval = ms(int64(s.Int32("group.streams.heartbeat.interval.ms")))
+	cfg.StreamsGroupMaxSize = int(s.Int32("group.streams.max.size"))
+	cfg.StreamsGroupNumStandbyReplicas = int(s.Int32("group.streams.num.standby.replicas"))
 	cfg.Topics = imageTopics{b.ctrl}
 	cfg.Logger = b.logger.With("component", "coordinator")
 	return coordinator.New(cfg)

@@ -63,8 +63,9 @@ func describeEach[G any](ctx context.Context, c *Coordinator, ids []string, newG
 
 func (s *shard) describeGroup(version int16, dg kmsg.DescribeGroupsResponseGroup) kmsg.DescribeGroupsResponseGroup {
 	g := s.groups[dg.Group]
-	if g != nil && g.cg != nil {
-		// A KIP-848 group is described by ConsumerGroupDescribe.
+	if g != nil && (g.cg != nil || g.sg != nil) {
+		// A KIP-848 group is described by ConsumerGroupDescribe, a streams
+		// group by StreamsGroupDescribe.
 		dg.State = groupDead.String()
 		if version >= 6 {
 			dg.ErrorCode = kerr.GroupIDNotFound.Code
@@ -112,6 +113,9 @@ func (s *shard) describeGroup(version int16, dg kmsg.DescribeGroupsResponseGroup
 
 // groupType is the ListGroups v5 type of a group.
 func (g *group) groupType() string {
+	if g.sg != nil {
+		return "streams"
+	}
 	if g.cg != nil {
 		return "consumer"
 	}

@@ -93,6 +93,17 @@ func (s *shard) joinGroup(client JoinClient, req *kmsg.JoinGroupRequest, reply f
 		g = s.newGroup(req.Group)
 		created = true
 	}
+	if g.sg != nil {
+		if len(g.sg.members) > 0 {
+			reply(joinErrorResp(req.MemberID, kerr.InconsistentGroupProtocol.Code))
+			return
+		}
+		// An empty streams group becomes a classic group.
+		recs := g.deletionRecords()
+		g.sg = nil
+		g.resetToSimple()
+		s.write(recs, func(int16) {})
+	}
 	if g.cg != nil {
 		if len(g.cg.members) > 0 {
 			// Kafka lets classic members join a consumer group (online

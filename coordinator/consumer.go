@@ -265,15 +265,16 @@ func (s *shard) consumerHeartbeat(client JoinClient, req *kmsg.ConsumerGroupHear
 	g := s.groups[req.Group]
 	var recs []record
 	if g != nil && g.cg == nil {
-		if len(g.members) > 0 || g.state != groupEmpty {
+		if len(g.members) > 0 || g.state != groupEmpty || (g.sg != nil && len(g.sg.members) > 0) {
 			fail(kerr.GroupIDNotFound.Code, "Group "+req.Group+" is not a consumer group.")
 			return
 		}
 		// An empty classic group (or one holding only offsets) becomes a
 		// consumer group, keeping its offsets.
 		if g.protocolType != "" || g.generation != 0 {
-			recs = append(recs, groupTombstone(g.id))
+			recs = append(recs, g.deletionRecords()...)
 		}
+		g.sg = nil
 		g.resetToSimple()
 		g.cg = newConsumerGroup()
 		g.protocolType = "consumer"

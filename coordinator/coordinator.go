@@ -78,6 +78,16 @@ type Config struct {
 	// ConsumerGroupMaxSize is group.consumer.max.size (MaxInt32).
 	ConsumerGroupMaxSize int
 
+	// StreamsGroupSessionTimeout is group.streams.session.timeout.ms (45s)
+	// for KIP-1071 streams groups.
+	StreamsGroupSessionTimeout time.Duration
+	// StreamsGroupHeartbeatInterval is group.streams.heartbeat.interval.ms (5s).
+	StreamsGroupHeartbeatInterval time.Duration
+	// StreamsGroupMaxSize is group.streams.max.size (MaxInt32).
+	StreamsGroupMaxSize int
+	// StreamsGroupNumStandbyReplicas is group.streams.num.standby.replicas (0).
+	StreamsGroupNumStandbyReplicas int
+
 	// Topics resolves data topics; see TopicMetadata. May be nil.
 	Topics TopicMetadata
 	// Clock is the time source (system clock if nil).
@@ -100,6 +110,9 @@ func DefaultConfig() Config {
 		ConsumerGroupSessionTimeout:    45 * time.Second,
 		ConsumerGroupHeartbeatInterval: 5 * time.Second,
 		ConsumerGroupMaxSize:           math.MaxInt32,
+		StreamsGroupSessionTimeout:     45 * time.Second,
+		StreamsGroupHeartbeatInterval:  5 * time.Second,
+		StreamsGroupMaxSize:            math.MaxInt32,
 	}
 }
 
@@ -156,6 +169,15 @@ func New(cfg Config) *Coordinator {
 	}
 	if cfg.ConsumerGroupHeartbeatInterval <= 0 {
 		cfg.ConsumerGroupHeartbeatInterval = def.ConsumerGroupHeartbeatInterval
+	}
+	if cfg.StreamsGroupSessionTimeout <= 0 {
+		cfg.StreamsGroupSessionTimeout = def.StreamsGroupSessionTimeout
+	}
+	if cfg.StreamsGroupHeartbeatInterval <= 0 {
+		cfg.StreamsGroupHeartbeatInterval = def.StreamsGroupHeartbeatInterval
+	}
+	if cfg.StreamsGroupMaxSize <= 0 {
+		cfg.StreamsGroupMaxSize = def.StreamsGroupMaxSize
 	}
 	if cfg.ConsumerGroupMaxSize <= 0 {
 		cfg.ConsumerGroupMaxSize = def.ConsumerGroupMaxSize

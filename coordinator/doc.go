@@ -25,16 +25,20 @@
 // 3; the KIP-848 records 3, 5, 6, 7 and 8 — ConsumerGroupMetadata,
 // MemberMetadata, TargetAssignmentMetadata, TargetAssignmentMember,
 // CurrentMemberAssignment — encoded here in Kafka's layout since kmsg lacks
-// them), so a log written by Kafka can be loaded and vice versa. A nil value
+// them; the KIP-1071 streams group records 17 and 19–23 — StreamsGroupMetadata,
+// MemberMetadata, TargetAssignmentMetadata, TargetAssignmentMember,
+// CurrentMemberAssignment, Topology — likewise, in streams_records.go), so a
+// log written by Kafka can be loaded and vice versa. A nil value
 // is a tombstone (offset deleted / member or group deleted); the topic must
 // be compacted (cleanup.policy=compact), which is the broker's and
-// logstore's business. Record types this package does not serve (share and
-// streams groups, key version > 8) are skipped on load.
+// logstore's business. Record types this package does not serve (share
+// groups, key versions 9-16) are skipped on load.
 //
-// Groups are either classic (JoinGroup/SyncGroup/Heartbeat/LeaveGroup) or
-// KIP-848 consumer groups (ConsumerGroupHeartbeat); an empty group of one
-// kind turns into the other on a join of the other protocol, a non-empty one
-// refuses (INCONSISTENT_GROUP_PROTOCOL / GROUP_ID_NOT_FOUND). Offsets belong
+// Groups are classic (JoinGroup/SyncGroup/Heartbeat/LeaveGroup), KIP-848
+// consumer groups (ConsumerGroupHeartbeat) or KIP-1071 streams groups
+// (StreamsGroupHeartbeat; streams.go); an empty group of one kind turns into
+// another on a join of that protocol, a non-empty one refuses
+// (INCONSISTENT_GROUP_PROTOCOL / GROUP_ID_NOT_FOUND). Offsets belong
 // to the group ID whatever its kind. A consumer group member's OffsetCommit
 // carries its member epoch; as in Kafka 4.3+ (KIP-1251), an older epoch
 // than the member's — a commit that raced the heartbeat advancing it — is
@@ -85,11 +89,15 @@
 //	marker committed on __consumer_offsets-p → c.CompleteTxnOffsets(p, producerID, commit)
 //	ConsumerGroupHeartbeat (68) → c.ConsumerGroupHeartbeat(ctx, JoinClient{...}, req)
 //	ConsumerGroupDescribe (69)  → c.ConsumerGroupDescribe(ctx, req)
+//	StreamsGroupHeartbeat (88)  → c.StreamsGroupHeartbeat(ctx, JoinClient{...}, req)
+//	                              (then create the internal topics it returns)
+//	StreamsGroupDescribe (89)   → c.StreamsGroupDescribe(ctx, req)
 //
 // Versions served: OffsetCommit 0–10, OffsetFetch 0–10, JoinGroup 0–9,
 // Heartbeat 0–4, LeaveGroup 0–5, SyncGroup 0–5, DescribeGroups 0–6,
 // ListGroups 0–5, DeleteGroups 0–2, OffsetDelete 0, ConsumerGroupHeartbeat
-// 0–1, ConsumerGroupDescribe 0–1 (the kmsg v1.15.1 maxima).
+// 0–1, ConsumerGroupDescribe 0–1, StreamsGroupHeartbeat 0–1,
+// StreamsGroupDescribe 0–1 (the kmsg v1.15.1 maxima).
 //
 // Load and Unload block (Load for the replay, Unload until the shard has
 // answered everything pending): call them without holding locks that
@@ -134,4 +142,15 @@
 // assignment epochs are not persisted (sluice does not know Kafka's record
 // fields for them): after a load a partition counts from the first replayed
 // CurrentMemberAssignment record of the member that holds it.
+//
+// Streams groups: no warm-up tasks and no lag-aware placement (TaskOffsets
+// and TaskEndOffsets are ignored, so a standby is never promoted for being
+// caught up); the interactive-queries endpoint epoch is not persisted (after
+// a load every member with an endpoint is sent the map again); no topology
+// descriptions (KIP-1331); the group-level streams configs
+// (acceptable recovery lag 10000, task offset interval 60 s) are fixed; the
+// KIP-1251-style assignment epochs of CurrentMemberAssignment's task lists
+// are not written; rack-aware standby placement is not done. As in Kafka
+// 4.4, a member joining with a topology other than the group's is refused
+// (topology updates are not supported).
 package coordinator

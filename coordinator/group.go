@@ -135,6 +135,9 @@ type group struct {
 	// cg is non-nil for a KIP-848 consumer group; then the classic fields
 	// above stay empty (state Empty, no members).
 	cg *consumerGroup
+	// sg is non-nil for a KIP-1071 streams group (streams.go); then cg is
+	// nil and the classic fields stay empty.
+	sg *streamsGroup
 
 	offsets map[string]map[int32]*offsetEntry
 	// pendingCommits counts offset writes in flight per partition; such
@@ -452,12 +455,18 @@ func (g *group) isEmpty() bool {
 	if g.cg != nil {
 		return len(g.cg.members) == 0
 	}
+	if g.sg != nil {
+		return len(g.sg.members) == 0
+	}
 	return g.state == groupEmpty
 }
 
 // deletionRecords are the tombstones that delete the group's membership
 // state (not its offsets). REQUIRES: g.isEmpty().
 func (g *group) deletionRecords() []record {
+	if g.sg != nil {
+		return g.streamsDeletionRecords()
+	}
 	if g.cg != nil {
 		return []record{
 			{key: cgKey(keyConsumerGroupTargetMetadata, g.id, nil)},
@@ -469,6 +478,9 @@ func (g *group) deletionRecords() []record {
 
 // stateName is the state ListGroups shows.
 func (g *group) stateName() string {
+	if g.sg != nil {
+		return g.s.streamsStateName(g)
+	}
 	if g.cg != nil {
 		if g.state == groupDead {
 			return "Dead"

@@ -191,6 +191,9 @@ func (g *group) validateOffsetCommit(req *kmsg.OffsetCommitRequest) int16 {
 	if g.state == groupDead {
 		return errCoordNotAvailable
 	}
+	if g.sg != nil {
+		return g.validateStreamsOffsetCommit(req.MemberID, req.Generation, req.Version)
+	}
 	if g.cg != nil {
 		// KIP-848: the member epoch stands in for the generation.
 		if req.Generation < 0 && len(g.cg.members) == 0 {
@@ -379,6 +382,15 @@ func (c *Coordinator) fetchGroup(ctx context.Context, version int16, groupID str
 		code   int16
 	}
 	r, err := await(ctx, s, func(reply func(result)) {
+		if g := s.groups[groupID]; g != nil && g.sg != nil && memberID != nil {
+			if m := g.sg.members[*memberID]; m == nil {
+				reply(result{code: errUnknownMember})
+				return
+			} else if m.epoch != memberEpoch {
+				reply(result{code: kerr.StaleMemberEpoch.Code})
+				return
+			}
+		}
 		if g := s.groups[groupID]; g != nil && g.cg != nil && memberID != nil {
 			m := g.cg.members[*memberID]
 			if m == nil {
@@ -504,7 +516,9 @@ func (s *shard) offsetDelete(req *kmsg.OffsetDeleteRequest, reply func(*kmsg.Off
 		return
 	}
 	var subscribed map[string]bool // nil: not known, treat every topic as subscribed
-	if g.cg != nil && len(g.cg.members) > 0 {
+	if g.sg != nil && len(g.sg.members) > 0 && g.sg.topology != nil {
+		subscribed = g.sg.topology.inputTopics()
+	} else if g.cg != nil && len(g.cg.members) > 0 {
 		subscribed = make(map[string]bool)
 		for _, t := range s.subscribedTopics(g.cg) {
 			subscribed[t.name] = true

@@ -65,7 +65,11 @@ func (s *shard) replayGroups() error {
 			return nil
 		}
 		if len(r.key) >= 2 {
-			if kind := int16(binary.BigEndian.Uint16(r.key)); kind >= keyConsumerGroupLo {
+			kind := int16(binary.BigEndian.Uint16(r.key))
+			if isStreamsRecordKind(kind) {
+				return s.applyStreamsRecord(r.key, r.value)
+			}
+			if kind >= keyConsumerGroupLo {
 				return s.applyConsumerRecord(r.key, r.value)
 			}
 		}
@@ -135,7 +139,7 @@ func (s *shard) applyRecord(d *decodedRecord) {
 // maybeDropLoadedGroup forgets a replayed group left with neither metadata
 // nor offsets.
 func (s *shard) maybeDropLoadedGroup(g *group) {
-	if g.cg == nil && g.protocolType == "" && g.generation == 0 && len(g.members) == 0 && g.numOffsets() == 0 {
+	if g.cg == nil && g.sg == nil && g.protocolType == "" && g.generation == 0 && len(g.members) == 0 && g.numOffsets() == 0 {
 		delete(s.groups, g.id)
 	}
 }
@@ -156,6 +160,11 @@ func (s *shard) activate() {
 		if g.cg != nil {
 			for _, m := range g.cg.members {
 				g.scheduleConsumerSession(m)
+			}
+		}
+		if g.sg != nil {
+			for _, m := range g.sg.members {
+				g.scheduleStreamsSession(m)
 			}
 		}
 	}

@@ -25,6 +25,7 @@ fi
 
 go mod download
 scripts/fetch-kafka.sh >/dev/null
+KAFKA_VERSION=4.4.0 scripts/fetch-kafka.sh >/dev/null  # Kafka Streams 4.4 (compat-tests/streams_test.go)
 # kafkajs for the compatibility matrix (compat-tests/matrix), installed into the cache, never
 # into the repository.
 if ! [ -f "${SLUICE_CACHE:-$HOME/.cache/sluice}/npm/node_modules/kafkajs/package.json" ]; then

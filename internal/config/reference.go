@@ -64,7 +64,7 @@ var refusedValuesNote = map[string]string{
 	"replica.selector.class":                    "unset (consumers fetch from the leader) or `org.apache.kafka.common.replica.RackAwareReplicaSelector` (KIP-392: a leader points a consumer whose `client.rack` is another rack's at an in-sync follower in that rack); other classes are refused",
 	"log.dirs":                                  "one directory only: several log directories (JBOD) are not supported yet",
 	"group.consumer.assignors":                  "the first (default) assignor must be `uniform`",
-	"group.coordinator.rebalance.protocols":     "`share` and `streams` are refused, and `consumer` must be listed",
+	"group.coordinator.rebalance.protocols":     "`share` is refused, and `consumer` must be listed (without `streams`, StreamsGroupHeartbeat answers UNSUPPORTED_VERSION)",
 	"listeners":                                 "PLAINTEXT, SSL, SASL_PLAINTEXT and SASL_SSL client listeners; the controller and inter-broker listeners must be PLAINTEXT (TLS and SASL between nodes are not implemented yet)",
 	"offsets.topic.replication.factor":          "capped at the number of brokers when the offsets topic is created",
 	"transaction.state.log.replication.factor":  "capped at the number of brokers when the transaction state topic is created",

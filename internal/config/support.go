@@ -55,7 +55,6 @@ const (
 	whyTiered      = "sluice has no tiered storage"
 	whyTuning      = "a Kafka tuning setting; sluice sizes this itself"
 	whyShare       = "share groups (KIP-932) are not implemented yet"
-	whyStreams     = "streams groups (KIP-1071) are not implemented yet; Kafka Streams works over the classic protocol"
 	whyQuotas      = "client and replication quotas are not implemented yet"
 	whyMetrics     = "sluice has no metrics reporters yet"
 	whyMetadataLog = "the metadata log's segmenting and snapshots are sluice's own"
@@ -86,6 +85,8 @@ var brokerSupport = []supportGroup{
 		"group.initial.rebalance.delay.ms", "group.min.session.timeout.ms", "group.max.session.timeout.ms",
 		"group.max.size", "group.consumer.session.timeout.ms", "group.consumer.heartbeat.interval.ms",
 		"group.consumer.max.size", "group.consumer.assignors", "group.coordinator.rebalance.protocols",
+		"group.streams.session.timeout.ms", "group.streams.heartbeat.interval.ms", "group.streams.max.size",
+		"group.streams.num.standby.replicas",
 		"remote.log.storage.system.enable",
 		"log.cleaner.enable", "log.cleaner.backoff.ms", "log.cleaner.dedupe.buffer.size", "log.cleaner.delete.retention.ms",
 		"log.cleaner.io.buffer.load.factor", "log.cleaner.io.max.bytes.per.second",
@@ -207,11 +208,10 @@ var brokerSupport = []supportGroup{
 		"share.coordinator.state.topic.segment.bytes", "share.coordinator.threads", "share.coordinator.write.timeout.ms",
 		"share.fetch.purgatory.purge.interval.requests",
 	}},
-	{NoEffect, whyStreams, []string{
-		"group.streams.heartbeat.interval.ms", "group.streams.max.heartbeat.interval.ms",
-		"group.streams.max.session.timeout.ms", "group.streams.max.size", "group.streams.max.standby.replicas",
+	{NoEffect, "sluice does not take per-group streams config overrides yet, which these bound", []string{
+		"group.streams.max.heartbeat.interval.ms",
+		"group.streams.max.session.timeout.ms", "group.streams.max.standby.replicas",
 		"group.streams.min.heartbeat.interval.ms", "group.streams.min.session.timeout.ms",
-		"group.streams.num.standby.replicas", "group.streams.session.timeout.ms",
 	}},
 	{NoEffect, "sluice does not take per-group session and heartbeat overrides yet, which these bound", []string{
 		"group.consumer.max.heartbeat.interval.ms", "group.consumer.max.session.timeout.ms",
@@ -320,8 +320,6 @@ var valueRefusals = map[string]func(value string) string{
 			switch p {
 			case "share":
 				return "share groups (KIP-932) are not implemented yet"
-			case "streams":
-				return "streams groups (KIP-1071) are not implemented yet"
 			}
 		}
 		if !slices.Contains(ParseList(v), "consumer") {

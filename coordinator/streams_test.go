@@ -1,0 +1,527 @@
+package coordinator
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// The word count's topology, as Kafka Streams sends it: subtopology 0 reads "in" and writes
+// the repartition topic; subtopology 1 reads it and keeps a store with a changelog.
+func wordCountTopology() *kmsg.StreamsGroupHeartbeatRequestTopology {
+	t := kmsg.NewStreamsGroupHeartbeatRequestTopology()
+	t.Epoch = 0
+	s0 := kmsg.NewStreamsGroupHeartbeatRequestTopologySubtopology()
+	s0.SubtopologyID = "0"
+	s0.SourceTopics = []string{"in"}
+	s0.RepartitionSinkTopics = []string{"app-rep"}
+	s1 := kmsg.NewStreamsGroupHeartbeatRequestTopologySubtopology()
+	s1.SubtopologyID = "1"
+	rep := kmsg.NewTopicInfo()
+	rep.Topic = "app-rep"
+	rep.Configs = []kmsg.TopicInfoConfig{{Key: "cleanup.policy", Value: "delete"}}
+	s1.RepartitionSourceTopics = []kmsg.TopicInfo{rep}
+	cl := kmsg.NewTopicInfo()
+	cl.Topic = "app-log"
+	cl.Configs = []kmsg.TopicInfoConfig{{Key: "cleanup.policy", Value: "compact"}}
+	s1.StateChangelogTopics = []kmsg.TopicInfo{cl}
+	cg := kmsg.NewStreamsGroupHeartbeatRequestTopologySubtopologyCopartitionGroup()
+	cg.RepartitionSourceTopics = []int16{0}
+	s1.CopartitionGroups = append(s1.CopartitionGroups, cg)
+	t.Subtopologies = []kmsg.StreamsGroupHeartbeatRequestTopologySubtopology{s1, s0}
+	return &t
+}
+
+type sgReq struct {
+	member, process string
+	epoch           int32
+	active          map[string][]int32 // nil: not sent
+	shutdown        bool
+	endpoint        string // host of an interactive-query endpoint (port 8080), joins only
+	endpointEpoch   int32
+}
+
+func (h *harness) sgHeartbeat(r sgReq) (*kmsg.StreamsGroupHeartbeatResponse, []StreamsInternalTopic) {
+	h.t.Helper()
+	req := kmsg.NewPtrStreamsGroupHeartbeatRequest()
+	req.Version = 1
+	req.Group = "sg"
+	req.MemberID = r.member
+	req.MemberEpoch = r.epoch
+	req.ShutdownApplication = r.shutdown
+	req.EndpointInformationEpoch = r.endpointEpoch
+	if r.endpoint != "" {
+		req.UserEndpoint = &kmsg.StreamsGroupHeartbeatRequestUserEndpoint{Host: r.endpoint, Port: 8080}
+	}
+	if r.epoch == 0 {
+		req.RebalanceTimeoutMillis = 30000
+		req.Topology = wordCountTopology()
+		process := r.process
+		if process == "" {
+			process = "p1"
+		}
+		req.ProcessID = &process
+		req.ActiveTasks, req.StandbyTasks, req.WarmupTasks = []kmsg.TaskIDs{}, []kmsg.TaskIDs{}, []kmsg.TaskIDs{}
+	} else if r.active != nil {
+		req.ActiveTasks = []kmsg.TaskIDs{}
+		for _, s := range sortedStreamsKeys(r.active) {
+			req.ActiveTasks = append(req.ActiveTasks, kmsg.TaskIDs{SubtopologyID: s, Partitions: r.active[s]})
+		}
+	}
+	resp, create, err := h.c.StreamsGroupHeartbeat(ctx, JoinClient{ClientID: "sc", ClientHost: "/10.0.0.2"}, req)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return resp, create
+}
+
+// tasksOf renders TaskIDs as "0:[0 1] 1:[2]" (nil: "-").
+func tasksOf(ids []kmsg.TaskIDs) string {
+	if ids == nil {
+		return "-"
+	}
+	var parts []string
+	for _, id := range ids {
+		parts = append(parts, fmt.Sprintf("%s:%v", id.SubtopologyID, id.Partitions))
+	}
+	return strings.Join(parts, " ")
+}
+
+func tasksMap(ids []kmsg.TaskIDs) map[string][]int32 {
+	out := map[string][]int32{}
+	for _, id := range ids {
+		out[id.SubtopologyID] = id.Partitions
+	}
+	return out
+}
+
+func (h *harness) sgDescribe() kmsg.StreamsGroupDescribeResponseGroup {
+	h.t.Helper()
+	req := kmsg.NewPtrStreamsGroupDescribeRequest()
+	req.Version = 1
+	req.Groups = []string{"sg"}
+	resp, err := h.c.StreamsGroupDescribe(ctx, req)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return resp.Groups[0]
+}
+
+func statusCodes(r *kmsg.StreamsGroupHeartbeatResponse) []int8 {
+	var out []int8
+	for _, s := range r.Status {
+		out = append(out, s.StatusCode)
+	}
+	return out
+}
+
+// A streams group from the first member to a balanced two-member group: the missing internal
+// topics are named for creation (partitions derived from the input), tasks are assigned once
+// they exist, a task moves only after its old owner reported it revoked, the state survives a
+// coordinator restart, offset commits are checked against the member epoch, and an expired
+// member's tasks go back to the other.
+func TestStreamsGroupLifecycle(t *testing.T) {
+	topics := fakeTopics{"in": {id: [16]byte{1}, parts: 3}}
+	h := newHarness(t, func(c *Config) { c.Topics = topics })
+	h.load("sg")
+
+	r, create := h.sgHeartbeat(sgReq{member: "A", epoch: 0})
+	if r.ErrorCode != 0 || r.MemberEpoch != 1 || tasksOf(r.ActiveTasks) != "" || !slices.Equal(statusCodes(r), []int8{sgStatusMissingInternalTopics}) {
+		t.Fatalf("first join: code %d epoch %d tasks %q status %+v", r.ErrorCode, r.MemberEpoch, tasksOf(r.ActiveTasks), r.Status)
+	}
+	sort.Slice(create, func(i, j int) bool { return create[i].Name < create[j].Name })
+	if got := fmt.Sprint(create); got != "[{app-log 3 0 map[cleanup.policy:compact]} {app-rep 3 0 map[cleanup.policy:delete]}]" {
+		t.Fatalf("topics to create: %s", got)
+	}
+	if d := h.sgDescribe(); d.State != "NotReady" {
+		t.Fatalf("state before the internal topics exist: %s", d.State)
+	}
+	topics["app-rep"] = struct {
+		id    [16]byte
+		parts int32
+	}{[16]byte{2}, 3}
+	topics["app-log"] = struct {
+		id    [16]byte
+		parts int32
+	}{[16]byte{3}, 3}
+
+	r, create = h.sgHeartbeat(sgReq{member: "A", epoch: 1})
+	if r.MemberEpoch != 2 || tasksOf(r.ActiveTasks) != "0:[0 1 2] 1:[0 1 2]" || len(r.Status) != 0 || create != nil {
+		t.Fatalf("after the topics exist: epoch %d tasks %q status %+v create %v", r.MemberEpoch, tasksOf(r.ActiveTasks), r.Status, create)
+	}
+	all := map[string][]int32{"0": {0, 1, 2}, "1": {0, 1, 2}}
+
+	// B joins: it may not take A's tasks before A gives them up.
+	r, _ = h.sgHeartbeat(sgReq{member: "B", epoch: 0, process: "p2"})
+	if r.MemberEpoch != 3 || tasksOf(r.ActiveTasks) != "" {
+		t.Fatalf("B joins: epoch %d tasks %q", r.MemberEpoch, tasksOf(r.ActiveTasks))
+	}
+	r, _ = h.sgHeartbeat(sgReq{member: "A", epoch: 2, active: all})
+	if r.MemberEpoch != 2 || tasksOf(r.ActiveTasks) == "0:[0 1 2] 1:[0 1 2]" {
+		t.Fatalf("A must revoke at epoch 2: epoch %d tasks %q", r.MemberEpoch, tasksOf(r.ActiveTasks))
+	}
+	kept := tasksMap(r.ActiveTasks)
+	r, _ = h.sgHeartbeat(sgReq{member: "B", epoch: 3})
+	if tasksOf(r.ActiveTasks) != "" && tasksOf(r.ActiveTasks) != "-" {
+		t.Fatalf("B got tasks A still owns: %q", tasksOf(r.ActiveTasks))
+	}
+	r, _ = h.sgHeartbeat(sgReq{member: "A", epoch: 2, active: kept})
+	if r.MemberEpoch != 3 {
+		t.Fatalf("A after revoking: epoch %d", r.MemberEpoch)
+	}
+	r, _ = h.sgHeartbeat(sgReq{member: "B", epoch: 3})
+	bTasks := tasksMap(r.ActiveTasks)
+	var union []string
+	for _, m := range []map[string][]int32{kept, bTasks} {
+		for s, ps := range m {
+			for _, p := range ps {
+				union = append(union, fmt.Sprintf("%s_%d", s, p))
+			}
+		}
+	}
+	sort.Strings(union)
+	if fmt.Sprint(union) != "[0_0 0_1 0_2 1_0 1_1 1_2]" || len(kept) == 0 || len(bTasks) == 0 {
+		t.Fatalf("A %v and B %v do not split the six tasks", kept, bTasks)
+	}
+	h.sgHeartbeat(sgReq{member: "B", epoch: 3, active: bTasks})
+	d := h.sgDescribe()
+	if d.State != "Stable" || d.Epoch != 3 || d.AssignmentEpoch != 3 || len(d.Members) != 2 || d.Topology == nil || len(d.Topology.Subtopologies) != 2 {
+		t.Fatalf("describe: %+v", d)
+	}
+	if n := d.Topology.Subtopologies[1].StateChangelogTopics[0].NumPartitions; n != 3 {
+		t.Fatalf("describe shows the changelog with %d partitions", n)
+	}
+
+	// A restart replays the StreamsGroup* records into the same group.
+	h.restart()
+	if d2 := h.sgDescribe(); d2.State != "Stable" || d2.Epoch != 3 || len(d2.Members) != 2 ||
+		tasksOf(d2.Members[0].Assignment.ActiveTasks) != tasksOf(d.Members[0].Assignment.ActiveTasks) ||
+		d2.Members[1].ProcessID != "p2" {
+		t.Fatalf("after a restart: %+v\nbefore: %+v", d2, d)
+	}
+	if r, _ := h.sgHeartbeat(sgReq{member: "A", epoch: 3}); r.ErrorCode != 0 || r.MemberEpoch != 3 {
+		t.Fatalf("A's heartbeat after the restart: code %d epoch %d", r.ErrorCode, r.MemberEpoch)
+	}
+
+	// Offset commits carry the member epoch.
+	commit := func(member string, epoch int32) int16 {
+		req := kmsg.NewPtrOffsetCommitRequest()
+		req.Version = 9
+		req.Group, req.MemberID, req.Generation = "sg", member, epoch
+		rt := kmsg.NewOffsetCommitRequestTopic()
+		rt.Topic = "in"
+		rp := kmsg.NewOffsetCommitRequestTopicPartition()
+		rp.Offset = 5
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp, err := h.c.OffsetCommit(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.Topics[0].Partitions[0].ErrorCode
+	}
+	if code := commit("A", 3); code != 0 {
+		t.Fatalf("commit at the member epoch: %s", errName(code))
+	}
+	if code := commit("A", 2); code != kerr.StaleMemberEpoch.Code {
+		t.Fatalf("commit at an old epoch: %s", errName(code))
+	}
+	if code := commit("Z", 3); code != errUnknownMember {
+		t.Fatalf("commit of an unknown member: %s", errName(code))
+	}
+
+	// The offsets of the tasks' input cannot be deleted while the group runs; others can.
+	del := func(topic string) int16 {
+		req := kmsg.NewPtrOffsetDeleteRequest()
+		req.Group = "sg"
+		rt := kmsg.NewOffsetDeleteRequestTopic()
+		rt.Topic = topic
+		rt.Partitions = []kmsg.OffsetDeleteRequestTopicPartition{{Partition: 0}}
+		req.Topics = append(req.Topics, rt)
+		resp, err := h.c.OffsetDelete(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.ErrorCode != 0 {
+			return resp.ErrorCode
+		}
+		return resp.Topics[0].Partitions[0].ErrorCode
+	}
+	if code := del("in"); code != kerr.GroupSubscribedToTopic.Code {
+		t.Fatalf("deleting the input's offsets of a running group: %s", errName(code))
+	}
+	if code := del("app-log"); code != 0 {
+		t.Fatalf("deleting offsets of a topic the group does not read: %s", errName(code))
+	}
+
+	// B goes silent: after its session it is removed and A gets everything back.
+	for range 3 {
+		h.advance(h.cfg.StreamsGroupSessionTimeout / 3)
+		h.sgHeartbeat(sgReq{member: "A", epoch: 3})
+	}
+	h.advance(time.Second)
+	r, _ = h.sgHeartbeat(sgReq{member: "A", epoch: 3, active: kept})
+	if r.MemberEpoch <= 3 {
+		r, _ = h.sgHeartbeat(sgReq{member: "A", epoch: r.MemberEpoch, active: kept})
+	}
+	if tasksOf(r.ActiveTasks) != "0:[0 1 2] 1:[0 1 2]" {
+		t.Fatalf("after B expired A has %q (epoch %d)", tasksOf(r.ActiveTasks), r.MemberEpoch)
+	}
+	if d := h.sgDescribe(); len(d.Members) != 1 {
+		t.Fatalf("B still described after its session: %d members", len(d.Members))
+	}
+
+	// A member asking to shut the application down: every member is told so.
+	r, _ = h.sgHeartbeat(sgReq{member: "A", epoch: r.MemberEpoch, shutdown: true})
+	if !slices.Equal(statusCodes(r), []int8{sgStatusShutdownApplication}) {
+		t.Fatalf("shutdown request: status %+v", r.Status)
+	}
+	r, _ = h.sgHeartbeat(sgReq{member: "A", epoch: r.MemberEpoch})
+	if !slices.Equal(statusCodes(r), []int8{sgStatusShutdownApplication}) {
+		t.Fatalf("after a shutdown request: status %+v", r.Status)
+	}
+
+	// A leaves: the group is empty.
+	r, _ = h.sgHeartbeat(sgReq{member: "A", epoch: -1})
+	if r.ErrorCode != 0 || r.MemberEpoch != -1 {
+		t.Fatalf("leave: code %d epoch %d", r.ErrorCode, r.MemberEpoch)
+	}
+	if d := h.sgDescribe(); d.State != "Empty" {
+		t.Fatalf("state after the last member left: %s", d.State)
+	}
+}
+
+// Bad heartbeats are answered with Kafka's codes and change nothing; groups of the other
+// protocols are not streams groups and the other way round.
+func TestStreamsGroupBadInput(t *testing.T) {
+	topics := fakeTopics{"in": {id: [16]byte{1}, parts: 3}, "a": {id: topicA, parts: 4}}
+	h := newHarness(t, func(c *Config) { c.Topics = topics })
+	h.load("sg")
+	h.load("cg")
+	send := func(mutate func(*kmsg.StreamsGroupHeartbeatRequest)) *kmsg.StreamsGroupHeartbeatResponse {
+		req := kmsg.NewPtrStreamsGroupHeartbeatRequest()
+		req.Group, req.MemberID, req.RebalanceTimeoutMillis = "sg", "M", 30000
+		req.Topology = wordCountTopology()
+		p := "p"
+		req.ProcessID = &p
+		mutate(req)
+		r, _, err := h.c.StreamsGroupHeartbeat(ctx, JoinClient{}, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	for _, tc := range []struct {
+		name   string
+		mutate func(*kmsg.StreamsGroupHeartbeatRequest)
+		code   int16
+	}{
+		{"empty member ID", func(r *kmsg.StreamsGroupHeartbeatRequest) { r.MemberID = "" }, kerr.InvalidRequest.Code},
+		{"join without topology", func(r *kmsg.StreamsGroupHeartbeatRequest) { r.Topology = nil }, kerr.InvalidRequest.Code},
+		{"join without process", func(r *kmsg.StreamsGroupHeartbeatRequest) { r.ProcessID = nil }, kerr.InvalidRequest.Code},
+		{"join owning tasks", func(r *kmsg.StreamsGroupHeartbeatRequest) {
+			r.ActiveTasks = []kmsg.TaskIDs{{SubtopologyID: "0", Partitions: []int32{0}}}
+		}, kerr.InvalidRequest.Code},
+		{"bad epoch", func(r *kmsg.StreamsGroupHeartbeatRequest) { r.MemberEpoch = -3 }, kerr.InvalidRequest.Code},
+		{"subtopology without input", func(r *kmsg.StreamsGroupHeartbeatRequest) {
+			r.Topology.Subtopologies[0].SourceTopics, r.Topology.Subtopologies[0].RepartitionSourceTopics = nil, nil
+		}, kerr.StreamsInvalidTopology.Code},
+		{"copartition index out of range", func(r *kmsg.StreamsGroupHeartbeatRequest) {
+			r.Topology.Subtopologies[0].CopartitionGroups[0].RepartitionSourceTopics = []int16{7}
+		}, kerr.StreamsInvalidTopology.Code},
+		{"unknown member of a missing group", func(r *kmsg.StreamsGroupHeartbeatRequest) { r.MemberEpoch = 4; r.Topology = nil }, errUnknownMember},
+	} {
+		if r := send(tc.mutate); r.ErrorCode != tc.code {
+			t.Errorf("%s: %s, want %s", tc.name, errName(r.ErrorCode), errName(tc.code))
+		}
+	}
+	if d := h.sgDescribe(); d.ErrorCode != kerr.GroupIDNotFound.Code {
+		t.Fatalf("bad heartbeats created the group: %+v", d)
+	}
+
+	if r := send(func(*kmsg.StreamsGroupHeartbeatRequest) {}); r.ErrorCode != 0 {
+		t.Fatalf("join: %s", errName(r.ErrorCode))
+	}
+	// Another topology for the group: Kafka 4.4 does not take topology updates; an older
+	// epoch's member is told its topology is stale.
+	if r := send(func(r *kmsg.StreamsGroupHeartbeatRequest) { r.MemberID = "N"; r.Topology.Epoch = 1 }); r.ErrorCode != kerr.InvalidRequest.Code {
+		t.Fatalf("a new topology epoch: %s", errName(r.ErrorCode))
+	}
+	if r := send(func(r *kmsg.StreamsGroupHeartbeatRequest) {
+		r.MemberID = "N"
+		r.Topology.Subtopologies[0].SourceTopics = []string{"a"}
+	}); r.ErrorCode != kerr.InvalidRequest.Code {
+		t.Fatalf("a different topology of the same epoch: %s", errName(r.ErrorCode))
+	}
+	if d := h.sgDescribe(); len(d.Members) != 1 {
+		t.Fatalf("refused joins added members: %d", len(d.Members))
+	}
+	if r := send(func(r *kmsg.StreamsGroupHeartbeatRequest) { r.MemberEpoch = 7; r.Topology = nil }); r.ErrorCode != kerr.FencedMemberEpoch.Code {
+		t.Fatalf("a future epoch: %s", errName(r.ErrorCode))
+	}
+	// A consumer heartbeat to the streams group, and a streams heartbeat to a consumer group.
+	cr := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	cr.Version, cr.Group, cr.MemberID, cr.RebalanceTimeoutMillis = 1, "sg", "C", 30000
+	cr.SubscribedTopicNames, cr.Topics = []string{"a"}, []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+	if r, err := h.c.ConsumerGroupHeartbeat(ctx, JoinClient{}, cr); err != nil || r.ErrorCode != kerr.GroupIDNotFound.Code {
+		t.Fatalf("consumer heartbeat to a streams group: %v %s", err, errName(r.ErrorCode))
+	}
+	cr.Group = "cg"
+	if r, err := h.c.ConsumerGroupHeartbeat(ctx, JoinClient{}, cr); err != nil || r.ErrorCode != 0 {
+		t.Fatalf("consumer join: %v %s", err, errName(r.ErrorCode))
+	}
+	if r := send(func(r *kmsg.StreamsGroupHeartbeatRequest) { r.Group = "cg" }); r.ErrorCode != kerr.GroupIDNotFound.Code {
+		t.Fatalf("streams heartbeat to a consumer group: %s", errName(r.ErrorCode))
+	}
+}
+
+// The assignor balances, keeps tasks where they were, and puts standbys on other processes.
+func TestAssignStreamsTasks(t *testing.T) {
+	tasks := map[string]int32{"0": 3, "1": 3}
+	render := func(out map[string]streamsTasks) string {
+		var parts []string
+		for _, id := range sortedStreamsKeys(out) {
+			parts = append(parts, fmt.Sprintf("%s=%s/%s", id, tasksOf(out[id].active.taskIDs()), tasksOf(out[id].standby.taskIDs())))
+		}
+		return strings.Join(parts, " ")
+	}
+	one := assignStreamsTasks([]sgAssignMember{{id: "a", process: "p1", prev: newStreamsTasks()}}, tasks, 0)
+	if got := render(one); got != "a=0:[0 1 2] 1:[0 1 2]/" {
+		t.Fatalf("one member: %s", got)
+	}
+	two := assignStreamsTasks([]sgAssignMember{
+		{id: "a", process: "p1", prev: one["a"]},
+		{id: "b", process: "p2", prev: newStreamsTasks()},
+	}, tasks, 0)
+	if two["a"].active.count() != 3 || two["b"].active.count() != 3 || !two["a"].active.subsetOf(one["a"].active) {
+		t.Fatalf("two members: %s", render(two))
+	}
+	// Sticky: the same input gives the same answer, and a third member takes from both.
+	again := assignStreamsTasks([]sgAssignMember{{id: "a", process: "p1", prev: two["a"]}, {id: "b", process: "p2", prev: two["b"]}}, tasks, 0)
+	if render(again) != render(two) {
+		t.Fatalf("not sticky: %s then %s", render(two), render(again))
+	}
+	three := assignStreamsTasks([]sgAssignMember{
+		{id: "a", process: "p1", prev: two["a"]}, {id: "b", process: "p2", prev: two["b"]}, {id: "c", process: "p3", prev: newStreamsTasks()},
+	}, tasks, 0)
+	for _, id := range []string{"a", "b", "c"} {
+		if three[id].active.count() != 2 {
+			t.Fatalf("three members: %s", render(three))
+		}
+	}
+	if !three["a"].active.subsetOf(two["a"].active) || !three["b"].active.subsetOf(two["b"].active) {
+		t.Fatalf("three members moved more than needed: %s", render(three))
+	}
+	// One standby per task, never in the active task's process.
+	sb := assignStreamsTasks([]sgAssignMember{
+		{id: "a", process: "p1", prev: newStreamsTasks()}, {id: "a2", process: "p1", prev: newStreamsTasks()},
+		{id: "b", process: "p2", prev: newStreamsTasks()},
+	}, tasks, 1)
+	proc := map[string]string{"a": "p1", "a2": "p1", "b": "p2"}
+	for s, n := range tasks {
+		for p := int32(0); p < n; p++ {
+			var active, standby []string
+			for id, ts := range sb {
+				if ts.active.has(s, p) {
+					active = append(active, id)
+				}
+				if ts.standby.has(s, p) {
+					standby = append(standby, id)
+				}
+			}
+			if len(active) != 1 || len(standby) != 1 || proc[active[0]] == proc[standby[0]] {
+				t.Fatalf("task %s_%d: active %v standby %v (%s)", s, p, active, standby, render(sb))
+			}
+		}
+	}
+}
+
+// Every StreamsGroup* value decodes to what was encoded, and a truncated one is refused.
+func TestStreamsRecordsRoundTrip(t *testing.T) {
+	inst, rack := "i1", "r1"
+	meta := sgMemberMeta{instanceID: &inst, rackID: &rack, clientID: "c", clientHost: "/h", rebalanceTimeout: 300000,
+		topologyEpoch: 2, processID: "p", userEndpoint: &sgEndpoint{"host", 8080}, clientTags: []sgKeyValue{{"az", "1"}}}
+	got, err := decodeSGMemberMeta(meta.encode())
+	if err != nil || !got.equal(&meta) {
+		t.Fatalf("member metadata: %+v %v", got, err)
+	}
+	tasks := streamsTasks{active: taskSet{"0": {0, 2}}, standby: taskSet{"1": {1}}, warmup: taskSet{}}
+	cur := sgCurrent{memberEpoch: 5, previousEpoch: 4, state: int8(sgUnrevoked), assigned: tasks, pendingRevoke: streamsTasks{active: taskSet{"1": {0}}, standby: taskSet{}, warmup: taskSet{}}}
+	c2, err := decodeSGCurrent(cur.encode())
+	if err != nil || c2.memberEpoch != 5 || c2.previousEpoch != 4 || c2.state != cur.state || !c2.assigned.equal(tasks) || !c2.pendingRevoke.equal(cur.pendingRevoke) {
+		t.Fatalf("current assignment: %+v %v", c2, err)
+	}
+	tm, err := decodeStreamsTargetMember(streamsTargetMemberValue(tasks))
+	if err != nil || !tm.equal(tasks) {
+		t.Fatalf("target member: %+v %v", tm, err)
+	}
+	e, h, err := decodeStreamsMetadataValue(streamsMetadataValue(7, -99))
+	if err != nil || e != 7 || h != -99 {
+		t.Fatalf("group metadata: %d %d %v", e, h, err)
+	}
+	topo := topologyFromRequest(wordCountTopology())
+	t2, err := decodeSGTopology(topo.encode())
+	if err != nil || fmt.Sprintf("%+v", *t2) != fmt.Sprintf("%+v", *topo) {
+		t.Fatalf("topology: %+v %v\nwant %+v", t2, err, topo)
+	}
+	for _, v := range [][]byte{meta.encode(), cur.encode(), topo.encode()} {
+		for n := 0; n < len(v)-1; n += 3 {
+			// Truncations must fail cleanly, never panic (a cut at a tag boundary may decode).
+			_, _ = decodeSGMemberMeta(v[:n])
+			_, _ = decodeSGCurrent(v[:n])
+			_, _ = decodeSGTopology(v[:n])
+		}
+	}
+	if _, err := decodeSGCurrent(cur.encode()[:9]); err == nil {
+		t.Fatal("a truncated current assignment decoded")
+	}
+}
+
+// The StreamsGroup* decoders take any bytes without panicking.
+func FuzzStreamsRecords(f *testing.F) {
+	meta := sgMemberMeta{clientID: "c", processID: "p", userEndpoint: &sgEndpoint{"h", 1}, clientTags: []sgKeyValue{{"k", "v"}}}
+	cur := sgCurrent{assigned: streamsTasks{active: taskSet{"0": {1}}, standby: taskSet{}, warmup: taskSet{}}, pendingRevoke: newStreamsTasks()}
+	for _, seed := range [][]byte{meta.encode(), cur.encode(), topologyFromRequest(wordCountTopology()).encode(),
+		streamsMetadataValue(1, 2), streamsTargetMemberValue(cur.assigned), streamsKey(keyStreamsGroupCurrentAssigment, "g", &meta.clientID)} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		_, _ = decodeSGMemberMeta(b)
+		_, _ = decodeSGCurrent(b)
+		_, _ = decodeSGTopology(b)
+		_, _ = decodeStreamsTargetMember(b)
+		_, _, _ = decodeStreamsMetadataValue(b)
+		_, _ = decodeStreamsTargetMetadataValue(b)
+		_, _, _, _ = decodeStreamsKey(b)
+	})
+}
+
+// A member with an interactive-query endpoint is sent every endpoint's partitions (its
+// tasks' input partitions) whenever its endpoint epoch is behind the group's.
+func TestStreamsGroupEndpoints(t *testing.T) {
+	topics := fakeTopics{"in": {id: [16]byte{1}, parts: 3}, "app-rep": {id: [16]byte{2}, parts: 3}, "app-log": {id: [16]byte{3}, parts: 3}}
+	h := newHarness(t, func(c *Config) { c.Topics = topics })
+	h.load("sg")
+	r, _ := h.sgHeartbeat(sgReq{member: "A", epoch: 0, endpoint: "host-a"})
+	if r.EndpointInformationEpoch == 0 || len(r.PartitionsByUserEndpoint) != 1 {
+		t.Fatalf("join: endpoint epoch %d, map %+v", r.EndpointInformationEpoch, r.PartitionsByUserEndpoint)
+	}
+	e := r.PartitionsByUserEndpoint[0]
+	var active []string
+	for _, tp := range e.ActivePartitions {
+		active = append(active, fmt.Sprintf("%s%v", tp.Topic, tp.Partitions))
+	}
+	if e.UserEndpoint.Host != "host-a" || e.UserEndpoint.Port != 8080 || fmt.Sprint(active) != "[app-rep[0 1 2] in[0 1 2]]" || len(e.StandbyPartitions) != 0 {
+		t.Fatalf("endpoint map: %+v", e)
+	}
+	r2, _ := h.sgHeartbeat(sgReq{member: "A", epoch: r.MemberEpoch, endpointEpoch: r.EndpointInformationEpoch})
+	if r2.PartitionsByUserEndpoint != nil || r2.EndpointInformationEpoch != r.EndpointInformationEpoch {
+		t.Fatalf("an up-to-date member was sent the map again: %+v (epoch %d)", r2.PartitionsByUserEndpoint, r2.EndpointInformationEpoch)
+	}
+}
