@@ -149,7 +149,7 @@ func (b *Broker) enforceConsumedRetention(parts []*Partition) {
 	topicsOf := map[string]map[string]bool{} // group → topics naming it
 	for _, p := range parts {
 		s := p.settings.Load()
-		if s == nil || !s.CleanupDelete {
+		if s == nil || !s.CleanupDelete || s.RetentionConsumedGroups == "" {
 			continue
 		}
 		groups := s.ConsumedGroups()
