@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"hash/maphash"
 	"math"
+	"math/bits"
 	"os"
+	"sync"
 
 	"sluice/internal/batch"
 	"sluice/internal/compress"
@@ -63,15 +65,30 @@ const offsetMapSlotBytes = 24
 // considered full when 90% of its slots are used.
 const offsetMapLoadFactor = 0.9
 
-// CleanerMap is the cleaner's key map: a fixed-size open-addressing map from a key's 128-bit
-// hash to the newest offset seen for it. Two keys whose 128-bit hashes collide would be treated as one (the older one's
-// records dropped): the probability is that of an MD5 collision in Kafka's map, negligible.
+// CleanerMap is the cleaner's key map: an open-addressing map from a key's 128-bit hash to
+// the newest offset seen for it. Two keys whose 128-bit hashes collide would be treated as one
+// (the older one's records dropped): the probability is that of an MD5 collision in Kafka's
+// map, negligible.
+//
+// Its memory is bounded by the budget given to NewCleanerMap, but it starts small and doubles
+// (rehashing) as keys arrive, up to the budget: a log with few keys is looked up in a table
+// that stays in the CPU caches, and a clean does not clear megabytes it never uses. Kafka's
+// SkimpyOffsetMap allocates the whole budget up front; the bound and the number of keys one
+// pass can hold (capacity) are the same.
 type CleanerMap struct {
 	seed1, seed2 maphash.Seed
 	hashes       [][2]uint64
-	offsets      []int64 // -1 = empty slot
-	used, limit  int
+	// offsets holds offset+1 per slot; 0 is an empty slot (so a fresh table needs no fill).
+	offsets []int64
+	// used keys are in the table; grow at growAt. Invariant: used <= growAt < len(offsets).
+	used, growAt int
+	// maxSlots is the budget in slots, capacity the keys a full-size map may hold.
+	maxSlots, capacity int
+	loadFactor         float64
 }
+
+// cleanerMapInitialSlots is the table size a map starts with (48 KiB).
+const cleanerMapInitialSlots = 2048
 
 // NewCleanerMap makes a key map of memBytes (log.cleaner.dedupe.buffer.size / threads) filled
 // to loadFactor at most (log.cleaner.io.buffer.load.factor; 0 = 0.9). A cleaner thread makes
@@ -80,14 +97,20 @@ func NewCleanerMap(memBytes int64, loadFactor float64) *CleanerMap {
 	if loadFactor <= 0 || loadFactor > 1 {
 		loadFactor = offsetMapLoadFactor
 	}
-	slots := int(max(memBytes/offsetMapSlotBytes, 16))
-	m := &CleanerMap{seed1: maphash.MakeSeed(), seed2: maphash.MakeSeed(),
-		hashes: make([][2]uint64, slots), offsets: make([]int64, slots)}
-	for i := range m.offsets {
-		m.offsets[i] = -1
-	}
-	m.limit = min(int(float64(slots)*loadFactor), slots-1) // one slot stays empty: probes end
+	maxSlots := int(max(memBytes/offsetMapSlotBytes, 16))
+	m := &CleanerMap{seed1: maphash.MakeSeed(), seed2: maphash.MakeSeed(), maxSlots: maxSlots, loadFactor: loadFactor}
+	m.capacity = m.limitFor(maxSlots)
+	m.alloc(min(maxSlots, cleanerMapInitialSlots))
 	return m
+}
+
+// limitFor is how many keys a table of n slots holds: n × the load factor, and one slot stays
+// empty so that probes end.
+func (m *CleanerMap) limitFor(n int) int { return min(int(float64(n)*m.loadFactor), n-1) }
+
+func (m *CleanerMap) alloc(n int) {
+	m.hashes, m.offsets = make([][2]uint64, n), make([]int64, n)
+	m.used, m.growAt = 0, m.limitFor(n)
 }
 
 func (m *CleanerMap) hash(key []byte) [2]uint64 {
@@ -97,9 +120,9 @@ func (m *CleanerMap) hash(key []byte) [2]uint64 {
 // slot finds h's slot or the empty slot where it would go.
 func (m *CleanerMap) slot(h [2]uint64) int {
 	n := uint64(len(m.offsets))
-	i := h[0] % n
+	i, _ := bits.Mul64(h[0], n) // h[0] scaled to [0, n): no division
 	for {
-		if m.offsets[i] < 0 || m.hashes[i] == h {
+		if m.offsets[i] == 0 || m.hashes[i] == h {
 			return int(i)
 		}
 		i++
@@ -109,36 +132,54 @@ func (m *CleanerMap) slot(h [2]uint64) int {
 	}
 }
 
-// reset empties the map for the next clean.
+// reset empties the map for the next clean, keeping its table.
 func (m *CleanerMap) reset() {
 	if m.used == 0 {
 		return
 	}
-	for i := range m.offsets {
-		m.offsets[i] = -1
-	}
+	clear(m.offsets)
 	m.used = 0
 }
 
+// grow doubles the table (up to the budget) and rehashes what it holds.
+func (m *CleanerMap) grow() {
+	oldHashes, oldOffsets := m.hashes, m.offsets
+	m.alloc(min(len(oldOffsets)*2, m.maxSlots))
+	for i, o := range oldOffsets {
+		if o != 0 {
+			j := m.slot(oldHashes[i])
+			m.hashes[j], m.offsets[j] = oldHashes[i], o
+			m.used++
+		}
+	}
+}
+
 // put records offset for key; false (nothing recorded) when the key is new and the map full.
-func (m *CleanerMap) put(key []byte, offset int64) bool {
-	h := m.hash(key)
+func (m *CleanerMap) put(key []byte, offset int64) bool { return m.putHash(m.hash(key), offset) }
+
+// putHash is put for a key whose hash is h.
+func (m *CleanerMap) putHash(h [2]uint64, offset int64) bool {
 	i := m.slot(h)
-	if m.offsets[i] < 0 {
-		if m.used >= m.limit {
-			return false
+	if m.offsets[i] == 0 {
+		if m.used >= m.growAt {
+			if len(m.offsets) >= m.maxSlots || m.used >= m.capacity {
+				return false
+			}
+			m.grow()
+			i = m.slot(h)
 		}
 		m.used++
 		m.hashes[i] = h
 	}
-	m.offsets[i] = offset
+	m.offsets[i] = offset + 1
 	return true
 }
 
 // get returns the newest offset recorded for key, -1 if none.
-func (m *CleanerMap) get(key []byte) int64 {
-	return m.offsets[m.slot(m.hash(key))]
-}
+func (m *CleanerMap) get(key []byte) int64 { return m.getHash(m.hash(key)) }
+
+// getHash is get for a key whose hash is h.
+func (m *CleanerMap) getHash(h [2]uint64) int64 { return m.offsets[m.slot(h)] - 1 }
 
 // cleanRecord is one record of a batch being filtered.
 type cleanRecord struct {
@@ -146,6 +187,7 @@ type cleanRecord struct {
 	offsetDelta    int64
 	timestampDelta int64
 	key            []byte
+	hash           [2]uint64 // of key; set by the map-building pass only
 	hasKey         bool
 	nullValue      bool
 }
@@ -225,13 +267,18 @@ type cleanDecision struct {
 	// oldestTombstone is the timestamp of the oldest tombstone the clean kept (MaxInt64:
 	// none).
 	oldestTombstone int64
+	// out and body are filterBatch's buffers for rebuilt batches, records its parsed records,
+	// scanBuf cleanSegment's read window: reused from batch to batch and segment to segment.
+	out, body []byte
+	records   []cleanRecord
+	scanBuf   []byte
 }
 
 // filterBatch returns the cleaned form of batch b (header h): b itself when every record
 // stays, nil when the batch goes, or a rebuilt batch with the same base offset, last offset
-// delta, producer fields and codec holding only the records that stay. removed counts the
-// records dropped.
-func (d *cleanDecision) filterBatch(h *batch.Header, b []byte, scratch []cleanRecord) (out []byte, removed int, err error) {
+// delta, producer fields and codec holding only the records that stay, valid until the next
+// call. removed counts the records dropped.
+func (d *cleanDecision) filterBatch(h *batch.Header, b []byte) (out []byte, removed int, err error) {
 	if h.IsControl() {
 		return b, 0, nil // markers stay (Kafka removes them once their data is gone; sluice keeps them)
 	}
@@ -239,7 +286,8 @@ func (d *cleanDecision) filterBatch(h *batch.Header, b []byte, scratch []cleanRe
 	if err != nil {
 		return nil, 0, err
 	}
-	recs, err := parseCleanRecords(records, h.RecordCount, scratch[:0])
+	recs, err := parseCleanRecords(records, h.RecordCount, d.records[:0])
+	d.records = recs[:0]
 	if err != nil {
 		return nil, 0, err
 	}
@@ -258,7 +306,7 @@ func (d *cleanDecision) filterBatch(h *batch.Header, b []byte, scratch []cleanRe
 		switch {
 		case !r.hasKey:
 			// As Kafka's cleaner: a keyless record in a compacted log is invalid and dropped.
-		case d.m.get(r.key) > offset:
+		case d.m.getHash(d.m.hash(r.key)) > offset:
 			// Superseded by a newer record with the same key.
 		case r.nullValue && ts < d.tombstoneHorizon:
 			// A tombstone older than delete.retention.ms.
@@ -280,18 +328,24 @@ func (d *cleanDecision) filterBatch(h *batch.Header, b []byte, scratch []cleanRe
 		}
 		// As Kafka: the producer's last batch stays, empty, so its sequence is not lost.
 	}
-	var body []byte
-	for _, r := range kept {
-		body = append(body, r.raw...)
-	}
+	// The rebuilt batch goes into d.out, reused batch after batch: the caller writes it out
+	// before it filters the next one.
+	out = append(d.out[:0], b[:batch.HeaderSize]...)
 	if codec := h.Compression(); codec != 0 && len(kept) > 0 {
-		if body, err = compress.Compress(codec, nil, body, 0); err != nil {
+		body := d.body[:0]
+		for _, r := range kept {
+			body = append(body, r.raw...)
+		}
+		d.body = body
+		if out, err = compress.Compress(codec, out, body, 0); err != nil {
 			return nil, 0, err
 		}
+	} else {
+		for _, r := range kept {
+			out = append(out, r.raw...)
+		}
 	}
-	out = make([]byte, batch.HeaderSize, batch.HeaderSize+len(body))
-	copy(out, b[:batch.HeaderSize])
-	out = append(out, body...)
+	d.out = out
 	batch.SetLength(out, int32(len(out)-batch.LogOverhead))
 	binary.BigEndian.PutUint32(out[57:], uint32(len(kept))) // recordCount
 	if len(kept) == 0 {
@@ -442,13 +496,14 @@ func (l *Log) Clean(opts CleanOptions) (CleanResult, error) {
 	// Records of aborted transactions neither enter the map nor stay (Kafka's cleaner).
 	aborted := l.abortedSpans(logStart, segs[n].baseOffset)
 	var scratch []cleanRecord
+	var scanBuf []byte
 	full := false
 	for i := 0; i < n && !full && !tombstonesOnly; i++ {
 		s := segs[i]
 		if segs[i+1].baseOffset <= firstDirty {
 			continue
 		}
-		sc := scanner{f: s.log, size: s.size}
+		sc := scanner{f: s.log, size: s.size, buf: scanBuf[:0]} // empty: nothing of it is cached
 		for pos := int64(0); pos < s.size; {
 			b, h, err := sc.next(pos, true)
 			if err != nil {
@@ -472,21 +527,25 @@ func (l *Log) Clean(opts CleanOptions) (CleanResult, error) {
 			}
 			// A batch goes into the map whole or not at all, so the map ends at a batch edge.
 			newKeys := 0 // an upper bound: a key repeated in the batch counts each time
-			for _, r := range scratch {
-				if r.hasKey && m.get(r.key) < 0 {
-					newKeys++
+			for i := range scratch {
+				if r := &scratch[i]; r.hasKey {
+					r.hash = m.hash(r.key) // once per record, for the lookup and the put
+					if m.getHash(r.hash) < 0 {
+						newKeys++
+					}
 				}
 			}
-			if m.used+newKeys > m.limit {
+			if m.used+newKeys > m.capacity {
 				mapEnd, full = h.BaseOffset, true
 				break
 			}
 			for _, r := range scratch {
 				if r.hasKey {
-					m.put(r.key, h.BaseOffset+r.offsetDelta)
+					m.putHash(r.hash, h.BaseOffset+r.offsetDelta)
 				}
 			}
 		}
+		scanBuf = sc.buf
 	}
 	if tombstonesOnly {
 		mapEnd = firstDirty
@@ -609,8 +668,8 @@ func (l *Log) cleanSegment(seg *segment, d *cleanDecision, throttle func(int) er
 		offsetOfMaxTimestamp:  -1,
 		rollingBasedTimestamp: -1,
 	}
-	var scratch []cleanRecord
-	sc := scanner{f: seg.log, size: size}
+	sc := scanner{f: seg.log, size: size, buf: d.scanBuf[:0]} // empty: nothing of it is cached
+	defer func() { d.scanBuf = sc.buf }()
 	var wpos int64
 	for pos := int64(0); pos < size; {
 		b, h, err := sc.next(pos, true)
@@ -627,7 +686,7 @@ func (l *Log) cleanSegment(seg *segment, d *cleanDecision, throttle func(int) er
 				return st, err
 			}
 		}
-		kept, removed, err := d.filterBatch(&h, b, scratch)
+		kept, removed, err := d.filterBatch(&h, b)
 		if err != nil {
 			closeFiles()
 			removeCleaned()
@@ -667,7 +726,7 @@ func (l *Log) cleanSegment(seg *segment, d *cleanDecision, throttle func(int) er
 	// As the source segment: the final time-index entry of a segment that is not active.
 	err := out.timeIndex.maybeAppendLocked(out.maxTimestamp, out.offsetOfMaxTimestamp, true)
 	if err == nil {
-		err = out.syncAll()
+		err = syncCleaned(out)
 	}
 	closeFiles()
 	if err != nil {
@@ -675,6 +734,36 @@ func (l *Log) cleanSegment(seg *segment, d *cleanDecision, throttle func(int) er
 		return st, l.cleanFail(err)
 	}
 	return st, l.swapIn(seg, out, size, d.truncations)
+}
+
+// syncCleaned makes a cleaned segment's files durable before its swap: the indexes written
+// out, then the three files fsynced concurrently. Their order does not matter (the swap needs
+// all three and starts only when all are synced), and concurrent fsyncs share the file
+// system's journal commits instead of waiting for one each.
+func syncCleaned(out *segment) error {
+	if err := out.index.persist(); err != nil {
+		return err
+	}
+	if err := out.timeIndex.persist(); err != nil {
+		return err
+	}
+	files := out.files()
+	errs := make([]error, len(files))
+	var wg sync.WaitGroup
+	for i, f := range files {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = f.Sync()
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // swapIn replaces seg by its cleaned copy out (files <base>.*.cleaned, fsynced).
