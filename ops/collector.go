@@ -61,6 +61,10 @@ var (
 		"Node ID of the metadata quorum's leader, -1 if none (mirrors kafka.server:type=raft-metrics,name=current-leader).", nil, nil)
 	descRaftVoterLag = prometheus.NewDesc("sluice_raft_replica_lag_entries",
 		"On the quorum leader, how far each voter's and observer's log is behind the commit index (the Lag column of kafka-metadata-quorum describe --replication).", []string{"node", "role"}, nil)
+	descConsumedHeld = prometheus.NewDesc("sluice_retention_consumed_held_bytes",
+		"sluice's own, no Kafka equivalent: on the leader of a partition whose topic sets retention.consumed.groups, the bytes of closed segments below the high watermark that the group has not committed past, kept because of it (as of the last retention pass).", gtpLabels, nil)
+	descConsumedCommitted = prometheus.NewDesc("sluice_retention_consumed_group_offset",
+		"sluice's own: the committed offset of a group named by retention.consumed.groups, as the partition's leader read it at the last retention pass; -1 when the group has none or its coordinator could not be asked.", gtpLabels, nil)
 	descScrapeErrors = prometheus.NewDesc("sluice_consumer_group_scrape_errors",
 		"1 when this scrape could not read the committed offsets (coordinator loading or timed out).", nil, nil)
 )
@@ -72,7 +76,7 @@ func (c *brokerCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descLogSize, descSegments, descLogStart, descLogEnd, descHW, descLeader, descISR,
 		descPartitions, descLeaders, descUnderReplicated, descUnderMinISR, descActiveController, descMetadataOffset,
 		descBrokerApplied, descBrokers, descCommitted, descLag, descScrapeErrors, descConnections,
-		descRaftTerm, descRaftCommit, descRaftLeader, descRaftVoterLag} {
+		descRaftTerm, descRaftCommit, descRaftLeader, descRaftVoterLag, descConsumedHeld, descConsumedCommitted} {
 		ch <- d
 	}
 }
@@ -159,6 +163,11 @@ func (c *brokerCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descLeaders, leaders)
 	gauge(descUnderReplicated, underReplicated)
 	gauge(descUnderMinISR, underMinISR)
+	for _, h := range b.ConsumedRetentionHolds() {
+		part := strconv.Itoa(int(h.Partition))
+		gauge(descConsumedHeld, float64(h.HeldBytes), h.Group, h.Topic, part)
+		gauge(descConsumedCommitted, float64(h.Committed), h.Group, h.Topic, part)
+	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), groupOffsetsTimeout)
 	defer cancel()
