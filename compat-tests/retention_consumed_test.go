@@ -29,6 +29,9 @@ type consumedRun struct {
 	rf    int16
 	// setGroups sets retention.consumed.groups=g1,g2 on the topic.
 	setGroups func(t *testing.T, topic string)
+	// assignment, if set, is the topic's replica assignment (its first replica the preferred
+	// leader).
+	assignment func(t *testing.T) []int32
 }
 
 // TestRetentionConsumedSingleNode: with retention.consumed.groups=g1,g2 (set by
@@ -49,12 +52,35 @@ func TestRetentionConsumedSingleNode(t *testing.T) {
 	run.scenario(t)
 }
 
-// TestRetentionConsumedCluster: the same on three nodes with a replicated topic: the leader
-// decides from the groups' coordinators (wherever they live) and every replica drops the
+// TestRetentionConsumedCluster: the same on three nodes with a replicated topic whose leader
+// is not the groups' coordinator (one __consumer_offsets partition, so one coordinator for
+// both): the leader asks that node for the committed offsets, and every replica drops the
 // segment.
 func TestRetentionConsumedCluster(t *testing.T) {
-	c, bases := startClusterWithHTTP(t, 3, "log.retention.check.interval.ms=200")
+	c, bases := startClusterWithHTTP(t, 3, "log.retention.check.interval.ms=200", "offsets.topic.num.partitions=1")
 	run := consumedRun{nodes: c.Nodes, bases: bases, rf: 3}
+	run.assignment = func(t *testing.T) []int32 {
+		adm := run.admin(t)
+		var coordinator int32 = -1
+		waitFor(t, 60*time.Second, "a coordinator for g1 and g2", func() error {
+			for _, g := range []string{"g1", "g2"} {
+				resp := adm.FindGroupCoordinators(context.Background(), g)[g]
+				if resp.Err != nil {
+					return resp.Err
+				}
+				coordinator = resp.NodeID
+			}
+			return nil
+		})
+		var replicas []int32
+		for id := int32(1); id <= 3; id++ {
+			if id != coordinator {
+				replicas = append(replicas, id)
+			}
+		}
+		t.Logf("groups' coordinator: node %d; the topic's preferred leader: node %d", coordinator, replicas[0])
+		return append(replicas, coordinator)
+	}
 	run.setGroups = func(t *testing.T, topic string) {
 		adm := run.admin(t)
 		resp, err := adm.AlterTopicConfigs(context.Background(), []kadm.AlterConfig{
@@ -120,8 +146,29 @@ func (r *consumedRun) scenario(t *testing.T) {
 	defer cancel()
 	adm := r.admin(t)
 	seg := "4096"
-	if resp, err := adm.CreateTopic(ctx, 1, r.rf, map[string]*string{"internal.segment.bytes": &seg}, topic); err != nil || resp.Err != nil {
-		t.Fatalf("create topic: %v %v", err, resp.Err)
+	if r.assignment == nil {
+		if resp, err := adm.CreateTopic(ctx, 1, r.rf, map[string]*string{"internal.segment.bytes": &seg}, topic); err != nil || resp.Err != nil {
+			t.Fatalf("create topic: %v %v", err, resp.Err)
+		}
+	} else {
+		req := kmsg.NewPtrCreateTopicsRequest()
+		req.TimeoutMillis = 30000
+		rt := kmsg.NewCreateTopicsRequestTopic()
+		rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, -1, -1
+		ra := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+		ra.Partition, ra.Replicas = 0, r.assignment(t)
+		rt.ReplicaAssignment = append(rt.ReplicaAssignment, ra)
+		rc := kmsg.NewCreateTopicsRequestTopicConfig()
+		rc.Name, rc.Value = "internal.segment.bytes", &seg
+		rt.Configs = append(rt.Configs, rc)
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, r.client(t))
+		if err == nil {
+			err = kerr.ErrorForCode(resp.Topics[0].ErrorCode)
+		}
+		if err != nil {
+			t.Fatalf("create topic: %v", err)
+		}
 	}
 	r.setGroups(t, topic)
 	producer := r.client(t, kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
@@ -211,7 +258,11 @@ func (r *consumedRun) scenario(t *testing.T) {
 	if code := fetchFromLeader(t, ctx, r, topic, start); code != 0 {
 		t.Fatalf("fetch at the log start %d answered %v", start, kerr.ErrorForCode(code))
 	}
-	t.Logf("log start %d after g1 committed %d and g2 %d", start, consumedRecords, half)
+	md, err := adm.Metadata(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("log start %d after g1 committed %d and g2 %d; the partition's leader: node %d", start, consumedRecords, half, md.Topics[topic].Partitions[0].Leader)
 }
 
 func waitCommitted(t *testing.T, adm *kadm.Client, group, topic string, want int64) {
