@@ -268,7 +268,7 @@ type cleanDecision struct {
 	// none).
 	oldestTombstone int64
 	// out and body are filterBatch's buffers for rebuilt batches, records its parsed records,
-	// scanBuf cleanSegment's read window: reused from batch to batch and segment to segment.
+	// scanBuf writeCleaned's read window: reused from batch to batch and segment to segment.
 	out, body []byte
 	records   []cleanRecord
 	scanBuf   []byte
@@ -564,23 +564,48 @@ func (l *Log) Clean(opts CleanOptions) (CleanResult, error) {
 	l.appendMu.Unlock()
 
 	// Rewrite every segment that holds offsets below mapEnd, oldest first.
-	cleanedWanted := 0
-	for i := 0; i < n && segs[i].baseOffset < mapEnd; i++ {
+	cleanedWanted := 0 // segs[:cleanedWanted] are rewritten
+	for cleanedWanted < n && segs[cleanedWanted].baseOffset < mapEnd {
 		cleanedWanted++
 	}
-	for i := 0; i < n && segs[i].baseOffset < mapEnd; i++ {
-		stats, err := l.cleanSegment(segs[i], d, opts.Throttle)
-		if err != nil {
-			if errors.Is(err, errCleanAborted) {
-				break // the log changed under the cleaner (truncation, retention): next time
+	// In groups of cleanSyncGroup: write the cleaned copies, fsync them together, then swap
+	// them in one by one, oldest first (each swap on its own, as the package doc says).
+	stop := false
+	for i := 0; i < cleanedWanted && !stop; {
+		var group []*cleanedSegment
+		discard := func(from int) {
+			for _, c := range group[from:] {
+				c.closeFiles()
+				c.remove()
 			}
-			return res, err
 		}
-		res.Cleaned = true
-		res.Segments++
-		res.BytesRead += stats.read
-		res.BytesWritten += stats.written
-		res.RecordsRemoved += stats.removed
+		for ; i < cleanedWanted && len(group) < cleanSyncGroup; i++ {
+			c, err := l.writeCleaned(segs[i], d, opts.Throttle)
+			if err != nil {
+				discard(0)
+				return res, err
+			}
+			group = append(group, c)
+		}
+		if err := syncCleaned(group); err != nil {
+			discard(0)
+			return res, l.cleanFail(err)
+		}
+		for k, c := range group {
+			if err := l.swapIn(c.seg, c.out, c.size, d.truncations); err != nil {
+				discard(k + 1)
+				if errors.Is(err, errCleanAborted) {
+					stop = true // the log changed under the cleaner (truncation, retention): next time
+					break
+				}
+				return res, err
+			}
+			res.Cleaned = true
+			res.Segments++
+			res.BytesRead += c.stats.read
+			res.BytesWritten += c.stats.written
+			res.RecordsRemoved += c.stats.removed
+		}
 	}
 	if res.Segments > 0 && res.Segments == cleanedWanted {
 		due := int64(math.MaxInt64)
@@ -626,8 +651,27 @@ func (l *Log) refreshRecoveryPoint() (int64, error) {
 	return l.recoveryPoint, nil
 }
 
-// cleanSegment writes the cleaned copy of seg beside it (.cleaned), then swaps it in.
-func (l *Log) cleanSegment(seg *segment, d *cleanDecision, throttle func(int) error) (segmentCleanStats, error) {
+// cleanedSegment is a cleaned copy written beside its segment (.cleaned files, open, not yet
+// synced), waiting for syncCleaned and swapIn.
+type cleanedSegment struct {
+	seg, out *segment
+	size     int64 // seg's size when it was cleaned
+	stats    segmentCleanStats
+	files    []File
+	// remove deletes the .cleaned files (an aborted or failed clean).
+	remove func()
+}
+
+func (c *cleanedSegment) closeFiles() {
+	for _, f := range c.files {
+		f.Close()
+	}
+	c.files = nil
+}
+
+// writeCleaned writes the cleaned copy of seg beside it (.cleaned files, left open and
+// unsynced). On error nothing of it is left.
+func (l *Log) writeCleaned(seg *segment, d *cleanDecision, throttle func(int) error) (*cleanedSegment, error) {
 	var st segmentCleanStats
 	l.mu.RLock()
 	size := seg.size
@@ -655,7 +699,7 @@ func (l *Log) cleanSegment(seg *segment, d *cleanDecision, throttle func(int) er
 		if err != nil {
 			closeFiles()
 			removeCleaned()
-			return st, l.cleanFail(err)
+			return nil, l.cleanFail(err)
 		}
 		files = append(files, f)
 	}
@@ -676,21 +720,21 @@ func (l *Log) cleanSegment(seg *segment, d *cleanDecision, throttle func(int) er
 		if err != nil {
 			closeFiles()
 			removeCleaned()
-			return st, fmt.Errorf("logstore: clean %s: segment %d at %d: %w", l.dir, seg.baseOffset, pos, err)
+			return nil, fmt.Errorf("logstore: clean %s: segment %d at %d: %w", l.dir, seg.baseOffset, pos, err)
 		}
 		pos += h.Size()
 		if throttle != nil {
 			if err := throttle(len(b)); err != nil {
 				closeFiles()
 				removeCleaned()
-				return st, err
+				return nil, err
 			}
 		}
 		kept, removed, err := d.filterBatch(&h, b)
 		if err != nil {
 			closeFiles()
 			removeCleaned()
-			return st, fmt.Errorf("logstore: clean %s: batch %d: %w", l.dir, h.BaseOffset, err)
+			return nil, fmt.Errorf("logstore: clean %s: batch %d: %w", l.dir, h.BaseOffset, err)
 		}
 		st.removed += int64(removed)
 		if kept == nil {
@@ -700,54 +744,63 @@ func (l *Log) cleanSegment(seg *segment, d *cleanDecision, throttle func(int) er
 		if err != nil {
 			closeFiles()
 			removeCleaned()
-			return st, err
+			return nil, err
 		}
 		if _, err := out.log.WriteAt(kept, wpos); err != nil {
 			closeFiles()
 			removeCleaned()
-			return st, l.cleanFail(err)
+			return nil, l.cleanFail(err)
 		}
 		if throttle != nil {
 			if err := throttle(len(kept)); err != nil {
 				closeFiles()
 				removeCleaned()
-				return st, err
+				return nil, err
 			}
 		}
 		if err := out.indexBatchLocked(&kh, wpos, cfg.IndexIntervalBytes); err != nil {
 			closeFiles()
 			removeCleaned()
-			return st, l.cleanFail(err)
+			return nil, l.cleanFail(err)
 		}
 		wpos += kh.Size()
 		out.size = wpos
 	}
 	st.read, st.written = size, wpos
 	// As the source segment: the final time-index entry of a segment that is not active.
-	err := out.timeIndex.maybeAppendLocked(out.maxTimestamp, out.offsetOfMaxTimestamp, true)
-	if err == nil {
-		err = syncCleaned(out)
-	}
-	closeFiles()
-	if err != nil {
+	if err := out.timeIndex.maybeAppendLocked(out.maxTimestamp, out.offsetOfMaxTimestamp, true); err != nil {
+		closeFiles()
 		removeCleaned()
-		return st, l.cleanFail(err)
+		return nil, l.cleanFail(err)
 	}
-	return st, l.swapIn(seg, out, size, d.truncations)
+	return &cleanedSegment{seg: seg, out: out, size: size, stats: st, files: files, remove: removeCleaned}, nil
 }
 
-// syncCleaned makes a cleaned segment's files durable before its swap: the indexes written
-// out, then the three files fsynced concurrently. Their order does not matter (the swap needs
-// all three and starts only when all are synced), and concurrent fsyncs share the file
-// system's journal commits instead of waiting for one each.
-func syncCleaned(out *segment) error {
-	if err := out.index.persist(); err != nil {
-		return err
+// cleanSyncGroup is how many cleaned segments are written before they are fsynced together
+// (each segment's files stay open until then: at most 3 × cleanSyncGroup files).
+const cleanSyncGroup = 8
+
+// syncCleaned makes the cleaned segments' files durable before any of them is swapped in:
+// the indexes written out, then every file fsynced concurrently. Their order does not matter
+// (each swap needs its segment's three files durable and starts only when all are), and
+// concurrent fsyncs share the file system's journal commits instead of waiting for one each.
+// The files are closed afterwards, whatever happened.
+func syncCleaned(group []*cleanedSegment) error {
+	defer func() {
+		for _, c := range group {
+			c.closeFiles()
+		}
+	}()
+	var files []File
+	for _, c := range group {
+		if err := c.out.index.persist(); err != nil {
+			return err
+		}
+		if err := c.out.timeIndex.persist(); err != nil {
+			return err
+		}
+		files = append(files, c.out.files()...)
 	}
-	if err := out.timeIndex.persist(); err != nil {
-		return err
-	}
-	files := out.files()
 	errs := make([]error, len(files))
 	var wg sync.WaitGroup
 	for i, f := range files {
