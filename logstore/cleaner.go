@@ -569,9 +569,8 @@ func (l *Log) Clean(opts CleanOptions) (CleanResult, error) {
 		cleanedWanted++
 	}
 	// In groups of cleanSyncGroup: write the cleaned copies, fsync them together, then swap
-	// them in one by one, oldest first (each swap on its own, as the package doc says).
-	stop := false
-	for i := 0; i < cleanedWanted && !stop; {
+	// them in together (swapInGroup).
+	for i := 0; i < cleanedWanted; {
 		var group []*cleanedSegment
 		discard := func(from int) {
 			for _, c := range group[from:] {
@@ -591,20 +590,19 @@ func (l *Log) Clean(opts CleanOptions) (CleanResult, error) {
 			discard(0)
 			return res, l.cleanFail(err)
 		}
-		for k, c := range group {
-			if err := l.swapIn(c.seg, c.out, c.size, d.truncations); err != nil {
-				discard(k + 1)
-				if errors.Is(err, errCleanAborted) {
-					stop = true // the log changed under the cleaner (truncation, retention): next time
-					break
-				}
-				return res, err
-			}
+		swapped, err := l.swapInGroup(group, d.truncations)
+		for _, c := range group[:swapped] {
 			res.Cleaned = true
 			res.Segments++
 			res.BytesRead += c.stats.read
 			res.BytesWritten += c.stats.written
 			res.RecordsRemoved += c.stats.removed
+		}
+		if errors.Is(err, errCleanAborted) {
+			break // the log changed under the cleaner (truncation, retention): next time
+		}
+		if err != nil {
+			return res, err
 		}
 	}
 	if res.Segments > 0 && res.Segments == cleanedWanted {
@@ -819,93 +817,135 @@ func syncCleaned(group []*cleanedSegment) error {
 	return nil
 }
 
-// swapIn replaces seg by its cleaned copy out (files <base>.*.cleaned, fsynced).
-// The .cleaned → .swap renames of the two indexes, a directory fsync, the .log rename (the
-// commit point), a directory fsync; then the same for .swap → final names, indexes first.
-// See the package doc for what recovery does at each point.
-func (l *Log) swapIn(seg, out *segment, size int64, truncations uint64) error {
+// swapInGroup replaces the segments of group (oldest first, their cleaned copies written and
+// fsynced) by their cleaned copies, with the renames of the package doc ("Compaction") made
+// for every segment of the group at each step, so that the group shares the directory
+// fsyncs between the steps: the .cleaned → .swap renames of the indexes, a directory fsync,
+// the .log renames (each segment's commit point), a directory fsync; then the same for .swap
+// → final names, indexes first. Every segment still goes through the same durable states in
+// the same order as when swapped alone, and recovery completes or removes each segment's
+// files on their own, so a crash leaves each segment wholly old or wholly cleaned.
+//
+// Only the segments up to the first one that left the log or changed (and none after a
+// truncation) are swapped; the others' cleaned files are removed and errCleanAborted
+// returned. swapped is how many segments of group were replaced (or, when nothing of them
+// stayed, deleted).
+func (l *Log) swapInGroup(group []*cleanedSegment, truncations uint64) (swapped int, err error) {
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
-	abort := func() error {
-		for _, suffix := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
-			if err := l.fs.Remove(fileName(l.dir, seg.baseOffset, suffix+cleanedSuffix)); err != nil && !isNotExist(err) {
-				return l.fail(err)
+	removeCleaned := func(cs []*cleanedSegment) error {
+		for _, c := range cs {
+			for _, suffix := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+				if err := l.fs.Remove(fileName(l.dir, c.seg.baseOffset, suffix+cleanedSuffix)); err != nil && !isNotExist(err) {
+					return l.fail(err)
+				}
 			}
 		}
-		return errCleanAborted
+		return nil
 	}
 	if err := l.usableLocked(); err != nil {
-		return err
+		return 0, err
+	}
+	// indexOf is seg's position in the log, -1 if it left it. REQUIRES: l.mu held.
+	indexOf := func(seg *segment) int {
+		for i, s := range l.mu.segments[:len(l.mu.segments)-1] {
+			if s == seg {
+				return i
+			}
+		}
+		return -1
 	}
 	l.mu.RLock()
-	k := -1
-	for i, s := range l.mu.segments[:len(l.mu.segments)-1] {
-		if s == seg {
-			k = i
+	n := 0
+	if l.truncations.Load() == truncations {
+		for n < len(group) && indexOf(group[n].seg) >= 0 && group[n].seg.size == group[n].size {
+			n++
 		}
 	}
-	changed := k < 0 || seg.size != size || l.truncations.Load() != truncations
 	l.mu.RUnlock()
-	if changed {
-		return abort()
+	if err := removeCleaned(group[n:]); err != nil {
+		return 0, err
 	}
-	if out.size == 0 && k > 0 {
+	var full []*cleanedSegment // segments that are replaced, not deleted
+	for _, c := range group[:n] {
+		l.mu.RLock()
+		k := indexOf(c.seg)
+		l.mu.RUnlock()
+		if c.out.size > 0 || k == 0 {
+			full = append(full, c)
+			continue
+		}
 		// Nothing of the segment stays: it goes, rather than stay as an empty file forever
 		// (its offsets become a gap at the end of the previous segment). The first segment
 		// stays even when empty: its base is the log start.
-		if err := abort(); !errors.Is(err, errCleanAborted) {
-			return err
+		if err := removeCleaned([]*cleanedSegment{c}); err != nil {
+			return 0, err
 		}
 		l.mu.Lock()
 		l.mu.segments = append(l.mu.segments[:k:k], l.mu.segments[k+1:]...)
 		l.mu.Unlock()
-		if err := seg.removeFiles(l.fs, l.dir); err != nil {
-			return l.fail(err)
+		if err := c.seg.removeFiles(l.fs, l.dir); err != nil {
+			return 0, l.fail(err)
 		}
 		if err := l.fs.SyncDir(l.dir); err != nil {
-			return l.fail(err)
+			return 0, l.fail(err)
 		}
+		l.scheduleCloseLocked([]*segment{c.seg})
+	}
+	rename := func(suffix, from, to string) func(*cleanedSegment) error {
+		return func(c *cleanedSegment) error {
+			base := c.seg.baseOffset
+			return l.fs.Rename(fileName(l.dir, base, suffix+from), fileName(l.dir, base, suffix+to))
+		}
+	}
+	syncDir := func() error { return l.fs.SyncDir(l.dir) }
+	detach := func(c *cleanedSegment) error { c.seg.detachFiles(); return nil }
+	// Each step is made for every segment of full; nil perSegment is a directory fsync.
+	steps := []func(*cleanedSegment) error{
+		rename(indexSuffix, cleanedSuffix, swapSuffix), rename(timeIndexSuffix, cleanedSuffix, swapSuffix), nil,
+		rename(logSuffix, cleanedSuffix, swapSuffix), nil, // commit
+		detach,
+		rename(indexSuffix, swapSuffix, ""), rename(timeIndexSuffix, swapSuffix, ""), nil,
+		rename(logSuffix, swapSuffix, ""), nil,
+	}
+	if len(full) > 0 {
+		for _, step := range steps {
+			if step == nil {
+				if err := syncDir(); err != nil {
+					return 0, l.fail(err)
+				}
+				continue
+			}
+			for _, c := range full {
+				if err := step(c); err != nil {
+					return 0, l.fail(err)
+				}
+			}
+		}
+	}
+	for _, c := range full {
+		seg, out := c.seg, c.out
+		fresh, err := openSegmentFiles(l.fs, l.dir, seg.baseOffset, false, &l.mu.cfg)
+		if err != nil {
+			return 0, l.fail(err)
+		}
+		l.mu.Lock()
+		fresh.index.entries, fresh.index.written = out.index.entries, len(out.index.entries)
+		fresh.timeIndex.entries, fresh.timeIndex.written = out.timeIndex.entries, len(out.timeIndex.entries)
+		fresh.size, fresh.nextOffset = out.size, out.nextOffset
+		fresh.maxTimestamp, fresh.offsetOfMaxTimestamp = out.maxTimestamp, out.offsetOfMaxTimestamp
+		fresh.bytesSinceLastIndexEntry = out.bytesSinceLastIndexEntry
+		fresh.rollingBasedTimestamp = out.rollingBasedTimestamp
+		fresh.created, fresh.lastModified = seg.created, seg.lastModified
+		fresh.txn, seg.txn = seg.txn, txnIndex{} // markers are kept by a clean, so are their entries
+		l.mu.segments[indexOf(seg)] = fresh
+		l.mu.Unlock()
 		l.scheduleCloseLocked([]*segment{seg})
-		return nil
 	}
-	rename := func(suffix, from, to string) error {
-		return l.fs.Rename(fileName(l.dir, seg.baseOffset, suffix+from), fileName(l.dir, seg.baseOffset, suffix+to))
+	if n < len(group) {
+		return n, errCleanAborted
 	}
-	steps := []func() error{
-		func() error { return rename(indexSuffix, cleanedSuffix, swapSuffix) },
-		func() error { return rename(timeIndexSuffix, cleanedSuffix, swapSuffix) },
-		func() error { return l.fs.SyncDir(l.dir) },
-		func() error { return rename(logSuffix, cleanedSuffix, swapSuffix) }, // commit
-		func() error { return l.fs.SyncDir(l.dir) },
-		func() error { seg.detachFiles(); return nil },
-		func() error { return rename(indexSuffix, swapSuffix, "") },
-		func() error { return rename(timeIndexSuffix, swapSuffix, "") },
-		func() error { return l.fs.SyncDir(l.dir) },
-		func() error { return rename(logSuffix, swapSuffix, "") },
-		func() error { return l.fs.SyncDir(l.dir) },
-	}
-	for _, step := range steps {
-		if err := step(); err != nil {
-			return l.fail(err)
-		}
-	}
-	fresh, err := openSegmentFiles(l.fs, l.dir, seg.baseOffset, false, &l.mu.cfg)
-	if err != nil {
-		return l.fail(err)
-	}
-	l.mu.Lock()
-	fresh.index.entries, fresh.index.written = out.index.entries, len(out.index.entries)
-	fresh.timeIndex.entries, fresh.timeIndex.written = out.timeIndex.entries, len(out.timeIndex.entries)
-	fresh.size, fresh.nextOffset = out.size, out.nextOffset
-	fresh.maxTimestamp, fresh.offsetOfMaxTimestamp = out.maxTimestamp, out.offsetOfMaxTimestamp
-	fresh.bytesSinceLastIndexEntry = out.bytesSinceLastIndexEntry
-	fresh.rollingBasedTimestamp = out.rollingBasedTimestamp
-	fresh.created, fresh.lastModified = seg.created, seg.lastModified
-	fresh.txn, seg.txn = seg.txn, txnIndex{} // markers are kept by a clean, so are their entries
-	l.mu.segments[k] = fresh
-	l.mu.Unlock()
-	l.scheduleCloseLocked([]*segment{seg})
-	return nil
+	return n, nil
 }
 
 // detachFiles makes seg's files outlive their replacement: they are pinned open (so FileSlices
