@@ -68,6 +68,8 @@ type Broker struct {
 	txnLoaded map[int32]txnLoaded
 	// peers are clients to other brokers for markers and verification (transactions.go).
 	peers peerClients
+	// consumed is what the last retention.consumed.groups pass found (retention_consumed.go).
+	consumed consumedRetentionState
 
 	// offline are the partitions a storage error took offline (offline.go).
 	offline offlineSet

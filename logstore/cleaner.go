@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"hash/maphash"
 	"math"
+	"math/bits"
 	"os"
+	"sync"
 
 	"sluice/internal/batch"
 	"sluice/internal/compress"
@@ -63,15 +65,30 @@ const offsetMapSlotBytes = 24
 // considered full when 90% of its slots are used.
 const offsetMapLoadFactor = 0.9
 
-// CleanerMap is the cleaner's key map: a fixed-size open-addressing map from a key's 128-bit
-// hash to the newest offset seen for it. Two keys whose 128-bit hashes collide would be treated as one (the older one's
-// records dropped): the probability is that of an MD5 collision in Kafka's map, negligible.
+// CleanerMap is the cleaner's key map: an open-addressing map from a key's 128-bit hash to
+// the newest offset seen for it. Two keys whose 128-bit hashes collide would be treated as one
+// (the older one's records dropped): the probability is that of an MD5 collision in Kafka's
+// map, negligible.
+//
+// Its memory is bounded by the budget given to NewCleanerMap, but it starts small and doubles
+// (rehashing) as keys arrive, up to the budget: a log with few keys is looked up in a table
+// that stays in the CPU caches, and a clean does not clear megabytes it never uses. Kafka's
+// SkimpyOffsetMap allocates the whole budget up front; the bound and the number of keys one
+// pass can hold (capacity) are the same.
 type CleanerMap struct {
 	seed1, seed2 maphash.Seed
 	hashes       [][2]uint64
-	offsets      []int64 // -1 = empty slot
-	used, limit  int
+	// offsets holds offset+1 per slot; 0 is an empty slot (so a fresh table needs no fill).
+	offsets []int64
+	// used keys are in the table; grow at growAt. Invariant: used <= growAt < len(offsets).
+	used, growAt int
+	// maxSlots is the budget in slots, capacity the keys a full-size map may hold.
+	maxSlots, capacity int
+	loadFactor         float64
 }
+
+// cleanerMapInitialSlots is the table size a map starts with (48 KiB).
+const cleanerMapInitialSlots = 2048
 
 // NewCleanerMap makes a key map of memBytes (log.cleaner.dedupe.buffer.size / threads) filled
 // to loadFactor at most (log.cleaner.io.buffer.load.factor; 0 = 0.9). A cleaner thread makes
@@ -80,14 +97,20 @@ func NewCleanerMap(memBytes int64, loadFactor float64) *CleanerMap {
 	if loadFactor <= 0 || loadFactor > 1 {
 		loadFactor = offsetMapLoadFactor
 	}
-	slots := int(max(memBytes/offsetMapSlotBytes, 16))
-	m := &CleanerMap{seed1: maphash.MakeSeed(), seed2: maphash.MakeSeed(),
-		hashes: make([][2]uint64, slots), offsets: make([]int64, slots)}
-	for i := range m.offsets {
-		m.offsets[i] = -1
-	}
-	m.limit = min(int(float64(slots)*loadFactor), slots-1) // one slot stays empty: probes end
+	maxSlots := int(max(memBytes/offsetMapSlotBytes, 16))
+	m := &CleanerMap{seed1: maphash.MakeSeed(), seed2: maphash.MakeSeed(), maxSlots: maxSlots, loadFactor: loadFactor}
+	m.capacity = m.limitFor(maxSlots)
+	m.alloc(min(maxSlots, cleanerMapInitialSlots))
 	return m
+}
+
+// limitFor is how many keys a table of n slots holds: n × the load factor, and one slot stays
+// empty so that probes end.
+func (m *CleanerMap) limitFor(n int) int { return min(int(float64(n)*m.loadFactor), n-1) }
+
+func (m *CleanerMap) alloc(n int) {
+	m.hashes, m.offsets = make([][2]uint64, n), make([]int64, n)
+	m.used, m.growAt = 0, m.limitFor(n)
 }
 
 func (m *CleanerMap) hash(key []byte) [2]uint64 {
@@ -97,9 +120,9 @@ func (m *CleanerMap) hash(key []byte) [2]uint64 {
 // slot finds h's slot or the empty slot where it would go.
 func (m *CleanerMap) slot(h [2]uint64) int {
 	n := uint64(len(m.offsets))
-	i := h[0] % n
+	i, _ := bits.Mul64(h[0], n) // h[0] scaled to [0, n): no division
 	for {
-		if m.offsets[i] < 0 || m.hashes[i] == h {
+		if m.offsets[i] == 0 || m.hashes[i] == h {
 			return int(i)
 		}
 		i++
@@ -109,36 +132,54 @@ func (m *CleanerMap) slot(h [2]uint64) int {
 	}
 }
 
-// reset empties the map for the next clean.
+// reset empties the map for the next clean, keeping its table.
 func (m *CleanerMap) reset() {
 	if m.used == 0 {
 		return
 	}
-	for i := range m.offsets {
-		m.offsets[i] = -1
-	}
+	clear(m.offsets)
 	m.used = 0
 }
 
+// grow doubles the table (up to the budget) and rehashes what it holds.
+func (m *CleanerMap) grow() {
+	oldHashes, oldOffsets := m.hashes, m.offsets
+	m.alloc(min(len(oldOffsets)*2, m.maxSlots))
+	for i, o := range oldOffsets {
+		if o != 0 {
+			j := m.slot(oldHashes[i])
+			m.hashes[j], m.offsets[j] = oldHashes[i], o
+			m.used++
+		}
+	}
+}
+
 // put records offset for key; false (nothing recorded) when the key is new and the map full.
-func (m *CleanerMap) put(key []byte, offset int64) bool {
-	h := m.hash(key)
+func (m *CleanerMap) put(key []byte, offset int64) bool { return m.putHash(m.hash(key), offset) }
+
+// putHash is put for a key whose hash is h.
+func (m *CleanerMap) putHash(h [2]uint64, offset int64) bool {
 	i := m.slot(h)
-	if m.offsets[i] < 0 {
-		if m.used >= m.limit {
-			return false
+	if m.offsets[i] == 0 {
+		if m.used >= m.growAt {
+			if len(m.offsets) >= m.maxSlots || m.used >= m.capacity {
+				return false
+			}
+			m.grow()
+			i = m.slot(h)
 		}
 		m.used++
 		m.hashes[i] = h
 	}
-	m.offsets[i] = offset
+	m.offsets[i] = offset + 1
 	return true
 }
 
 // get returns the newest offset recorded for key, -1 if none.
-func (m *CleanerMap) get(key []byte) int64 {
-	return m.offsets[m.slot(m.hash(key))]
-}
+func (m *CleanerMap) get(key []byte) int64 { return m.getHash(m.hash(key)) }
+
+// getHash is get for a key whose hash is h.
+func (m *CleanerMap) getHash(h [2]uint64) int64 { return m.offsets[m.slot(h)] - 1 }
 
 // cleanRecord is one record of a batch being filtered.
 type cleanRecord struct {
@@ -146,6 +187,7 @@ type cleanRecord struct {
 	offsetDelta    int64
 	timestampDelta int64
 	key            []byte
+	hash           [2]uint64 // of key; set by the map-building pass only
 	hasKey         bool
 	nullValue      bool
 }
@@ -225,13 +267,18 @@ type cleanDecision struct {
 	// oldestTombstone is the timestamp of the oldest tombstone the clean kept (MaxInt64:
 	// none).
 	oldestTombstone int64
+	// out and body are filterBatch's buffers for rebuilt batches, records its parsed records,
+	// scanBuf writeCleaned's read window: reused from batch to batch and segment to segment.
+	out, body []byte
+	records   []cleanRecord
+	scanBuf   []byte
 }
 
 // filterBatch returns the cleaned form of batch b (header h): b itself when every record
 // stays, nil when the batch goes, or a rebuilt batch with the same base offset, last offset
-// delta, producer fields and codec holding only the records that stay. removed counts the
-// records dropped.
-func (d *cleanDecision) filterBatch(h *batch.Header, b []byte, scratch []cleanRecord) (out []byte, removed int, err error) {
+// delta, producer fields and codec holding only the records that stay, valid until the next
+// call. removed counts the records dropped.
+func (d *cleanDecision) filterBatch(h *batch.Header, b []byte) (out []byte, removed int, err error) {
 	if h.IsControl() {
 		return b, 0, nil // markers stay (Kafka removes them once their data is gone; sluice keeps them)
 	}
@@ -239,7 +286,8 @@ func (d *cleanDecision) filterBatch(h *batch.Header, b []byte, scratch []cleanRe
 	if err != nil {
 		return nil, 0, err
 	}
-	recs, err := parseCleanRecords(records, h.RecordCount, scratch[:0])
+	recs, err := parseCleanRecords(records, h.RecordCount, d.records[:0])
+	d.records = recs[:0]
 	if err != nil {
 		return nil, 0, err
 	}
@@ -258,7 +306,7 @@ func (d *cleanDecision) filterBatch(h *batch.Header, b []byte, scratch []cleanRe
 		switch {
 		case !r.hasKey:
 			// As Kafka's cleaner: a keyless record in a compacted log is invalid and dropped.
-		case d.m.get(r.key) > offset:
+		case d.m.getHash(d.m.hash(r.key)) > offset:
 			// Superseded by a newer record with the same key.
 		case r.nullValue && ts < d.tombstoneHorizon:
 			// A tombstone older than delete.retention.ms.
@@ -280,18 +328,24 @@ func (d *cleanDecision) filterBatch(h *batch.Header, b []byte, scratch []cleanRe
 		}
 		// As Kafka: the producer's last batch stays, empty, so its sequence is not lost.
 	}
-	var body []byte
-	for _, r := range kept {
-		body = append(body, r.raw...)
-	}
+	// The rebuilt batch goes into d.out, reused batch after batch: the caller writes it out
+	// before it filters the next one.
+	out = append(d.out[:0], b[:batch.HeaderSize]...)
 	if codec := h.Compression(); codec != 0 && len(kept) > 0 {
-		if body, err = compress.Compress(codec, nil, body, 0); err != nil {
+		body := d.body[:0]
+		for _, r := range kept {
+			body = append(body, r.raw...)
+		}
+		d.body = body
+		if out, err = compress.Compress(codec, out, body, 0); err != nil {
 			return nil, 0, err
 		}
+	} else {
+		for _, r := range kept {
+			out = append(out, r.raw...)
+		}
 	}
-	out = make([]byte, batch.HeaderSize, batch.HeaderSize+len(body))
-	copy(out, b[:batch.HeaderSize])
-	out = append(out, body...)
+	d.out = out
 	batch.SetLength(out, int32(len(out)-batch.LogOverhead))
 	binary.BigEndian.PutUint32(out[57:], uint32(len(kept))) // recordCount
 	if len(kept) == 0 {
@@ -442,13 +496,14 @@ func (l *Log) Clean(opts CleanOptions) (CleanResult, error) {
 	// Records of aborted transactions neither enter the map nor stay (Kafka's cleaner).
 	aborted := l.abortedSpans(logStart, segs[n].baseOffset)
 	var scratch []cleanRecord
+	var scanBuf []byte
 	full := false
 	for i := 0; i < n && !full && !tombstonesOnly; i++ {
 		s := segs[i]
 		if segs[i+1].baseOffset <= firstDirty {
 			continue
 		}
-		sc := scanner{f: s.log, size: s.size}
+		sc := scanner{f: s.log, size: s.size, buf: scanBuf[:0]} // empty: nothing of it is cached
 		for pos := int64(0); pos < s.size; {
 			b, h, err := sc.next(pos, true)
 			if err != nil {
@@ -472,21 +527,25 @@ func (l *Log) Clean(opts CleanOptions) (CleanResult, error) {
 			}
 			// A batch goes into the map whole or not at all, so the map ends at a batch edge.
 			newKeys := 0 // an upper bound: a key repeated in the batch counts each time
-			for _, r := range scratch {
-				if r.hasKey && m.get(r.key) < 0 {
-					newKeys++
+			for i := range scratch {
+				if r := &scratch[i]; r.hasKey {
+					r.hash = m.hash(r.key) // once per record, for the lookup and the put
+					if m.getHash(r.hash) < 0 {
+						newKeys++
+					}
 				}
 			}
-			if m.used+newKeys > m.limit {
+			if m.used+newKeys > m.capacity {
 				mapEnd, full = h.BaseOffset, true
 				break
 			}
 			for _, r := range scratch {
 				if r.hasKey {
-					m.put(r.key, h.BaseOffset+r.offsetDelta)
+					m.putHash(r.hash, h.BaseOffset+r.offsetDelta)
 				}
 			}
 		}
+		scanBuf = sc.buf
 	}
 	if tombstonesOnly {
 		mapEnd = firstDirty
@@ -505,23 +564,46 @@ func (l *Log) Clean(opts CleanOptions) (CleanResult, error) {
 	l.appendMu.Unlock()
 
 	// Rewrite every segment that holds offsets below mapEnd, oldest first.
-	cleanedWanted := 0
-	for i := 0; i < n && segs[i].baseOffset < mapEnd; i++ {
+	cleanedWanted := 0 // segs[:cleanedWanted] are rewritten
+	for cleanedWanted < n && segs[cleanedWanted].baseOffset < mapEnd {
 		cleanedWanted++
 	}
-	for i := 0; i < n && segs[i].baseOffset < mapEnd; i++ {
-		stats, err := l.cleanSegment(segs[i], d, opts.Throttle)
-		if err != nil {
-			if errors.Is(err, errCleanAborted) {
-				break // the log changed under the cleaner (truncation, retention): next time
+	// In groups of cleanSyncGroup: write the cleaned copies, fsync them together, then swap
+	// them in together (swapInGroup).
+	for i := 0; i < cleanedWanted; {
+		var group []*cleanedSegment
+		discard := func(from int) {
+			for _, c := range group[from:] {
+				c.closeFiles()
+				c.remove()
 			}
+		}
+		for ; i < cleanedWanted && len(group) < cleanSyncGroup; i++ {
+			c, err := l.writeCleaned(segs[i], d, opts.Throttle)
+			if err != nil {
+				discard(0)
+				return res, err
+			}
+			group = append(group, c)
+		}
+		if err := syncCleaned(group); err != nil {
+			discard(0)
+			return res, l.cleanFail(err)
+		}
+		swapped, err := l.swapInGroup(group, d.truncations)
+		for _, c := range group[:swapped] {
+			res.Cleaned = true
+			res.Segments++
+			res.BytesRead += c.stats.read
+			res.BytesWritten += c.stats.written
+			res.RecordsRemoved += c.stats.removed
+		}
+		if errors.Is(err, errCleanAborted) {
+			break // the log changed under the cleaner (truncation, retention): next time
+		}
+		if err != nil {
 			return res, err
 		}
-		res.Cleaned = true
-		res.Segments++
-		res.BytesRead += stats.read
-		res.BytesWritten += stats.written
-		res.RecordsRemoved += stats.removed
 	}
 	if res.Segments > 0 && res.Segments == cleanedWanted {
 		due := int64(math.MaxInt64)
@@ -567,8 +649,27 @@ func (l *Log) refreshRecoveryPoint() (int64, error) {
 	return l.recoveryPoint, nil
 }
 
-// cleanSegment writes the cleaned copy of seg beside it (.cleaned), then swaps it in.
-func (l *Log) cleanSegment(seg *segment, d *cleanDecision, throttle func(int) error) (segmentCleanStats, error) {
+// cleanedSegment is a cleaned copy written beside its segment (.cleaned files, open, not yet
+// synced), waiting for syncCleaned and swapIn.
+type cleanedSegment struct {
+	seg, out *segment
+	size     int64 // seg's size when it was cleaned
+	stats    segmentCleanStats
+	files    []File
+	// remove deletes the .cleaned files (an aborted or failed clean).
+	remove func()
+}
+
+func (c *cleanedSegment) closeFiles() {
+	for _, f := range c.files {
+		f.Close()
+	}
+	c.files = nil
+}
+
+// writeCleaned writes the cleaned copy of seg beside it (.cleaned files, left open and
+// unsynced). On error nothing of it is left.
+func (l *Log) writeCleaned(seg *segment, d *cleanDecision, throttle func(int) error) (*cleanedSegment, error) {
 	var st segmentCleanStats
 	l.mu.RLock()
 	size := seg.size
@@ -596,7 +697,7 @@ func (l *Log) cleanSegment(seg *segment, d *cleanDecision, throttle func(int) er
 		if err != nil {
 			closeFiles()
 			removeCleaned()
-			return st, l.cleanFail(err)
+			return nil, l.cleanFail(err)
 		}
 		files = append(files, f)
 	}
@@ -609,29 +710,29 @@ func (l *Log) cleanSegment(seg *segment, d *cleanDecision, throttle func(int) er
 		offsetOfMaxTimestamp:  -1,
 		rollingBasedTimestamp: -1,
 	}
-	var scratch []cleanRecord
-	sc := scanner{f: seg.log, size: size}
+	sc := scanner{f: seg.log, size: size, buf: d.scanBuf[:0]} // empty: nothing of it is cached
+	defer func() { d.scanBuf = sc.buf }()
 	var wpos int64
 	for pos := int64(0); pos < size; {
 		b, h, err := sc.next(pos, true)
 		if err != nil {
 			closeFiles()
 			removeCleaned()
-			return st, fmt.Errorf("logstore: clean %s: segment %d at %d: %w", l.dir, seg.baseOffset, pos, err)
+			return nil, fmt.Errorf("logstore: clean %s: segment %d at %d: %w", l.dir, seg.baseOffset, pos, err)
 		}
 		pos += h.Size()
 		if throttle != nil {
 			if err := throttle(len(b)); err != nil {
 				closeFiles()
 				removeCleaned()
-				return st, err
+				return nil, err
 			}
 		}
-		kept, removed, err := d.filterBatch(&h, b, scratch)
+		kept, removed, err := d.filterBatch(&h, b)
 		if err != nil {
 			closeFiles()
 			removeCleaned()
-			return st, fmt.Errorf("logstore: clean %s: batch %d: %w", l.dir, h.BaseOffset, err)
+			return nil, fmt.Errorf("logstore: clean %s: batch %d: %w", l.dir, h.BaseOffset, err)
 		}
 		st.removed += int64(removed)
 		if kept == nil {
@@ -641,129 +742,210 @@ func (l *Log) cleanSegment(seg *segment, d *cleanDecision, throttle func(int) er
 		if err != nil {
 			closeFiles()
 			removeCleaned()
-			return st, err
+			return nil, err
 		}
 		if _, err := out.log.WriteAt(kept, wpos); err != nil {
 			closeFiles()
 			removeCleaned()
-			return st, l.cleanFail(err)
+			return nil, l.cleanFail(err)
 		}
 		if throttle != nil {
 			if err := throttle(len(kept)); err != nil {
 				closeFiles()
 				removeCleaned()
-				return st, err
+				return nil, err
 			}
 		}
 		if err := out.indexBatchLocked(&kh, wpos, cfg.IndexIntervalBytes); err != nil {
 			closeFiles()
 			removeCleaned()
-			return st, l.cleanFail(err)
+			return nil, l.cleanFail(err)
 		}
 		wpos += kh.Size()
 		out.size = wpos
 	}
 	st.read, st.written = size, wpos
 	// As the source segment: the final time-index entry of a segment that is not active.
-	err := out.timeIndex.maybeAppendLocked(out.maxTimestamp, out.offsetOfMaxTimestamp, true)
-	if err == nil {
-		err = out.syncAll()
-	}
-	closeFiles()
-	if err != nil {
+	if err := out.timeIndex.maybeAppendLocked(out.maxTimestamp, out.offsetOfMaxTimestamp, true); err != nil {
+		closeFiles()
 		removeCleaned()
-		return st, l.cleanFail(err)
+		return nil, l.cleanFail(err)
 	}
-	return st, l.swapIn(seg, out, size, d.truncations)
+	return &cleanedSegment{seg: seg, out: out, size: size, stats: st, files: files, remove: removeCleaned}, nil
 }
 
-// swapIn replaces seg by its cleaned copy out (files <base>.*.cleaned, fsynced).
-// The .cleaned → .swap renames of the two indexes, a directory fsync, the .log rename (the
-// commit point), a directory fsync; then the same for .swap → final names, indexes first.
-// See the package doc for what recovery does at each point.
-func (l *Log) swapIn(seg, out *segment, size int64, truncations uint64) error {
+// cleanSyncGroup is how many cleaned segments are written before they are fsynced together
+// (each segment's files stay open until then: at most 3 × cleanSyncGroup files).
+const cleanSyncGroup = 8
+
+// syncCleaned makes the cleaned segments' files durable before any of them is swapped in:
+// the indexes written out, then every file fsynced concurrently. Their order does not matter
+// (each swap needs its segment's three files durable and starts only when all are), and
+// concurrent fsyncs share the file system's journal commits instead of waiting for one each.
+// The files are closed afterwards, whatever happened.
+func syncCleaned(group []*cleanedSegment) error {
+	defer func() {
+		for _, c := range group {
+			c.closeFiles()
+		}
+	}()
+	var files []File
+	for _, c := range group {
+		if err := c.out.index.persist(); err != nil {
+			return err
+		}
+		if err := c.out.timeIndex.persist(); err != nil {
+			return err
+		}
+		files = append(files, c.out.files()...)
+	}
+	errs := make([]error, len(files))
+	var wg sync.WaitGroup
+	for i, f := range files {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = f.Sync()
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// swapInGroup replaces the segments of group (oldest first, their cleaned copies written and
+// fsynced) by their cleaned copies, with the renames of the package doc ("Compaction") made
+// for every segment of the group at each step, so that the group shares the directory
+// fsyncs between the steps: the .cleaned → .swap renames of the indexes, a directory fsync,
+// the .log renames (each segment's commit point), a directory fsync; then the same for .swap
+// → final names, indexes first. Every segment still goes through the same durable states in
+// the same order as when swapped alone, and recovery completes or removes each segment's
+// files on their own, so a crash leaves each segment wholly old or wholly cleaned.
+//
+// Only the segments up to the first one that left the log or changed (and none after a
+// truncation) are swapped; the others' cleaned files are removed and errCleanAborted
+// returned. swapped is how many segments of group were replaced (or, when nothing of them
+// stayed, deleted).
+func (l *Log) swapInGroup(group []*cleanedSegment, truncations uint64) (swapped int, err error) {
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
-	abort := func() error {
-		for _, suffix := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
-			if err := l.fs.Remove(fileName(l.dir, seg.baseOffset, suffix+cleanedSuffix)); err != nil && !isNotExist(err) {
-				return l.fail(err)
+	removeCleaned := func(cs []*cleanedSegment) error {
+		for _, c := range cs {
+			for _, suffix := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+				if err := l.fs.Remove(fileName(l.dir, c.seg.baseOffset, suffix+cleanedSuffix)); err != nil && !isNotExist(err) {
+					return l.fail(err)
+				}
 			}
 		}
-		return errCleanAborted
+		return nil
 	}
 	if err := l.usableLocked(); err != nil {
-		return err
+		return 0, err
+	}
+	// indexOf is seg's position in the log, -1 if it left it. REQUIRES: l.mu held.
+	indexOf := func(seg *segment) int {
+		for i, s := range l.mu.segments[:len(l.mu.segments)-1] {
+			if s == seg {
+				return i
+			}
+		}
+		return -1
 	}
 	l.mu.RLock()
-	k := -1
-	for i, s := range l.mu.segments[:len(l.mu.segments)-1] {
-		if s == seg {
-			k = i
+	n := 0
+	if l.truncations.Load() == truncations {
+		for n < len(group) && indexOf(group[n].seg) >= 0 && group[n].seg.size == group[n].size {
+			n++
 		}
 	}
-	changed := k < 0 || seg.size != size || l.truncations.Load() != truncations
 	l.mu.RUnlock()
-	if changed {
-		return abort()
+	if err := removeCleaned(group[n:]); err != nil {
+		return 0, err
 	}
-	if out.size == 0 && k > 0 {
+	var full []*cleanedSegment // segments that are replaced, not deleted
+	for _, c := range group[:n] {
+		l.mu.RLock()
+		k := indexOf(c.seg)
+		l.mu.RUnlock()
+		if c.out.size > 0 || k == 0 {
+			full = append(full, c)
+			continue
+		}
 		// Nothing of the segment stays: it goes, rather than stay as an empty file forever
 		// (its offsets become a gap at the end of the previous segment). The first segment
 		// stays even when empty: its base is the log start.
-		if err := abort(); !errors.Is(err, errCleanAborted) {
-			return err
+		if err := removeCleaned([]*cleanedSegment{c}); err != nil {
+			return 0, err
 		}
 		l.mu.Lock()
 		l.mu.segments = append(l.mu.segments[:k:k], l.mu.segments[k+1:]...)
 		l.mu.Unlock()
-		if err := seg.removeFiles(l.fs, l.dir); err != nil {
-			return l.fail(err)
+		if err := c.seg.removeFiles(l.fs, l.dir); err != nil {
+			return 0, l.fail(err)
 		}
 		if err := l.fs.SyncDir(l.dir); err != nil {
-			return l.fail(err)
+			return 0, l.fail(err)
 		}
+		l.scheduleCloseLocked([]*segment{c.seg})
+	}
+	rename := func(suffix, from, to string) func(*cleanedSegment) error {
+		return func(c *cleanedSegment) error {
+			base := c.seg.baseOffset
+			return l.fs.Rename(fileName(l.dir, base, suffix+from), fileName(l.dir, base, suffix+to))
+		}
+	}
+	syncDir := func() error { return l.fs.SyncDir(l.dir) }
+	detach := func(c *cleanedSegment) error { c.seg.detachFiles(); return nil }
+	// Each step is made for every segment of full; nil perSegment is a directory fsync.
+	steps := []func(*cleanedSegment) error{
+		rename(indexSuffix, cleanedSuffix, swapSuffix), rename(timeIndexSuffix, cleanedSuffix, swapSuffix), nil,
+		rename(logSuffix, cleanedSuffix, swapSuffix), nil, // commit
+		detach,
+		rename(indexSuffix, swapSuffix, ""), rename(timeIndexSuffix, swapSuffix, ""), nil,
+		rename(logSuffix, swapSuffix, ""), nil,
+	}
+	if len(full) > 0 {
+		for _, step := range steps {
+			if step == nil {
+				if err := syncDir(); err != nil {
+					return 0, l.fail(err)
+				}
+				continue
+			}
+			for _, c := range full {
+				if err := step(c); err != nil {
+					return 0, l.fail(err)
+				}
+			}
+		}
+	}
+	for _, c := range full {
+		seg, out := c.seg, c.out
+		fresh, err := openSegmentFiles(l.fs, l.dir, seg.baseOffset, false, &l.mu.cfg)
+		if err != nil {
+			return 0, l.fail(err)
+		}
+		l.mu.Lock()
+		fresh.index.entries, fresh.index.written = out.index.entries, len(out.index.entries)
+		fresh.timeIndex.entries, fresh.timeIndex.written = out.timeIndex.entries, len(out.timeIndex.entries)
+		fresh.size, fresh.nextOffset = out.size, out.nextOffset
+		fresh.maxTimestamp, fresh.offsetOfMaxTimestamp = out.maxTimestamp, out.offsetOfMaxTimestamp
+		fresh.bytesSinceLastIndexEntry = out.bytesSinceLastIndexEntry
+		fresh.rollingBasedTimestamp = out.rollingBasedTimestamp
+		fresh.created, fresh.lastModified = seg.created, seg.lastModified
+		fresh.txn, seg.txn = seg.txn, txnIndex{} // markers are kept by a clean, so are their entries
+		l.mu.segments[indexOf(seg)] = fresh
+		l.mu.Unlock()
 		l.scheduleCloseLocked([]*segment{seg})
-		return nil
 	}
-	rename := func(suffix, from, to string) error {
-		return l.fs.Rename(fileName(l.dir, seg.baseOffset, suffix+from), fileName(l.dir, seg.baseOffset, suffix+to))
+	if n < len(group) {
+		return n, errCleanAborted
 	}
-	steps := []func() error{
-		func() error { return rename(indexSuffix, cleanedSuffix, swapSuffix) },
-		func() error { return rename(timeIndexSuffix, cleanedSuffix, swapSuffix) },
-		func() error { return l.fs.SyncDir(l.dir) },
-		func() error { return rename(logSuffix, cleanedSuffix, swapSuffix) }, // commit
-		func() error { return l.fs.SyncDir(l.dir) },
-		func() error { seg.detachFiles(); return nil },
-		func() error { return rename(indexSuffix, swapSuffix, "") },
-		func() error { return rename(timeIndexSuffix, swapSuffix, "") },
-		func() error { return l.fs.SyncDir(l.dir) },
-		func() error { return rename(logSuffix, swapSuffix, "") },
-		func() error { return l.fs.SyncDir(l.dir) },
-	}
-	for _, step := range steps {
-		if err := step(); err != nil {
-			return l.fail(err)
-		}
-	}
-	fresh, err := openSegmentFiles(l.fs, l.dir, seg.baseOffset, false, &l.mu.cfg)
-	if err != nil {
-		return l.fail(err)
-	}
-	l.mu.Lock()
-	fresh.index.entries, fresh.index.written = out.index.entries, len(out.index.entries)
-	fresh.timeIndex.entries, fresh.timeIndex.written = out.timeIndex.entries, len(out.timeIndex.entries)
-	fresh.size, fresh.nextOffset = out.size, out.nextOffset
-	fresh.maxTimestamp, fresh.offsetOfMaxTimestamp = out.maxTimestamp, out.offsetOfMaxTimestamp
-	fresh.bytesSinceLastIndexEntry = out.bytesSinceLastIndexEntry
-	fresh.rollingBasedTimestamp = out.rollingBasedTimestamp
-	fresh.created, fresh.lastModified = seg.created, seg.lastModified
-	fresh.txn, seg.txn = seg.txn, txnIndex{} // markers are kept by a clean, so are their entries
-	l.mu.segments[k] = fresh
-	l.mu.Unlock()
-	l.scheduleCloseLocked([]*segment{seg})
-	return nil
+	return n, nil
 }
 
 // detachFiles makes seg's files outlive their replacement: they are pinned open (so FileSlices

@@ -930,3 +930,43 @@ func TestCleanDropsAbortedTransactions(t *testing.T) {
 		t.Errorf("%d aborted transactions indexed after the clean, want 2", n)
 	}
 }
+
+// TestCleanerMapGrowsWithinItsBudget: the key map starts small and grows as keys arrive, never
+// past its budget, holding as many keys as a full-size map would (slots × load factor), and
+// every key keeps its newest offset across the growths and a reset.
+func TestCleanerMapGrowsWithinItsBudget(t *testing.T) {
+	const budgetSlots = 10_000
+	m := NewCleanerMap(budgetSlots*offsetMapSlotBytes, 0.9)
+	if len(m.offsets) >= budgetSlots {
+		t.Fatalf("a fresh map has %d slots: it should start small", len(m.offsets))
+	}
+	key := func(i int) []byte { return fmt.Appendf(nil, "key-%05d", i) }
+	for round := 0; round < 2; round++ {
+		for i := 0; i < m.capacity; i++ {
+			if !m.put(key(i), int64(i)) || !m.put(key(i), int64(i+1_000_000)) {
+				t.Fatalf("round %d: key %d of %d refused", round, i, m.capacity)
+			}
+		}
+		if m.capacity != 9_000 {
+			t.Fatalf("capacity %d, want 9000 (10000 slots at 0.9)", m.capacity)
+		}
+		if m.put(key(m.capacity), 1) {
+			t.Fatalf("round %d: a key beyond the capacity was accepted", round)
+		}
+		if len(m.offsets) > budgetSlots || len(m.hashes) != len(m.offsets) {
+			t.Fatalf("round %d: %d slots, budget %d", round, len(m.offsets), budgetSlots)
+		}
+		for i := 0; i < m.capacity; i++ {
+			if got := m.get(key(i)); got != int64(i+1_000_000) {
+				t.Fatalf("round %d: key %d maps to %d", round, i, got)
+			}
+		}
+		if m.get(key(m.capacity)) != -1 {
+			t.Fatalf("round %d: the refused key is in the map", round)
+		}
+		m.reset()
+		if m.get(key(0)) != -1 {
+			t.Fatalf("round %d: reset left key 0 in", round)
+		}
+	}
+}

@@ -216,11 +216,14 @@
 //
 // A segment of which nothing stays is deleted instead (its files removed, the directory
 // fsynced; its offsets become a gap after the previous segment), except the first, whose base
-// is the log start. Each other rewritten segment is swapped in on its own (the segment keeps its base offset and
-// name), with Kafka's file suffixes:
+// is the log start. Each other rewritten segment is swapped in (the segment keeps its base offset and
+// name), with Kafka's file suffixes, in groups of up to 8 segments that share the fsyncs: every
+// step below is made for each segment of the group before the fsync that ends it, so each
+// segment goes through the same durable states in the same order as if it were alone:
 //
 //  1. <base>.log.cleaned, <base>.index.cleaned, <base>.timeindex.cleaned are written and
-//     fsynced (indexes built as for an appended segment, final time-index entry included).
+//     fsynced (indexes built as for an appended segment, final time-index entry included; the
+//     group's files are fsynced concurrently, all before any rename).
 //  2. .index.cleaned and .timeindex.cleaned are renamed to .index.swap, .timeindex.swap; the
 //     directory is fsynced.
 //  3. .log.cleaned is renamed to .log.swap; the directory is fsynced. This is the commit.

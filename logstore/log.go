@@ -336,6 +336,32 @@ func (l *Log) NumSegments() int {
 	return len(l.mu.segments)
 }
 
+// SegmentInfo is one segment as Segments lists it.
+type SegmentInfo struct {
+	BaseOffset int64
+	// EndOffset is the next segment's base offset (the log end for the active segment): every
+	// offset the segment may hold is below it.
+	EndOffset int64
+	Size      int64
+	Active    bool
+}
+
+// Segments lists the log's segments, oldest first (for retention decisions made outside
+// logstore, such as the broker's retention.consumed.groups, and for metrics).
+func (l *Log) Segments() []SegmentInfo {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	segs := l.mu.segments
+	out := make([]SegmentInfo, len(segs))
+	for i, s := range segs {
+		out[i] = SegmentInfo{BaseOffset: s.baseOffset, EndOffset: l.mu.logEnd, Size: s.size, Active: i == len(segs)-1}
+		if i+1 < len(segs) {
+			out[i].EndOffset = segs[i+1].baseOffset
+		}
+	}
+	return out
+}
+
 // Dir is the partition directory.
 func (l *Log) Dir() string { return l.dir }
 

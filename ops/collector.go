@@ -75,6 +75,10 @@ var (
 		"Committed ISR changes of a partition this node leads that added replicas (mirrors kafka.server:type=ReplicaManager,name=IsrExpandsPerSec).", tpLabels, nil)
 	descPurgatory = prometheus.NewDesc("sluice_purgatory_size",
 		"Delayed operations waiting on this node: long-poll fetches and acks=all produces (mirrors kafka.server:type=DelayedOperationPurgatory,name=PurgatorySize for Produce and Fetch together).", nil, nil)
+	descConsumedHeld = prometheus.NewDesc("sluice_retention_consumed_held_bytes",
+		"sluice's own, no Kafka equivalent: on the leader of a partition whose topic sets retention.consumed.groups, the bytes of closed segments below the high watermark that the group has not committed past, kept because of it (as of the last retention pass).", gtpLabels, nil)
+	descConsumedCommitted = prometheus.NewDesc("sluice_retention_consumed_group_offset",
+		"sluice's own: the committed offset of a group named by retention.consumed.groups, as the partition's leader read it at the last retention pass; -1 when the group has none or its coordinator could not be asked.", gtpLabels, nil)
 	descScrapeErrors = prometheus.NewDesc("sluice_consumer_group_scrape_errors",
 		"1 when this scrape could not read the committed offsets (coordinator loading or timed out).", nil, nil)
 )
@@ -87,7 +91,7 @@ func (c *brokerCollector) Describe(ch chan<- *prometheus.Desc) {
 		descPartitions, descLeaders, descUnderReplicated, descUnderMinISR, descActiveController, descMetadataOffset,
 		descBrokerApplied, descBrokers, descCommitted, descLag, descScrapeErrors, descConnections,
 		descRaftTerm, descRaftCommit, descRaftLeader, descRaftVoterLag, descBytesIn, descMessagesIn, descBytesOut,
-		descReplicationBytesOut, descISRShrinks, descISRExpands, descPurgatory} {
+		descReplicationBytesOut, descISRShrinks, descISRExpands, descPurgatory, descConsumedHeld, descConsumedCommitted} {
 		ch <- d
 	}
 }
@@ -184,6 +188,11 @@ func (c *brokerCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descLeaders, leaders)
 	gauge(descUnderReplicated, underReplicated)
 	gauge(descUnderMinISR, underMinISR)
+	for _, h := range b.ConsumedRetentionHolds() {
+		part := strconv.Itoa(int(h.Partition))
+		gauge(descConsumedHeld, float64(h.HeldBytes), h.Group, h.Topic, part)
+		gauge(descConsumedCommitted, float64(h.Committed), h.Group, h.Topic, part)
+	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), groupOffsetsTimeout)
 	defer cancel()

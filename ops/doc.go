@@ -13,6 +13,10 @@
 // the produce or fetch path for it. Every metric's HELP names the Kafka JMX metric (or the
 // kafka-exporter series) it mirrors.
 //
+// Retention until consumed (retention.consumed.groups, sluice's own) is reported by each
+// partition's leader as of its last retention pass: per named group its committed offset and
+// the bytes of closed segments it holds back (broker.ConsumedRetentionHolds).
+//
 // Consumer group lag is reported by the node that coordinates the group, for the partitions
 // that node leads (lag = the partition's high watermark minus the committed offset, as
 // kafka-consumer-groups.sh computes it against the log end visible to consumers). On a

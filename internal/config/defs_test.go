@@ -61,7 +61,7 @@ func TestDefsMatchKafka(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, d := range TopicDefs() {
-		if !seen["TOPIC "+d.Name] {
+		if !seen["TOPIC "+d.Name] && !ownTopicKeys[d.Name] {
 			t.Errorf("topic key %s is not Kafka's", d.Name)
 		}
 	}

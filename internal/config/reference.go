@@ -37,6 +37,9 @@ func WriteReference(w io.Writer) error {
 				if d.Internal {
 					note = strings.TrimPrefix(note+"; internal (not listed by DescribeConfigs)", "; ")
 				}
+				if ownTopicKeys[d.Name] {
+					note = strings.TrimPrefix(note+"; sluice's own, not a Kafka key (README, \"Retention until consumed\")", "; ")
+				}
 				fmt.Fprintf(&b, "| `%s` | %s | %s |\n", d.Name, defaultCell(d), note)
 			}
 		}

@@ -159,7 +159,7 @@ func TestResolveTopic(t *testing.T) {
 		DeleteRetentionMs: 86400000, FileDeleteDelayMs: 60000, FlushMessages: 1<<63 - 1, FlushMs: 1<<63 - 1,
 		IndexIntervalBytes: 4096, MaxCompactionLagMs: 1<<63 - 1, MinCleanableDirtyRatio: 0.5,
 		MaxMessageBytes: 1048588, MessageTimestampType: "CreateTime", MessageTimestampAfterMaxMs: 3600000, MessageTimestampBeforeMaxMs: 1<<63 - 1,
-		MinInsyncReplicas: 1, RetentionBytes: -1, RetentionMs: 604800000, SegmentBytes: 1 << 30, SegmentIndexBytes: 10 << 20, SegmentMs: 604800000,
+		MinInsyncReplicas: 1, RetentionBytes: -1, RetentionMs: 604800000, RetentionConsumedRequireCommit: true, SegmentBytes: 1 << 30, SegmentIndexBytes: 10 << 20, SegmentMs: 604800000,
 	}
 	if def != want {
 		t.Fatalf("defaults\n got %+v\nwant %+v", def, want)

@@ -276,6 +276,7 @@ var topicSupport = []supportGroup{
 		"segment.jitter.ms", "segment.ms", "internal.segment.bytes", "unclean.leader.election.enable",
 		"delete.retention.ms", "max.compaction.lag.ms", "min.compaction.lag.ms", "min.cleanable.dirty.ratio",
 		"follower.replication.throttled.replicas", "leader.replication.throttled.replicas",
+		"retention.consumed.groups", "retention.consumed.require.commit",
 	}},
 	{NoEffect, "only used when the broker recompresses, which sluice does not do yet (compression.type other than producer is refused)", []string{
 		"compression.gzip.level", "compression.lz4.level", "compression.zstd.level",

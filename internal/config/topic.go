@@ -1,8 +1,10 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"sort"
+	"strings"
 )
 
 // Topic configuration keys, as Kafka 4.1's LogConfig defines them. Names, types, defaults and
@@ -90,6 +92,10 @@ var topicTable = []*Def{
 	{Name: "retention.bytes", Type: TypeLong, Default: str("-1"),
 		Doc:      "Per partition, the log size beyond which the oldest segments are deleted (cleanup.policy=delete); -1 means no size limit.",
 		synonyms: syn("log.retention.bytes")},
+	{Name: "retention.consumed.groups", Type: TypeList, Default: str(""), Validate: groupNames,
+		Doc: "sluice's own (no Kafka broker has it): consumer groups that must all have committed an offset past a segment's end before the segment is deleted, on top of time and size retention, which still delete data unconsumed at their limits (cleanup.policy must contain delete). Empty: off."},
+	{Name: "retention.consumed.require.commit", Type: TypeBoolean, Default: str("true"),
+		Doc: "sluice's own: with retention.consumed.groups, whether a named group that has no committed offset for a partition holds its data (true) or is left out of the decision (false; when no named group has committed, every segment below the high watermark may go)."},
 	{Name: "retention.ms", Type: TypeLong, Default: str("604800000"), Validate: atLeast(-1),
 		Doc:      "Age after which whole segments are deleted (cleanup.policy=delete); -1 keeps data forever.",
 		synonyms: []synonymDef{{"log.retention.ms", 1}, {"log.retention.minutes", 60_000}, {"log.retention.hours", 3_600_000}}},
@@ -112,12 +118,28 @@ var topicTable = []*Def{
 		Doc: "Testing only: when set, replaces segment.bytes without its 1 MiB minimum (as Kafka 4.1's internal key of the same name)."},
 }
 
+// ownTopicKeys are sluice's own topic keys, which no Kafka broker has (README, "Retention").
+var ownTopicKeys = map[string]bool{"retention.consumed.groups": true, "retention.consumed.require.commit": true}
+
 func syn(names ...string) []synonymDef {
 	out := make([]synonymDef, len(names))
 	for i, n := range names {
 		out[i] = synonymDef{name: n, factor: 1}
 	}
 	return out
+}
+
+// groupNames refuses an empty group name in retention.consumed.groups ("g1,,g2").
+func groupNames(v string) error {
+	if strings.TrimSpace(v) == "" {
+		return nil
+	}
+	for _, g := range ParseList(v) {
+		if g == "" {
+			return badValue{shown: v, err: errors.New("Group names must be non-empty")}
+		}
+	}
+	return nil
 }
 
 func remoteStorageOff(v string) error {
