@@ -86,6 +86,9 @@ func runCLI(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	defer stop()
 	c := &cli{ctx: ctx, in: stdin, out: stdout, errOut: stderr}
 	err := subcommands[args[0]](c, args[1:])
+	for _, cancel := range c.cancels {
+		cancel()
+	}
 	if c.client != nil {
 		c.client.Close()
 	}
@@ -116,6 +119,8 @@ type cli struct {
 	timeout time.Duration
 
 	client *kgo.Client
+	// cancels end the contexts start handed out, when the command returns.
+	cancels []context.CancelFunc
 }
 
 // flags returns a flag set with the common flags; output lists the -o values the command takes.
@@ -176,6 +181,54 @@ func (c *cli) connect(opts ...kgo.Opt) (*kadm.Client, error) {
 		return nil, fmt.Errorf("cannot reach a broker at %s (%v); is it running? --brokers names another", c.brokers, err)
 	}
 	return kadm.NewClient(cl), nil
+}
+
+// start is an admin command's set-up: args parsed with fs (-o table or json), the positional
+// arguments checked by check (a usage error before anything is dialled), the cluster reached,
+// and a context for the command's requests, ended when the command returns.
+func (c *cli) start(fs *flag.FlagSet, args []string, check func(pos []string) error) ([]string, *kadm.Client, context.Context, error) {
+	pos, err := c.parse(fs, args, "table", "json")
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if err := check(pos); err != nil {
+		return nil, nil, nil, err
+	}
+	adm, err := c.connect()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ctx, cancel := c.opCtx()
+	c.cancels = append(c.cancels, cancel)
+	return pos, adm, ctx, nil
+}
+
+// oneArg and someArgs are start's checks for one positional argument and for at least one;
+// usage says what the command wants.
+func oneArg(usage string) func([]string) error {
+	return func(pos []string) error {
+		if len(pos) != 1 {
+			return usageError{usage}
+		}
+		return nil
+	}
+}
+
+func someArgs(usage string) func([]string) error {
+	return func(pos []string) error {
+		if len(pos) == 0 {
+			return usageError{usage}
+		}
+		return nil
+	}
+}
+
+// noArgs is start's check for a command without positional arguments.
+func noArgs(pos []string) error {
+	if len(pos) > 0 {
+		return usagef("unexpected argument %q", pos[0])
+	}
+	return nil
 }
 
 // opCtx is a context for one admin round trip.

@@ -28,15 +28,17 @@ func topicAlterConfig(c *cli, args []string) error {
 	fs.Var(set, "c", "set topic config key=value (repeatable)")
 	var del listFlag
 	fs.Var(&del, "delete", "remove this topic config override, back to the default (repeatable)")
-	pos, err := c.parse(fs, args, "table", "json")
+	pos, adm, ctx, err := c.start(fs, args, func(pos []string) error {
+		if len(pos) != 1 {
+			return usagef("topic alter-config wants one topic name")
+		}
+		if len(set) == 0 && len(del) == 0 {
+			return usagef("topic alter-config wants -c key=value or --delete key")
+		}
+		return nil
+	})
 	if err != nil {
 		return err
-	}
-	if len(pos) != 1 {
-		return usagef("topic alter-config wants one topic name")
-	}
-	if len(set) == 0 && len(del) == 0 {
-		return usagef("topic alter-config wants -c key=value or --delete key")
 	}
 	topic := pos[0]
 	var ops []kadm.AlterConfig
@@ -46,25 +48,14 @@ func topicAlterConfig(c *cli, args []string) error {
 	for _, k := range del {
 		ops = append(ops, kadm.AlterConfig{Op: kadm.DeleteConfig, Name: k})
 	}
-	adm, err := c.connect()
-	if err != nil {
-		return err
-	}
-	ctx, cancel := c.opCtx()
-	defer cancel()
 	resps, err := adm.AlterTopicConfigs(ctx, ops, topic)
+	if err == nil {
+		var r kadm.AlterConfigsResponse
+		r, err = resps.On(topic, nil)
+		err = topicError(err, r.Err, r.ErrMessage, topic)
+	}
 	if err != nil {
 		return err
-	}
-	r, err := resps.On(topic, nil)
-	if err != nil {
-		return err
-	}
-	if r.Err != nil {
-		if r.ErrMessage != "" {
-			return explain(fmt.Errorf("%w (%s)", r.Err, r.ErrMessage), topic)
-		}
-		return explain(r.Err, topic)
 	}
 	if c.output == "json" {
 		return c.json(map[string]any{"topic": topic, "set": set, "deleted": del})
@@ -76,6 +67,21 @@ func topicAlterConfig(c *cli, args []string) error {
 		fmt.Fprintf(c.out, "removed %s %s (back to the default)\n", topic, k)
 	}
 	return nil
+}
+
+// topicError is the error of a per-topic admin answer: the call's own error as it is, else the
+// topic's error with the broker's message, explained (nil when both are nil). kadm's one-topic
+// calls return the topic's error as the call's too.
+func topicError(callErr, topicErr error, message, topic string) error {
+	switch {
+	case callErr != nil && callErr != topicErr:
+		return callErr
+	case topicErr == nil:
+		return nil
+	case message != "":
+		return explain(fmt.Errorf("%w (%s)", topicErr, message), topic)
+	}
+	return explain(topicErr, topic)
 }
 
 func sortedConfigKeys(m configFlags) []string {
@@ -92,33 +98,24 @@ func sortedConfigKeys(m configFlags) []string {
 func topicAddPartitions(c *cli, args []string) error {
 	fs := c.flags("topic add-partitions", "table", "json")
 	total := fs.Int("p", 0, "the topic's new total partition count")
-	pos, err := c.parse(fs, args, "table", "json")
+	pos, adm, ctx, err := c.start(fs, args, func(pos []string) error {
+		if len(pos) != 1 || *total <= 0 {
+			return usagef("topic add-partitions wants one topic name and -p TOTAL")
+		}
+		return nil
+	})
 	if err != nil {
 		return err
-	}
-	if len(pos) != 1 || *total <= 0 {
-		return usagef("topic add-partitions wants one topic name and -p TOTAL")
 	}
 	topic := pos[0]
-	adm, err := c.connect()
-	if err != nil {
-		return err
-	}
-	ctx, cancel := c.opCtx()
-	defer cancel()
 	resps, err := adm.UpdatePartitions(ctx, *total, topic)
+	if err == nil {
+		var r kadm.CreatePartitionsResponse
+		r, err = resps.On(topic, nil)
+		err = topicError(err, r.Err, r.ErrMessage, topic)
+	}
 	if err != nil {
 		return err
-	}
-	r, err := resps.On(topic, nil)
-	if err != nil {
-		return err
-	}
-	if r.Err != nil {
-		if r.ErrMessage != "" {
-			return explain(fmt.Errorf("%w (%s)", r.Err, r.ErrMessage), topic)
-		}
-		return explain(r.Err, topic)
 	}
 	if c.output == "json" {
 		return c.json(map[string]any{"topic": topic, "partitions": *total})
@@ -136,20 +133,16 @@ func groupSeek(c *cli, args []string) error {
 	to := fs.String("to", "", "start, end, an offset N, or @MILLIS (first record at or after that Unix time in ms)")
 	var topics listFlag
 	fs.Var(&topics, "topic", "seek only this topic (repeatable; default: the topics the group has offsets for)")
-	pos, err := c.parse(fs, args, "table", "json")
+	pos, adm, ctx, err := c.start(fs, args, func(pos []string) error {
+		if len(pos) != 1 || *to == "" {
+			return usagef("group seek wants one group name and --to start|end|N|@MILLIS")
+		}
+		return nil
+	})
 	if err != nil {
 		return err
-	}
-	if len(pos) != 1 || *to == "" {
-		return usagef("group seek wants one group name and --to start|end|N|@MILLIS")
 	}
 	group := pos[0]
-	adm, err := c.connect()
-	if err != nil {
-		return err
-	}
-	ctx, cancel := c.opCtx()
-	defer cancel()
 	described, err := adm.DescribeGroups(ctx, group)
 	if err != nil {
 		return err
@@ -240,19 +233,10 @@ func groupSeek(c *cli, args []string) error {
 // groupDelete deletes empty groups and their committed offsets (DeleteGroups).
 func groupDelete(c *cli, args []string) error {
 	fs := c.flags("group delete", "table", "json")
-	pos, err := c.parse(fs, args, "table", "json")
+	pos, adm, ctx, err := c.start(fs, args, someArgs("group delete wants at least one group name"))
 	if err != nil {
 		return err
 	}
-	if len(pos) == 0 {
-		return usagef("group delete wants at least one group name")
-	}
-	adm, err := c.connect()
-	if err != nil {
-		return err
-	}
-	ctx, cancel := c.opCtx()
-	defer cancel()
 	resps, err := adm.DeleteGroups(ctx, pos...)
 	if err != nil {
 		return err
@@ -296,15 +280,10 @@ func groupDelete(c *cli, args []string) error {
 // the problems listed) when the cluster is not healthy, so scripts can gate on it.
 func clusterHealth(c *cli, args []string) error {
 	fs := c.flags("cluster health", "table", "json")
-	if _, err := c.parse(fs, args, "table", "json"); err != nil {
-		return err
-	}
-	adm, err := c.connect()
+	_, adm, ctx, err := c.start(fs, args, noArgs)
 	if err != nil {
 		return err
 	}
-	ctx, cancel := c.opCtx()
-	defer cancel()
 	md, err := adm.Metadata(ctx)
 	if err != nil {
 		return err

@@ -10,15 +10,10 @@ func runCluster(c *cli, args []string) error {
 		return usagef("cluster wants info or health")
 	}
 	fs := c.flags("cluster info", "table", "json")
-	if _, err := c.parse(fs, args[1:], "table", "json"); err != nil {
-		return err
-	}
-	adm, err := c.connect()
+	_, adm, ctx, err := c.start(fs, args[1:], noArgs)
 	if err != nil {
 		return err
 	}
-	ctx, cancel := c.opCtx()
-	defer cancel()
 	md, err := adm.BrokerMetadata(ctx)
 	if err != nil {
 		return err

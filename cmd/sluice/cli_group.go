@@ -26,15 +26,10 @@ func runGroup(c *cli, args []string) error {
 
 func groupList(c *cli, args []string) error {
 	fs := c.flags("group list", "table", "json")
-	if _, err := c.parse(fs, args, "table", "json"); err != nil {
-		return err
-	}
-	adm, err := c.connect()
+	_, adm, ctx, err := c.start(fs, args, noArgs)
 	if err != nil {
 		return err
 	}
-	ctx, cancel := c.opCtx()
-	defer cancel()
 	groups, err := adm.ListGroups(ctx)
 	if err != nil {
 		return err
@@ -61,20 +56,11 @@ func groupList(c *cli, args []string) error {
 
 func groupDescribe(c *cli, args []string) error {
 	fs := c.flags("group describe", "table", "json")
-	pos, err := c.parse(fs, args, "table", "json")
+	pos, adm, ctx, err := c.start(fs, args, oneArg("group describe wants one group name"))
 	if err != nil {
 		return err
-	}
-	if len(pos) != 1 {
-		return usagef("group describe wants one group name")
 	}
 	group := pos[0]
-	adm, err := c.connect()
-	if err != nil {
-		return err
-	}
-	ctx, cancel := c.opCtx()
-	defer cancel()
 	lags, err := adm.Lag(ctx, group)
 	if err != nil {
 		return err

@@ -50,28 +50,13 @@ func topicCreate(c *cli, args []string) error {
 	replicas := fs.Int("r", -1, "replication factor (-1: the broker's default.replication.factor)")
 	configs := configFlags{}
 	fs.Var(configs, "c", "topic config key=value (repeatable)")
-	pos, err := c.parse(fs, args, "table", "json")
+	pos, adm, ctx, err := c.start(fs, args, oneArg("topic create wants one topic name"))
 	if err != nil {
 		return err
 	}
-	if len(pos) != 1 {
-		return usagef("topic create wants one topic name")
-	}
-	adm, err := c.connect()
-	if err != nil {
-		return err
-	}
-	ctx, cancel := c.opCtx()
-	defer cancel()
 	resp, err := adm.CreateTopic(ctx, int32(*partitions), int16(*replicas), configs, pos[0])
-	if err == nil {
-		err = resp.Err
-	}
-	if err != nil {
-		if resp.ErrMessage != "" {
-			err = fmt.Errorf("%w (%s)", err, resp.ErrMessage)
-		}
-		return explain(err, pos[0])
+	if err = topicError(err, resp.Err, resp.ErrMessage, pos[0]); err != nil {
+		return err
 	}
 	if c.output == "json" {
 		return c.json(map[string]any{"topic": resp.Topic, "id": topicID(resp.ID),
@@ -84,15 +69,10 @@ func topicCreate(c *cli, args []string) error {
 func topicList(c *cli, args []string) error {
 	fs := c.flags("topic list", "table", "json")
 	internal := fs.Bool("i", false, "include internal topics (__consumer_offsets)")
-	if _, err := c.parse(fs, args, "table", "json"); err != nil {
-		return err
-	}
-	adm, err := c.connect()
+	_, adm, ctx, err := c.start(fs, args, noArgs)
 	if err != nil {
 		return err
 	}
-	ctx, cancel := c.opCtx()
-	defer cancel()
 	list := adm.ListTopics
 	if *internal {
 		list = adm.ListTopicsWithInternal
@@ -130,20 +110,11 @@ func topicList(c *cli, args []string) error {
 
 func topicDescribe(c *cli, args []string) error {
 	fs := c.flags("topic describe", "table", "json")
-	pos, err := c.parse(fs, args, "table", "json")
+	pos, adm, ctx, err := c.start(fs, args, oneArg("topic describe wants one topic name"))
 	if err != nil {
 		return err
-	}
-	if len(pos) != 1 {
-		return usagef("topic describe wants one topic name")
 	}
 	topic := pos[0]
-	adm, err := c.connect()
-	if err != nil {
-		return err
-	}
-	ctx, cancel := c.opCtx()
-	defer cancel()
 	topics, err := adm.ListTopicsWithInternal(ctx, topic)
 	if err != nil {
 		return err
@@ -218,19 +189,10 @@ func topicDescribe(c *cli, args []string) error {
 
 func topicDelete(c *cli, args []string) error {
 	fs := c.flags("topic delete", "table", "json")
-	pos, err := c.parse(fs, args, "table", "json")
+	pos, adm, ctx, err := c.start(fs, args, someArgs("topic delete wants at least one topic name"))
 	if err != nil {
 		return err
 	}
-	if len(pos) == 0 {
-		return usagef("topic delete wants at least one topic name")
-	}
-	adm, err := c.connect()
-	if err != nil {
-		return err
-	}
-	ctx, cancel := c.opCtx()
-	defer cancel()
 	resps, err := adm.DeleteTopics(ctx, pos...)
 	if err != nil {
 		return err
