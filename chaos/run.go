@@ -7,7 +7,6 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -117,28 +116,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if slices.Contains(cfg.Nemeses, UncleanElection) && cfg.Nodes < 5 {
 		return nil, fmt.Errorf("the %s nemesis needs 5 nodes (with 3, killing the ISR takes the metadata quorum with it)", UncleanElection)
 	}
-	nw, err := NewNetwork(cfg.Nodes)
-	if err != nil {
-		return nil, fmt.Errorf("network namespaces (needs root and ip netns): %w", err)
-	}
-	defer nw.Close()
-
 	res := &Result{}
-	var files []*os.File
-	defer func() {
-		for _, f := range files {
-			f.Close()
-		}
-	}()
-	for i := range cfg.Nodes {
-		path := filepath.Join(cfg.WorkDir, fmt.Sprintf("node-%d.log", i+1))
-		f, err := os.Create(path)
-		if err != nil {
-			return nil, err
-		}
-		files = append(files, f)
-		res.NodeLogs = append(res.NodeLogs, path)
-	}
 	settings := append([]string{
 		"broker.session.timeout.ms=" + fmt.Sprint(sessionTimeout.Milliseconds()),
 		"offsets.topic.replication.factor=3",
@@ -147,18 +125,16 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if slices.Contains(cfg.Nemeses, UncleanElection) {
 		settings = append(settings, "unclean.leader.election.enable=true")
 	}
-	logf("starting %d nodes on %v (netns %s...), settings %v", cfg.Nodes, nw.Hosts(), nw.NodeNS(0), settings)
-	c, err := testcluster.Start(testcluster.Options{
-		Nodes: cfg.Nodes, Bin: cfg.Bin, Settings: settings,
-		Hosts: nw.Hosts(), Wrapper: nw.Wrapper,
-		BaseDir: filepath.Join(cfg.WorkDir, "data"),
-		Output:  func(i int) io.Writer { return files[i] },
-	})
-	if err != nil {
-		return res, fmt.Errorf("cluster start: %w", err)
+	nodes, err := startNodes(cfg.WorkDir, cfg.Nodes, cfg.Bin, settings, logf)
+	if nodes != nil {
+		res.NodeLogs = nodes.logs
+		defer nodes.Close()
 	}
-	defer c.Close()
-	if err := createTopic(ctx, c, cfg.Partitions); err != nil {
+	if err != nil {
+		return res, err
+	}
+	nw, c := nodes.nw, nodes.c
+	if err := createTopic(ctx, c, topic, cfg.Partitions); err != nil {
 		return res, err
 	}
 	logf("topic %s: %d partitions, RF 3, min.insync.replicas=2, every ISR full", topic, cfg.Partitions)
@@ -235,9 +211,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	return res, nil
 }
 
-// createTopic creates the topic under test and waits until every partition has a leader and a
-// full ISR.
-func createTopic(ctx context.Context, c *testcluster.Cluster, partitions int32) error {
+// createTopic creates topic with replication factor 3 and min.insync.replicas=2 and waits
+// until every partition has a leader and a full ISR.
+func createTopic(ctx context.Context, c *testcluster.Cluster, topic string, partitions int32) error {
 	adm, cl, err := c.Admin()
 	if err != nil {
 		return err
@@ -252,7 +228,7 @@ func createTopic(ctx context.Context, c *testcluster.Cluster, partitions int32) 
 			break
 		}
 		if cctx.Err() != nil {
-			return fmt.Errorf("create topic: %v %v", err, resp.Err)
+			return fmt.Errorf("create topic %s: %v %v", topic, err, resp.Err)
 		}
 		sleepCtx(cctx, 200*time.Millisecond)
 	}

@@ -3,11 +3,8 @@ package chaos
 import (
 	"context"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
@@ -78,27 +75,7 @@ func RunTxn(ctx context.Context, tcfg TxnConfig) (*TxnResult, error) {
 	if !cfg.KeepWorkDir {
 		defer os.RemoveAll(cfg.WorkDir)
 	}
-	nw, err := NewNetwork(cfg.Nodes)
-	if err != nil {
-		return nil, fmt.Errorf("network namespaces (needs root and ip netns): %w", err)
-	}
-	defer nw.Close()
 	res := &TxnResult{}
-	var files []*os.File
-	defer func() {
-		for _, f := range files {
-			f.Close()
-		}
-	}()
-	for i := range cfg.Nodes {
-		path := filepath.Join(cfg.WorkDir, fmt.Sprintf("node-%d.log", i+1))
-		f, err := os.Create(path)
-		if err != nil {
-			return nil, err
-		}
-		files = append(files, f)
-		res.NodeLogs = append(res.NodeLogs, path)
-	}
 	settings := append([]string{
 		"broker.session.timeout.ms=" + fmt.Sprint(sessionTimeout.Milliseconds()),
 		"offsets.topic.replication.factor=3",
@@ -106,19 +83,17 @@ func RunTxn(ctx context.Context, tcfg TxnConfig) (*TxnResult, error) {
 		"transaction.state.log.min.isr=2",
 		"group.initial.rebalance.delay.ms=0",
 	}, cfg.Settings...)
-	logf("starting %d nodes on %v, settings %v", cfg.Nodes, nw.Hosts(), settings)
-	c, err := testcluster.Start(testcluster.Options{
-		Nodes: cfg.Nodes, Bin: cfg.Bin, Settings: settings,
-		Hosts: nw.Hosts(), Wrapper: nw.Wrapper,
-		BaseDir: filepath.Join(cfg.WorkDir, "data"),
-		Output:  func(i int) io.Writer { return files[i] },
-	})
-	if err != nil {
-		return res, fmt.Errorf("cluster start: %w", err)
+	nodes, err := startNodes(cfg.WorkDir, cfg.Nodes, cfg.Bin, settings, logf)
+	if nodes != nil {
+		res.NodeLogs = nodes.logs
+		defer nodes.Close()
 	}
-	defer c.Close()
+	if err != nil {
+		return res, err
+	}
+	nw, c := nodes.nw, nodes.c
 	for _, t := range []string{txnInTopic, txnOutTopic} {
-		if err := createTopicNamed(ctx, c, t, cfg.Partitions); err != nil {
+		if err := createTopic(ctx, c, t, cfg.Partitions); err != nil {
 			return res, err
 		}
 	}
@@ -264,46 +239,5 @@ func waitCaughtUp(ctx context.Context, c *testcluster.Cluster, partitions int32)
 			return fmt.Errorf("not caught up after %v: %s", catchUpDeadline, last)
 		}
 		sleepCtx(wctx, 500*time.Millisecond)
-	}
-}
-
-// createTopicNamed creates topic with replication factor 3 and min.insync.replicas=2 and
-// waits until every partition has a leader and a full ISR.
-func createTopicNamed(ctx context.Context, c *testcluster.Cluster, topic string, partitions int32) error {
-	adm, cl, err := c.Admin()
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	two := "2"
-	cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-	defer cancel()
-	for {
-		resp, err := adm.CreateTopic(cctx, partitions, 3, map[string]*string{"min.insync.replicas": &two}, topic)
-		if err == nil && (resp.Err == nil || strings.Contains(resp.Err.Error(), "TOPIC_ALREADY_EXISTS")) {
-			break
-		}
-		if cctx.Err() != nil {
-			return fmt.Errorf("create topic %s: %v %v", topic, err, resp.Err)
-		}
-		sleepCtx(cctx, 200*time.Millisecond)
-	}
-	for {
-		td, err := adm.ListTopics(cctx, topic)
-		if err == nil && td[topic].Err == nil && len(td[topic].Partitions) == int(partitions) {
-			full := true
-			for _, p := range td[topic].Partitions {
-				if p.Leader < 1 || len(p.ISR) != 3 {
-					full = false
-				}
-			}
-			if full {
-				return nil
-			}
-		}
-		if cctx.Err() != nil {
-			return fmt.Errorf("topic %s never had full ISRs: %v", topic, err)
-		}
-		sleepCtx(cctx, 200*time.Millisecond)
 	}
 }
