@@ -366,3 +366,66 @@ func startApacheKafka(t *testing.T) string {
 	})
 	return addr
 }
+
+// TestCLIProfilesQuorumAndCompletion: a profile names the cluster instead of --brokers (and
+// $SLUICE_BROKERS does too), `sluice quorum describe` shows the metadata quorum through the
+// broker listener, and `sluice completion bash` is a script bash accepts.
+func TestCLIProfilesQuorumAndCompletion(t *testing.T) {
+	b := StartBroker(t)
+	profiles := filepath.Join(t.TempDir(), "profiles")
+	if err := os.WriteFile(profiles, []byte("# clusters\n[local]\nbrokers = "+b.Addr+"\ntimeout = 20s\n\n[nowhere]\nbrokers = 127.0.0.1:1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("SLUICE_PROFILES", profiles)
+	run := func(args ...string) (string, string, error) {
+		return runCmdErr(cliTimeout, "", sluiceBinary(t), args...)
+	}
+	var info struct {
+		ClusterID string `json:"cluster_id"`
+	}
+	out, stderr, err := run("cluster", "info", "--profile", "local", "-o", "json")
+	if err != nil || json.Unmarshal([]byte(out), &info) != nil || info.ClusterID == "" {
+		t.Fatalf("cluster info --profile local: %v %q %q", err, out, stderr)
+	}
+	// An explicit --brokers wins over the profile.
+	if out, stderr, err := run("cluster", "info", "--profile", "nowhere", "--brokers", b.Addr); err != nil {
+		t.Fatalf("--brokers over --profile nowhere: %v %q %q", err, out, stderr)
+	}
+	if _, stderr, err := run("cluster", "info", "--profile", "absent"); err == nil || !strings.Contains(stderr, `no profile "absent" in `+profiles) {
+		t.Fatalf("--profile absent: %v %q", err, stderr)
+	}
+	t.Setenv("SLUICE_BROKERS", b.Addr)
+	if out, stderr, err := run("topic", "list"); err != nil {
+		t.Fatalf("topic list with $SLUICE_BROKERS: %v %q %q", err, out, stderr)
+	}
+
+	var q struct {
+		Leader   int32 `json:"leader"`
+		Voters   int   `json:"voters"`
+		Replicas []struct {
+			NodeID int32  `json:"node_id"`
+			Role   string `json:"role"`
+		} `json:"replicas"`
+	}
+	out, stderr, err = run("quorum", "describe", "-o", "json")
+	if err != nil || json.Unmarshal([]byte(out), &q) != nil {
+		t.Fatalf("quorum describe: %v %q %q", err, out, stderr)
+	}
+	if q.Leader != 1 || q.Voters != 1 || len(q.Replicas) != 1 || q.Replicas[0].Role != "leader" {
+		t.Fatalf("quorum describe: %+v", q)
+	}
+
+	script, stderr, err := run("completion", "bash")
+	if err != nil || !strings.Contains(script, "complete -F _sluice sluice") || !strings.Contains(script, "alter-config") {
+		t.Fatalf("completion bash: %v %q %q", err, script, stderr)
+	}
+	path := filepath.Join(t.TempDir(), "sluice.bash")
+	if err := os.WriteFile(path, []byte(script), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The script defines the function, and completing "sluice to" offers "topic".
+	check := fmt.Sprintf(`source %s; COMP_WORDS=(sluice to); COMP_CWORD=1; _sluice; echo "${COMPREPLY[@]}"`, path)
+	if out := runCmd(t, 30*time.Second, "", lookPath(t, "bash"), "-c", check); strings.TrimSpace(out) != "topic" {
+		t.Fatalf("completing 'sluice to' offered %q", out)
+	}
+}

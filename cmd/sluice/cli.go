@@ -40,11 +40,13 @@ func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(fo
 
 // subcommands maps each subcommand to its runner.
 var subcommands = map[string]func(c *cli, args []string) error{
-	"topic":   runTopic,
-	"produce": runProduce,
-	"consume": runConsume,
-	"group":   runGroup,
-	"cluster": runCluster,
+	"topic":      runTopic,
+	"produce":    runProduce,
+	"consume":    runConsume,
+	"group":      runGroup,
+	"cluster":    runCluster,
+	"quorum":     runQuorum,
+	"completion": runCompletion,
 }
 
 const cliUsage = `Usage:
@@ -63,7 +65,10 @@ const cliUsage = `Usage:
   sluice group delete GROUP...
   sluice cluster info
   sluice cluster health                                 exit 1 unless every partition is led and fully in sync
-Common flags: --brokers host:port[,host:port] (default 127.0.0.1:9092), -o table|json.
+  sluice quorum describe                                the metadata quorum: leader, epoch, voters and observers with lag
+  sluice completion bash|zsh                            a shell completion script (source <(sluice completion bash))
+Common flags: --brokers host:port[,host:port] (default $SLUICE_BROKERS or 127.0.0.1:9092),
+--profile NAME (a [NAME] section of $SLUICE_PROFILES or ~/.config/sluice/profiles: brokers =, timeout =), -o table|json.
 Exit status: 0 success, 1 the operation failed, 2 a wrong command line.
 `
 
@@ -115,6 +120,7 @@ type cli struct {
 	out, errOut io.Writer
 
 	brokers string
+	profile string
 	output  string
 	timeout time.Duration
 
@@ -128,6 +134,7 @@ func (c *cli) flags(name string, output ...string) *flag.FlagSet {
 	fs := flag.NewFlagSet("sluice "+name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&c.brokers, "brokers", "127.0.0.1:9092", "comma-separated bootstrap brokers")
+	fs.StringVar(&c.profile, "profile", "", "a cluster named in the profiles file ($SLUICE_PROFILES or ~/.config/sluice/profiles)")
 	fs.DurationVar(&c.timeout, "timeout", 15*time.Second, "how long to wait for the cluster")
 	if len(output) > 0 {
 		fs.StringVar(&c.output, "o", output[0], "output format: "+strings.Join(output, ", "))
@@ -153,6 +160,9 @@ func (c *cli) parse(fs *flag.FlagSet, args []string, output ...string) ([]string
 	}
 	if len(output) > 0 && !contains(output, c.output) {
 		return nil, usagef("-o %q: want one of %s", c.output, strings.Join(output, ", "))
+	}
+	if err := c.applyProfile(fs); err != nil {
+		return nil, err
 	}
 	return pos, nil
 }
