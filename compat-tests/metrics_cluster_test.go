@@ -135,6 +135,10 @@ func TestMetricsClusterUnderReplicated(t *testing.T) {
 		}
 		return nil
 	})
+	// The partitions node 3 led have new leaders: every survivor applied those elections.
+	if e, _ := series(scrape(t, bases[0]), "sluice_leader_elections_total", nil); e < 1 {
+		t.Errorf("sluice_leader_elections_total on node 1 after node 3 died: %v", e)
+	}
 	if out := sumOver(survivors, "sluice_partition_replication_bytes_out_total", map[string]string{"topic": topic}); out == 0 {
 		t.Errorf("no replication bytes out counted on the leaders")
 	}

@@ -119,7 +119,9 @@ func TestMetricsEndpointsUnderLoad(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	adm := kadm.NewClient(cl)
-	if _, err := adm.CreateTopic(ctx, 2, 1, nil, topic); err != nil {
+	// flush.messages=1: every acknowledged append is fsynced, which the flush histogram counts.
+	one := "1"
+	if _, err := adm.CreateTopic(ctx, 2, 1, map[string]*string{"flush.messages": &one}, topic); err != nil {
 		t.Fatal(err)
 	}
 
@@ -164,6 +166,12 @@ func TestMetricsEndpointsUnderLoad(t *testing.T) {
 	}
 	if f := after["sluice_partition_bytes_in_total"]; f == nil || f.GetType() != dto.MetricType_COUNTER {
 		t.Errorf("sluice_partition_bytes_in_total is not a counter: %v", f)
+	}
+	// Every append was fsynced (flush.messages=1).
+	if f := after["sluice_log_flush_seconds"]; f == nil || f.GetType() != dto.MetricType_HISTOGRAM {
+		t.Errorf("sluice_log_flush_seconds is not a histogram: %v", f)
+	} else if flushes, _ := series(after, "sluice_log_flush_seconds", nil); flushes == 0 {
+		t.Errorf("no log fsync counted for a flush.messages=1 topic")
 	}
 	if _, n := series(after, "sluice_purgatory_size", nil); n != 1 {
 		t.Errorf("no sluice_purgatory_size")

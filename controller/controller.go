@@ -107,6 +107,8 @@ type Controller struct {
 	// image is the latest published image. Never nil after Start; replaced only by the driver,
 	// which closes the old image's changed channel after the swap.
 	image atomic.Pointer[Image]
+	// elections count the leader changes applied (election_stats.go).
+	elections electionStats
 	// voterAddrs are the current voters' controller addresses (VoterAddrs), replaced by the
 	// driver when the configuration changes.
 	voterAddrs atomic.Pointer[map[int32]string]
@@ -766,6 +768,9 @@ func (c *Controller) apply(ents []*pb.Entry) error {
 			}
 			b.offset = int64(e.GetIndex())
 			for _, r := range recs {
+				if pc, ok := r.(*PartitionChangeRecord); ok {
+					c.elections.countElection(b.img, pc)
+				}
 				if err := b.apply(r); err != nil {
 					c.logger.Error("skipping metadata record", "index", e.GetIndex(), "err", err)
 				}

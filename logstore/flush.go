@@ -6,6 +6,7 @@ import (
 	"os"
 	"runtime"
 	"sync"
+	"time"
 )
 
 // flushState implements group commit: appenders that need durability wait in syncTo; one of
@@ -162,7 +163,9 @@ func (l *Log) syncTo(target int64, gen, incarnation uint64) error {
 		if closed {
 			err = ErrClosed
 		} else {
+			began := time.Now()
 			err = f.Sync()
+			observeFlush(time.Since(began))
 		}
 		if err == nil && rs != nil {
 			<-rs.done

@@ -776,12 +776,14 @@ func (l *Log) startRollSync(seg *segment, upto int64) {
 				return
 			}
 		}
+		began := time.Now()
 		for _, f := range seg.files() {
 			if err := f.Sync(); err != nil {
 				rs.err = l.fail(err)
 				return
 			}
 		}
+		observeFlush(time.Since(began))
 		l.markFlushedGen(upto, gen)
 	}()
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"sluice/controller"
+	"sluice/logstore"
 )
 
 // groupOffsetsTimeout bounds how long a scrape waits for the coordinator's committed offsets.
@@ -79,6 +80,12 @@ var (
 		"sluice's own, no Kafka equivalent: on the leader of a partition whose topic sets retention.consumed.groups, the bytes of closed segments below the high watermark that the group has not committed past, kept because of it (as of the last retention pass).", gtpLabels, nil)
 	descConsumedCommitted = prometheus.NewDesc("sluice_retention_consumed_group_offset",
 		"sluice's own: the committed offset of a group named by retention.consumed.groups, as the partition's leader read it at the last retention pass; -1 when the group has none or its coordinator could not be asked.", gtpLabels, nil)
+	descElections = prometheus.NewDesc("sluice_leader_elections_total",
+		"Partition leader elections (a new leader or leader epoch; not a partition going offline) this node applied from the metadata log since it started; every node applies the same log (mirrors kafka.controller:type=ControllerStats,name=LeaderElectionRateAndTimeMs).", nil, nil)
+	descUncleanElections = prometheus.NewDesc("sluice_unclean_leader_elections_total",
+		"Of sluice_leader_elections_total, the unclean ones (an out-of-sync replica elected; mirrors kafka.controller:type=ControllerStats,name=UncleanLeaderElectionsPerSec).", nil, nil)
+	descFlush = prometheus.NewDesc("sluice_log_flush_seconds",
+		"Log fsyncs of this process: the group-committed data fsyncs of flush.messages and the fsyncs of rolled segments (mirrors kafka.log:type=LogFlushStats,name=LogFlushRateAndTimeMs).", nil, nil)
 	descScrapeErrors = prometheus.NewDesc("sluice_consumer_group_scrape_errors",
 		"1 when this scrape could not read the committed offsets (coordinator loading or timed out).", nil, nil)
 )
@@ -91,7 +98,8 @@ func (c *brokerCollector) Describe(ch chan<- *prometheus.Desc) {
 		descPartitions, descLeaders, descUnderReplicated, descUnderMinISR, descActiveController, descMetadataOffset,
 		descBrokerApplied, descBrokers, descCommitted, descLag, descScrapeErrors, descConnections,
 		descRaftTerm, descRaftCommit, descRaftLeader, descRaftVoterLag, descBytesIn, descMessagesIn, descBytesOut,
-		descReplicationBytesOut, descISRShrinks, descISRExpands, descPurgatory, descConsumedHeld, descConsumedCommitted} {
+		descReplicationBytesOut, descISRShrinks, descISRExpands, descPurgatory, descConsumedHeld, descConsumedCommitted,
+		descElections, descUncleanElections, descFlush} {
 		ch <- d
 	}
 }
@@ -117,6 +125,17 @@ func (c *brokerCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	gauge(descBrokers, unfenced, "active")
 	gauge(descBrokers, fenced, "fenced")
+	if c.s.cfg.Elections != nil {
+		all, unclean := c.s.cfg.Elections()
+		ch <- prometheus.MustNewConstMetric(descElections, prometheus.CounterValue, float64(all))
+		ch <- prometheus.MustNewConstMetric(descUncleanElections, prometheus.CounterValue, float64(unclean))
+	}
+	cumulative, flushes, flushSeconds := logstore.FlushLatencies()
+	buckets := make(map[float64]uint64, len(cumulative))
+	for i, bound := range logstore.FlushBuckets {
+		buckets[bound] = cumulative[i]
+	}
+	ch <- prometheus.MustNewConstHistogram(descFlush, flushes, flushSeconds, buckets)
 	if c.s.cfg.Quorum != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), groupOffsetsTimeout)
 		q, err := c.s.cfg.Quorum(ctx)

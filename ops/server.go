@@ -30,7 +30,10 @@ type Config struct {
 	// Quorum, if set, describes this node's view of the metadata quorum (raft term, commit
 	// index, voters' progress when leading); a scrape waits at most groupOffsetsTimeout.
 	Quorum func(ctx context.Context) (controller.QuorumDescription, error)
-	Logger *slog.Logger
+	// Elections, if set, are the leader elections (and of them the unclean ones) this node
+	// applied from the metadata log (controller.Controller.LeaderElections).
+	Elections func() (all, unclean int64)
+	Logger    *slog.Logger
 }
 
 // Server is the operator HTTP listener.

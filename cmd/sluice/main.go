@@ -241,6 +241,7 @@ func run(args []string) error {
 			image = q.metadata().Image
 		}
 		if opsServer, err = ops.Listen(ops.Config{Addr: *httpAddr, NodeID: cfg.NodeID, Image: image, Quorum: q.ctrl.DescribeQuorum,
+			Elections: q.ctrl.LeaderElections,
 			Logger: logger.With("component", "http")}); err != nil {
 			return fmt.Errorf("--http-addr: %w", err)
 		}
