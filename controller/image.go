@@ -93,6 +93,10 @@ type Image struct {
 	BrokerConfigs map[string]map[string]string
 	// NextProducerID is the first producer ID not yet handed out.
 	NextProducerID int64
+	// Scram holds SCRAM credentials (scram.go): user -> mechanism -> credential. May be nil.
+	Scram map[string]map[int8]ScramInfo
+	// Quotas holds client quotas (quotas.go): entity -> key -> value. May be nil.
+	Quotas map[QuotaEntity]map[string]float64
 
 	// defaults are the active controller's static election configs (Config), carried from
 	// image to image by the builder; they are not part of the replicated state (records
