@@ -56,7 +56,7 @@ const (
 	whyTuning      = "a Kafka tuning setting; sluice sizes this itself"
 	whyShare       = "share groups (KIP-932) are not implemented yet"
 	whyStreams     = "streams groups (KIP-1071) are not implemented yet; Kafka Streams works over the classic protocol"
-	whyQuotas      = "client and replication quotas are not implemented yet"
+	whyQuotas      = "controller mutation and log-dir move quotas are not implemented yet"
 	whyMetrics     = "sluice has no metrics reporters yet"
 	whyMetadataLog = "the metadata log's segmenting and snapshots are sluice's own"
 )
@@ -92,6 +92,7 @@ var brokerSupport = []supportGroup{
 		"log.cleaner.max.compaction.lag.ms", "log.cleaner.min.cleanable.ratio", "log.cleaner.min.compaction.lag.ms",
 		"log.cleaner.threads",
 		"replication.quota.window.num", "replication.quota.window.size.seconds",
+		"quota.window.num", "quota.window.size.seconds",
 	}},
 	{Honoured, "", []string{
 		"ssl.keystore.location", "ssl.keystore.password", "ssl.keystore.type", "ssl.keystore.key",
@@ -224,7 +225,6 @@ var brokerSupport = []supportGroup{
 		"group.consumer.regex.refresh.interval.ms",
 	}},
 	{NoEffect, whyQuotas, []string{
-		"quota.window.num", "quota.window.size.seconds",
 		"controller.quota.window.num", "controller.quota.window.size.seconds",
 		"alter.log.dirs.replication.quota.window.num", "alter.log.dirs.replication.quota.window.size.seconds",
 	}},
