@@ -35,6 +35,8 @@ func (b *Broker) handleDescribeClientQuotas(_ context.Context, _ *wire.ConnInfo,
 		resp.ErrorCode, resp.ErrorMessage = code.Code, &msg
 		return resp, nil
 	}
+	// Entries is nullable: null only with an error (Kafka's admin client fails on a null list).
+	resp.Entries = []kmsg.DescribeClientQuotasResponseEntry{}
 	for _, d := range found {
 		e := kmsg.NewDescribeClientQuotasResponseEntry()
 		for _, p := range d.Entity.Parts() {

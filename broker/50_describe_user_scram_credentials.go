@@ -26,6 +26,7 @@ func (b *Broker) handleDescribeUserScramCredentials(_ context.Context, _ *wire.C
 	for _, u := range req.Users {
 		names = append(names, u.Name)
 	}
+	resp.Results = []kmsg.DescribeUserSCRAMCredentialsResponseResult{}
 	for _, d := range controller.DescribeScram(b.ctrl.Image(), names) {
 		r := kmsg.NewDescribeUserSCRAMCredentialsResponseResult()
 		r.User = d.User

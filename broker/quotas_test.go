@@ -1,8 +1,11 @@
 package broker
 
 import (
+	"context"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"sluice/broker/replica"
 	"sluice/controller"
@@ -71,5 +74,25 @@ func TestQuotaThrottleTime(t *testing.T) {
 	clock.Advance(3 * time.Second)
 	if d := q.record(s, 1000, 900); d != 0 {
 		t.Fatalf("after the window: throttled %v", d)
+	}
+}
+
+// TestDescribeClientQuotasEmptyIsNotNull: with no quota matching, Entries must be an empty
+// list, not null — Kafka's admin client (kafka-configs --alter, which describes first) threw
+// a NullPointerException on the null list.
+func TestDescribeClientQuotasEmptyIsNotNull(t *testing.T) {
+	b := &Broker{ctrl: newFakeMetadata(&controller.Image{})}
+	req := kmsg.NewPtrDescribeClientQuotasRequest()
+	resp, err := b.handleDescribeClientQuotas(context.Background(), nil, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := resp.(*kmsg.DescribeClientQuotasResponse)
+	if r.ErrorCode != 0 || r.Entries == nil {
+		t.Fatalf("error %d, entries %v: want no error and an empty, non-null list", r.ErrorCode, r.Entries)
+	}
+	sresp, _ := b.handleDescribeUserScramCredentials(context.Background(), nil, kmsg.NewPtrDescribeUserSCRAMCredentialsRequest())
+	if sresp.(*kmsg.DescribeUserSCRAMCredentialsResponse).Results == nil {
+		t.Fatal("DescribeUserScramCredentials results are null")
 	}
 }
