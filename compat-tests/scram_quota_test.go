@@ -10,6 +10,8 @@ package compattests
 import (
 	"bytes"
 	"context"
+	"crypto/pbkdf2"
+	"crypto/sha512"
 	"fmt"
 	"net"
 	"strconv"
@@ -181,4 +183,94 @@ func TestProducerByteRateQuota(t *testing.T) {
 	if tc.n.Load() != 0 {
 		t.Fatalf("c2 (no quota) was throttled %d times", tc.n.Load())
 	}
+}
+
+// TestScramQuotaForwardedInCluster: on a three-node cluster, AlterUserScramCredentials and
+// AlterClientQuotas sent to a node that is not the active controller are forwarded to it,
+// and every node then describes the credential and the quota from its own image (which is
+// where its SCRAM logins and quota enforcement look).
+func TestScramQuotaForwardedInCluster(t *testing.T) {
+	c := StartCluster(t, 3, clusterSettings...)
+	leader := c.quorumLeader(t)
+	var other *Broker
+	var otherID int32
+	for i, n := range c.Nodes {
+		if int32(i+1) != leader {
+			other, otherID = n, int32(i+1)
+			break
+		}
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(other.Addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), clusterDeadline)
+	defer cancel()
+	salt := []byte("forwarded-salt-0123")
+	// The client salts the password, as Kafka's admin client does (mechanism 2: SCRAM-SHA-512).
+	alter := kmsg.NewPtrAlterUserSCRAMCredentialsRequest()
+	u := kmsg.NewAlterUserSCRAMCredentialsRequestUpsertion()
+	u.Name, u.Mechanism, u.Iterations, u.Salt = "erin", 2, 4096, salt
+	u.SaltedPassword = saltedSHA512(t, "erin-secret", salt, 4096)
+	alter.Upsertions = append(alter.Upsertions, u)
+	resp, err := cl.Broker(int(otherID)).Request(ctx, alter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := resp.(*kmsg.AlterUserSCRAMCredentialsResponse); len(r.Results) != 1 || r.Results[0].ErrorCode != 0 {
+		t.Fatalf("AlterUserScramCredentials through node %d: %+v", otherID, r.Results)
+	}
+	quota := kmsg.NewPtrAlterClientQuotasRequest()
+	e := kmsg.NewAlterClientQuotasRequestEntry()
+	ent := kmsg.NewAlterClientQuotasRequestEntryEntity()
+	ent.Type, ent.Name = "client-id", kmsg.StringPtr("c9")
+	op := kmsg.NewAlterClientQuotasRequestEntryOp()
+	op.Key, op.Value = "consumer_byte_rate", 4096
+	e.Entity, e.Ops = append(e.Entity, ent), append(e.Ops, op)
+	quota.Entries = append(quota.Entries, e)
+	resp, err = cl.Broker(int(otherID)).Request(ctx, quota)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := resp.(*kmsg.AlterClientQuotasResponse); len(r.Entries) != 1 || r.Entries[0].ErrorCode != 0 {
+		t.Fatalf("AlterClientQuotas through node %d: %+v", otherID, r.Entries)
+	}
+	for i, n := range c.Nodes {
+		ncl, err := kgo.NewClient(kgo.SeedBrokers(n.Addr))
+		if err != nil {
+			t.Fatal(err)
+		}
+		adm := kadm.NewClient(ncl)
+		waitFor(t, clusterDeadline, fmt.Sprintf("node %d to describe erin and c9", i+1), func() error {
+			d := kmsg.NewPtrDescribeUserSCRAMCredentialsRequest()
+			resp, err := ncl.Broker(i+1).Request(ctx, d)
+			if err != nil {
+				return err
+			}
+			r := resp.(*kmsg.DescribeUserSCRAMCredentialsResponse)
+			if len(r.Results) != 1 || r.Results[0].User != "erin" || len(r.Results[0].CredentialInfos) != 1 ||
+				r.Results[0].CredentialInfos[0].Mechanism != 2 || r.Results[0].CredentialInfos[0].Iterations != 4096 {
+				return fmt.Errorf("credentials %+v", r.Results)
+			}
+			q, err := adm.DescribeClientQuotas(ctx, false, []kadm.DescribeClientQuotaComponent{{Type: "client-id", MatchName: kmsg.StringPtr("c9")}})
+			if err != nil {
+				return err
+			}
+			if len(q) != 1 || len(q[0].Values) != 1 || q[0].Values[0].Key != "consumer_byte_rate" || q[0].Values[0].Value != 4096 {
+				return fmt.Errorf("quotas %+v", q)
+			}
+			return nil
+		})
+		ncl.Close()
+	}
+}
+
+func saltedSHA512(t *testing.T, password string, salt []byte, iterations int) []byte {
+	t.Helper()
+	k, err := pbkdf2.Key(sha512.New, password, salt, iterations, sha512.Size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
 }
