@@ -274,3 +274,60 @@ func saltedSHA512(t *testing.T, password string, salt []byte, iterations int) []
 	}
 	return k
 }
+
+// TestConsumerByteRateQuota: consumer_byte_rate on a client id throttles a consumer with that
+// client.id (fetch responses carry ThrottleTimeMillis > 0, and fetching N bytes in small
+// fetches takes at least about N / rate), while another client id reads unthrottled.
+func TestConsumerByteRateQuota(t *testing.T) {
+	lookPath(t, "java")
+	kafkaJars(t)
+	b, _ := startScramQuotaBroker(t)
+	const rate = 20000
+	javaTool(t, "", configCommand, "--bootstrap-server", b.Addr, "--alter",
+		"--entity-type", "clients", "--entity-name", "slow-reader", "--add-config", "consumer_byte_rate="+strconv.Itoa(rate))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr), kgo.DefaultProduceTopic("quota-read"), kgo.AllowAutoTopicCreation(),
+		kgo.ProducerBatchCompression(kgo.NoCompression()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	const n, size = 100, 1000
+	for i := range n { // one batch per record, so that small fetches take few of them
+		if err := cl.ProduceSync(ctx, &kgo.Record{Value: bytes.Repeat([]byte{'r'}, size)}).FirstErr(); err != nil {
+			t.Fatalf("produce %d: %v", i, err)
+		}
+	}
+	consume := func(clientID string) (time.Duration, *throttleCounter) {
+		tc := &throttleCounter{}
+		c, err := kgo.NewClient(kgo.SeedBrokers(b.Addr), kgo.ClientID(clientID), kgo.ConsumeTopics("quota-read"),
+			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxPartitionBytes(8000), kgo.FetchMaxBytes(8000),
+			kgo.WithHooks(tc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		start := time.Now()
+		for got := 0; got < n; {
+			f := c.PollFetches(ctx)
+			if err := f.Err(); err != nil {
+				t.Fatalf("%s: fetch after %d records: %v", clientID, got, err)
+			}
+			got += f.NumRecords()
+		}
+		return time.Since(start), tc
+	}
+	elapsed, tc := consume("slow-reader")
+	expected := time.Duration(float64(n*size)/rate*float64(time.Second)) - 2*time.Second
+	t.Logf("slow-reader: %d bytes in %v (≥ %v at %d B/s), %d throttles, longest %d ms", n*size, elapsed, expected, rate, tc.n.Load(), tc.maxMillis.Load())
+	if tc.n.Load() == 0 {
+		t.Fatal("no fetch response carried ThrottleTimeMillis > 0")
+	}
+	if elapsed < expected*7/10 {
+		t.Fatalf("slow-reader read %d bytes in %v, want ≥ %v", n*size, elapsed, expected*7/10)
+	}
+	if _, tc := consume("fast-reader"); tc.n.Load() != 0 {
+		t.Fatalf("fast-reader (no quota) was throttled %d times", tc.n.Load())
+	}
+}
