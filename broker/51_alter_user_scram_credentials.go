@@ -5,8 +5,8 @@ package broker
 // Upserts SCRAM credentials (from the salted password the client computed: `kafka-configs
 // --alter --add-config 'SCRAM-SHA-256=[password=...]' --entity-type users`) and deletes
 // them, through the active controller, as Kafka's brokers forward it; the rules are
-// controller/scram.go's (Kafka's ScramControlManager): DUPLICATE_RESOURCE for a user named
-// twice, UNSUPPORTED_SASL_MECHANISM, UNACCEPTABLE_CREDENTIAL for iterations outside
+// controller/scram.go's (Kafka's ScramControlManager): one result per user; DUPLICATE_RESOURCE for a
+// user and mechanism named twice, UNSUPPORTED_SASL_MECHANISM, UNACCEPTABLE_CREDENTIAL for iterations outside
 // 4096..16384, RESOURCE_NOT_FOUND for deleting what does not exist. The answer waits until this
 // broker applied the change, so the user can log in here at once. Salts and salted passwords
 // are never logged.
@@ -36,23 +36,20 @@ func (b *Broker) handleAlterUserScramCredentials(ctx context.Context, _ *wire.Co
 	resp := req.ResponseKind().(*kmsg.AlterUserSCRAMCredentialsResponse)
 	ctx, cancel := adminTimeout(ctx, 0)
 	defer cancel()
-	var names []string
 	dels := make([]controller.ScramDeletion, 0, len(req.Deletions))
 	for _, d := range req.Deletions {
 		dels = append(dels, controller.ScramDeletion{Name: d.Name, Mechanism: d.Mechanism})
-		names = append(names, d.Name)
 	}
 	ups := make([]controller.ScramUpsertion, 0, len(req.Upsertions))
 	for _, u := range req.Upsertions {
 		ups = append(ups, controller.ScramUpsertion{Name: u.Name, Mechanism: u.Mechanism, Iterations: u.Iterations, Salt: u.Salt, SaltedPassword: u.SaltedPassword})
-		names = append(names, u.Name)
 	}
 	var results []controller.ScramResult
 	err := errors.New("this broker's metadata cannot change SCRAM credentials")
 	if a, ok := b.ctrl.(scramAlterer); ok {
 		results, err = a.AlterUserScramCredentials(ctx, dels, ups)
 	}
-	for i, n := range names {
+	for i, n := range controller.ScramUsers(dels, ups) {
 		r := kmsg.NewAlterUserSCRAMCredentialsResponseResult()
 		r.User = n
 		switch {

@@ -3,8 +3,8 @@ package cluster
 // AlterUserScramCredentials, key 51: v0.
 //
 // Upserts SCRAM credentials from the client's salted passwords and deletes credentials, with
-// the rules of controller/scram.go (Kafka's ScramControlManager). One result per deletion,
-// then per upsertion, in request order. The answer carries the metadata offset of the change
+// the rules of controller/scram.go (Kafka's ScramControlManager). One result per user, in
+// order of first appearance (deletions first). The answer carries the metadata offset of the change
 // (tag 0x5C01, see the package doc). Link.AlterUserScramCredentials is the broker's way here.
 
 import (
@@ -44,17 +44,12 @@ func scramRequest(req *kmsg.AlterUserSCRAMCredentialsRequest) ([]controller.Scra
 	return dels, ups
 }
 
-// scramResponse is the response form of results (or of a failed call: every entry its error).
+// scramResponse is the response form of results: one per user (or, for a failed call, every
+// user the call's error).
 func scramResponse(dels []controller.ScramDeletion, ups []controller.ScramUpsertion, results []controller.ScramResult, err error) []kmsg.AlterUserSCRAMCredentialsResponseResult {
-	names := make([]string, 0, len(dels)+len(ups))
-	for _, d := range dels {
-		names = append(names, d.Name)
-	}
-	for _, u := range ups {
-		names = append(names, u.Name)
-	}
-	out := make([]kmsg.AlterUserSCRAMCredentialsResponseResult, len(names))
-	for i, n := range names {
+	users := controller.ScramUsers(dels, ups)
+	out := make([]kmsg.AlterUserSCRAMCredentialsResponseResult, len(users))
+	for i, n := range users {
 		out[i] = kmsg.NewAlterUserSCRAMCredentialsResponseResult()
 		out[i].User = n
 		switch {
@@ -99,14 +94,20 @@ func (l *Link) AlterUserScramCredentials(ctx context.Context, dels []controller.
 			return errRetry
 		}
 		l.waitOffset(ctx, offsetOf(&r.UnknownTags))
-		out = make([]controller.ScramResult, len(dels)+len(ups))
-		for i := range out {
-			if i >= len(r.Results) {
+		byUser := map[string]kmsg.AlterUserSCRAMCredentialsResponseResult{}
+		for _, rr := range r.Results {
+			byUser[rr.User] = rr
+		}
+		users := controller.ScramUsers(dels, ups)
+		out = make([]controller.ScramResult, len(users))
+		for i, u := range users {
+			out[i].User = u
+			rr, ok := byUser[u]
+			if !ok {
 				out[i].Err = kerr.UnknownServerError
 				continue
 			}
-			rr := r.Results[i]
-			out[i].User, out[i].Err, out[i].Message = rr.User, kerr.ErrorForCode(rr.ErrorCode), deref(rr.ErrorMessage)
+			out[i].Err, out[i].Message = kerr.ErrorForCode(rr.ErrorCode), deref(rr.ErrorMessage)
 		}
 		return nil
 	})

@@ -64,6 +64,20 @@ func scramLogin(t *testing.T, addr, user, password string) error {
 	return err
 }
 
+func scramLogin512(t *testing.T, addr, user, password string) error {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.SASL(scram.Auth{User: user, Pass: password}.AsSha512Mechanism()),
+		kgo.RequestRetries(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	_, err = cl.Request(ctx, kmsg.NewPtrMetadataRequest())
+	return err
+}
+
 func TestScramUsersFromKafkaConfigs(t *testing.T) {
 	lookPath(t, "java")
 	lookPath(t, "kcat")
@@ -75,31 +89,42 @@ func TestScramUsersFromKafkaConfigs(t *testing.T) {
 		t.Fatalf("login before the user exists: %v, want SASL_AUTHENTICATION_FAILED", err)
 	}
 	out, _ := javaTool(t, "", configCommand, "--bootstrap-server", b.Addr, "--alter",
-		"--add-config", "SCRAM-SHA-256=[iterations=8192,password="+carolPass+"]",
+		"--add-config", "SCRAM-SHA-256=[iterations=8192,password="+carolPass+"],SCRAM-SHA-512=[password="+carolPass+"]",
 		"--entity-type", "users", "--entity-name", "carol")
 	if !strings.Contains(out, "Completed updating config for user carol.") {
 		t.Errorf("--alter printed %q", out)
 	}
 	out, _ = javaTool(t, "", configCommand, "--bootstrap-server", b.Addr, "--describe", "--entity-type", "users", "--entity-name", "carol")
-	if !strings.Contains(out, "SCRAM-SHA-256=iterations=8192") {
+	if !strings.Contains(out, "SCRAM-SHA-256=iterations=8192") || !strings.Contains(out, "SCRAM-SHA-512=iterations=4096") {
 		t.Errorf("--describe does not show the credential:\n%s", out)
 	}
 	// The user logs in at once: franz-go, and kcat (librdkafka) producing and consuming.
 	if err := scramLogin(t, saslAddr, "carol", carolPass); err != nil {
 		t.Fatalf("franz-go login as carol: %v", err)
 	}
+	if err := scramLogin512(t, saslAddr, "carol", carolPass); err != nil {
+		t.Fatalf("franz-go SCRAM-SHA-512 login as carol: %v", err)
+	}
 	if err := scramLogin(t, saslAddr, "carol", "wrong"); err == nil {
 		t.Fatal("wrong password accepted")
 	}
 	kcatRoundTrip(t, saslAddr, "scram-carol", []string{"security.protocol=SASL_PLAINTEXT", "sasl.mechanisms=SCRAM-SHA-256",
 		"sasl.username=carol", "sasl.password=" + carolPass})
-	// A SCRAM-SHA-512 credential of another user is separate.
+	// Another user has no credential.
 	if err := scramLogin(t, saslAddr, "dave", carolPass); err == nil {
 		t.Fatal("a user without credentials logged in")
 	}
-	// Deleted, the login is refused.
+	// Deleted, the login is refused (the SCRAM-SHA-512 credential stays until deleted too).
 	javaTool(t, "", configCommand, "--bootstrap-server", b.Addr, "--alter", "--delete-config", "SCRAM-SHA-256",
 		"--entity-type", "users", "--entity-name", "carol")
+	if err := scramLogin512(t, saslAddr, "carol", carolPass); err != nil {
+		t.Fatalf("SCRAM-SHA-512 login after deleting only SCRAM-SHA-256: %v", err)
+	}
+	javaTool(t, "", configCommand, "--bootstrap-server", b.Addr, "--alter", "--delete-config", "SCRAM-SHA-512",
+		"--entity-type", "users", "--entity-name", "carol")
+	if err := scramLogin512(t, saslAddr, "carol", carolPass); err == nil {
+		t.Fatal("SCRAM-SHA-512 login after deletion succeeded")
+	}
 	if err := scramLogin(t, saslAddr, "carol", carolPass); err == nil || !strings.Contains(err.Error(), kerr.SaslAuthenticationFailed.Message) {
 		t.Fatalf("login after deletion: %v, want SASL_AUTHENTICATION_FAILED", err)
 	}

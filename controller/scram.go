@@ -148,7 +148,7 @@ type ScramDeletion struct {
 	Mechanism int8
 }
 
-// ScramResult is the outcome for one deletion or upsertion.
+// ScramResult is the outcome for one user of the request.
 type ScramResult struct {
 	User    string
 	Err     error
@@ -157,24 +157,44 @@ type ScramResult struct {
 
 func (r *ScramResult) errFields() (*error, *string) { return &r.Err, &r.Message }
 
-// AlterUserScramCredentials applies deletions and upsertions as Kafka's ScramControlManager
-// validates them: a user named more than once in the request (in either list) is
-// DUPLICATE_RESOURCE for every entry of that user; an unknown mechanism
-// UNSUPPORTED_SASL_MECHANISM; iterations outside [4096, 16384] or an empty user name
-// UNACCEPTABLE_CREDENTIAL; deleting a credential that does not exist RESOURCE_NOT_FOUND.
-// Results are the deletions' then the upsertions', in request order.
-func (c *Controller) AlterUserScramCredentials(ctx context.Context, deletions []ScramDeletion, upsertions []ScramUpsertion) ([]ScramResult, error) {
-	results := make([]ScramResult, 0, len(deletions)+len(upsertions))
+// ScramUsers returns the distinct users of a request in order of first appearance
+// (deletions first): the users AlterUserScramCredentials answers for, in that order.
+func ScramUsers(deletions []ScramDeletion, upsertions []ScramUpsertion) []string {
+	seen := map[string]bool{}
+	var out []string
+	add := func(n string) {
+		if !seen[n] {
+			seen[n] = true
+			out = append(out, n)
+		}
+	}
 	for _, d := range deletions {
-		results = append(results, ScramResult{User: d.Name})
+		add(d.Name)
 	}
 	for _, u := range upsertions {
-		results = append(results, ScramResult{User: u.Name})
+		add(u.Name)
+	}
+	return out
+}
+
+// AlterUserScramCredentials applies deletions and upsertions as Kafka validates them: a user
+// with the same mechanism named more than once in the request (in either list) is
+// DUPLICATE_RESOURCE; an unknown mechanism UNSUPPORTED_SASL_MECHANISM; iterations outside
+// [4096, 16384] or an empty user name UNACCEPTABLE_CREDENTIAL; deleting a credential that
+// does not exist RESOURCE_NOT_FOUND. One result per user (ScramUsers order), the error of its
+// first failing entry; a user with a failing entry has none of its entries applied, other
+// users are unaffected. Several mechanisms of one user in one request are fine
+// (kafka-configs --add-config 'SCRAM-SHA-256=[...],SCRAM-SHA-512=[...]').
+func (c *Controller) AlterUserScramCredentials(ctx context.Context, deletions []ScramDeletion, upsertions []ScramUpsertion) ([]ScramResult, error) {
+	users := ScramUsers(deletions, upsertions)
+	results := make([]ScramResult, len(users))
+	for i, u := range users {
+		results[i].User = u
 	}
 	req := &request{plan: func(w *Image) []Record {
 		recs, verrs := planScram(w, deletions, upsertions)
-		for i, v := range verrs {
-			if v != nil {
+		for i, u := range users {
+			if v := verrs[u]; v != nil {
 				setErr(&results[i].Err, &results[i].Message, v)
 			}
 		}
@@ -183,22 +203,32 @@ func (c *Controller) AlterUserScramCredentials(ctx context.Context, deletions []
 	return submitEach(ctx, c, req, results, failUnfailed)
 }
 
-// planScram validates the request against w and returns the records of the entries that
-// pass, and per entry (deletions first) its error or nil.
-func planScram(w *Image, deletions []ScramDeletion, upsertions []ScramUpsertion) ([]Record, []*validationError) {
-	count := map[string]int{}
+type scramKey struct {
+	user      string
+	mechanism int8
+}
+
+// planScram validates the request against w and returns the records of the users whose every
+// entry passes, and per failing user the error of its first failing entry.
+func planScram(w *Image, deletions []ScramDeletion, upsertions []ScramUpsertion) ([]Record, map[string]*validationError) {
+	count := map[scramKey]int{}
 	for _, d := range deletions {
-		count[d.Name]++
+		count[scramKey{d.Name, d.Mechanism}]++
 	}
 	for _, u := range upsertions {
-		count[u.Name]++
+		count[scramKey{u.Name, u.Mechanism}]++
 	}
-	verrs := make([]*validationError, 0, len(deletions)+len(upsertions))
-	var recs []Record
+	verrs := map[string]*validationError{}
+	note := func(user string, v *validationError) {
+		if v != nil && verrs[user] == nil {
+			verrs[user] = v
+		}
+	}
+	byUser := map[string][]Record{}
 	for _, d := range deletions {
 		var v *validationError
 		switch {
-		case count[d.Name] > 1:
+		case count[scramKey{d.Name, d.Mechanism}] > 1:
 			v = fail(kerr.DuplicateResource, "A user credential cannot be altered twice in the same request")
 		case d.Name == "":
 			v = fail(kerr.UnacceptableCredential, "Username must not be empty")
@@ -209,16 +239,16 @@ func planScram(w *Image, deletions []ScramDeletion, upsertions []ScramUpsertion)
 				v = fail(kerr.ResourceNotFound, "Attempt to delete a user credential that does not exist")
 			}
 		}
+		note(d.Name, v)
 		if v == nil {
-			recs = append(recs, &RemoveUserScramCredentialRecord{Name: d.Name, Mechanism: d.Mechanism})
+			byUser[d.Name] = append(byUser[d.Name], &RemoveUserScramCredentialRecord{Name: d.Name, Mechanism: d.Mechanism})
 		}
-		verrs = append(verrs, v)
 	}
 	for _, u := range upsertions {
 		var v *validationError
 		h := scramHashOf(u.Mechanism)
 		switch {
-		case count[u.Name] > 1:
+		case count[scramKey{u.Name, u.Mechanism}] > 1:
 			v = fail(kerr.DuplicateResource, "A user credential cannot be altered twice in the same request")
 		case u.Name == "":
 			v = fail(kerr.UnacceptableCredential, "Username must not be empty")
@@ -231,18 +261,24 @@ func planScram(w *Image, deletions []ScramDeletion, upsertions []ScramUpsertion)
 		case len(u.SaltedPassword) == 0 || len(u.Salt) == 0:
 			v = fail(kerr.UnacceptableCredential, "Salt and salted password must not be empty")
 		}
+		note(u.Name, v)
 		if v == nil {
 			clientKey := hmacOf(h, u.SaltedPassword, "Client Key")
 			d := h()
 			d.Write(clientKey)
-			recs = append(recs, &UserScramCredentialRecord{
+			byUser[u.Name] = append(byUser[u.Name], &UserScramCredentialRecord{
 				Name: u.Name, Mechanism: u.Mechanism, Iterations: u.Iterations,
 				Salt:      slices.Clone(u.Salt),
 				StoredKey: d.Sum(nil),
 				ServerKey: hmacOf(h, u.SaltedPassword, "Server Key"),
 			})
 		}
-		verrs = append(verrs, v)
+	}
+	var recs []Record
+	for _, user := range ScramUsers(deletions, upsertions) {
+		if verrs[user] == nil {
+			recs = append(recs, byUser[user]...)
+		}
 	}
 	return recs, verrs
 }

@@ -65,31 +65,44 @@ func TestScramCredentialsValidation(t *testing.T) {
 	ctx := testCtx(t)
 	salt, pw := []byte("salt"), []byte("salted")
 	res, err := c.AlterUserScramCredentials(ctx,
-		[]ScramDeletion{{Name: "dup", Mechanism: ScramSHA256}, {Name: "ghost", Mechanism: ScramSHA512}, {Name: "m", Mechanism: 9}},
+		[]ScramDeletion{{Name: "dup", Mechanism: ScramSHA512}, {Name: "ghost", Mechanism: ScramSHA512}, {Name: "m", Mechanism: 9}},
 		[]ScramUpsertion{
 			{Name: "dup", Mechanism: ScramSHA512, Iterations: 4096, Salt: salt, SaltedPassword: pw},
 			{Name: "few", Mechanism: ScramSHA256, Iterations: 4095, Salt: salt, SaltedPassword: pw},
 			{Name: "many", Mechanism: ScramSHA256, Iterations: 16385, Salt: salt, SaltedPassword: pw},
 			{Name: "unknown", Mechanism: 3, Iterations: 4096, Salt: salt, SaltedPassword: pw},
 			{Name: "", Mechanism: ScramSHA256, Iterations: 4096, Salt: salt, SaltedPassword: pw},
+			// Both mechanisms of one user in one request are fine (kafka-configs sends that).
 			{Name: "ok", Mechanism: ScramSHA512, Iterations: 16384, Salt: salt, SaltedPassword: pw},
+			{Name: "ok", Mechanism: ScramSHA256, Iterations: 4096, Salt: salt, SaltedPassword: pw},
+			// One bad entry of a user: none of that user's entries apply.
+			{Name: "half", Mechanism: ScramSHA256, Iterations: 4096, Salt: salt, SaltedPassword: pw},
+			{Name: "half", Mechanism: ScramSHA512, Iterations: 100, Salt: salt, SaltedPassword: pw},
 		})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []*kerr.Error{kerr.DuplicateResource, kerr.ResourceNotFound, kerr.UnsupportedSaslMechanism,
-		kerr.DuplicateResource, kerr.UnacceptableCredential, kerr.UnacceptableCredential, kerr.UnsupportedSaslMechanism, kerr.UnacceptableCredential, nil}
+	want := []struct {
+		user string
+		err  *kerr.Error
+	}{
+		{"dup", kerr.DuplicateResource}, {"ghost", kerr.ResourceNotFound}, {"m", kerr.UnsupportedSaslMechanism},
+		{"few", kerr.UnacceptableCredential}, {"many", kerr.UnacceptableCredential}, {"unknown", kerr.UnsupportedSaslMechanism},
+		{"", kerr.UnacceptableCredential}, {"ok", nil}, {"half", kerr.UnacceptableCredential},
+	}
 	if len(res) != len(want) {
-		t.Fatalf("%d results, want %d", len(res), len(want))
+		t.Fatalf("%d results, want %d: %+v", len(res), len(want), res)
 	}
 	for i, w := range want {
-		if w == nil && res[i].Err != nil || w != nil && !errors.Is(res[i].Err, w) {
-			t.Errorf("result %d (%s): %v %q, want %v", i, res[i].User, res[i].Err, res[i].Message, w)
+		if res[i].User != w.user || w.err == nil && res[i].Err != nil || w.err != nil && !errors.Is(res[i].Err, w.err) {
+			t.Errorf("result %d: %q %v %q, want %q %v", i, res[i].User, res[i].Err, res[i].Message, w.user, w.err)
 		}
 	}
 	im := c.Image()
-	if _, ok := im.ScramCredential("ok", ScramSHA512); !ok || len(im.Scram) != 1 {
-		t.Fatalf("image users %v: only the valid upsertion must apply", im.Scram)
+	_, ok512 := im.ScramCredential("ok", ScramSHA512)
+	_, ok256 := im.ScramCredential("ok", ScramSHA256)
+	if !ok512 || !ok256 || len(im.Scram) != 1 {
+		t.Fatalf("image users %v: only user ok's two upsertions must apply", im.Scram)
 	}
 }
 
