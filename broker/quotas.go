@@ -30,6 +30,7 @@ import (
 	"context"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -51,7 +52,9 @@ type clientQuotas struct {
 	b       *Broker
 	samples int
 	window  time.Duration
-	mu      struct {
+	// nMuted is len(mu.muted), so that a request on an unmuted broker takes no lock.
+	nMuted atomic.Int64
+	mu     struct {
 		sync.Mutex
 		// meters holds each sensor's rate and when it was last recorded. Bounded by the
 		// sensors in use: a meter idle for samples × window (its rate is zero again) is
@@ -167,6 +170,7 @@ func (q *clientQuotas) sweepLocked(now time.Time) {
 	for c, until := range q.mu.muted {
 		if !now.Before(until) {
 			delete(q.mu.muted, c)
+			q.nMuted.Add(-1)
 		}
 	}
 }
@@ -175,7 +179,11 @@ func (q *clientQuotas) sweepLocked(now time.Time) {
 func (q *clientQuotas) mute(conn *wire.ConnInfo, until time.Time) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if until.After(q.mu.muted[conn]) {
+	old, had := q.mu.muted[conn]
+	if !had {
+		q.nMuted.Add(1)
+	}
+	if until.After(old) {
 		q.mu.muted[conn] = until
 	}
 }
@@ -184,13 +192,14 @@ func (q *clientQuotas) mute(conn *wire.ConnInfo, until time.Time) {
 // before serving a request, so a muted connection's requests wait, as Kafka stops reading
 // from a muted channel.
 func (q *clientQuotas) waitUnmuted(ctx context.Context, conn *wire.ConnInfo) {
-	if conn == nil {
+	if conn == nil || q.nMuted.Load() == 0 {
 		return
 	}
 	q.mu.Lock()
 	until, ok := q.mu.muted[conn]
 	if ok {
 		delete(q.mu.muted, conn)
+		q.nMuted.Add(-1)
 	}
 	q.mu.Unlock()
 	if !ok {
@@ -214,15 +223,9 @@ func (q *clientQuotas) waitUnmuted(ctx context.Context, conn *wire.ConnInfo) {
 // request while no quota is set) keep respond as it is.
 func (q *clientQuotas) wrap(req *wire.Request, respond wire.Respond) wire.Respond {
 	var key string
-	var produceBytes int64
 	switch body := req.Body.(type) {
 	case *kmsg.ProduceRequest:
 		key = controller.QuotaProducerByteRate
-		for _, t := range body.Topics {
-			for _, p := range t.Partitions {
-				produceBytes += int64(len(p.Records))
-			}
-		}
 	case *kmsg.FetchRequest:
 		if followerOf(body).id >= 0 {
 			return respond
@@ -242,6 +245,15 @@ func (q *clientQuotas) wrap(req *wire.Request, respond wire.Respond) wire.Respon
 	bound, sensor, ok := resolveQuota(q.b.ctrl.Image(), key, quotaUser(user), clientID)
 	if !ok {
 		return respond
+	}
+	var produceBytes int64
+	if body, isProduce := req.Body.(*kmsg.ProduceRequest); isProduce {
+		// Counted now: the handler may release the request's frame before it responds.
+		for _, t := range body.Topics {
+			for _, p := range t.Partitions {
+				produceBytes += int64(len(p.Records))
+			}
+		}
 	}
 	version, conn := req.Version, req.Conn
 	return func(resp kmsg.Response, err error) {

@@ -96,3 +96,38 @@ func TestDescribeClientQuotasEmptyIsNotNull(t *testing.T) {
 		t.Fatal("DescribeUserScramCredentials results are null")
 	}
 }
+
+// TestQuotaMuteHoldsNextRequest: a muted connection's next request waits until the throttle
+// time has passed on the broker's clock; other connections are not held.
+func TestQuotaMuteHoldsNextRequest(t *testing.T) {
+	clock := replica.NewManualClock(time.Unix(1000, 0))
+	q := &clientQuotas{b: &Broker{clock: clock}, samples: 2, window: time.Second}
+	q.mu.meters = map[quotaSensor]*quotaMeter{}
+	q.mu.muted = map[*wire.ConnInfo]time.Time{}
+	muted, other := &wire.ConnInfo{ID: 1}, &wire.ConnInfo{ID: 2}
+	q.mute(muted, clock.Now().Add(500*time.Millisecond))
+	q.waitUnmuted(context.Background(), other) // returns at once: not muted
+	done := make(chan struct{})
+	go func() {
+		q.waitUnmuted(context.Background(), muted)
+		close(done)
+	}()
+	// The waiter arms a timer on the manual clock; advance until it fires.
+	deadline := time.After(10 * time.Second)
+	for {
+		clock.Advance(100 * time.Millisecond)
+		select {
+		case <-done:
+			if got := clock.Now().Sub(time.Unix(1000, 0)); got < 500*time.Millisecond {
+				t.Fatalf("released after %v, want ≥ 500ms", got)
+			}
+			if q.nMuted.Load() != 0 {
+				t.Fatalf("%d connections still muted", q.nMuted.Load())
+			}
+			return
+		case <-deadline:
+			t.Fatal("muted connection never released")
+		default:
+		}
+	}
+}
