@@ -99,6 +99,8 @@ type Broker struct {
 	fetchers *replicaFetchers
 	// throttles are the leader and follower replication quotas (throttle.go).
 	throttles *replicationThrottles
+	// quotas enforces client produce and fetch byte-rate quotas (quotas.go).
+	quotas *clientQuotas
 
 	// txnVerifier, when set, verifies a transactional produce that would start a transaction
 	// on a partition with the transaction coordinator (txn_verify.go). Set before serving.
@@ -155,6 +157,7 @@ func New(cfg Config, ctrl Metadata) (*Broker, error) {
 	b.alterPartition = alterSender
 	b.fetchers = newReplicaFetchers(b)
 	b.throttles = newReplicationThrottles(b)
+	b.quotas = newClientQuotas(b)
 	b.mu.partitions = make(map[topicPartition]*Partition)
 	b.mu.appliedChanged = make(chan struct{})
 	b.offline.init()
@@ -203,7 +206,8 @@ func (b *Broker) Handle(ctx context.Context, req *wire.Request, respond wire.Res
 			respond(nil, fmt.Errorf("broker: panic serving api %d", req.Key))
 		}
 	}()
-	a.handle(b, ctx, req, respond)
+	b.quotas.waitUnmuted(ctx, req.Conn)
+	a.handle(b, ctx, req, b.quotas.wrap(req, respond))
 }
 
 // Drain is the first step of shutdown: every parked fetch is answered now with what it has,

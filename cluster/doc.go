@@ -8,7 +8,7 @@
 // BrokerRegistration (62), BrokerHeartbeat (63), CreateTopics (19), DeleteTopics (20),
 // CreatePartitions (37), AlterConfigs (33), IncrementalAlterConfigs (44), AllocateProducerIds
 // (67), AlterPartition (56), AlterPartitionReassignments (45), ListPartitionReassignments (46),
-// UnregisterBroker (64),
+// UnregisterBroker (64), AlterClientQuotas (49), AlterUserScramCredentials (51),
 // DescribeQuorum (55), DescribeCluster (60) and ElectLeaders (43), at the versions in
 // ServerVersions (one file per API, NN_name.go, notes on top). Requests that change metadata
 // are proposals: a node that is not the active controller answers NOT_CONTROLLER, and

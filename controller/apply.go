@@ -53,6 +53,9 @@ type imageBuilder struct {
 	ownedTopics                                                    map[*TopicInfo]bool
 	ownedTopicConfigs                                              map[*TopicInfo]bool
 	ownedBrokerConfigs                                             map[string]bool
+	// scramOwned and quotasOwned: Image.Scram and Image.Quotas were cloned by this builder
+	// (their inner maps are cloned on every change, never shared for writing).
+	scramOwned, quotasOwned bool
 }
 
 func newImageBuilder(base *Image) *imageBuilder {
@@ -276,6 +279,14 @@ func (b *imageBuilder) apply(r Record) error {
 		}
 		img.NextProducerID = r.NextProducerID
 
+	case *UserScramCredentialRecord, *RemoveUserScramCredentialRecord:
+		if err := b.applyScram(r); err != nil {
+			return fmt.Errorf("%w: SCRAM credential record %T for an unknown mechanism or user", ErrInvalidRecord, r)
+		}
+
+	case *ClientQuotaRecord:
+		return b.applyQuota(r)
+
 	default:
 		return fmt.Errorf("%w: unknown record %T", ErrInvalidRecord, r)
 	}
@@ -320,6 +331,9 @@ type imageSnapshot struct {
 	BrokerConfigs  map[string]map[string]string `json:"broker_configs"`
 	NextProducerID int64                        `json:"next_producer_id"`
 	VoterEndpoints []VoterEndpoint              `json:"voter_endpoints,omitempty"`
+	// Scram: user -> mechanism -> credential; Quotas: every entity's quota values.
+	Scram  map[string]map[int8]ScramInfo `json:"scram,omitempty"`
+	Quotas []snapshotQuota               `json:"quotas,omitempty"`
 }
 
 // encodeImage serializes the state machine (not ControllerID, which is not replicated state).
@@ -330,6 +344,8 @@ func encodeImage(im *Image) []byte {
 		ClusterID:      im.ClusterID,
 		BrokerConfigs:  im.BrokerConfigs,
 		NextProducerID: im.NextProducerID,
+		Scram:          im.Scram,
+		Quotas:         snapshotQuotas(im.Quotas),
 	}
 	for _, ep := range im.VoterEndpoints {
 		s.VoterEndpoints = append(s.VoterEndpoints, ep)
@@ -393,5 +409,9 @@ func decodeImage(data []byte) (*Image, error) {
 	for k, v := range s.BrokerConfigs {
 		im.BrokerConfigs[k] = v
 	}
+	if len(s.Scram) > 0 {
+		im.Scram = s.Scram
+	}
+	im.Quotas = restoreQuotas(s.Quotas)
 	return im, nil
 }

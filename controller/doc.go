@@ -110,7 +110,10 @@
 // 7 ProducerIDs, 8 BrokerChange (fenced / in controlled shutdown, for one broker epoch),
 // 9 PartitionChange (a partition's new leader, ISR, leader epoch and partition epoch; the
 // partition epoch must grow; with replicas set also its new assignment and the adding and
-// removing replicas of a reassignment, reassign.go) — see records.go. Empty entries (a new leader's) and raft
+// removing replicas of a reassignment, reassign.go), 10 UnregisterBroker, 12
+// UserScramCredential and 13 RemoveUserScramCredential (a user's SCRAM salt, stored key,
+// server key and iterations per mechanism, scram.go), 16 ClientQuota (one quota key of one
+// user/client-id/ip entity, quotas.go) — see records.go. Empty entries (a new leader's) and raft
 // configuration changes carry no records. A record that does not fit the state (e.g. a
 // partition of an unknown topic) is skipped identically on every node. The state machine is
 // a pure function of the records and the raft index of the entry carrying each: a

@@ -97,6 +97,10 @@ type Image struct {
 	// voter changes and by `sluice format` (voters.go), by node ID; voters of
 	// controller.quorum.voters have none. Nil when there are none.
 	VoterEndpoints map[int32]VoterEndpoint
+	// Scram holds SCRAM credentials (scram.go): user -> mechanism -> credential. May be nil.
+	Scram map[string]map[int8]ScramInfo
+	// Quotas holds client quotas (quotas.go): entity -> key -> value. May be nil.
+	Quotas map[QuotaEntity]map[string]float64
 
 	// defaults are the active controller's static election configs (Config), carried from
 	// image to image by the builder; they are not part of the replicated state (records

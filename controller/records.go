@@ -23,6 +23,12 @@ const (
 	RecordPartitionChange RecordType = 9
 	// RecordUnregisterBroker is UnregisterBrokerRecord (unregister.go).
 	RecordUnregisterBroker RecordType = 10
+	// RecordUserScramCredential and RecordRemoveUserScramCredential are Kafka's
+	// UserScramCredentialRecord and RemoveUserScramCredentialRecord (scram.go).
+	RecordUserScramCredential       RecordType = 12
+	RecordRemoveUserScramCredential RecordType = 13
+	// RecordClientQuota is Kafka's ClientQuotaRecord (quotas.go).
+	RecordClientQuota RecordType = 16
 )
 
 // recordVersion is the version of every record's JSON payload. Decoders accept versions up to
@@ -188,6 +194,12 @@ func newRecord(t RecordType) Record {
 		return new(PartitionChangeRecord)
 	case RecordUnregisterBroker:
 		return new(UnregisterBrokerRecord)
+	case RecordUserScramCredential:
+		return new(UserScramCredentialRecord)
+	case RecordRemoveUserScramCredential:
+		return new(RemoveUserScramCredentialRecord)
+	case RecordClientQuota:
+		return new(ClientQuotaRecord)
 	}
 	return nil
 }

@@ -31,8 +31,12 @@ type SASLConfig struct {
 	// PlainUsers are the PLAIN users and passwords (user_NAME="password" of the listener's
 	// PlainLoginModule).
 	PlainUsers map[string]string
-	// Scram holds, per SCRAM mechanism, each user's stored credential.
+	// Scram holds, per SCRAM mechanism, each user's stored credential (from JAAS config).
 	Scram map[string]map[string]ScramCredential
+	// ScramLookup, when set, is asked first for a SCRAM user's credential (the metadata
+	// image's, where AlterUserScramCredentials puts them); Scram is the fallback. It is called
+	// once per login, from the connection's goroutine, and must be safe for concurrent use.
+	ScramLookup func(mechanism, user string) (ScramCredential, bool)
 	// MaxReceiveBytes is sasl.server.max.receive.size: no frame before authentication may be
 	// larger (0: DefaultSASLMaxReceiveBytes).
 	MaxReceiveBytes int32
@@ -122,8 +126,13 @@ func (s *saslSession) newServer(mechanism string) mechanismServer {
 	case "PLAIN":
 		return plainServer{users: s.cfg.PlainUsers}
 	default:
-		creds := s.cfg.Scram[mechanism]
+		creds, lookup := s.cfg.Scram[mechanism], s.cfg.ScramLookup
 		return newScramServer(mechanism, func(user string) (ScramCredential, bool) {
+			if lookup != nil {
+				if c, ok := lookup(mechanism, user); ok {
+					return c, true
+				}
+			}
 			c, ok := creds[user]
 			return c, ok
 		})

@@ -18,6 +18,11 @@ import (
 // Written here rather than taken from a library because the server side must treat every
 // byte of both client messages as hostile: every field is checked before use and a bad message
 // is an authentication failure, never a panic (FuzzSCRAMServer).
+//
+// Users are looked up through SASLConfig.ScramLookup first (cmd/sluice points it at the
+// metadata image, where AlterUserScramCredentials stores credentials, so a user created on one
+// node logs in on every node), then among the JAAS config's users. A credential's
+// Iterations may be anything the controller accepted (4096..16384).
 
 // ScramMinIterations is Kafka's lower bound on SCRAM iterations (ScramMechanism.minIterations).
 const ScramMinIterations = 4096

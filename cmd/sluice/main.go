@@ -279,6 +279,7 @@ func run(args []string) error {
 	var servers []*wire.Server
 	for _, l := range brokerListeners(cfg) {
 		sec := security[l.Name]
+		withImageScram(sec.sasl, ctrl.Image)
 		srv, err := wire.Listen(wire.Config{
 			SecurityProtocol:   sec.protocol,
 			TLS:                sec.tls,

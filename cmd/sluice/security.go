@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"sluice/controller"
 	"sluice/internal/config"
 	"sluice/wire"
 )
@@ -76,9 +77,10 @@ const (
 
 // saslFor reads sasl.enabled.mechanisms and, per mechanism, the users of
 // listener.name.NAME.MECHANISM.sasl.jaas.config. PLAIN users are PlainLoginModule's
-// user_NAME="password" options, as in Kafka. SCRAM users are, in sluice, ScramLoginModule's
-// user_NAME="password" options, salted at start (Kafka keeps SCRAM credentials in the
-// metadata log instead; AlterUserScramCredentials is not implemented yet).
+// user_NAME="password" options, as in Kafka. SCRAM users live, as in Kafka, in the metadata
+// log (AlterUserScramCredentials; withImageScram points the listener at them); sluice also
+// accepts ScramLoginModule's user_NAME="password" options, salted at start, for
+// compatibility with its older configs. A SCRAM JAAS config may list no users.
 func saslFor(cfg *config.Broker, l config.Listener) (*wire.SASLConfig, error) {
 	mechKey := listenerKey(cfg, l, "sasl.enabled.mechanisms")
 	out := &wire.SASLConfig{
@@ -120,7 +122,7 @@ func saslFor(cfg *config.Broker, l config.Listener) (*wire.SASLConfig, error) {
 			return nil, fmt.Errorf("%s: mechanism %s needs login module %s, not %s", jaasKey, m, wantModule(m), module.Class)
 		}
 		users := module.Users()
-		if len(users) == 0 {
+		if len(users) == 0 && m == "PLAIN" {
 			return nil, fmt.Errorf("%s: no users (user_NAME=\"password\" options) for mechanism %s", jaasKey, m)
 		}
 		if m == "PLAIN" {
@@ -142,6 +144,21 @@ func saslFor(cfg *config.Broker, l config.Listener) (*wire.SASLConfig, error) {
 		return nil, fmt.Errorf("%s is empty: a SASL listener needs at least one mechanism", mechKey.Key)
 	}
 	return out, nil
+}
+
+// withImageScram makes a SASL listener look SCRAM users up in the metadata image first
+// (credentials created with AlterUserScramCredentials), then among its JAAS users.
+func withImageScram(s *wire.SASLConfig, image func() *controller.Image) {
+	if s == nil {
+		return
+	}
+	s.ScramLookup = func(mechanism, user string) (wire.ScramCredential, bool) {
+		c, ok := image().ScramCredential(user, controller.ScramMechanismByName(mechanism))
+		if !ok {
+			return wire.ScramCredential{}, false
+		}
+		return wire.ScramCredential{Salt: c.Salt, Iterations: int(c.Iterations), StoredKey: c.StoredKey, ServerKey: c.ServerKey}, true
+	}
 }
 
 func wantModule(mechanism string) string {

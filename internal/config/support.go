@@ -55,7 +55,7 @@ const (
 	whyTiered      = "sluice has no tiered storage"
 	whyTuning      = "a Kafka tuning setting; sluice sizes this itself"
 	whyShare       = "share groups (KIP-932) are not implemented yet"
-	whyQuotas      = "client and replication quotas are not implemented yet"
+	whyQuotas      = "controller mutation and log-dir move quotas are not implemented yet"
 	whyMetrics     = "sluice has no metrics reporters yet"
 	whyMetadataLog = "the metadata log's segmenting and snapshots are sluice's own"
 )
@@ -93,6 +93,7 @@ var brokerSupport = []supportGroup{
 		"log.cleaner.max.compaction.lag.ms", "log.cleaner.min.cleanable.ratio", "log.cleaner.min.compaction.lag.ms",
 		"log.cleaner.threads",
 		"replication.quota.window.num", "replication.quota.window.size.seconds",
+		"quota.window.num", "quota.window.size.seconds",
 	}},
 	{Honoured, "", []string{
 		"ssl.keystore.location", "ssl.keystore.password", "ssl.keystore.type", "ssl.keystore.key",
@@ -224,7 +225,6 @@ var brokerSupport = []supportGroup{
 		"group.consumer.regex.refresh.interval.ms",
 	}},
 	{NoEffect, whyQuotas, []string{
-		"quota.window.num", "quota.window.size.seconds",
 		"controller.quota.window.num", "controller.quota.window.size.seconds",
 		"alter.log.dirs.replication.quota.window.num", "alter.log.dirs.replication.quota.window.size.seconds",
 	}},
