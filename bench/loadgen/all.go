@@ -84,11 +84,11 @@ type result struct {
 	// NodePeakRSSMiB is each node's peak RSS (several for a multi-node broker).
 	NodePeakRSSMiB []float64 `json:"node_peak_rss_mib,omitempty"`
 	Nodes          int       `json:"nodes"`
-	Latency     []pct   `json:"latency,omitempty"` // produce latency curve (loadgen)
-	E2E         []pct   `json:"e2e,omitempty"`
-	Note        string  `json:"note,omitempty"`
-	Err         string  `json:"error,omitempty"`
-	pprofTop    string  // node 1's `go tool pprof -top` (PprofNode1 workloads)
+	Latency        []pct     `json:"latency,omitempty"` // produce latency curve (loadgen)
+	E2E            []pct     `json:"e2e,omitempty"`
+	Note           string    `json:"note,omitempty"`
+	Err            string    `json:"error,omitempty"`
+	pprofTop       string    // node 1's `go tool pprof -top` (PprofNode1 workloads)
 }
 
 // runConfig sizes one whole comparison.
@@ -418,7 +418,9 @@ func runWorkload(ctx context.Context, cfg runConfig, b *brokerProc, w workload, 
 	if w.PprofNode1 && b.DebugAddr != "" {
 		pprofDone = make(chan pprofResult, 1)
 		seconds := max(int(durationFor(cfg, mode).Seconds())-2, 1)
-		go func() { pprofDone <- takeCPUProfile(ctx, b.DebugAddr, seconds, filepath.Join(cfg.OutDir, time.Now().UTC().Format("2006-01-02")+"-sluice-"+w.ID+"-node1.pprof")) }()
+		go func() {
+			pprofDone <- takeCPUProfile(ctx, b.DebugAddr, seconds, filepath.Join(cfg.OutDir, time.Now().UTC().Format("2006-01-02")+"-sluice-"+w.ID+"-node1.pprof"))
+		}()
 	}
 	group := fmt.Sprintf("bench-%s-%d", w.ID, time.Now().UnixNano())
 	stepStart := time.Now()
@@ -590,8 +592,8 @@ type profile struct {
 	// Categories sum self time (symbols of at least 0.3%) into broad buckets.
 	Categories []profileCategory `json:"categories"`
 	// Pprof: Flat is `go tool pprof -top` of a Go CPU profile, not perf's.
-	Pprof bool `json:"pprof,omitempty"`
-	Err        string            `json:"error,omitempty"`
+	Pprof bool   `json:"pprof,omitempty"`
+	Err   string `json:"error,omitempty"`
 }
 
 // profileWorkload reruns w (not counted) with perf record attached to the broker.
