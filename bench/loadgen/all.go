@@ -224,6 +224,10 @@ func fullPlan(cfg runConfig, mode string) []workload {
 		return []workload{
 			{ID: "rf3-1k-all-p1", Title: "3 nodes, RF=3, min ISR 2, 1 KiB, acks=all, 1 producer", Tool: toolLoadgenProduce, RecordSize: 1024, AcksAll: true, Producers: 1, NoE2E: true},
 			{ID: "rf3-1k-all-p8", Title: "3 nodes, RF=3, min ISR 2, 1 KiB, acks=all, 8 producers", Tool: toolLoadgenProduce, RecordSize: 1024, AcksAll: true, Producers: 8, NoE2E: true, PprofNode1: true},
+			// Unthrottled rows' latency is mostly time queued in the client; at a fixed rate
+			// below both brokers' saturation it is the cluster's replication round trip.
+			{ID: "rf3-1k-all-p1-fixed", Title: fmt.Sprintf("3 nodes, RF=3, min ISR 2, 1 KiB, acks=all, 1 producer, fixed %d records/s", fixedRate), Tool: toolLoadgenProduce,
+				RecordSize: 1024, AcksAll: true, Producers: 1, Rate: fixedRate, NoE2E: true},
 		}
 	case "txn":
 		return []workload{

@@ -8,7 +8,9 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"sluice/internal/testcluster"
@@ -181,12 +183,22 @@ func (b *brokerProc) exited() error {
 
 // stop sends every node SIGTERM and waits (testcluster.StopDeadline, then SIGKILL).
 func (b *brokerProc) stop() error {
+	var mu sync.Mutex
 	var killed []string
-	for _, n := range b.cluster.Nodes {
-		if n.Alive() && !n.Stop() {
-			killed = append(killed, fmt.Sprint(n.ID))
-		}
+	var wg sync.WaitGroup
+	for _, n := range b.cluster.Nodes { // in parallel, as Cluster.StopAll, but noting who was killed
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if n.Alive() && !n.Stop() {
+				mu.Lock()
+				killed = append(killed, fmt.Sprint(n.ID))
+				mu.Unlock()
+			}
+		}()
 	}
+	wg.Wait()
+	sort.Strings(killed)
 	closeAll(b.logs)
 	if len(killed) > 0 {
 		return fmt.Errorf("%s nodes %s ignored SIGTERM; killed", b.Name, strings.Join(killed, ","))
