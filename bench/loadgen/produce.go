@@ -275,6 +275,7 @@ type txnSpec struct {
 	RecordSize int
 	PerTxn     int
 	Duration   time.Duration
+	Extra      []kgo.Opt // further client options (a logger for `loadgen txn -debug`)
 }
 
 // runTxnProduce runs spec's transactional producers (acks=all, idempotent, as transactions
@@ -287,9 +288,9 @@ func runTxnProduce(ctx context.Context, spec txnSpec) (*produceResult, error) {
 	clients := make([]*kgo.Client, spec.Producers)
 	run := time.Now().UnixNano()
 	for i := range clients {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(spec.Brokers...), kgo.DefaultProduceTopic(spec.Topic),
+		cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(spec.Brokers...), kgo.DefaultProduceTopic(spec.Topic),
 			kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.RequiredAcks(kgo.AllISRAcks()),
-			kgo.TransactionalID(fmt.Sprintf("loadgen-%d-%d", run, i)))
+			kgo.TransactionalID(fmt.Sprintf("loadgen-%d-%d", run, i))}, spec.Extra...)...)
 		if err != nil {
 			return nil, err
 		}
