@@ -19,7 +19,7 @@ type pprofResult struct {
 }
 
 // takeCPUProfile fetches /debug/pprof/profile?seconds=seconds from addr into path and
-// summarises it with `go tool pprof -top`.
+// summarises it with `go tool pprof -top`, by flat and by cumulative time.
 func takeCPUProfile(ctx context.Context, addr string, seconds int, path string) pprofResult {
 	res := pprofResult{path: path}
 	ctx, cancel := context.WithTimeout(ctx, time.Duration(seconds+30)*time.Second)
@@ -53,11 +53,16 @@ func takeCPUProfile(ctx context.Context, addr string, seconds int, path string) 
 		res.err = err
 		return res
 	}
-	out, err := exec.CommandContext(ctx, "go", "tool", "pprof", "-top", "-nodecount=40", path).CombinedOutput()
-	if err != nil {
-		res.err = fmt.Errorf("go tool pprof: %v: %s", err, firstLine(string(out)))
-		return res
+	// Flat time is mostly syscalls; the cumulative view says which code path issued them.
+	var parts []string
+	for _, sortBy := range []string{"-flat", "-cum"} {
+		out, err := exec.CommandContext(ctx, "go", "tool", "pprof", "-top", sortBy, "-nodecount=40", path).CombinedOutput()
+		if err != nil {
+			res.err = fmt.Errorf("go tool pprof: %v: %s", err, firstLine(string(out)))
+			return res
+		}
+		parts = append(parts, "$ go tool pprof -top "+sortBy+" -nodecount=40 PROFILE\n"+strings.TrimSpace(string(out)))
 	}
-	res.top = strings.TrimSpace(string(out))
+	res.top = strings.Join(parts, "\n\n")
 	return res
 }
