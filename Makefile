@@ -60,9 +60,9 @@ franz: build
 clean:
 	rm -rf bin
 
-# sluice vs Apache Kafka 4.1.1 on this machine, same run, same load; writes bench/results/<date>.md
+# sluice vs Apache Kafka 4.4.0 on this machine, same run, same load; writes bench/results/<date>.md
 # and .png. Not part of `make test`. BENCH_QUICK=1 is a smoke run of a few minutes; the full run
-# takes 12-30 minutes. BENCH_ARGS passes flags to `loadgen all` (e.g. -brokers sluice).
+# takes 20-40 minutes. BENCH_ARGS passes flags to `loadgen all` (e.g. -brokers sluice -modes rf3,txn).
 BENCH_QUICK ?=
 BENCH_ARGS ?=
 .PHONY: bench

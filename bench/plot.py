@@ -7,6 +7,7 @@ percentile on a log scale of 1/(1-q), y is milliseconds on a log scale. Solid li
 produce latency, dotted lines end-to-end latency.
 """
 import json
+import re
 import sys
 
 import matplotlib
@@ -53,12 +54,14 @@ def main():
         ax.set_xticks([1 / (1 - q) for q in ticks])
         ax.set_xticklabels([f"p{q * 100:g}" for q in ticks])
         ax.set_ylabel("ms")
-        ax.set_title(f"{title}\n({mode} flush)", fontsize=9)
+        ax.set_title(f"{title}\n({mode} mode)", fontsize=9)
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=7)
     for ax in list(axes.flat)[len(panels):]:
         ax.axis("off")
-    fig.suptitle("Produce and end-to-end latency percentiles, Kafka 4.1.1 vs sluice (franz-go loadgen, same run)")
+    m = re.search(r"kafka-([0-9][0-9.]*)", rep.get("config", {}).get("KafkaLib", ""))
+    kafka = f"Kafka {m.group(1)}" if m else "Kafka"
+    fig.suptitle(f"Produce and end-to-end latency percentiles, {kafka} vs sluice (franz-go loadgen, same run)")
     fig.tight_layout()
     fig.savefig(out, dpi=90)
 

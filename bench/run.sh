@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs sluice against Apache Kafka 4.1.1 on this machine and writes bench/results/<date>.md and
+# Runs sluice against Apache Kafka 4.4.0 (KAFKA_VERSION) on this machine and writes bench/results/<date>.md and
 # .png. BENCH_QUICK=1 makes a smoke run of a few minutes; the full run takes about half an hour.
 # Extra arguments go to `loadgen all` (e.g. -brokers sluice -modes default).
 set -euo pipefail
@@ -17,7 +17,7 @@ if [ ${#need[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null || echo "bench: could not install ${need[*]}; continuing without" >&2
 fi
 
-lib="$(scripts/fetch-kafka.sh)"
+lib="$(KAFKA_VERSION="${KAFKA_VERSION:-4.4.0}" scripts/fetch-kafka.sh)"
 $GO build -o bin/sluice ./cmd/sluice
 $GO build -o bin/loadgen ./bench/loadgen
 

@@ -32,6 +32,10 @@ type workload struct {
 	Rate       int  // records/s for all producers together; 0 = as fast as possible
 	NoE2E      bool // no end-to-end consumer (profiling the produce path alone)
 	Sequential bool // one record at a time, linger 0: the broker's request round trip
+	PerTxn     int  // toolLoadgenTxn: records per transaction
+	// PprofNode1: take a Go CPU profile of sluice's node 1 (--debug-addr) during the measured
+	// run itself (the rf3 row: the evidence for where a replicated produce's time goes).
+	PprofNode1 bool
 }
 
 const (
@@ -42,6 +46,7 @@ const (
 	// toolLoadgenConsumeNoSessions is a diagnostic: the same consumer without fetch sessions.
 	toolLoadgenConsumeNoSessions = "franz-go loadgen (group, fetch sessions off)"
 	toolWarmup                   = "warm-up" // unmeasured, so the JVM has compiled its hot paths
+	toolLoadgenTxn               = "franz-go loadgen (transactional)"
 )
 
 // pct is one point of a latency curve.
@@ -75,11 +80,15 @@ type result struct {
 	E2EP50Ms    float64 `json:"e2e_p50_ms"`
 	E2EP99Ms    float64 `json:"e2e_p99_ms"`
 	CPUSeconds  float64 `json:"cpu_seconds"`
-	PeakRSSMiB  float64 `json:"peak_rss_mib"`
-	Latency     []pct   `json:"latency,omitempty"` // produce latency curve (loadgen)
-	E2E         []pct   `json:"e2e,omitempty"`
-	Note        string  `json:"note,omitempty"`
-	Err         string  `json:"error,omitempty"`
+	PeakRSSMiB  float64 `json:"peak_rss_mib"` // the largest node's
+	// NodePeakRSSMiB is each node's peak RSS (several for a multi-node broker).
+	NodePeakRSSMiB []float64 `json:"node_peak_rss_mib,omitempty"`
+	Nodes          int       `json:"nodes"`
+	Latency        []pct     `json:"latency,omitempty"` // produce latency curve (loadgen)
+	E2E            []pct     `json:"e2e,omitempty"`
+	Note           string    `json:"note,omitempty"`
+	Err            string    `json:"error,omitempty"`
+	pprofTop       string    // node 1's `go tool pprof -top` (PprofNode1 workloads)
 }
 
 // runConfig sizes one whole comparison.
@@ -133,7 +142,7 @@ func cmdAll(ctx context.Context, args []string) error {
 	fs.StringVar(&cfg.PlotScript, "plot", "bench/plot.py", "matplotlib script that draws the PNG")
 	fs.BoolVar(&cfg.Quick, "quick", false, "small sizes: a smoke run of a few minutes")
 	brokers := fs.String("brokers", "kafka,sluice", "brokers to run, in order")
-	modes := fs.String("modes", "default,fsync", "flush modes to run")
+	modes := fs.String("modes", "default,fsync,rf3,txn", "modes to run: default and fsync (flush modes, one node), rf3 (three nodes, RF=3, min.insync.replicas=2), txn (transactional producer, one node)")
 	fs.BoolVar(&cfg.Profile, "profile", true, "profile sluice with perf(1) during extra, unmeasured runs")
 	only := fs.String("only", "", "comma-separated workload IDs to run (e.g. 1k-all-p8,100-a1-p8); empty runs all")
 	_ = fs.Parse(args)
@@ -198,8 +207,34 @@ func plan(cfg runConfig, mode string) []workload {
 	return slices.DeleteFunc(all, func(w workload) bool { return !slices.Contains(cfg.Only, w.ID) })
 }
 
+// nodesFor is how many nodes each broker runs in mode.
+func nodesFor(mode string) int {
+	if mode == "rf3" {
+		return 3
+	}
+	return 1
+}
+
 func fullPlan(cfg runConfig, mode string) []workload {
 	backlogRecords := cfg.BacklogMiB << 10 // 1 KiB records
+	switch mode {
+	case "rf3":
+		// No end-to-end consumer: the three nodes and the producers already share 2 cores,
+		// and the row is about what replication costs.
+		return []workload{
+			{ID: "rf3-1k-all-p1", Title: "3 nodes, RF=3, min ISR 2, 1 KiB, acks=all, 1 producer", Tool: toolLoadgenProduce, RecordSize: 1024, AcksAll: true, Producers: 1, NoE2E: true},
+			{ID: "rf3-1k-all-p8", Title: "3 nodes, RF=3, min ISR 2, 1 KiB, acks=all, 8 producers", Tool: toolLoadgenProduce, RecordSize: 1024, AcksAll: true, Producers: 8, NoE2E: true, PprofNode1: true},
+			// Unthrottled rows' latency is mostly time queued in the client; at a fixed rate
+			// below both brokers' saturation it is the cluster's replication round trip.
+			{ID: "rf3-1k-all-p1-fixed", Title: fmt.Sprintf("3 nodes, RF=3, min ISR 2, 1 KiB, acks=all, 1 producer, fixed %d records/s", fixedRate), Tool: toolLoadgenProduce,
+				RecordSize: 1024, AcksAll: true, Producers: 1, Rate: fixedRate, NoE2E: true},
+		}
+	case "txn":
+		return []workload{
+			{ID: "txn-1k-p1", Title: "transactions of 100 × 1 KiB, acks=all, 1 producer", Tool: toolLoadgenTxn, RecordSize: 1024, AcksAll: true, Producers: 1, PerTxn: 100},
+			{ID: "txn-1k-p4", Title: "transactions of 100 × 1 KiB, acks=all, 4 producers", Tool: toolLoadgenTxn, RecordSize: 1024, AcksAll: true, Producers: 4, PerTxn: 100},
+		}
+	}
 	lg := []workload{
 		{ID: "1k-all-p1", Title: "1 KiB, acks=all, 1 producer", Tool: toolLoadgenProduce, RecordSize: 1024, AcksAll: true, Producers: 1},
 		{ID: "1k-all-p8", Title: "1 KiB, acks=all, 8 producers", Tool: toolLoadgenProduce, RecordSize: 1024, AcksAll: true, Producers: 8},
@@ -234,14 +269,15 @@ func startBroker(ctx context.Context, cfg runConfig, rep *report, name, mode str
 		return nil, "", err
 	}
 	fsyncEach := mode == "fsync"
-	slog.Info("starting broker", "broker", name, "mode", mode)
+	nodes := nodesFor(mode)
+	slog.Info("starting broker", "broker", name, "mode", mode, "nodes", nodes)
 	var b *brokerProc
 	var err error
 	switch name {
 	case "kafka":
-		b, err = startKafka(ctx, cfg.KafkaLib, dir, fsyncEach)
+		b, err = startKafka(cfg.KafkaLib, dir, nodes, fsyncEach)
 	case "sluice":
-		b, err = startSluice(cfg.SluiceBin, dir, fsyncEach)
+		b, err = startSluice(cfg.SluiceBin, dir, nodes, fsyncEach, cfg.Profile && slices.ContainsFunc(plan(cfg, mode), func(w workload) bool { return w.PprofNode1 }))
 	default:
 		err = fmt.Errorf("unknown broker %q", name)
 	}
@@ -249,7 +285,7 @@ func startBroker(ctx context.Context, cfg runConfig, rep *report, name, mode str
 		os.RemoveAll(filepath.Join(dir, "data"))
 		return nil, "", err
 	}
-	rep.BrokerLogs[name+"-"+mode] = b.LogPath
+	rep.BrokerLogs[name+"-"+mode] = strings.Join(b.LogPaths, " ")
 	if rss, err := procStatusKiB(b.pid(), "VmRSS"); err == nil {
 		rep.Idle[name+"-"+mode] = float64(rss) / 1024
 	}
@@ -301,11 +337,12 @@ func runMode(ctx context.Context, cfg runConfig, rep *report, mode string) ([]re
 				"mib_per_s", fmt.Sprintf("%.1f", r.MiBPerSec), "p99_ms", r.P99Ms, "cpu_s", fmt.Sprintf("%.1f", r.CPUSeconds),
 				"peak_rss_mib", int(r.PeakRSSMiB), "err", r.Err)
 			out = append(out, r)
-			select {
-			case err := <-b.exited:
-				b.exited <- err
-				return out, profs, fmt.Errorf("%s exited during %s: %v (log %s)", b.Name, w.ID, err, b.LogPath)
-			default:
+			if err := b.exited(); err != nil {
+				return out, profs, fmt.Errorf("%s %s during %s (logs %s)", b.Name, err, w.ID, strings.Join(b.LogPaths, " "))
+			}
+			if w.PprofNode1 && b.Name == "sluice" && r.pprofTop != "" {
+				profs = append(profs, profile{Workload: fmt.Sprintf("%s (%s), node 1, Go pprof during the measured run", w.ID, w.Title),
+					Flat: r.pprofTop, CPUSeconds: r.CPUSeconds, WallSeconds: r.WallSeconds, Pprof: true})
 			}
 		}
 	}
@@ -334,7 +371,7 @@ func runMode(ctx context.Context, cfg runConfig, rep *report, mode string) ([]re
 // runWorkload runs w against b and samples b's CPU and peak RSS around it. suffix keeps the
 // topics of extra (profiling) runs apart.
 func runWorkload(ctx context.Context, cfg runConfig, b *brokerProc, w workload, mode, suffix string) (r result) {
-	r = result{Mode: mode, Broker: b.Name, Workload: w.ID, Title: w.Title, Tool: w.Tool,
+	r = result{Mode: mode, Broker: b.Name, Workload: w.ID, Title: w.Title, Tool: w.Tool, Nodes: len(b.Addrs),
 		Consume: w.Tool == toolPerfConsumer || w.Tool == toolLoadgenConsume || w.Tool == toolLoadgenConsumeNoSessions, Rate: w.Rate,
 		Sequential: w.Sequential}
 	topic := w.Topic
@@ -343,15 +380,15 @@ func runWorkload(ctx context.Context, cfg runConfig, b *brokerProc, w workload, 
 	}
 	fail := func(err error) result { r.Err = err.Error(); return r }
 	if !r.Consume {
-		if err := createTopic(ctx, b.Addr, topic, 6); err != nil {
+		if err := createTopic(ctx, b.Addrs, topic, 6, int16(nodesFor(mode))); err != nil {
 			return fail(err)
 		}
 	}
 	if !w.KeepTopic {
-		defer deleteTopic(context.WithoutCancel(ctx), b.Addr, topic)
+		defer deleteTopic(context.WithoutCancel(ctx), b.Addrs, topic)
 	}
 	if w.Tool == toolWarmup {
-		_, err := runProduce(ctx, produceSpec{Brokers: []string{b.Addr}, Topic: topic, Producers: w.Producers,
+		_, err := runProduce(ctx, produceSpec{Brokers: b.Addrs, Topic: topic, Producers: w.Producers,
 			RecordSize: w.RecordSize, AcksAll: w.AcksAll, Duration: cfg.Warmup, E2E: true})
 		if err != nil {
 			return fail(err)
@@ -377,15 +414,23 @@ func runWorkload(ctx context.Context, cfg runConfig, b *brokerProc, w workload, 
 		}
 		r.Note += "load avg " + load
 	}()
-	u, err := beginUsage(b.pid())
+	u, err := beginUsage(b.pids())
 	if err != nil {
 		return fail(err)
+	}
+	var pprofDone chan pprofResult
+	if w.PprofNode1 && b.DebugAddr != "" {
+		pprofDone = make(chan pprofResult, 1)
+		seconds := max(int(durationFor(cfg, mode).Seconds())-2, 1)
+		go func() {
+			pprofDone <- takeCPUProfile(ctx, b.DebugAddr, seconds, filepath.Join(cfg.OutDir, time.Now().UTC().Format("2006-01-02")+"-sluice-"+w.ID+"-node1.pprof"))
+		}()
 	}
 	group := fmt.Sprintf("bench-%s-%d", w.ID, time.Now().UnixNano())
 	stepStart := time.Now()
 	switch w.Tool {
 	case toolLoadgenProduce:
-		res, err := runProduce(ctx, produceSpec{Brokers: []string{b.Addr}, Topic: topic, Producers: w.Producers,
+		res, err := runProduce(ctx, produceSpec{Brokers: b.Addrs, Topic: topic, Producers: w.Producers,
 			RecordSize: w.RecordSize, AcksAll: w.AcksAll, Duration: durationFor(cfg, mode), E2E: !w.NoE2E, Rate: w.Rate, Sequential: w.Sequential})
 		if res != nil {
 			r.Records, r.Seconds = res.Records, res.Elapsed.Seconds()
@@ -402,6 +447,22 @@ func runWorkload(ctx context.Context, cfg runConfig, b *brokerProc, w workload, 
 			}
 			if res.Errors > 0 {
 				r.Note += fmt.Sprintf("%d produce errors; ", res.Errors)
+			}
+		}
+		if err != nil {
+			r.Err = err.Error()
+		}
+	case toolLoadgenTxn:
+		res, err := runTxnProduce(ctx, txnSpec{Brokers: b.Addrs, Topic: topic, Producers: w.Producers, RecordSize: w.RecordSize,
+			PerTxn: w.PerTxn, Duration: durationFor(cfg, mode)})
+		if res != nil {
+			r.Records, r.Seconds = res.Records, res.Elapsed.Seconds()
+			r.MiB = float64(res.Bytes) / (1 << 20)
+			r.P50Ms, r.P99Ms, r.P999Ms = ms(res.Produce.quantile(0.5)), ms(res.Produce.quantile(0.99)), ms(res.Produce.quantile(0.999))
+			r.Latency = curve(res.Produce)
+			r.Note = fmt.Sprintf("%d transactions committed; latency columns are per transaction (BeginTransaction → commit acknowledged); ", res.Records/int64(w.PerTxn))
+			if res.Errors > 0 {
+				r.Note += fmt.Sprintf("%d failed transactions; ", res.Errors)
 			}
 		}
 		if err != nil {
@@ -447,9 +508,26 @@ func runWorkload(ctx context.Context, cfg runConfig, b *brokerProc, w workload, 
 	}
 	r.WallSeconds = time.Since(stepStart).Seconds()
 	if cpu, rss, err := u.end(); err == nil {
-		r.CPUSeconds, r.PeakRSSMiB = cpu, rss
+		r.CPUSeconds, r.PeakRSSMiB = cpu, slices.Max(rss)
+		if len(rss) > 1 {
+			r.NodePeakRSSMiB = rss
+			var parts []string
+			for _, v := range rss {
+				parts = append(parts, fmt.Sprintf("%.0f", v))
+			}
+			r.Note += fmt.Sprintf("peak RSS per node %s MiB; CPU summed over the %d nodes; ", strings.Join(parts, "/"), len(rss))
+		}
 	} else if r.Err == "" {
 		r.Err = err.Error()
+	}
+	if pprofDone != nil {
+		p := <-pprofDone
+		if p.err != nil {
+			r.Note += "pprof failed: " + p.err.Error() + "; "
+		} else {
+			r.pprofTop = p.top
+			r.Note += "node 1 profiled with pprof during this run; "
+		}
 	}
 	return r
 }
@@ -517,7 +595,9 @@ type profile struct {
 	WallSeconds float64 `json:"wall_seconds"` // the profiled run's measured duration
 	// Categories sum self time (symbols of at least 0.3%) into broad buckets.
 	Categories []profileCategory `json:"categories"`
-	Err        string            `json:"error,omitempty"`
+	// Pprof: Flat is `go tool pprof -top` of a Go CPU profile, not perf's.
+	Pprof bool   `json:"pprof,omitempty"`
+	Err   string `json:"error,omitempty"`
 }
 
 // profileWorkload reruns w (not counted) with perf record attached to the broker.

@@ -4,221 +4,206 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
+	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
-	"syscall"
+	"sync"
 	"time"
+
+	"sluice/internal/testcluster"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// brokerProc is one running broker under test.
+// brokerProc is one broker under test: a cluster of one or more nodes started through
+// internal/testcluster, the harness compat-tests and chaos use.
 type brokerProc struct {
-	Name    string // "kafka" or "sluice"
-	Addr    string // host:port of its PLAINTEXT listener
-	DataDir string
-	LogPath string
-	cmd     *exec.Cmd
-	exited  chan error
+	Name     string   // "kafka" or "sluice"
+	Addr     string   // host:port of node 1's PLAINTEXT listener
+	Addrs    []string // every node's PLAINTEXT listener
+	DataDir  string   // holds every node's directory; removed after the broker's run
+	LogPath  string   // node 1's log
+	LogPaths []string // every node's log
+	// DebugAddr is node 1's pprof listener (sluice --debug-addr), "" when none.
+	DebugAddr string
+	cluster   *testcluster.Cluster
+	logs      []*os.File
 }
 
-// commonBrokerProps are set identically on both brokers: one node, replication factor 1 for
-// every internal topic, six partitions by default, no initial rebalance delay (so group joins
-// do not dominate the consumer runs).
-func commonBrokerProps(dataDir, addr string) map[string]string {
+// commonBrokerProps are set identically on both brokers: six partitions by default, every
+// internal topic replicated min(nodes,3) ways, acks=all needing min(nodes,2) replicas in sync,
+// no initial rebalance delay (so group joins do not dominate the consumer runs).
+func commonBrokerProps(nodes int) map[string]string {
+	rf, isr := strconv.Itoa(min(nodes, 3)), strconv.Itoa(min(nodes, 2))
 	return map[string]string{
-		"log.dirs":                                 dataDir,
 		"num.partitions":                           "6",
-		"default.replication.factor":               "1",
-		"offsets.topic.replication.factor":         "1",
-		"transaction.state.log.replication.factor": "1",
-		"transaction.state.log.min.isr":            "1",
+		"default.replication.factor":               rf,
+		"min.insync.replicas":                      isr,
+		"offsets.topic.replication.factor":         rf,
+		"transaction.state.log.replication.factor": rf,
+		"transaction.state.log.min.isr":            isr,
 		"group.initial.rebalance.delay.ms":         "0",
 		"auto.create.topics.enable":                "false",
 	}
 }
 
-// kafkaJVMOpts are kafka-server-start.sh's defaults: a fixed 1 GiB heap and
-// KAFKA_JVM_PERFORMANCE_OPTS.
-var kafkaJVMOpts = []string{"-Xmx1g", "-Xms1g", "-server", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
-	"-XX:InitiatingHeapOccupancyPercent=35", "-XX:+ExplicitGCInvokesConcurrent", "-Djava.awt.headless=true"}
+// kafkaJVMOpts are kafka-server-start.sh's defaults (a fixed 1 GiB heap per node).
+var kafkaJVMOpts = testcluster.DefaultKafkaJVMOpts
+
+// brokerSettings are the "key=value" settings of a broker of nodes nodes.
+func brokerSettings(nodes int, fsyncEach bool) []string {
+	props := commonBrokerProps(nodes)
+	if fsyncEach {
+		props["log.flush.interval.messages"] = "1"
+	}
+	var out []string
+	for _, k := range sortedKeys(props) {
+		out = append(out, k+"="+props[k])
+	}
+	return out
+}
+
+// nodeLogs opens one log file per node in dir.
+func nodeLogs(dir, name string, nodes int) ([]*os.File, []string, error) {
+	var files []*os.File
+	var paths []string
+	for i := range nodes {
+		path := filepath.Join(dir, fmt.Sprintf("%s-node-%d.log", name, i+1))
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			for _, f := range files {
+				f.Close()
+			}
+			return nil, nil, err
+		}
+		files, paths = append(files, f), append(paths, path)
+	}
+	return files, paths, nil
+}
+
+// startKafka formats fresh KRaft combined-mode nodes under dir and starts them.
+func startKafka(lib, dir string, nodes int, fsyncEach bool) (*brokerProc, error) {
+	logs, paths, err := nodeLogs(dir, "kafka", nodes)
+	if err != nil {
+		return nil, err
+	}
+	data := filepath.Join(dir, "data")
+	c, err := testcluster.StartKafka(testcluster.KafkaOptions{Nodes: nodes, Lib: lib, JVMOpts: kafkaJVMOpts,
+		Settings: brokerSettings(nodes, fsyncEach), BaseDir: data, Output: func(i int) io.Writer { return logs[i] }})
+	if err != nil {
+		closeAll(logs)
+		return nil, fmt.Errorf("kafka did not start (logs %s): %w", strings.Join(paths, " "), err)
+	}
+	return newBrokerProc("kafka", c, data, logs, paths, ""), nil
+}
+
+// startSluice starts bin on fresh data directories under dir with the same settings as Kafka;
+// with profile, node 1 serves pprof on a free port.
+func startSluice(bin, dir string, nodes int, fsyncEach, profile bool) (*brokerProc, error) {
+	logs, paths, err := nodeLogs(dir, "sluice", nodes)
+	if err != nil {
+		return nil, err
+	}
+	debugAddr := ""
+	if profile {
+		port, err := freePort()
+		if err != nil {
+			closeAll(logs)
+			return nil, err
+		}
+		debugAddr = fmt.Sprintf("127.0.0.1:%d", port)
+	}
+	data := filepath.Join(dir, "data")
+	c, err := testcluster.Start(testcluster.Options{Nodes: nodes, Bin: bin, Settings: brokerSettings(nodes, fsyncEach),
+		BaseDir: data, Output: func(i int) io.Writer { return logs[i] },
+		Flags: func(i int) []string {
+			if i == 0 && debugAddr != "" {
+				return []string{"--log-level", "warn", "--debug-addr", debugAddr}
+			}
+			return []string{"--log-level", "warn"}
+		}})
+	if err == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), testcluster.StartDeadline)
+		err = c.WaitBrokers(ctx, nodes)
+		cancel()
+		if err != nil {
+			c.Close()
+		}
+	}
+	if err != nil {
+		closeAll(logs)
+		return nil, fmt.Errorf("sluice did not start (logs %s): %w", strings.Join(paths, " "), err)
+	}
+	return newBrokerProc("sluice", c, data, logs, paths, debugAddr), nil
+}
+
+func newBrokerProc(name string, c *testcluster.Cluster, data string, logs []*os.File, paths []string, debugAddr string) *brokerProc {
+	return &brokerProc{Name: name, Addr: c.Nodes[0].Addr, Addrs: c.Bootstrap(), DataDir: data, LogPath: paths[0],
+		LogPaths: paths, DebugAddr: debugAddr, cluster: c, logs: logs}
+}
+
+func closeAll(files []*os.File) {
+	for _, f := range files {
+		f.Close()
+	}
+}
 
 func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ports, err := testcluster.FreePorts(1)
 	if err != nil {
 		return 0, err
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
+	return ports[0], nil
 }
 
-func writeProps(path string, props map[string]string) error {
-	var b strings.Builder
-	for _, k := range sortedKeys(props) {
-		fmt.Fprintf(&b, "%s=%s\n", k, props[k])
+func (b *brokerProc) pid() int { return b.cluster.Nodes[0].Pid() }
+
+// pids are every node's process ids.
+func (b *brokerProc) pids() []int {
+	var out []int
+	for _, n := range b.cluster.Nodes {
+		out = append(out, n.Pid())
 	}
-	return os.WriteFile(path, []byte(b.String()), 0o644)
+	return out
 }
 
-// startKafka formats a fresh KRaft combined-mode node in dir and starts it.
-func startKafka(ctx context.Context, lib, dir string, fsyncEach bool) (*brokerProc, error) {
-	port, err := freePort()
-	if err != nil {
-		return nil, err
-	}
-	cport, err := freePort()
-	if err != nil {
-		return nil, err
-	}
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	data := filepath.Join(dir, "data")
-	props := commonBrokerProps(data, addr)
-	props["process.roles"] = "broker,controller"
-	props["node.id"] = "1"
-	props["controller.quorum.voters"] = fmt.Sprintf("1@127.0.0.1:%d", cport)
-	props["listeners"] = fmt.Sprintf("PLAINTEXT://%s,CONTROLLER://127.0.0.1:%d", addr, cport)
-	props["advertised.listeners"] = "PLAINTEXT://" + addr
-	props["controller.listener.names"] = "CONTROLLER"
-	props["inter.broker.listener.name"] = "PLAINTEXT"
-	props["listener.security.protocol.map"] = "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT"
-	props["share.coordinator.state.topic.replication.factor"] = "1"
-	props["share.coordinator.state.topic.min.isr"] = "1"
-	if fsyncEach {
-		props["log.flush.interval.messages"] = "1"
-	}
-	propsPath := filepath.Join(dir, "server.properties")
-	if err := writeProps(propsPath, props); err != nil {
-		return nil, err
-	}
-	cp := filepath.Join(lib, "*")
-	logPath := filepath.Join(dir, "kafka.log")
-	logf, err := os.Create(logPath)
-	if err != nil {
-		return nil, err
-	}
-	defer logf.Close()
-	format := exec.CommandContext(ctx, "java", "-cp", cp, "kafka.tools.StorageTool", "format",
-		"-t", "c2x1aWNlLWJlbmNoLTAwMQ", "-c", propsPath)
-	format.Stdout, format.Stderr = logf, logf
-	if err := format.Run(); err != nil {
-		return nil, fmt.Errorf("kafka storage format (see %s): %w", logPath, err)
-	}
-	args := append(append([]string{}, kafkaJVMOpts...),
-		"-Dlog4j2.configurationFile="+filepath.Join(dir, "log4j2.properties"),
-		"-cp", cp, "kafka.Kafka", propsPath)
-	if err := os.WriteFile(filepath.Join(dir, "log4j2.properties"), []byte(log4j2Props), 0o644); err != nil {
-		return nil, err
-	}
-	return launch("kafka", addr, data, logPath, exec.Command("java", args...))
-}
-
-// log4j2Props keeps Kafka's own logging to warnings on the console.
-const log4j2Props = `status = warn
-appender.console.type = Console
-appender.console.name = STDOUT
-appender.console.layout.type = PatternLayout
-appender.console.layout.pattern = [%d] %p %m (%c)%n
-rootLogger.level = WARN
-rootLogger.appenderRef.stdout.ref = STDOUT
-`
-
-// startSluice starts bin/sluice on a fresh data directory with the same settings as Kafka.
-func startSluice(bin, dir string, fsyncEach bool) (*brokerProc, error) {
-	port, err := freePort()
-	if err != nil {
-		return nil, err
-	}
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	data := filepath.Join(dir, "data")
-	props := commonBrokerProps(data, addr)
-	props["listeners"] = "PLAINTEXT://" + addr
-	if fsyncEach {
-		props["log.flush.interval.messages"] = "1"
-	}
-	args := []string{"--log-level", "warn"}
-	for _, k := range sortedKeys(props) {
-		args = append(args, "--set", k+"="+props[k])
-	}
-	return launch("sluice", addr, data, filepath.Join(dir, "sluice.log"), exec.Command(bin, args...))
-}
-
-func launch(name, addr, data, logPath string, cmd *exec.Cmd) (*brokerProc, error) {
-	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		logf.Close()
-		return nil, err
-	}
-	b := &brokerProc{Name: name, Addr: addr, DataDir: data, LogPath: logPath, cmd: cmd, exited: make(chan error, 1)}
-	go func() { b.exited <- cmd.Wait(); logf.Close() }()
-	if err := b.waitReady(90 * time.Second); err != nil {
-		b.stop()
-		return nil, fmt.Errorf("%s did not become ready (log %s): %w", name, logPath, err)
-	}
-	return b, nil
-}
-
-func (b *brokerProc) pid() int { return b.cmd.Process.Pid }
-
-// waitReady waits until a Metadata request lists the broker itself.
-func (b *brokerProc) waitReady(timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	var last error
-	for time.Now().Before(deadline) {
-		select {
-		case err := <-b.exited:
-			b.exited <- err
-			return fmt.Errorf("exited: %v", err)
-		default:
+// exited reports a node that is no longer running, nil while all run.
+func (b *brokerProc) exited() error {
+	for _, n := range b.cluster.Nodes {
+		if !n.Alive() {
+			return fmt.Errorf("node %d exited: %v", n.ID, n.ExitErr())
 		}
-		last = func() error {
-			cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr), kgo.RequestRetries(0))
-			if err != nil {
-				return err
-			}
-			defer cl.Close()
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			defer cancel()
-			m, err := kadm.NewClient(cl).BrokerMetadata(ctx)
-			if err != nil {
-				return err
-			}
-			if len(m.Brokers) == 0 || m.Controller < 0 {
-				return errors.New("no broker or controller in metadata yet")
-			}
-			return nil
-		}()
-		if last == nil {
-			return nil
-		}
-		time.Sleep(250 * time.Millisecond)
 	}
-	return last
+	return nil
 }
 
-// stop sends SIGTERM and waits up to a minute before SIGKILL.
+// stop sends every node SIGTERM and waits (testcluster.StopDeadline, then SIGKILL).
 func (b *brokerProc) stop() error {
-	_ = b.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case err := <-b.exited:
-		var exit *exec.ExitError
-		if errors.As(err, &exit) && exit.ExitCode() == 128+int(syscall.SIGTERM) {
-			return nil // the JVM's exit status after a clean shutdown on SIGTERM
-		}
-		return err
-	case <-time.After(60 * time.Second):
-		_ = b.cmd.Process.Kill()
-		return fmt.Errorf("%s ignored SIGTERM for 60s; killed", b.Name)
+	var mu sync.Mutex
+	var killed []string
+	var wg sync.WaitGroup
+	for _, n := range b.cluster.Nodes { // in parallel, as Cluster.StopAll, but noting who was killed
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if n.Alive() && !n.Stop() {
+				mu.Lock()
+				killed = append(killed, fmt.Sprint(n.ID))
+				mu.Unlock()
+			}
+		}()
 	}
+	wg.Wait()
+	sort.Strings(killed)
+	closeAll(b.logs)
+	if len(killed) > 0 {
+		return fmt.Errorf("%s nodes %s ignored SIGTERM; killed", b.Name, strings.Join(killed, ","))
+	}
+	return nil
 }
 
 // procCPU returns user+system CPU seconds of pid (all threads), from /proc/<pid>/stat.
@@ -268,46 +253,54 @@ func resetPeakRSS(pid int) error {
 	return os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", pid), []byte("5"), 0)
 }
 
-// usage is a broker's resource use over one workload.
+// usage is a broker's resource use over one workload, summed over its nodes.
 type usage struct {
-	pid      int
-	cpuStart float64
+	pids     []int
+	cpuStart []float64
 }
 
-func beginUsage(pid int) (*usage, error) {
-	if err := resetPeakRSS(pid); err != nil {
-		return nil, err
+func beginUsage(pids []int) (*usage, error) {
+	u := &usage{pids: pids}
+	for _, pid := range pids {
+		if err := resetPeakRSS(pid); err != nil {
+			return nil, err
+		}
+		c, err := procCPU(pid)
+		if err != nil {
+			return nil, err
+		}
+		u.cpuStart = append(u.cpuStart, c)
 	}
-	c, err := procCPU(pid)
-	if err != nil {
-		return nil, err
-	}
-	return &usage{pid: pid, cpuStart: c}, nil
+	return u, nil
 }
 
-// end returns CPU seconds used since begin and the peak RSS in MiB.
-func (u *usage) end() (cpuSeconds, peakRSSMiB float64, err error) {
-	c, err := procCPU(u.pid)
-	if err != nil {
-		return 0, 0, err
+// end returns the CPU seconds all nodes used since begin and each node's peak RSS in MiB.
+func (u *usage) end() (cpuSeconds float64, peakRSSMiB []float64, err error) {
+	for i, pid := range u.pids {
+		c, err := procCPU(pid)
+		if err != nil {
+			return 0, nil, err
+		}
+		hwm, err := procStatusKiB(pid, "VmHWM")
+		if err != nil {
+			return 0, nil, err
+		}
+		cpuSeconds += c - u.cpuStart[i]
+		peakRSSMiB = append(peakRSSMiB, float64(hwm)/1024)
 	}
-	hwm, err := procStatusKiB(u.pid, "VmHWM")
-	if err != nil {
-		return 0, 0, err
-	}
-	return c - u.cpuStart, float64(hwm) / 1024, nil
+	return cpuSeconds, peakRSSMiB, nil
 }
 
-// createTopic creates topic with partitions and replication factor 1 and waits until every
-// partition has a leader.
-func createTopic(ctx context.Context, addr, topic string, partitions int32) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+// createTopic creates topic with partitions and replication factor rf and waits until every
+// partition has a leader and, for rf > 1, every replica in its ISR.
+func createTopic(ctx context.Context, addrs []string, topic string, partitions int32, rf int16) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...))
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
-	resp, err := adm.CreateTopic(ctx, partitions, 1, nil, topic)
+	resp, err := adm.CreateTopic(ctx, partitions, rf, nil, topic)
 	if err != nil {
 		return err
 	}
@@ -321,7 +314,7 @@ func createTopic(ctx context.Context, addr, topic string, partitions int32) erro
 			if td, ok := md.Topics[topic]; ok && td.Err == nil && len(td.Partitions) == int(partitions) {
 				ready := true
 				for _, p := range td.Partitions {
-					if p.Leader < 0 || p.Err != nil {
+					if p.Leader < 0 || p.Err != nil || len(p.ISR) < int(rf) {
 						ready = false
 					}
 				}
@@ -337,8 +330,8 @@ func createTopic(ctx context.Context, addr, topic string, partitions int32) erro
 	}
 }
 
-func deleteTopic(ctx context.Context, addr, topic string) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+func deleteTopic(ctx context.Context, addrs []string, topic string) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...))
 	if err != nil {
 		return
 	}

@@ -7,6 +7,7 @@
 //	loadgen produce -brokers HOST:PORT -topic T [-producers 8 -size 1024 -acks all -duration 10s]
 //	                [-tls-ca ca.crt] [-scram-sha-512 user:password]      (SSL, SASL_SSL listeners)
 //	loadgen consume -brokers HOST:PORT -topic T -records N
+//	loadgen txn -brokers HOST:PORT -topic T [-producers 1 -per-txn 100 -size 1024 -debug]
 //	loadgen limits -dir DIR                                        disk and loopback ceilings
 //
 // `all` starts each broker in turn on a fresh data directory under -workdir (Kafka in KRaft
@@ -31,6 +32,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 func main() {
@@ -49,6 +52,8 @@ func main() {
 		err = cmdProduce(ctx, os.Args[2:])
 	case "consume":
 		err = cmdConsume(ctx, os.Args[2:])
+	case "txn":
+		err = cmdTxn(ctx, os.Args[2:])
 	case "limits":
 		err = cmdLimits(os.Args[2:])
 	default:
@@ -130,4 +135,28 @@ func cmdLimits(args []string) error {
 	fmt.Printf("disk %.0f MiB/s (O_DIRECT %.0f MiB/s); fsync'd 4KiB writes %.0f/s (p50 %v); loopback %.0f MiB/s\n",
 		l.DiskWriteMiBps, l.DiskDirectMiBps, l.FsyncWritesPerS, l.FsyncP50, l.LoopbackMiBps)
 	return nil
+}
+
+func cmdTxn(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("txn", flag.ExitOnError)
+	brokers := fs.String("brokers", "127.0.0.1:9092", "comma-separated seed brokers")
+	topic := fs.String("topic", "loadgen", "topic (must exist)")
+	producers := fs.Int("producers", 1, "transactional producers, each with its own transactional.id")
+	size := fs.Int("size", 1024, "record value bytes")
+	perTxn := fs.Int("per-txn", 100, "records per transaction")
+	dur := fs.Duration("duration", 10*time.Second, "how long to produce")
+	debug := fs.Bool("debug", false, "log the client's requests (franz-go debug level) to stderr")
+	_ = fs.Parse(args)
+	var extra []kgo.Opt
+	if *debug {
+		extra = append(extra, kgo.WithLogger(kgo.BasicLogger(os.Stderr, kgo.LogLevelDebug, func() string { return time.Now().Format("15:04:05.000000 ") })))
+	}
+	res, err := runTxnProduce(ctx, txnSpec{Brokers: strings.Split(*brokers, ","), Topic: *topic, Producers: *producers,
+		RecordSize: *size, PerTxn: *perTxn, Duration: *dur, Extra: extra})
+	if res != nil {
+		s := res.Elapsed.Seconds()
+		fmt.Printf("%d records in %d transactions in %.1fs: %.0f rec/s; per transaction p50 %v p99 %v max %v; failed transactions %d\n",
+			res.Records, res.Records/int64(*perTxn), s, float64(res.Records)/s, res.Produce.quantile(0.5), res.Produce.quantile(0.99), res.Produce.quantile(1), res.Errors)
+	}
+	return err
 }

@@ -265,3 +265,107 @@ func (c *e2eConsumer) stop() *hist {
 	})
 	return &c.h
 }
+
+// txnSpec is one transactional produce workload: each producer commits transactions of
+// PerTxn records back to back.
+type txnSpec struct {
+	Brokers    []string
+	Topic      string
+	Producers  int
+	RecordSize int
+	PerTxn     int
+	Duration   time.Duration
+	Extra      []kgo.Opt // further client options (a logger for `loadgen txn -debug`)
+}
+
+// runTxnProduce runs spec's transactional producers (acks=all, idempotent, as transactions
+// require) and counts the records of committed transactions; Produce holds one latency per
+// transaction, from BeginTransaction to the commit's acknowledgement.
+func runTxnProduce(ctx context.Context, spec txnSpec) (*produceResult, error) {
+	if spec.PerTxn < 1 {
+		return nil, fmt.Errorf("%d records per transaction", spec.PerTxn)
+	}
+	clients := make([]*kgo.Client, spec.Producers)
+	run := time.Now().UnixNano()
+	for i := range clients {
+		cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(spec.Brokers...), kgo.DefaultProduceTopic(spec.Topic),
+			kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.RequiredAcks(kgo.AllISRAcks()),
+			kgo.TransactionalID(fmt.Sprintf("loadgen-%d-%d", run, i))}, spec.Extra...)...)
+		if err != nil {
+			return nil, err
+		}
+		defer cl.Close()
+		clients[i] = cl
+		// One committed transaction per producer before timing: InitProducerID, the
+		// coordinator lookup and the first AddPartitionsToTxn are not what is measured.
+		if err := commitTxn(ctx, cl, 1, randomValue(spec.RecordSize)); err != nil {
+			return nil, fmt.Errorf("warm-up transaction: %w", err)
+		}
+	}
+	res := &produceResult{Produce: &hist{}}
+	var records, errs atomic.Int64
+	hists := make([]*hist, spec.Producers)
+	var wg sync.WaitGroup
+	start := time.Now()
+	deadline := start.Add(spec.Duration)
+	for i, cl := range clients {
+		h := &hist{}
+		hists[i] = h
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			value := randomValue(spec.RecordSize)
+			for time.Now().Before(deadline) && ctx.Err() == nil {
+				began := time.Now()
+				if err := commitTxn(ctx, cl, spec.PerTxn, value); err != nil {
+					errs.Add(1)
+					continue
+				}
+				h.record(time.Since(began))
+				records.Add(int64(spec.PerTxn))
+			}
+		}()
+	}
+	wg.Wait()
+	res.Elapsed = time.Since(start)
+	for _, h := range hists {
+		res.Produce.merge(h)
+	}
+	res.Records, res.Errors = records.Load(), errs.Load()
+	res.Bytes = res.Records * int64(spec.RecordSize)
+	if res.Records == 0 {
+		return res, errors.New("no transaction committed")
+	}
+	return res, nil
+}
+
+// commitTxn produces n records of value in one transaction and commits it; on a produce
+// error the transaction is aborted.
+func commitTxn(ctx context.Context, cl *kgo.Client, n int, value []byte) error {
+	if err := cl.BeginTransaction(); err != nil {
+		return err
+	}
+	var mu sync.Mutex
+	var failed error // the first record's error; guarded by mu
+	for range n {
+		cl.Produce(ctx, &kgo.Record{Value: value}, func(_ *kgo.Record, err error) {
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil && failed == nil {
+				failed = err
+			}
+		})
+	}
+	flushErr := cl.Flush(ctx)
+	mu.Lock()
+	recordErr := failed
+	mu.Unlock()
+	commit := kgo.TryCommit
+	if flushErr != nil || recordErr != nil {
+		commit = kgo.TryAbort
+	}
+	if err := cl.EndTransaction(ctx, commit); err != nil {
+		return err
+	}
+	return errors.Join(flushErr, recordErr)
+}

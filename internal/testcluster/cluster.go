@@ -43,6 +43,9 @@ type Options struct {
 	BaseDir string
 	// Output, when set, returns the writer for node i's log (default: discarded).
 	Output func(i int) io.Writer
+	// Flags, when set, returns node i's further command-line flags (NodeConfig.Flags), e.g.
+	// --debug-addr for one node's profile.
+	Flags func(i int) []string
 }
 
 // Cluster is several sluice processes forming one cluster: combined nodes with a static quorum
@@ -51,6 +54,9 @@ type Cluster struct {
 	Nodes   []*Node // Nodes[i] has node.id i+1
 	baseDir string
 	ownDir  bool
+	// startDeadline bounds each node's readiness wait in StartAll (StartDeadline when zero;
+	// a JVM broker gets KafkaStartDeadline).
+	startDeadline time.Duration
 }
 
 // Prepare builds a cluster's nodes without starting them.
@@ -108,6 +114,9 @@ func Prepare(opts Options) (*Cluster, error) {
 		if opts.Output != nil {
 			cfg.Output = opts.Output(i)
 		}
+		if opts.Flags != nil {
+			cfg.Flags = opts.Flags(i)
+		}
 		node, err := NewNode(cfg)
 		if err != nil {
 			return nil, err
@@ -139,13 +148,17 @@ func (c *Cluster) StartAll() error {
 			return err
 		}
 	}
+	deadline := c.startDeadline
+	if deadline == 0 {
+		deadline = StartDeadline
+	}
 	errs := make([]error, len(c.Nodes))
 	var wg sync.WaitGroup
 	for i, node := range c.Nodes {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := node.WaitReady(StartDeadline); err != nil {
+			if err := node.WaitReady(deadline); err != nil {
 				errs[i] = fmt.Errorf("node %d: %w", i+1, err)
 			}
 		}()

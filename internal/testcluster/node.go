@@ -38,6 +38,14 @@ type NodeConfig struct {
 	// Output receives the process's stdout and stderr, every run separated by a marker line
 	// (nil: discarded).
 	Output io.Writer
+	// Command, when set, is run verbatim instead of sluice (its binary first): Bin, Wrapper,
+	// Settings and Flags are then ignored, and Dir only names the data directory. Another
+	// broker (NewKafkaNode) gets the same lifecycle this way.
+	Command []string
+	// ID is the node.id when Command is set (sluice's is read from Settings).
+	ID int32
+	// Name is what the log markers and errors call the process ("sluice" when empty).
+	Name string
 }
 
 // Node is one sluice process that can be started, signalled and restarted on the same data
@@ -50,6 +58,7 @@ type Node struct {
 	bin            string
 	args           []string
 	out            io.Writer
+	name           string // "sluice" or another broker's name, for markers and errors
 
 	mu struct {
 		sync.Mutex
@@ -63,6 +72,17 @@ type Node struct {
 
 // NewNode prepares a node without starting it.
 func NewNode(cfg NodeConfig) (*Node, error) {
+	if len(cfg.Command) > 0 {
+		n := &Node{ID: cfg.ID, Addr: cfg.Addr, ControllerAddr: cfg.ControllerAddr, Dir: cfg.Dir,
+			bin: cfg.Command[0], args: append([]string(nil), cfg.Command[1:]...), out: cfg.Output, name: cfg.Name}
+		if n.out == nil {
+			n.out = io.Discard
+		}
+		if n.name == "" {
+			n.name = "sluice"
+		}
+		return n, nil
+	}
 	if cfg.Bin == "" {
 		bin, err := Binary()
 		if err != nil {
@@ -70,7 +90,7 @@ func NewNode(cfg NodeConfig) (*Node, error) {
 		}
 		cfg.Bin = bin
 	}
-	n := &Node{Addr: cfg.Addr, ControllerAddr: cfg.ControllerAddr, Dir: cfg.Dir, bin: cfg.Bin, out: cfg.Output}
+	n := &Node{Addr: cfg.Addr, ControllerAddr: cfg.ControllerAddr, Dir: cfg.Dir, bin: cfg.Bin, out: cfg.Output, name: "sluice"}
 	if n.out == nil {
 		n.out = io.Discard
 	}
@@ -113,22 +133,22 @@ func (n *Node) Launch() error {
 		select {
 		case <-n.mu.exited:
 		default:
-			return errors.New("sluice is already running")
+			return fmt.Errorf("%s is already running", n.name)
 		}
 	}
 	n.mu.runs++
-	fmt.Fprintf(n.out, "===== sluice run %d: %s %s =====\n", n.mu.runs, n.bin, strings.Join(n.args, " "))
+	fmt.Fprintf(n.out, "===== %s run %d: %s %s =====\n", n.name, n.mu.runs, n.bin, strings.Join(n.args, " "))
 	cmd := exec.Command(n.bin, n.args...)
 	cmd.Stdout, cmd.Stderr = n.out, n.out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("starting sluice: %w", err)
+		return fmt.Errorf("starting %s: %w", n.name, err)
 	}
 	exited := make(chan struct{})
 	n.mu.cmd, n.mu.exited, n.mu.paused = cmd, exited, false
 	go func() {
 		err := cmd.Wait()
-		fmt.Fprintf(n.out, "===== sluice exited: %v =====\n", err)
+		fmt.Fprintf(n.out, "===== %s exited: %v =====\n", n.name, err)
 		n.mu.Lock()
 		n.mu.exitErr = err
 		n.mu.Unlock()
@@ -159,7 +179,7 @@ func (n *Node) WaitReady(timeout time.Duration) error {
 	exited := n.mu.exited
 	n.mu.Unlock()
 	if exited == nil {
-		return errors.New("sluice was never started")
+		return fmt.Errorf("%s was never started", n.name)
 	}
 	deadline := time.Now().Add(timeout)
 	retry := time.NewTicker(20 * time.Millisecond)
@@ -170,11 +190,11 @@ func (n *Node) WaitReady(timeout time.Duration) error {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("sluice did not answer ApiVersions on %s within %v: %v", n.Addr, timeout, lastErr)
+			return fmt.Errorf("%s did not answer ApiVersions on %s within %v: %v", n.name, n.Addr, timeout, lastErr)
 		}
 		select {
 		case <-exited:
-			return fmt.Errorf("sluice exited before answering ApiVersions (last probe: %v)", lastErr)
+			return fmt.Errorf("%s exited before answering ApiVersions (last probe: %v)", n.name, lastErr)
 		case <-retry.C:
 		}
 	}
@@ -268,7 +288,7 @@ func (n *Node) Term(timeout time.Duration) bool {
 	if wait(exited, timeout) {
 		return true
 	}
-	fmt.Fprintf(n.out, "===== sluice ignored SIGTERM for %v; sending SIGKILL =====\n", timeout)
+	fmt.Fprintf(n.out, "===== %s ignored SIGTERM for %v; sending SIGKILL =====\n", n.name, timeout)
 	n.Kill()
 	return false
 }
