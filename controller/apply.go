@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+
+	"sluice/authz"
 )
 
 // ErrInvalidRecord is returned (and the record skipped) when a committed record does not fit
@@ -50,6 +52,7 @@ type imageBuilder struct {
 	offset int64
 
 	topicsOwned, topicsByIDOwned, brokersOwned, brokerConfigsOwned bool
+	aclsOwned                                                      bool
 	ownedTopics                                                    map[*TopicInfo]bool
 	ownedTopicConfigs                                              map[*TopicInfo]bool
 	ownedBrokerConfigs                                             map[string]bool
@@ -276,6 +279,9 @@ func (b *imageBuilder) apply(r Record) error {
 		}
 		img.NextProducerID = r.NextProducerID
 
+	case *AccessControlEntryRecord, *RemoveAccessControlEntryRecord:
+		return b.applyACL(r)
+
 	default:
 		return fmt.Errorf("%w: unknown record %T", ErrInvalidRecord, r)
 	}
@@ -319,6 +325,9 @@ type imageSnapshot struct {
 	Topics         []*TopicInfo                 `json:"topics"`
 	BrokerConfigs  map[string]map[string]string `json:"broker_configs"`
 	NextProducerID int64                        `json:"next_producer_id"`
+	// ACLs were added after version 1 without a version change: an older reader ignores
+	// them, a newer one reads their absence as no ACLs.
+	ACLs []authz.ACL `json:"acls,omitempty"`
 }
 
 // encodeImage serializes the state machine (not ControllerID, which is not replicated state).
@@ -329,6 +338,7 @@ func encodeImage(im *Image) []byte {
 		ClusterID:      im.ClusterID,
 		BrokerConfigs:  im.BrokerConfigs,
 		NextProducerID: im.NextProducerID,
+		ACLs:           im.ACLs.All(),
 	}
 	for _, b := range im.Brokers {
 		s.Brokers = append(s.Brokers, b)
@@ -381,6 +391,13 @@ func decodeImage(data []byte) (*Image, error) {
 	}
 	for k, v := range s.BrokerConfigs {
 		im.BrokerConfigs[k] = v
+	}
+	if len(s.ACLs) > 0 {
+		acls := im.ACLs.Clone()
+		for _, a := range s.ACLs {
+			acls.Add(a)
+		}
+		im.ACLs = acls
 	}
 	return im, nil
 }

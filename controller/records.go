@@ -23,6 +23,10 @@ const (
 	RecordPartitionChange RecordType = 9
 	// RecordUnregisterBroker is UnregisterBrokerRecord (unregister.go).
 	RecordUnregisterBroker RecordType = 10
+	// RecordAccessControlEntry and RecordRemoveAccessControlEntry are the ACL records
+	// (acls.go). 11-13 and 16 belong to other record kinds.
+	RecordAccessControlEntry       RecordType = 14
+	RecordRemoveAccessControlEntry RecordType = 15
 )
 
 // recordVersion is the version of every record's JSON payload. Decoders accept versions up to
@@ -188,6 +192,10 @@ func newRecord(t RecordType) Record {
 		return new(PartitionChangeRecord)
 	case RecordUnregisterBroker:
 		return new(UnregisterBrokerRecord)
+	case RecordAccessControlEntry:
+		return new(AccessControlEntryRecord)
+	case RecordRemoveAccessControlEntry:
+		return new(RemoveAccessControlEntryRecord)
 	}
 	return nil
 }
