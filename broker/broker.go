@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"sluice/authz"
 	"sluice/broker/replica"
 	"sluice/controller"
 	"sluice/coordinator"
@@ -44,6 +45,9 @@ type Broker struct {
 	nodeID int32
 	ctrl   Metadata
 	logger *slog.Logger
+	// authorizer decides every request when authorizer.class.name is set; nil allows all
+	// (authorize.go).
+	authorizer *authz.Authorizer
 
 	mu struct {
 		sync.RWMutex
@@ -144,6 +148,7 @@ func New(cfg Config, ctrl Metadata) (*Broker, error) {
 		draining:      make(chan struct{}),
 		clock:         cfg.Clock,
 		fetchSessions: newFetchSessionCache(int(cfg.Static.MaxIncrementalFetchSessionCacheSlots)),
+		authorizer:    newAuthorizer(cfg.Static),
 	}
 	if b.clock == nil {
 		b.clock = replica.SystemClock{}

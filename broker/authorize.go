@@ -1,0 +1,106 @@
+package broker
+
+// Authorization (authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer).
+//
+// With no authorizer configured every request is allowed and nothing here runs. With one,
+// each API checks what Kafka's KafkaApis checks, through the helpers below, against the ACLs
+// of the newest metadata image (authz decides; see authz/doc.go for the rules):
+//
+//	API                         needs                                            when refused
+//	Produce                     WRITE topic; WRITE transactional id if set        TOPIC_/TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+//	Fetch (consumer)            READ topic                                        TOPIC_AUTHORIZATION_FAILED per partition
+//	Fetch (follower)            CLUSTER_ACTION cluster                            CLUSTER_AUTHORIZATION_FAILED
+//	ListOffsets                 DESCRIBE topic                                    TOPIC_AUTHORIZATION_FAILED
+//	Metadata                    DESCRIBE topic; CREATE topic (or cluster) to      unlisted (all topics) or
+//	                            auto-create                                       TOPIC_AUTHORIZATION_FAILED (named)
+//	OffsetCommit/TxnOffsetCommit READ group, READ topic                           GROUP_/TOPIC_AUTHORIZATION_FAILED
+//	OffsetFetch                 DESCRIBE group, DESCRIBE topic                    GROUP_/TOPIC_AUTHORIZATION_FAILED
+//	Join/Sync/Heartbeat/Leave   READ group                                        GROUP_AUTHORIZATION_FAILED
+//	ConsumerGroupHeartbeat      READ group, DESCRIBE on subscribed topics         GROUP_/TOPIC_AUTHORIZATION_FAILED
+//	FindCoordinator             DESCRIBE group / transactional id                 GROUP_/TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+//	InitProducerId              WRITE transactional id; without one IDEMPOTENT_WRITE cluster
+//	                            or WRITE on some topic                            TRANSACTIONAL_ID_/CLUSTER_AUTHORIZATION_FAILED
+//	CreateTopics                CREATE cluster or topic                           TOPIC_AUTHORIZATION_FAILED
+//	DeleteTopics                DELETE topic                                      TOPIC_AUTHORIZATION_FAILED
+//	CreatePartitions            ALTER topic                                       TOPIC_AUTHORIZATION_FAILED
+//	DescribeConfigs             DESCRIBE_CONFIGS topic / cluster                  TOPIC_/CLUSTER_AUTHORIZATION_FAILED
+//	AlterConfigs, Incremental   ALTER_CONFIGS topic / cluster                     TOPIC_/CLUSTER_AUTHORIZATION_FAILED
+//	DescribeAcls                DESCRIBE cluster                                  CLUSTER_AUTHORIZATION_FAILED
+//	CreateAcls, DeleteAcls      ALTER cluster                                     CLUSTER_AUTHORIZATION_FAILED
+//
+// The inter-broker and controller listeners' own APIs (the cluster package) are not
+// authorized: they are for the cluster's nodes.
+
+import (
+	"context"
+
+	"sluice/authz"
+	"sluice/controller"
+	"sluice/internal/config"
+	"sluice/wire"
+)
+
+// newAuthorizer returns the configured authorizer, nil when there is none (the config
+// refuses any class but StandardAuthorizer).
+func newAuthorizer(cfg *config.Broker) *authz.Authorizer {
+	if cfg == nil || cfg.String("authorizer.class.name") == "" {
+		return nil
+	}
+	return authz.New(authz.ParseSuperUsers(cfg.String("super.users")), cfg.Bool("allow.everyone.if.no.acl.found"))
+}
+
+// authzOn reports whether requests are authorized at all.
+func (b *Broker) authzOn() bool { return b.authorizer != nil }
+
+// allowed reports whether conn may perform op on the resource; always with no authorizer.
+func (b *Broker) allowed(conn *wire.ConnInfo, op, resourceType int8, name string) bool {
+	if b.authorizer == nil {
+		return true
+	}
+	if conn == nil {
+		return false
+	}
+	return b.authorizer.Authorize(b.ctrl.Image().ACLs, authz.Request{Principal: conn.Principal(), Host: authz.HostOf(conn.RemoteAddr),
+		Operation: op, ResourceType: resourceType, ResourceName: name})
+}
+
+// allowedCluster is allowed for the CLUSTER resource.
+func (b *Broker) allowedCluster(conn *wire.ConnInfo, op int8) bool {
+	return b.allowed(conn, op, authz.ResourceCluster, authz.ClusterName)
+}
+
+func (b *Broker) allowedTopic(conn *wire.ConnInfo, op int8, topic string) bool {
+	return b.allowed(conn, op, authz.ResourceTopic, topic)
+}
+
+func (b *Broker) allowedGroup(conn *wire.ConnInfo, op int8, group string) bool {
+	return b.allowed(conn, op, authz.ResourceGroup, group)
+}
+
+// allowedAnyTopic is Kafka's authorizeByResourceType(TOPIC, op).
+func (b *Broker) allowedAnyTopic(conn *wire.ConnInfo, op int8) bool {
+	if b.authorizer == nil {
+		return true
+	}
+	if conn == nil {
+		return false
+	}
+	return b.authorizer.AuthorizeAny(b.ctrl.Image().ACLs, conn.Principal(), authz.HostOf(conn.RemoteAddr), authz.ResourceTopic, op)
+}
+
+// topicNameOf is the name of a topic a request names by ID ("" when unknown).
+func topicNameOf(im *controller.Image, id [16]byte) string {
+	if t := im.TopicsByID[controller.TopicID(id)]; t != nil {
+		return t.Name
+	}
+	return ""
+}
+
+// aclMetadata is what the ACL APIs need of Metadata: controller.Controller and cluster.Link
+// have it.
+type aclMetadata interface {
+	CreateACLs(ctx context.Context, acls []authz.ACL) ([]controller.CreateACLResult, error)
+	DeleteACLs(ctx context.Context, filters []authz.Filter) ([]controller.DeleteACLsResult, error)
+}
+
+var _ aclMetadata = (*controller.Controller)(nil)
