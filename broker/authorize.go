@@ -34,6 +34,8 @@ package broker
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+
 	"sluice/authz"
 	"sluice/controller"
 	"sluice/internal/config"
@@ -104,3 +106,29 @@ type aclMetadata interface {
 }
 
 var _ aclMetadata = (*controller.Controller)(nil)
+
+// configResourceDenied is the code for a config resource conn may not act on with op
+// (ALTER_CONFIGS or DESCRIBE_CONFIGS): topics need it on the topic, brokers on the cluster.
+func (b *Broker) configResourceDenied(conn *wire.ConnInfo, op, resourceType int8, name string) int16 {
+	switch {
+	case !b.authzOn():
+	case resourceType == resourceTopic:
+		if !b.allowedTopic(conn, op, name) {
+			return kerr.TopicAuthorizationFailed.Code
+		}
+	case resourceType == resourceBroker || resourceType == resourceBrokerLogger:
+		if !b.allowedCluster(conn, op) {
+			return kerr.ClusterAuthorizationFailed.Code
+		}
+	}
+	return 0
+}
+
+// authorizeAlterResources fails the resources conn may not ALTER_CONFIGS.
+func (b *Broker) authorizeAlterResources(conn *wire.ConnInfo, rs []alterResource) {
+	for i := range rs {
+		if code := b.configResourceDenied(conn, authz.OpAlterConfigs, rs[i].resourceType, rs[i].name); code != 0 {
+			rs[i].fail(code, kerr.ErrorForCode(code).(*kerr.Error).Description)
+		}
+	}
+}
