@@ -3,6 +3,7 @@ package broker
 import (
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -180,4 +181,48 @@ func TestAuthorizationEnforced(t *testing.T) {
 			t.Fatalf("DescribeAcls with ALL on the cluster: %v, %d ACLs in %d resources; want 5 in 2", kerr.ErrorForCode(dr.ErrorCode), n, len(dr.Resources))
 		}
 	})
+}
+
+// TestAuthorizationTransactions: a transactional producer needs WRITE on its transactional ID
+// (InitProducerId refused without it) and, given it and WRITE on the topic, commits.
+func TestAuthorizationTransactions(t *testing.T) {
+	tb := startTestBroker(t, map[string]string{"authorizer.class.name": authz.StandardAuthorizerClass})
+	ctx := testContext(t)
+	res, err := tb.Ctrl.CreateACLs(ctx, []authz.ACL{anonACL(authz.ResourceCluster, authz.ClusterName, authz.OpCreate),
+		anonACL(authz.ResourceTopic, "tx-topic", authz.OpWrite)})
+	if err != nil || res[0].Err != nil || res[1].Err != nil {
+		t.Fatalf("creating ACLs: %v %+v", err, res)
+	}
+	tb.Broker.waitForImage(ctx, tb.Ctrl.Image().Offset)
+	if _, err := tb.Admin.CreateTopic(ctx, 1, 1, nil, "tx-topic"); err != nil {
+		t.Fatal(err)
+	}
+	producer := func() *kgo.Client {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(tb.Addr), kgo.TransactionalID("tx"), kgo.DefaultProduceTopic("tx-topic"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(cl.Close)
+		return cl
+	}
+	// franz-go initializes a transactional producer's ID (InitProducerId) before the first
+	// transaction; its error names the code without wrapping kerr's value.
+	if err := producer().BeginTransaction(); err == nil || !strings.Contains(err.Error(), kerr.TransactionalIDAuthorizationFailed.Message) {
+		t.Fatalf("beginning a transaction without WRITE on the transactional ID: %v", err)
+	}
+	res, err = tb.Ctrl.CreateACLs(ctx, []authz.ACL{anonACL(authz.ResourceTransactionalID, "tx", authz.OpWrite)})
+	if err != nil || res[0].Err != nil {
+		t.Fatalf("creating ACLs: %v %+v", err, res)
+	}
+	tb.Broker.waitForImage(ctx, tb.Ctrl.Image().Offset)
+	cl := producer()
+	if err := cl.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte("v")}).FirstErr(); err != nil {
+		t.Fatalf("transactional produce with WRITE on the transactional ID: %v", err)
+	}
+	if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatalf("commit: %v", err)
+	}
 }

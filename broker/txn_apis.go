@@ -21,6 +21,10 @@ func registerTxnAPI[Req kmsg.Request](key, minVersion, maxVersion int16, call fu
 			respond(nil, errUnexpectedBody)
 			return
 		}
+		if deny := b.authorizeTxnCall(w.Conn, req); deny != nil { // authorize_txn.go
+			respond(deny, nil)
+			return
+		}
 		go func() {
 			// An error means ctx ended: the connection is closing, so no answer is owed.
 			respond(call(b, b.txnCoord, ctx, req))
