@@ -13,9 +13,11 @@ package broker
 //	ListOffsets                 DESCRIBE topic                                    TOPIC_AUTHORIZATION_FAILED
 //	Metadata                    DESCRIBE topic; CREATE topic (or cluster) to      unlisted (all topics) or
 //	                            auto-create                                       TOPIC_AUTHORIZATION_FAILED (named)
-//	OffsetCommit/TxnOffsetCommit READ group, READ topic                           GROUP_/TOPIC_AUTHORIZATION_FAILED
+//	OffsetCommit                READ group, READ topic                            GROUP_/TOPIC_AUTHORIZATION_FAILED
 //	OffsetFetch                 DESCRIBE group, DESCRIBE topic                    GROUP_/TOPIC_AUTHORIZATION_FAILED
 //	Join/Sync/Heartbeat/Leave   READ group                                        GROUP_AUTHORIZATION_FAILED
+//	DescribeGroups, ConsumerGroupDescribe: DESCRIBE group; ListGroups: DESCRIBE cluster, else
+//	only the groups it may describe; DeleteGroups, OffsetDelete: DELETE group
 //	ConsumerGroupHeartbeat      READ group, DESCRIBE on subscribed topics         GROUP_/TOPIC_AUTHORIZATION_FAILED
 //	FindCoordinator             DESCRIBE group / transactional id                 GROUP_/TRANSACTIONAL_ID_AUTHORIZATION_FAILED
 //	InitProducerId              WRITE transactional id; without one IDEMPOTENT_WRITE cluster
@@ -27,6 +29,14 @@ package broker
 //	AlterConfigs, Incremental   ALTER_CONFIGS topic / cluster                     TOPIC_/CLUSTER_AUTHORIZATION_FAILED
 //	DescribeAcls                DESCRIBE cluster                                  CLUSTER_AUTHORIZATION_FAILED
 //	CreateAcls, DeleteAcls      ALTER cluster                                     CLUSTER_AUTHORIZATION_FAILED
+//	DescribeTopicPartitions     DESCRIBE topic                                    unlisted / TOPIC_AUTHORIZATION_FAILED
+//	DescribeLogDirs, ListPartitionReassignments: DESCRIBE cluster; ElectLeaders,
+//	AlterPartitionReassignments, UnregisterBroker: ALTER cluster (clusterOps, checked in Handle)
+//	Transaction APIs            see authorize_txn.go
+//
+// Not authorized yet: DeleteRecords, OffsetForLeaderEpoch, DescribeProducers,
+// DescribeTransactions and ListTransactions (any principal may call them). DescribeCluster
+// is not authorized, as in Kafka.
 //
 // The inter-broker and controller listeners' own APIs (the cluster package) are not
 // authorized: they are for the cluster's nodes.
@@ -35,6 +45,7 @@ import (
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"sluice/authz"
 	"sluice/controller"
@@ -131,4 +142,38 @@ func (b *Broker) authorizeAlterResources(conn *wire.ConnInfo, rs []alterResource
 			rs[i].fail(code, kerr.ErrorForCode(code).(*kerr.Error).Description)
 		}
 	}
+}
+
+// clusterOps are the APIs that need one operation on the cluster and nothing else; Handle
+// refuses them as a whole (clusterDenied) before their handler runs.
+var clusterOps = map[int16]int8{
+	35: authz.OpDescribe, // DescribeLogDirs
+	43: authz.OpAlter,    // ElectLeaders
+	45: authz.OpAlter,    // AlterPartitionReassignments
+	46: authz.OpDescribe, // ListPartitionReassignments
+	64: authz.OpAlter,    // UnregisterBroker
+}
+
+// clusterDenied returns the CLUSTER_AUTHORIZATION_FAILED answer to a request of clusterOps
+// that conn may not make, nil when it may (or the API is not one of them).
+func (b *Broker) clusterDenied(req *wire.Request) kmsg.Response {
+	op, ok := clusterOps[req.Key]
+	if !ok || !b.authzOn() || b.allowedCluster(req.Conn, op) {
+		return nil
+	}
+	code := kerr.ClusterAuthorizationFailed.Code
+	resp := req.Body.ResponseKind()
+	switch r := resp.(type) {
+	case *kmsg.DescribeLogDirsResponse:
+		r.ErrorCode = code // v3+; older versions have no field and answer no directories
+	case *kmsg.ElectLeadersResponse:
+		r.ErrorCode = code
+	case *kmsg.AlterPartitionAssignmentsResponse:
+		r.ErrorCode = code
+	case *kmsg.ListPartitionReassignmentsResponse:
+		r.ErrorCode = code
+	case *kmsg.UnregisterBrokerResponse:
+		r.ErrorCode = code
+	}
+	return resp
 }

@@ -159,6 +159,35 @@ func TestAuthorizationEnforced(t *testing.T) {
 		if dr.ErrorCode != kerr.ClusterAuthorizationFailed.Code {
 			t.Errorf("DescribeAcls without DESCRIBE on the cluster: %v", kerr.ErrorForCode(dr.ErrorCode))
 		}
+		lr, err := kmsg.NewPtrListPartitionReassignmentsRequest().RequestWith(ctx, tb.Client)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if lr.ErrorCode != kerr.ClusterAuthorizationFailed.Code {
+			t.Errorf("ListPartitionReassignments without DESCRIBE on the cluster: %v", kerr.ErrorForCode(lr.ErrorCode))
+		}
+		dtp := kmsg.NewPtrDescribeTopicPartitionsRequest()
+		kr, err = tb.Client.Broker(1).Request(ctx, dtp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, tp := range kr.(*kmsg.DescribeTopicPartitionsResponse).Topics {
+			names = append(names, *tp.Topic)
+		}
+		if !slices.Equal(names, []string{"a"}) {
+			t.Errorf("DescribeTopicPartitions of all topics lists %v, want [a]", names)
+		}
+		rt := kmsg.NewDescribeTopicPartitionsRequestTopic()
+		rt.Topic = "b"
+		dtp.Topics = append(dtp.Topics, rt)
+		kr, err = tb.Client.Broker(1).Request(ctx, dtp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := kr.(*kmsg.DescribeTopicPartitionsResponse).Topics; len(got) != 1 || got[0].ErrorCode != kerr.TopicAuthorizationFailed.Code {
+			t.Errorf("DescribeTopicPartitions of b: %+v, want TOPIC_AUTHORIZATION_FAILED", got)
+		}
 	})
 
 	t.Run("ALL on the cluster and WRITE on a", func(t *testing.T) {

@@ -206,6 +206,10 @@ func (b *Broker) Handle(ctx context.Context, req *wire.Request, respond wire.Res
 			respond(nil, fmt.Errorf("broker: panic serving api %d", req.Key))
 		}
 	}()
+	if deny := b.clusterDenied(req); deny != nil { // authorize.go
+		respond(deny, nil)
+		return
+	}
 	a.handle(b, ctx, req, respond)
 }
 
