@@ -50,7 +50,7 @@ type supportGroup struct {
 // Reasons shared by several groups.
 const (
 	whyRaftTiming  = "sluice's metadata quorum (etcd-raft) keeps its own timing: 100 ms ticks, a randomized 1-2 s election timeout, reconnects backing off from 50 ms to 1 s"
-	whySecurity    = "authorization (ACLs), OAUTHBEARER, Kerberos, TLS and SASL between brokers and security plugins are not implemented yet"
+	whySecurity    = "OAUTHBEARER, Kerberos, TLS and SASL between brokers and security plugins are not implemented yet"
 	whyJava        = "sluice cannot load Java classes"
 	whyTiered      = "sluice has no tiered storage"
 	whyTuning      = "a Kafka tuning setting; sluice sizes this itself"
