@@ -27,7 +27,7 @@ func TestUnsupportedSettingsStopTheStart(t *testing.T) {
 		{[]string{"listeners=SASL_PLAINTEXT://127.0.0.1:0", "security.inter.broker.protocol=SASL_PLAINTEXT"}, "security.inter.broker.protocol"},
 		{[]string{"listeners=SASL_SSL://127.0.0.1:0", "security.inter.broker.protocol=SASL_SSL"}, "security.inter.broker.protocol"},
 		{[]string{"sasl.mechanism.inter.broker.protocol=SCRAM-SHA-512"}, "sasl.mechanism.inter.broker.protocol"},
-		{[]string{"authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer"}, "authorizer.class.name"},
+		{[]string{"authorizer.class.name=kafka.security.authorizer.AclAuthorizer"}, "authorizer.class.name"}, // only the StandardAuthorizer
 		{[]string{"unclean.leader.election.enable=true"}, "unclean.leader.election.enable"},
 		{[]string{"log.dirs=" + t.TempDir() + "," + t.TempDir()}, "log.dirs"},
 	} {
