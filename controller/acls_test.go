@@ -104,3 +104,34 @@ func TestACLSnapshotRoundTrip(t *testing.T) {
 		t.Fatalf("removing a missing ACL: %v", errs)
 	}
 }
+
+// TestACLRecordsCopyOnWrite: a batch that changes the ACLs leaves the base image's set as it
+// was, and several ACL records in one batch (including emptying and refilling the set) apply
+// in order.
+func TestACLRecordsCopyOnWrite(t *testing.T) {
+	a := aclFor("User:a", "t", authz.OpRead)
+	b := aclFor("User:b", "t", authz.OpRead)
+	base, errs := applyRecords(emptyImage(), 1, []Record{&AccessControlEntryRecord{ACL: a}})
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	next, errs := applyRecords(base, 2, []Record{&RemoveAccessControlEntryRecord{ACL: a}, &AccessControlEntryRecord{ACL: b},
+		&AccessControlEntryRecord{ACL: a}, &RemoveAccessControlEntryRecord{ACL: b}})
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	if got := base.ACLs.All(); !slices.Equal(got, []authz.ACL{a}) {
+		t.Fatalf("base image changed: %+v", got)
+	}
+	if got := next.ACLs.All(); !slices.Equal(got, []authz.ACL{a}) {
+		t.Fatalf("next image: %+v", got)
+	}
+	if base.ACLs == next.ACLs {
+		t.Fatal("the changed image shares the base's set")
+	}
+	bad := a
+	bad.Permission = authz.PermAny
+	if _, errs := applyRecords(next, 3, []Record{&AccessControlEntryRecord{ACL: bad}}); len(errs) != 1 {
+		t.Fatalf("an invalid ACL record applied: %v", errs)
+	}
+}
