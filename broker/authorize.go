@@ -34,8 +34,11 @@ package broker
 //	AlterPartitionReassignments, UnregisterBroker: ALTER cluster (clusterOps, checked in Handle)
 //	Transaction APIs            see authorize_txn.go
 //
-// Not authorized yet: DeleteRecords, OffsetForLeaderEpoch, DescribeProducers,
-// DescribeTransactions and ListTransactions (any principal may call them). DescribeCluster
+//	DeleteRecords               DELETE topic                                      TOPIC_AUTHORIZATION_FAILED
+//	OffsetForLeaderEpoch        DESCRIBE topic; CLUSTER_ACTION for followers      TOPIC_/CLUSTER_AUTHORIZATION_FAILED
+//
+// Not authorized yet: DescribeProducers, DescribeTransactions and ListTransactions (any
+// principal may call them). DescribeCluster
 // is not authorized, as in Kafka.
 //
 // The inter-broker and controller listeners' own APIs (the cluster package) are not

@@ -159,6 +159,41 @@ func TestAuthorizationEnforced(t *testing.T) {
 		if dr.ErrorCode != kerr.ClusterAuthorizationFailed.Code {
 			t.Errorf("DescribeAcls without DESCRIBE on the cluster: %v", kerr.ErrorForCode(dr.ErrorCode))
 		}
+		drr := kmsg.NewPtrDeleteRecordsRequest()
+		drt := kmsg.NewDeleteRecordsRequestTopic()
+		drt.Topic = "a"
+		drp := kmsg.NewDeleteRecordsRequestTopicPartition()
+		drp.Offset = -1
+		drt.Partitions = append(drt.Partitions, drp)
+		drr.Topics = append(drr.Topics, drt)
+		kr, err = tb.Client.Broker(1).Request(ctx, drr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := kr.(*kmsg.DeleteRecordsResponse).Topics[0].Partitions[0].ErrorCode; got != kerr.TopicAuthorizationFailed.Code {
+			t.Errorf("DeleteRecords on a without DELETE: %v", kerr.ErrorForCode(got))
+		}
+		ofe := kmsg.NewPtrOffsetForLeaderEpochRequest()
+		ofe.ReplicaID = -1
+		for _, n := range []string{"a", "b"} {
+			ot := kmsg.NewOffsetForLeaderEpochRequestTopic()
+			ot.Topic = n
+			op := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
+			op.CurrentLeaderEpoch, op.LeaderEpoch = -1, 0
+			ot.Partitions = append(ot.Partitions, op)
+			ofe.Topics = append(ofe.Topics, ot)
+		}
+		kr, err = tb.Client.Broker(1).Request(ctx, ofe)
+		if err != nil {
+			t.Fatal(err)
+		}
+		codes := map[string]int16{}
+		for _, ot := range kr.(*kmsg.OffsetForLeaderEpochResponse).Topics {
+			codes[ot.Topic] = ot.Partitions[0].ErrorCode
+		}
+		if codes["a"] != 0 || codes["b"] != kerr.TopicAuthorizationFailed.Code {
+			t.Errorf("OffsetForLeaderEpoch codes %v, want a ok and b TOPIC_AUTHORIZATION_FAILED", codes)
+		}
 		lr, err := kmsg.NewPtrListPartitionReassignmentsRequest().RequestWith(ctx, tb.Client)
 		if err != nil {
 			t.Fatal(err)
