@@ -36,9 +36,10 @@ package broker
 //
 //	DeleteRecords               DELETE topic                                      TOPIC_AUTHORIZATION_FAILED
 //	OffsetForLeaderEpoch        DESCRIBE topic; CLUSTER_ACTION for followers      TOPIC_/CLUSTER_AUTHORIZATION_FAILED
+//	DescribeProducers           READ topic                                        TOPIC_AUTHORIZATION_FAILED
 //
-// Not authorized yet: DescribeProducers, DescribeTransactions and ListTransactions (any
-// principal may call them). DescribeCluster
+// Not authorized yet: DescribeTransactions and ListTransactions (any principal may call
+// them). DescribeCluster
 // is not authorized, as in Kafka.
 //
 // The inter-broker and controller listeners' own APIs (the cluster package) are not

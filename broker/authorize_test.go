@@ -194,6 +194,23 @@ func TestAuthorizationEnforced(t *testing.T) {
 		if codes["a"] != 0 || codes["b"] != kerr.TopicAuthorizationFailed.Code {
 			t.Errorf("OffsetForLeaderEpoch codes %v, want a ok and b TOPIC_AUTHORIZATION_FAILED", codes)
 		}
+		dp := kmsg.NewPtrDescribeProducersRequest()
+		for _, n := range []string{"a", "b"} {
+			dt := kmsg.NewDescribeProducersRequestTopic()
+			dt.Topic, dt.Partitions = n, []int32{0}
+			dp.Topics = append(dp.Topics, dt)
+		}
+		kr, err = tb.Client.Broker(1).Request(ctx, dp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		codes = map[string]int16{}
+		for _, dt := range kr.(*kmsg.DescribeProducersResponse).Topics {
+			codes[dt.Topic] = dt.Partitions[0].ErrorCode
+		}
+		if codes["a"] != 0 || codes["b"] != kerr.TopicAuthorizationFailed.Code {
+			t.Errorf("DescribeProducers codes %v, want a ok and b TOPIC_AUTHORIZATION_FAILED", codes)
+		}
 		lr, err := kmsg.NewPtrListPartitionReassignmentsRequest().RequestWith(ctx, tb.Client)
 		if err != nil {
 			t.Fatal(err)
