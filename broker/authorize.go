@@ -33,14 +33,11 @@ package broker
 //	DescribeLogDirs, ListPartitionReassignments: DESCRIBE cluster; ElectLeaders,
 //	AlterPartitionReassignments, UnregisterBroker: ALTER cluster (clusterOps, checked in Handle)
 //	Transaction APIs            see authorize_txn.go
-//
 //	DeleteRecords               DELETE topic                                      TOPIC_AUTHORIZATION_FAILED
 //	OffsetForLeaderEpoch        DESCRIBE topic; CLUSTER_ACTION for followers      TOPIC_/CLUSTER_AUTHORIZATION_FAILED
 //	DescribeProducers           READ topic                                        TOPIC_AUTHORIZATION_FAILED
 //
-// Not authorized yet: DescribeTransactions and ListTransactions (any principal may call
-// them). DescribeCluster
-// is not authorized, as in Kafka.
+// DescribeCluster is not authorized, as in Kafka; nor are ApiVersions and the SASL APIs.
 //
 // The inter-broker and controller listeners' own APIs (the cluster package) are not
 // authorized: they are for the cluster's nodes.

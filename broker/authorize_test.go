@@ -306,4 +306,19 @@ func TestAuthorizationTransactions(t *testing.T) {
 	if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
 		t.Fatalf("commit: %v", err)
 	}
+
+	// WRITE implies DESCRIBE on tx; "other" is not describable.
+	dt := kmsg.NewPtrDescribeTransactionsRequest()
+	dt.TransactionalIDs = []string{"tx", "other"}
+	kr, err := tb.Client.Broker(1).Request(ctx, dt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	codes := map[string]int16{}
+	for _, st := range kr.(*kmsg.DescribeTransactionsResponse).TransactionStates {
+		codes[st.TransactionalID] = st.ErrorCode
+	}
+	if codes["tx"] != 0 || codes["other"] != kerr.TransactionalIDAuthorizationFailed.Code {
+		t.Errorf("DescribeTransactions codes %v, want tx ok and other TRANSACTIONAL_ID_AUTHORIZATION_FAILED", codes)
+	}
 }

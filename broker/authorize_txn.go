@@ -22,7 +22,8 @@ import (
 //	EndTxn                    WRITE transactional id
 //	TxnOffsetCommit           WRITE transactional id, READ group, READ each topic (one refused
 //	                          topic refuses the whole commit, the others OPERATION_NOT_ATTEMPTED)
-//	DescribeTransactions, ListTransactions: not authorized yet.
+//	DescribeTransactions      DESCRIBE transactional id (authorizeTxnListing)
+//	ListTransactions          lists only the transactional ids conn may DESCRIBE
 func (b *Broker) authorizeTxnCall(conn *wire.ConnInfo, req kmsg.Request) kmsg.Response {
 	if !b.authzOn() {
 		return nil
@@ -122,6 +123,53 @@ func (b *Broker) authorizeTxnCall(conn *wire.ConnInfo, req kmsg.Request) kmsg.Re
 			resp.Topics = append(resp.Topics, rt)
 		}
 		return resp
+	}
+	return nil
+}
+
+// authorizeTxnListing narrows DescribeTransactions to the transactional IDs conn may
+// DESCRIBE and returns what completes the coordinator's answer: the refused IDs answered
+// TRANSACTIONAL_ID_AUTHORIZATION_FAILED, or ListTransactions' states conn may not DESCRIBE
+// left out. nil when there is nothing to do.
+func (b *Broker) authorizeTxnListing(conn *wire.ConnInfo, req kmsg.Request) func(kmsg.Response) {
+	if !b.authzOn() {
+		return nil
+	}
+	describable := func(id string) bool { return b.allowed(conn, authz.OpDescribe, authz.ResourceTransactionalID, id) }
+	switch r := req.(type) {
+	case *kmsg.DescribeTransactionsRequest:
+		var denied []string
+		kept := r.TransactionalIDs[:0:0]
+		for _, id := range r.TransactionalIDs {
+			if describable(id) {
+				kept = append(kept, id)
+			} else {
+				denied = append(denied, id)
+			}
+		}
+		if len(denied) == 0 {
+			return nil
+		}
+		r.TransactionalIDs = kept
+		return func(resp kmsg.Response) {
+			out := resp.(*kmsg.DescribeTransactionsResponse)
+			for _, id := range denied {
+				st := kmsg.NewDescribeTransactionsResponseTransactionState()
+				st.TransactionalID, st.ErrorCode, st.ProducerID, st.ProducerEpoch = id, kerr.TransactionalIDAuthorizationFailed.Code, -1, -1
+				out.TransactionStates = append(out.TransactionStates, st)
+			}
+		}
+	case *kmsg.ListTransactionsRequest:
+		return func(resp kmsg.Response) {
+			out := resp.(*kmsg.ListTransactionsResponse)
+			kept := out.TransactionStates[:0]
+			for _, st := range out.TransactionStates {
+				if describable(st.TransactionalID) {
+					kept = append(kept, st)
+				}
+			}
+			out.TransactionStates = kept
+		}
 	}
 	return nil
 }

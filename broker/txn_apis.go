@@ -25,9 +25,14 @@ func registerTxnAPI[Req kmsg.Request](key, minVersion, maxVersion int16, call fu
 			respond(deny, nil)
 			return
 		}
+		post := b.authorizeTxnListing(w.Conn, req)
 		go func() {
 			// An error means ctx ended: the connection is closing, so no answer is owed.
-			respond(call(b, b.txnCoord, ctx, req))
+			resp, err := call(b, b.txnCoord, ctx, req)
+			if post != nil && err == nil && resp != nil {
+				post(resp)
+			}
+			respond(resp, err)
 		}()
 	})
 }
