@@ -38,6 +38,7 @@ package broker
 //	DescribeProducers           READ topic                                        TOPIC_AUTHORIZATION_FAILED
 //
 // DescribeCluster is not authorized, as in Kafka; nor are ApiVersions and the SASL APIs.
+// Not authorized yet: WriteTxnMarkers (Kafka: CLUSTER_ACTION).
 //
 // The inter-broker and controller listeners' own APIs (the cluster package) are not
 // authorized: they are for the cluster's nodes.
