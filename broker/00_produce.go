@@ -45,6 +45,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"sluice/authz"
 	"sluice/broker/replica"
 	"sluice/controller"
 	"sluice/internal/batch"
@@ -78,6 +79,8 @@ func (b *Broker) handleProduce(ctx context.Context, wreq *wire.Request, respond 
 		// Kafka's KafkaApis: transactional records need the request's transactional ID
 		// (authorized to write it); every partition gets the error.
 		topLevelErr = kerr.TransactionalIDAuthorizationFailed.Code
+	case req.TransactionID != nil && !b.allowed(wreq.Conn, authz.OpWrite, authz.ResourceTransactionalID, *req.TransactionID):
+		topLevelErr = kerr.TransactionalIDAuthorizationFailed.Code
 	}
 
 	var syncs []pendingSync
@@ -87,11 +90,14 @@ func (b *Broker) handleProduce(ctx context.Context, wreq *wire.Request, respond 
 		t := kmsg.NewProduceResponseTopic()
 		t.Topic, t.TopicID = rt.Topic, rt.TopicID
 		t.Partitions = make([]kmsg.ProduceResponseTopicPartition, 0, len(rt.Partitions))
+		denied := topLevelErr == 0 && b.authzOn() && !b.produceAllowed(wreq.Conn, im, &rt, byID)
 		for pi, rp := range rt.Partitions {
 			p := kmsg.NewProduceResponseTopicPartition()
 			p.Partition = rp.Partition
 			if topLevelErr != 0 {
 				p.ErrorCode = topLevelErr
+			} else if denied {
+				p.ErrorCode, p.BaseOffset = kerr.TopicAuthorizationFailed.Code, -1
 			} else {
 				durable, wait := b.producePartition(ctx, im, req, rt.Topic, controller.TopicID(rt.TopicID), byID, &rp, &p)
 				if durable != (logstore.SyncWait{}) {
@@ -298,4 +304,16 @@ func hasTransactionalBatch(req *kmsg.ProduceRequest) bool {
 		}
 	}
 	return false
+}
+
+// produceAllowed reports whether conn may WRITE the topic (named, or by ID from v13; an
+// unknown ID is left to the partition's UNKNOWN_TOPIC_ID).
+func (b *Broker) produceAllowed(conn *wire.ConnInfo, im *controller.Image, rt *kmsg.ProduceRequestTopic, byID bool) bool {
+	name := rt.Topic
+	if byID {
+		if name = topicNameOf(im, rt.TopicID); name == "" {
+			return true
+		}
+	}
+	return b.allowedTopic(conn, authz.OpWrite, name)
 }

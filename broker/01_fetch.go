@@ -37,6 +37,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"sluice/authz"
 	"sluice/controller"
 	"sluice/logstore"
 	"sluice/wire"
@@ -63,12 +64,19 @@ func (b *Broker) handleFetch(ctx context.Context, wreq *wire.Request, respond wi
 		return
 	}
 	incremental := req.Version >= 7 && req.SessionEpoch > 0
+	denied, clusterDenied := b.fetchDenied(wreq.Conn, req, im, targets)
+	if clusterDenied {
+		resp := req.ResponseKind().(*kmsg.FetchResponse)
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		respond(resp, nil)
+		return
+	}
 
 	listener := ""
 	if wreq.Conn != nil {
 		listener = wreq.Conn.ListenerName
 	}
-	results, readBytes, anyError := b.readTargets(req, listener, im, targets)
+	results, readBytes, anyError := b.readTargets(req, listener, im, targets, denied)
 	wait := time.Duration(req.MaxWaitMillis) * time.Millisecond
 	if readBytes >= int64(req.MinBytes) || wait <= 0 || anyError || len(targets) == 0 {
 		respond(b.fetchResponse(req, sessionID, session, incremental, targets, results), nil)
@@ -77,7 +85,7 @@ func (b *Broker) handleFetch(ctx context.Context, wreq *wire.Request, respond wi
 
 	// Held until enough data arrives on a target partition or the wait is over.
 	b.parkFetch(&delayedFetch{
-		b: b, ctx: ctx, req: req, listener: listener, targets: targets, session: session, sessionID: sessionID,
+		b: b, ctx: ctx, req: req, listener: listener, targets: targets, denied: denied, session: session, sessionID: sessionID,
 		incremental: incremental, respond: respond,
 	}, min(wait, maxFetchWait))
 }
@@ -103,7 +111,9 @@ type fetchResult struct {
 // readTargets reads every target within the request's byte limits. anyError is set when the
 // fetch must not wait for more data: a partition has an error, a divergence or (KIP-392) a
 // preferred read replica to report. listener is the one the fetch arrived on.
-func (b *Broker) readTargets(req *kmsg.FetchRequest, listener string, im *controller.Image, targets []*fetchTarget) (results []fetchResult, total int64, anyError bool) {
+// denied are the targets the fetcher may not READ (authorize.go), answered
+// TOPIC_AUTHORIZATION_FAILED.
+func (b *Broker) readTargets(req *kmsg.FetchRequest, listener string, im *controller.Image, targets []*fetchTarget, denied map[*fetchTarget]bool) (results []fetchResult, total int64, anyError bool) {
 	results = make([]fetchResult, len(targets))
 	maxBytes := int64(req.MaxBytes)
 	if req.Version < 3 || maxBytes <= 0 {
@@ -118,6 +128,10 @@ func (b *Broker) readTargets(req *kmsg.FetchRequest, listener string, im *contro
 		r := &results[i]
 		r.highWatermark, r.lastStableOffset, r.logStartOffset = -1, -1, -1
 		r.preferredReadReplica = -1
+		if denied[t] {
+			r.errCode, anyError = kerr.TopicAuthorizationFailed.Code, true
+			continue
+		}
 		rs := b.resolvePartition(im, t.topic, t.topicID, req.Version >= 13, t.partition, !anyReplica)
 		if rs.errCode != 0 {
 			r.errCode = rs.errCode
@@ -265,4 +279,37 @@ func (b *Broker) fetchResponse(req *kmsg.FetchRequest, sessionID int32, session 
 		session.rotateServedLocked(targets, results)
 	}
 	return resp
+}
+
+// fetchDenied applies Fetch's authorization: a follower's fetch needs CLUSTER_ACTION on the
+// cluster (clusterDenied), a consumer's READ on each topic (denied; a topic ID this broker
+// does not know is left to UNKNOWN_TOPIC_ID).
+func (b *Broker) fetchDenied(conn *wire.ConnInfo, req *kmsg.FetchRequest, im *controller.Image, targets []*fetchTarget) (denied map[*fetchTarget]bool, clusterDenied bool) {
+	if !b.authzOn() {
+		return nil, false
+	}
+	if followerOf(req).id >= 0 {
+		return nil, !b.allowedCluster(conn, authz.OpClusterAction)
+	}
+	verdict := map[string]bool{}
+	for _, t := range targets {
+		name := t.topic
+		if req.Version >= 13 {
+			if name = topicNameOf(im, t.topicID); name == "" {
+				continue
+			}
+		}
+		ok, seen := verdict[name]
+		if !seen {
+			ok = b.allowedTopic(conn, authz.OpRead, name)
+			verdict[name] = ok
+		}
+		if !ok {
+			if denied == nil {
+				denied = map[*fetchTarget]bool{}
+			}
+			denied[t] = true
+		}
+	}
+	return denied, false
 }

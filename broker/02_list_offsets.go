@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"sluice/authz"
 	"sluice/controller"
 	"sluice/wire"
 )
@@ -30,16 +31,21 @@ const (
 	listLatestTiered  = -5
 )
 
-func (b *Broker) handleListOffsets(_ context.Context, _ *wire.ConnInfo, req *kmsg.ListOffsetsRequest) (kmsg.Response, error) {
+func (b *Broker) handleListOffsets(_ context.Context, conn *wire.ConnInfo, req *kmsg.ListOffsetsRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
 	im := b.ctrl.Image()
 	for _, rt := range req.Topics {
 		t := kmsg.NewListOffsetsResponseTopic()
 		t.Topic = rt.Topic
+		denied := !b.allowedTopic(conn, authz.OpDescribe, rt.Topic)
 		for _, rp := range rt.Partitions {
 			p := kmsg.NewListOffsetsResponseTopicPartition()
 			p.Partition = rp.Partition
-			b.listOffset(im, req, rt.Topic, &rp, &p)
+			if denied {
+				p.Timestamp, p.Offset, p.LeaderEpoch, p.ErrorCode = -1, -1, -1, kerr.TopicAuthorizationFailed.Code
+			} else {
+				b.listOffset(im, req, rt.Topic, &rp, &p)
+			}
 			t.Partitions = append(t.Partitions, p)
 		}
 		resp.Topics = append(resp.Topics, t)

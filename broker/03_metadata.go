@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"sluice/authz"
 	"sluice/controller"
 	"sluice/wire"
 )
@@ -29,7 +30,7 @@ func (b *Broker) handleMetadata(ctx context.Context, conn *wire.ConnInfo, req *k
 
 	allTopics := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)
 	if !allTopics {
-		im = b.autoCreateTopics(ctx, im, req)
+		im = b.autoCreateTopics(ctx, conn, im, req)
 	}
 	im = b.awaitLeaderFailover(ctx, im) // leader_hints.go
 
@@ -45,6 +46,9 @@ func (b *Broker) handleMetadata(ctx context.Context, conn *wire.ConnInfo, req *k
 		}
 		sort.Strings(names)
 		for _, name := range names {
+			if !b.allowedTopic(conn, authz.OpDescribe, name) {
+				continue // Kafka leaves unauthorized topics out of an all-topics answer
+			}
 			resp.Topics = append(resp.Topics, topicMetadata(im.Topics[name], req.Version, b.nodeID, offline))
 		}
 		return resp, nil
@@ -55,6 +59,21 @@ func (b *Broker) handleMetadata(ctx context.Context, conn *wire.ConnInfo, req *k
 			topic = im.Topics[*rt.Topic]
 		} else {
 			topic = im.TopicsByID[controller.TopicID(rt.TopicID)]
+		}
+		if b.authzOn() {
+			name := ""
+			if rt.Topic != nil {
+				name = *rt.Topic
+			} else if topic != nil {
+				name = topic.Name
+			}
+			if !b.allowedTopic(conn, authz.OpDescribe, name) || topic == nil && rt.Topic != nil && b.autoCreateDenied(conn, req, name) {
+				t := kmsg.NewMetadataResponseTopic()
+				t.Topic, t.TopicID = rt.Topic, rt.TopicID
+				t.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				resp.Topics = append(resp.Topics, t)
+				continue
+			}
 		}
 		if topic == nil {
 			t := kmsg.NewMetadataResponseTopic()
@@ -75,13 +94,16 @@ func (b *Broker) handleMetadata(ctx context.Context, conn *wire.ConnInfo, req *k
 
 // autoCreateTopics creates the requested topics that do not exist, when the request and the
 // broker allow it, and returns the image to answer from.
-func (b *Broker) autoCreateTopics(ctx context.Context, im *controller.Image, req *kmsg.MetadataRequest) *controller.Image {
+func (b *Broker) autoCreateTopics(ctx context.Context, conn *wire.ConnInfo, im *controller.Image, req *kmsg.MetadataRequest) *controller.Image {
 	if !b.cfg.Static.AutoCreateTopicsEnable || (req.Version >= 4 && !req.AllowAutoTopicCreation) {
 		return im
 	}
 	var create []controller.CreateTopic
 	for _, rt := range req.Topics {
 		if rt.Topic == nil || im.Topics[*rt.Topic] != nil || controller.ValidateTopicName(*rt.Topic) != nil || *rt.Topic == clusterMetadataTopic {
+			continue
+		}
+		if b.authzOn() && (!b.allowedTopic(conn, authz.OpDescribe, *rt.Topic) || b.autoCreateDenied(conn, req, *rt.Topic)) {
 			continue
 		}
 		create = append(create, controller.CreateTopic{
@@ -169,4 +191,14 @@ func topicMetadata(topic *controller.TopicInfo, version int16, nodeID int32, off
 		t.Partitions = append(t.Partitions, p)
 	}
 	return t
+}
+
+// autoCreateDenied reports whether the request would auto-create the missing topic name but
+// conn may not create it (CREATE on the cluster or the topic): Kafka then answers
+// TOPIC_AUTHORIZATION_FAILED instead of creating it.
+func (b *Broker) autoCreateDenied(conn *wire.ConnInfo, req *kmsg.MetadataRequest, name string) bool {
+	if !b.cfg.Static.AutoCreateTopicsEnable || (req.Version >= 4 && !req.AllowAutoTopicCreation) {
+		return false
+	}
+	return !b.allowedCluster(conn, authz.OpCreate) && !b.allowedTopic(conn, authz.OpCreate, name)
 }

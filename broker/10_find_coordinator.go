@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"sluice/authz"
 	"sluice/wire"
 )
 
@@ -53,6 +54,10 @@ func (b *Broker) handleFindCoordinator(ctx context.Context, conn *wire.ConnInfo,
 func (b *Broker) findCoordinator(ctx context.Context, conn *wire.ConnInfo, keyType int8, key string, out *kmsg.FindCoordinatorResponseCoordinator) {
 	var topicName string
 	var partition int32
+	if code := b.findCoordinatorDenied(conn, keyType, key); code != 0 {
+		out.ErrorCode = code
+		return
+	}
 	switch keyType {
 	case coordinatorGroup:
 		if err := b.ensureOffsetsTopic(ctx); err != nil {
@@ -94,4 +99,16 @@ func (b *Broker) findCoordinator(ctx context.Context, conn *wire.ConnInfo, keyTy
 		return
 	}
 	out.NodeID, out.Host, out.Port = leader, ep.Host, ep.Port
+}
+
+// findCoordinatorDenied: DESCRIBE on the group or transactional ID, as Kafka's KafkaApis.
+func (b *Broker) findCoordinatorDenied(conn *wire.ConnInfo, keyType int8, key string) int16 {
+	switch {
+	case !b.authzOn():
+	case keyType == coordinatorGroup && !b.allowedGroup(conn, authz.OpDescribe, key):
+		return kerr.GroupAuthorizationFailed.Code
+	case keyType == coordinatorTransaction && !b.allowed(conn, authz.OpDescribe, authz.ResourceTransactionalID, key):
+		return kerr.TransactionalIDAuthorizationFailed.Code
+	}
+	return 0
 }

@@ -30,6 +30,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"sluice/authz"
 	"sluice/controller"
 	"sluice/logstore"
 	"sluice/wire"
@@ -40,7 +41,7 @@ func init() { registerSync(19, 0, 7, (*Broker).handleCreateTopics) }
 // clusterMetadataTopic is the name of KRaft's metadata log, never a user topic.
 const clusterMetadataTopic = "__cluster_metadata"
 
-func (b *Broker) handleCreateTopics(ctx context.Context, _ *wire.ConnInfo, req *kmsg.CreateTopicsRequest) (kmsg.Response, error) {
+func (b *Broker) handleCreateTopics(ctx context.Context, conn *wire.ConnInfo, req *kmsg.CreateTopicsRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
 	ctx, cancel := adminTimeout(ctx, req.TimeoutMillis)
 	defer cancel()
@@ -66,6 +67,10 @@ func (b *Broker) handleCreateTopics(ctx context.Context, _ *wire.ConnInfo, req *
 			// Kafka's ControllerApis never lets a client create the metadata topic and answers
 			// as for an unauthorized topic. Here it would also collide with the metadata
 			// directory, <log dir>/__cluster_metadata-0.
+			results[i].ErrorCode, results[i].ErrorMessage = kerr.TopicAuthorizationFailed.Code, strPtr("Authorization failed.")
+			continue
+		}
+		if b.authzOn() && !b.allowedCluster(conn, authz.OpCreate) && !b.allowedTopic(conn, authz.OpCreate, rt.Topic) {
 			results[i].ErrorCode, results[i].ErrorMessage = kerr.TopicAuthorizationFailed.Code, strPtr("Authorization failed.")
 			continue
 		}

@@ -22,6 +22,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"sluice/authz"
 	"sluice/controller"
 	"sluice/wire"
 )
@@ -34,7 +35,7 @@ type deleteTarget struct {
 	id   [16]byte
 }
 
-func (b *Broker) handleDeleteTopics(ctx context.Context, _ *wire.ConnInfo, req *kmsg.DeleteTopicsRequest) (kmsg.Response, error) {
+func (b *Broker) handleDeleteTopics(ctx context.Context, conn *wire.ConnInfo, req *kmsg.DeleteTopicsRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
 	ctx, cancel := adminTimeout(ctx, req.TimeoutMillis)
 	defer cancel()
@@ -106,6 +107,18 @@ func (b *Broker) handleDeleteTopics(ctx context.Context, _ *wire.ConnInfo, req *
 		if topic := im.Topics[*t.name]; topic != nil && idCount[[16]byte(topic.ID)] > 0 {
 			results[i].ErrorCode = kerr.InvalidRequest.Code
 			results[i].ErrorMessage = strPtr("The provided topic name maps to an ID that was already supplied.")
+		}
+	}
+	// DELETE on each topic (a topic ID this broker does not know is left to the controller).
+	for _, i := range pending {
+		name := ""
+		if t := targets[i]; t.name != nil {
+			name = *t.name
+		} else {
+			name = topicNameOf(im, t.id)
+		}
+		if name != "" && results[i].ErrorCode == 0 && !b.allowedTopic(conn, authz.OpDelete, name) {
+			results[i].ErrorCode, results[i].ErrorMessage = kerr.TopicAuthorizationFailed.Code, strPtr("Authorization failed.")
 		}
 	}
 	names, ids, pending := dropAnswered(results, targets, pending)

@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"sluice/authz"
 	"sluice/controller"
 	"sluice/internal/config"
 	"sluice/wire"
@@ -25,16 +26,21 @@ import (
 
 func init() { registerSync(21, 0, 2, (*Broker).handleDeleteRecords) }
 
-func (b *Broker) handleDeleteRecords(_ context.Context, _ *wire.ConnInfo, req *kmsg.DeleteRecordsRequest) (kmsg.Response, error) {
+func (b *Broker) handleDeleteRecords(_ context.Context, conn *wire.ConnInfo, req *kmsg.DeleteRecordsRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.DeleteRecordsResponse)
 	im := b.ctrl.Image()
 	for _, rt := range req.Topics {
 		t := kmsg.NewDeleteRecordsResponseTopic()
 		t.Topic = rt.Topic
+		denied := !b.allowedTopic(conn, authz.OpDelete, rt.Topic)
 		for _, rp := range rt.Partitions {
 			p := kmsg.NewDeleteRecordsResponseTopicPartition()
 			p.Partition = rp.Partition
-			p.LowWatermark, p.ErrorCode = b.deleteRecords(im, rt.Topic, rp.Partition, rp.Offset)
+			if denied {
+				p.LowWatermark, p.ErrorCode = -1, kerr.TopicAuthorizationFailed.Code
+			} else {
+				p.LowWatermark, p.ErrorCode = b.deleteRecords(im, rt.Topic, rp.Partition, rp.Offset)
+			}
 			t.Partitions = append(t.Partitions, p)
 		}
 		resp.Topics = append(resp.Topics, t)

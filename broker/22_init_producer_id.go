@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"sluice/authz"
 	"sluice/wire"
 )
 
@@ -26,6 +27,12 @@ func init() {
 		req, ok := w.Body.(*kmsg.InitProducerIDRequest)
 		if !ok {
 			respond(nil, errUnexpectedBody)
+			return
+		}
+		if code := b.initProducerIDDenied(w.Conn, req); code != 0 {
+			resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
+			resp.ProducerID, resp.ProducerEpoch, resp.ErrorCode = -1, -1, code
+			respond(resp, nil)
 			return
 		}
 		if req.TransactionalID == nil {
@@ -48,4 +55,19 @@ func (b *Broker) handleInitProducerID(ctx context.Context, req *kmsg.InitProduce
 	}
 	resp.ProducerID, resp.ProducerEpoch = id, 0
 	return resp, nil
+}
+
+// initProducerIDDenied applies Kafka's rule: WRITE on the transactional ID, or for an
+// idempotent producer IDEMPOTENT_WRITE on the cluster or WRITE on some topic (KIP-679).
+func (b *Broker) initProducerIDDenied(conn *wire.ConnInfo, req *kmsg.InitProducerIDRequest) int16 {
+	switch {
+	case !b.authzOn():
+	case req.TransactionalID != nil:
+		if !b.allowed(conn, authz.OpWrite, authz.ResourceTransactionalID, *req.TransactionalID) {
+			return kerr.TransactionalIDAuthorizationFailed.Code
+		}
+	case !b.allowedCluster(conn, authz.OpIdempotentWrite) && !b.allowedAnyTopic(conn, authz.OpWrite):
+		return kerr.ClusterAuthorizationFailed.Code
+	}
+	return 0
 }

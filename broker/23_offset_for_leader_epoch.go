@@ -16,15 +16,62 @@ import (
 	"context"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"sluice/authz"
 	"sluice/controller"
 	"sluice/wire"
 )
 
 func init() { registerSync(23, 0, 4, (*Broker).handleOffsetForLeaderEpoch) }
 
-func (b *Broker) handleOffsetForLeaderEpoch(ctx context.Context, _ *wire.ConnInfo, req *kmsg.OffsetForLeaderEpochRequest) (kmsg.Response, error) {
+func (b *Broker) handleOffsetForLeaderEpoch(ctx context.Context, conn *wire.ConnInfo, req *kmsg.OffsetForLeaderEpochRequest) (kmsg.Response, error) {
+	req, denied := b.authorizeOffsetForLeaderEpoch(conn, req)
+	resp, err := b.serveOffsetForLeaderEpoch(ctx, req)
+	if err == nil {
+		resp.(*kmsg.OffsetForLeaderEpochResponse).Topics = append(resp.(*kmsg.OffsetForLeaderEpochResponse).Topics, denied...)
+	}
+	return resp, err
+}
+
+// authorizeOffsetForLeaderEpoch: a follower (replica ID >= 0) needs CLUSTER_ACTION on the
+// cluster, a consumer DESCRIBE on each topic, as Kafka's KafkaApis. It returns the request
+// narrowed to what conn may ask and the answers for the rest.
+func (b *Broker) authorizeOffsetForLeaderEpoch(conn *wire.ConnInfo, req *kmsg.OffsetForLeaderEpochRequest) (*kmsg.OffsetForLeaderEpochRequest, []kmsg.OffsetForLeaderEpochResponseTopic) {
+	if !b.authzOn() {
+		return req, nil
+	}
+	follower := req.Version >= 3 && req.ReplicaID >= 0
+	clusterOK := follower && b.allowedCluster(conn, authz.OpClusterAction)
+	narrowed := *req
+	narrowed.Topics = nil
+	var denied []kmsg.OffsetForLeaderEpochResponseTopic
+	for _, rt := range req.Topics {
+		code := int16(0)
+		switch {
+		case follower && !clusterOK:
+			code = kerr.ClusterAuthorizationFailed.Code
+		case !follower && !b.allowedTopic(conn, authz.OpDescribe, rt.Topic):
+			code = kerr.TopicAuthorizationFailed.Code
+		}
+		if code == 0 {
+			narrowed.Topics = append(narrowed.Topics, rt)
+			continue
+		}
+		t := kmsg.NewOffsetForLeaderEpochResponseTopic()
+		t.Topic = rt.Topic
+		for _, rp := range rt.Partitions {
+			p := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
+			p.Partition, p.ErrorCode, p.LeaderEpoch, p.EndOffset = rp.Partition, code, -1, -1
+			t.Partitions = append(t.Partitions, p)
+		}
+		denied = append(denied, t)
+	}
+	return &narrowed, denied
+}
+
+func (b *Broker) serveOffsetForLeaderEpoch(ctx context.Context, req *kmsg.OffsetForLeaderEpochRequest) (kmsg.Response, error) {
 	var deadline <-chan time.Time
 	for {
 		resp, behind := b.offsetForLeaderEpoch(req)

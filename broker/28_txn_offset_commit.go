@@ -31,6 +31,10 @@ func init() {
 			respond(nil, errUnexpectedBody)
 			return
 		}
+		if deny := b.authorizeTxnCall(w.Conn, req); deny != nil { // authorize_txn.go
+			respond(deny, nil)
+			return
+		}
 		go func() { respond(b.handleTxnOffsetCommit(ctx, req)) }()
 	})
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"sluice/authz"
 	"sluice/controller"
 	"sluice/internal/config"
 	"sluice/wire"
@@ -30,12 +31,17 @@ import (
 
 func init() { registerSync(32, 0, 4, (*Broker).handleDescribeConfigs) }
 
-func (b *Broker) handleDescribeConfigs(_ context.Context, _ *wire.ConnInfo, req *kmsg.DescribeConfigsRequest) (kmsg.Response, error) {
+func (b *Broker) handleDescribeConfigs(_ context.Context, conn *wire.ConnInfo, req *kmsg.DescribeConfigsRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
 	im := b.ctrl.Image()
 	for _, rr := range req.Resources {
 		r := kmsg.NewDescribeConfigsResponseResource()
 		r.ResourceType, r.ResourceName = rr.ResourceType, rr.ResourceName
+		if code := b.configResourceDenied(conn, authz.OpDescribeConfigs, int8(rr.ResourceType), rr.ResourceName); code != 0 {
+			r.ErrorCode, r.ErrorMessage = code, strPtr(kerr.ErrorForCode(code).(*kerr.Error).Description)
+			resp.Resources = append(resp.Resources, r)
+			continue
+		}
 		entries, code, msg := b.describeResource(im, int8(rr.ResourceType), rr.ResourceName, rr.ConfigNames)
 		r.ErrorCode, r.ErrorMessage = code, msg
 		if code == 0 {

@@ -24,13 +24,14 @@ import (
 
 func init() { registerSync(33, 0, 2, (*Broker).handleAlterConfigs) }
 
-func (b *Broker) handleAlterConfigs(ctx context.Context, _ *wire.ConnInfo, req *kmsg.AlterConfigsRequest) (kmsg.Response, error) {
+func (b *Broker) handleAlterConfigs(ctx context.Context, conn *wire.ConnInfo, req *kmsg.AlterConfigsRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)
 	rs := make([]alterResource, len(req.Resources))
 	for i, rr := range req.Resources {
 		rs[i] = alterResource{resourceType: int8(rr.ResourceType), name: rr.ResourceName, replaceAll: true}
 	}
 	duplicateResources(rs)
+	b.authorizeAlterResources(conn, rs)
 	for i, rr := range req.Resources {
 		r := &rs[i]
 		names := make([]string, len(rr.Configs))

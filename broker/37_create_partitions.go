@@ -17,13 +17,14 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"sluice/authz"
 	"sluice/controller"
 	"sluice/wire"
 )
 
 func init() { registerSync(37, 0, 3, (*Broker).handleCreatePartitions) }
 
-func (b *Broker) handleCreatePartitions(ctx context.Context, _ *wire.ConnInfo, req *kmsg.CreatePartitionsRequest) (kmsg.Response, error) {
+func (b *Broker) handleCreatePartitions(ctx context.Context, conn *wire.ConnInfo, req *kmsg.CreatePartitionsRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
 	ctx, cancel := adminTimeout(ctx, req.TimeoutMillis)
 	defer cancel()
@@ -35,6 +36,12 @@ func (b *Broker) handleCreatePartitions(ctx context.Context, _ *wire.ConnInfo, r
 	var reqs []controller.CreatePartitions
 	for _, rt := range req.Topics {
 		if counts[rt.Topic] > 1 {
+			continue
+		}
+		if !b.allowedTopic(conn, authz.OpAlter, rt.Topic) {
+			t := kmsg.NewCreatePartitionsResponseTopic()
+			t.Topic, t.ErrorCode, t.ErrorMessage = rt.Topic, kerr.TopicAuthorizationFailed.Code, strPtr("Authorization failed.")
+			resp.Topics = append(resp.Topics, t)
 			continue
 		}
 		cp := controller.CreatePartitions{Topic: rt.Topic, Count: rt.Count, MaxReplicasPerBroker: b.maxHostedPartitions()}

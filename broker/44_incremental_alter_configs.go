@@ -28,7 +28,7 @@ import (
 
 func init() { registerSync(44, 0, 1, (*Broker).handleIncrementalAlterConfigs) }
 
-func (b *Broker) handleIncrementalAlterConfigs(ctx context.Context, _ *wire.ConnInfo, req *kmsg.IncrementalAlterConfigsRequest) (kmsg.Response, error) {
+func (b *Broker) handleIncrementalAlterConfigs(ctx context.Context, conn *wire.ConnInfo, req *kmsg.IncrementalAlterConfigsRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
 	im := b.ctrl.Image()
 	rs := make([]alterResource, len(req.Resources))
@@ -36,6 +36,7 @@ func (b *Broker) handleIncrementalAlterConfigs(ctx context.Context, _ *wire.Conn
 		rs[i] = alterResource{resourceType: int8(rr.ResourceType), name: rr.ResourceName}
 	}
 	duplicateResources(rs)
+	b.authorizeAlterResources(conn, rs)
 	for i, rr := range req.Resources {
 		r := &rs[i]
 		names := make([]string, len(rr.Configs))

@@ -10,23 +10,31 @@ package broker
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"sluice/authz"
 	"sluice/controller"
 	"sluice/wire"
 )
 
 func init() { registerSync(61, 0, 0, (*Broker).handleDescribeProducers) }
 
-func (b *Broker) handleDescribeProducers(_ context.Context, _ *wire.ConnInfo, req *kmsg.DescribeProducersRequest) (kmsg.Response, error) {
+func (b *Broker) handleDescribeProducers(_ context.Context, conn *wire.ConnInfo, req *kmsg.DescribeProducersRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.DescribeProducersResponse)
 	im := b.ctrl.Image()
 	for _, rt := range req.Topics {
 		t := kmsg.NewDescribeProducersResponseTopic()
 		t.Topic = rt.Topic
+		denied := !b.allowedTopic(conn, authz.OpRead, rt.Topic) // as Kafka: READ on the topic
 		for _, partition := range rt.Partitions {
 			p := kmsg.NewDescribeProducersResponseTopicPartition()
 			p.Partition = partition
+			if denied {
+				p.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				t.Partitions = append(t.Partitions, p)
+				continue
+			}
 			rs := b.resolvePartition(im, rt.Topic, controller.TopicID{}, false, partition, true)
 			if rs.errCode != 0 {
 				p.ErrorCode = rs.errCode

@@ -22,6 +22,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"sluice/authz"
 	"sluice/controller"
 	"sluice/wire"
 )
@@ -31,7 +32,7 @@ func init() { registerSync(75, 0, 0, (*Broker).handleDescribeTopicPartitions) }
 // defaultPartitionSizeLimit is Kafka's max.request.partition.size.limit default.
 const defaultPartitionSizeLimit = 2000
 
-func (b *Broker) handleDescribeTopicPartitions(_ context.Context, _ *wire.ConnInfo, req *kmsg.DescribeTopicPartitionsRequest) (kmsg.Response, error) {
+func (b *Broker) handleDescribeTopicPartitions(_ context.Context, conn *wire.ConnInfo, req *kmsg.DescribeTopicPartitionsRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.DescribeTopicPartitionsResponse)
 	im := b.ctrl.Image()
 
@@ -55,8 +56,29 @@ func (b *Broker) handleDescribeTopicPartitions(_ context.Context, _ *wire.ConnIn
 	}
 	slices.Sort(names)
 	names = slices.Compact(names)
+	// DESCRIBE on each topic: left out of an all-topics answer, refused when named (on the
+	// first page only, so a paging client hears it once).
+	var denied []string
+	if b.authzOn() {
+		kept := names[:0]
+		for _, n := range names {
+			if b.allowedTopic(conn, authz.OpDescribe, n) {
+				kept = append(kept, n)
+			} else if len(req.Topics) > 0 {
+				denied = append(denied, n)
+			}
+		}
+		names = kept
+	}
 
 	resp.Topics, resp.NextCursor = describeTopicPartitionsPage(im, names, req.Cursor, limit)
+	if req.Cursor == nil {
+		for _, n := range denied {
+			t := kmsg.NewDescribeTopicPartitionsResponseTopic()
+			t.Topic, t.ErrorCode = kmsg.StringPtr(n), kerr.TopicAuthorizationFailed.Code
+			resp.Topics = append(resp.Topics, t)
+		}
+	}
 	return resp, nil
 }
 

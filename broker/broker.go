@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"sluice/authz"
 	"sluice/broker/replica"
 	"sluice/controller"
 	"sluice/coordinator"
@@ -44,6 +45,9 @@ type Broker struct {
 	nodeID int32
 	ctrl   Metadata
 	logger *slog.Logger
+	// authorizer decides every request when authorizer.class.name is set; nil allows all
+	// (authorize.go).
+	authorizer *authz.Authorizer
 
 	mu struct {
 		sync.RWMutex
@@ -148,6 +152,7 @@ func New(cfg Config, ctrl Metadata) (*Broker, error) {
 		draining:      make(chan struct{}),
 		clock:         cfg.Clock,
 		fetchSessions: newFetchSessionCache(int(cfg.Static.MaxIncrementalFetchSessionCacheSlots)),
+		authorizer:    newAuthorizer(cfg.Static),
 	}
 	if b.clock == nil {
 		b.clock = replica.SystemClock{}
@@ -206,6 +211,10 @@ func (b *Broker) Handle(ctx context.Context, req *wire.Request, respond wire.Res
 			respond(nil, fmt.Errorf("broker: panic serving api %d", req.Key))
 		}
 	}()
+	if deny := b.clusterDenied(req); deny != nil { // authorize.go
+		respond(deny, nil)
+		return
+	}
 	b.quotas.waitUnmuted(ctx, req.Conn)
 	a.handle(b, ctx, req, b.quotas.wrap(req, respond))
 }

@@ -30,6 +30,7 @@ type delayedFetch struct {
 	req         *kmsg.FetchRequest
 	listener    string // the listener the fetch arrived on (KIP-392's replica choice)
 	targets     []*fetchTarget
+	denied      map[*fetchTarget]bool // targets the fetcher may not read (authorize.go)
 	session     *fetchSession
 	sessionID   int32
 	incremental bool
@@ -41,7 +42,7 @@ type delayedFetch struct {
 // partition has an error, its connection is gone, or it expired.
 func (f *delayedFetch) TryComplete(expired bool) bool {
 	b := f.b
-	results, readBytes, anyError := b.readTargets(f.req, f.listener, b.ctrl.Image(), f.targets)
+	results, readBytes, anyError := b.readTargets(f.req, f.listener, b.ctrl.Image(), f.targets, f.denied)
 	if !expired && readBytes < int64(f.req.MinBytes) && !anyError && f.ctx.Err() == nil && !b.isDraining() {
 		return false
 	}

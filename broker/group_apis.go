@@ -68,7 +68,18 @@ func registerGroupAPI[Req kmsg.Request](key, minVersion, maxVersion int16, call 
 			respond(nil, errUnexpectedBody)
 			return
 		}
-		serveInConnOrder(ctx, w.Conn, func() (kmsg.Response, error) { return call(b.coord, ctx, w, req) }, respond)
+		deny, post := b.authorizeGroupCall(w.Conn, req) // authorize_groups.go
+		if deny != nil {
+			respond(deny, nil)
+			return
+		}
+		serveInConnOrder(ctx, w.Conn, func() (kmsg.Response, error) {
+			resp, err := call(b.coord, ctx, w, req)
+			if post != nil && err == nil && resp != nil {
+				post(resp)
+			}
+			return resp, err
+		}, respond)
 	})
 }
 

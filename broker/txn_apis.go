@@ -21,9 +21,18 @@ func registerTxnAPI[Req kmsg.Request](key, minVersion, maxVersion int16, call fu
 			respond(nil, errUnexpectedBody)
 			return
 		}
+		if deny := b.authorizeTxnCall(w.Conn, req); deny != nil { // authorize_txn.go
+			respond(deny, nil)
+			return
+		}
+		post := b.authorizeTxnListing(w.Conn, req)
 		go func() {
 			// An error means ctx ended: the connection is closing, so no answer is owed.
-			respond(call(b, b.txnCoord, ctx, req))
+			resp, err := call(b, b.txnCoord, ctx, req)
+			if post != nil && err == nil && resp != nil {
+				post(resp)
+			}
+			respond(resp, err)
 		}()
 	})
 }

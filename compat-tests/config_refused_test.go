@@ -14,8 +14,8 @@ import (
 
 // TestUnsupportedSettingsStopTheStart runs the real binary as a new user would, with each
 // setting that asks for something sluice does not implement yet: it must exit at once, non-zero,
-// with an error naming the key, and never serve (an SSL listener serving plaintext, an unclean
-// election that never happens, a second log directory left unused).
+// with an error naming the key, and never serve (an SSL listener serving plaintext, a replica
+// selector that is never asked, a second log directory left unused).
 func TestUnsupportedSettingsStopTheStart(t *testing.T) {
 	bin := sluiceBinary(t)
 	for _, tc := range []struct {
@@ -27,8 +27,8 @@ func TestUnsupportedSettingsStopTheStart(t *testing.T) {
 		{[]string{"listeners=SASL_PLAINTEXT://127.0.0.1:0", "security.inter.broker.protocol=SASL_PLAINTEXT"}, "security.inter.broker.protocol"},
 		{[]string{"listeners=SASL_SSL://127.0.0.1:0", "security.inter.broker.protocol=SASL_SSL"}, "security.inter.broker.protocol"},
 		{[]string{"sasl.mechanism.inter.broker.protocol=SCRAM-SHA-512"}, "sasl.mechanism.inter.broker.protocol"},
-		{[]string{"authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer"}, "authorizer.class.name"},
-		{[]string{"unclean.leader.election.enable=true"}, "unclean.leader.election.enable"},
+		{[]string{"authorizer.class.name=kafka.security.authorizer.AclAuthorizer"}, "authorizer.class.name"}, // only the StandardAuthorizer
+		{[]string{"replica.selector.class=com.example.NearestReplicaSelector"}, "replica.selector.class"}, // only the rack-aware one
 		{[]string{"log.dirs=" + t.TempDir() + "," + t.TempDir()}, "log.dirs"},
 	} {
 		args := []string{"--set", "log.dirs=" + t.TempDir(), "--set", "listeners=PLAINTEXT://127.0.0.1:0"}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+
+	"sluice/authz"
 )
 
 // ErrInvalidRecord is returned (and the record skipped) when a committed record does not fit
@@ -50,6 +52,7 @@ type imageBuilder struct {
 	offset int64
 
 	topicsOwned, topicsByIDOwned, brokersOwned, brokerConfigsOwned bool
+	aclsOwned                                                      bool
 	ownedTopics                                                    map[*TopicInfo]bool
 	ownedTopicConfigs                                              map[*TopicInfo]bool
 	ownedBrokerConfigs                                             map[string]bool
@@ -286,6 +289,8 @@ func (b *imageBuilder) apply(r Record) error {
 
 	case *ClientQuotaRecord:
 		return b.applyQuota(r)
+	case *AccessControlEntryRecord, *RemoveAccessControlEntryRecord:
+		return b.applyACL(r)
 
 	default:
 		return fmt.Errorf("%w: unknown record %T", ErrInvalidRecord, r)
@@ -334,6 +339,9 @@ type imageSnapshot struct {
 	// Scram: user -> mechanism -> credential; Quotas: every entity's quota values.
 	Scram  map[string]map[int8]ScramInfo `json:"scram,omitempty"`
 	Quotas []snapshotQuota               `json:"quotas,omitempty"`
+	// ACLs were added after version 1 without a version change: an older reader ignores
+	// them, a newer one reads their absence as no ACLs.
+	ACLs []authz.ACL `json:"acls,omitempty"`
 }
 
 // encodeImage serializes the state machine (not ControllerID, which is not replicated state).
@@ -346,6 +354,7 @@ func encodeImage(im *Image) []byte {
 		NextProducerID: im.NextProducerID,
 		Scram:          im.Scram,
 		Quotas:         snapshotQuotas(im.Quotas),
+		ACLs:           im.ACLs.All(),
 	}
 	for _, ep := range im.VoterEndpoints {
 		s.VoterEndpoints = append(s.VoterEndpoints, ep)
@@ -413,5 +422,12 @@ func decodeImage(data []byte) (*Image, error) {
 		im.Scram = s.Scram
 	}
 	im.Quotas = restoreQuotas(s.Quotas)
+	if len(s.ACLs) > 0 {
+		acls := im.ACLs.Clone()
+		for _, a := range s.ACLs {
+			acls.Add(a)
+		}
+		im.ACLs = acls
+	}
 	return im, nil
 }

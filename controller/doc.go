@@ -131,6 +131,8 @@
 // while the old one's session is live is refused with DUPLICATE_BROKER_REGISTRATION (and the
 // old one probed, evidence.go), and otherwise replaces the old registration in the same entry.
 // UnregisterBroker removes a registration (and a broker-only node's learner; unregister.go).
+// CreateACLs and DeleteACLs propose AccessControlEntryRecords and
+// RemoveAccessControlEntryRecords (acls.go); the image's ACLs are an authz.Set.
 // A heartbeat from an unknown broker is
 // BROKER_ID_NOT_REGISTERED, from another epoch STALE_BROKER_EPOCH. A fenced broker whose
 // heartbeat reports a metadata offset at or past its registration's raft index is unfenced.

@@ -1,5 +1,7 @@
 package controller
 
+import "sluice/authz"
+
 // The metadata image: an immutable snapshot of cluster metadata, published by the controller
 // after every applied batch of committed records. Readers never lock: they load the current
 // *Image and use it; nothing in an Image is ever modified after publication.
@@ -101,6 +103,9 @@ type Image struct {
 	Scram map[string]map[int8]ScramInfo
 	// Quotas holds client quotas (quotas.go): entity -> key -> value. May be nil.
 	Quotas map[QuotaEntity]map[string]float64
+	// ACLs are the access control entries (acls.go); nil is none. Never modified once
+	// published (authz.Set's invariant).
+	ACLs *authz.Set
 
 	// defaults are the active controller's static election configs (Config), carried from
 	// image to image by the builder; they are not part of the replicated state (records

@@ -29,6 +29,10 @@ const (
 	RecordRemoveUserScramCredential RecordType = 13
 	// RecordClientQuota is Kafka's ClientQuotaRecord (quotas.go).
 	RecordClientQuota RecordType = 16
+	// RecordAccessControlEntry and RecordRemoveAccessControlEntry are the ACL records
+	// (acls.go).
+	RecordAccessControlEntry       RecordType = 14
+	RecordRemoveAccessControlEntry RecordType = 15
 )
 
 // recordVersion is the version of every record's JSON payload. Decoders accept versions up to
@@ -200,6 +204,10 @@ func newRecord(t RecordType) Record {
 		return new(RemoveUserScramCredentialRecord)
 	case RecordClientQuota:
 		return new(ClientQuotaRecord)
+	case RecordAccessControlEntry:
+		return new(AccessControlEntryRecord)
+	case RecordRemoveAccessControlEntry:
+		return new(RemoveAccessControlEntryRecord)
 	}
 	return nil
 }

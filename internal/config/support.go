@@ -50,7 +50,7 @@ type supportGroup struct {
 // Reasons shared by several groups.
 const (
 	whyRaftTiming  = "sluice's metadata quorum (etcd-raft) keeps its own timing: 100 ms ticks, a randomized 1-2 s election timeout, reconnects backing off from 50 ms to 1 s"
-	whySecurity    = "authorization (ACLs), OAUTHBEARER, Kerberos, TLS and SASL between brokers and security plugins are not implemented yet"
+	whySecurity    = "OAUTHBEARER, Kerberos, TLS and SASL between brokers and security plugins are not implemented yet"
 	whyJava        = "sluice cannot load Java classes"
 	whyTiered      = "sluice has no tiered storage"
 	whyTuning      = "a Kafka tuning setting; sluice sizes this itself"
@@ -103,8 +103,8 @@ var brokerSupport = []supportGroup{
 		"sasl.enabled.mechanisms", "sasl.jaas.config", "sasl.server.max.receive.size",
 		"connections.max.reauth.ms", "connection.failed.authentication.delay.ms",
 	}},
+	{Honoured, "", []string{"authorizer.class.name", "super.users", "allow.everyone.if.no.acl.found"}},
 	{NotYet, whySecurity, []string{
-		"authorizer.class.name",
 		"sasl.mechanism.controller.protocol", "sasl.mechanism.inter.broker.protocol",
 		"sasl.client.callback.handler.class", "sasl.server.callback.handler.class",
 		"sasl.login.callback.handler.class", "sasl.login.class", "sasl.kerberos.service.name",
@@ -289,6 +289,13 @@ var topicSupport = []supportGroup{
 // their protocols, voters naming other nodes) are in Broker.checkSupported.
 var valueRefusals = map[string]func(value string) string{
 	"compression.type": refuseRecompression,
+	"authorizer.class.name": func(v string) string {
+		switch strings.TrimSpace(v) {
+		case "", "org.apache.kafka.metadata.authorizer.StandardAuthorizer":
+			return ""
+		}
+		return "sluice cannot load Java classes; the built-in authorizer is org.apache.kafka.metadata.authorizer.StandardAuthorizer (or leave it unset: every request is allowed)"
+	},
 	"transaction.partition.verification.enable": func(v string) string {
 		if b, _ := ParseBool(v); !b {
 			return "transactional produce is always verified with the transaction coordinator (KIP-890); turning verification off is not supported"

@@ -194,7 +194,7 @@ func TestUnsupportedBrokerSettingsRefused(t *testing.T) {
 		{map[string]string{"sasl.jaas.config": `org.apache.kafka.common.security.plain.PlainLoginModule required user_a="b";`}, "sasl.jaas.config"},
 		{map[string]string{"listener.name.nosuch.ssl.client.auth": "required"}, "listener.name.nosuch.ssl.client.auth"},
 		{map[string]string{"sasl.mechanism.inter.broker.protocol": "PLAIN"}, "sasl.mechanism.inter.broker.protocol"},
-		{map[string]string{"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer"}, "authorizer.class.name"},
+		{map[string]string{"authorizer.class.name": "kafka.security.authorizer.AclAuthorizer"}, "authorizer.class.name"},
 		{map[string]string{"create.topic.policy.class.name": "com.example.Policy"}, "create.topic.policy.class.name"},
 		{map[string]string{"delegation.token.secret.key": "s3cret"}, "delegation.token.secret.key"},
 		// A broker-only node that would reach the controllers over SSL.
@@ -227,6 +227,7 @@ func TestQuorumSettingsAccepted(t *testing.T) {
 		{"listeners": "PLAINTEXT://:9092,CONTROLLER://:9093", "controller.listener.names": "CONTROLLER", "controller.quorum.voters": "1@localhost:9093"},
 		{"listeners": "PLAINTEXT://:9092,CONTROLLER://:9093", "controller.listener.names": "CONTROLLER", "controller.quorum.bootstrap.servers": "localhost:9093"},
 		{"ssl.client.auth": "none", "authorizer.class.name": ""}, // the defaults, written out
+		{"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer", "super.users": "User:admin;User:ops"},
 		// A combined node of a three-voter quorum.
 		{"node.id": "2", "listeners": "PLAINTEXT://127.0.0.2:9092,CONTROLLER://127.0.0.2:9093", "controller.listener.names": "CONTROLLER",
 			"controller.quorum.voters": "1@127.0.0.1:9093,2@127.0.0.2:9093,3@127.0.0.3:9093"},

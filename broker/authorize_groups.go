@@ -1,0 +1,318 @@
+package broker
+
+// Authorization of the group APIs (authorize.go has the table), in one place: registerGroupAPI
+// calls authorizeGroupCall before the coordinator sees the request. A refused group answers the
+// whole request; refused topics are taken out of the request and put back into the answer with
+// TOPIC_AUTHORIZATION_FAILED, as Kafka's KafkaApis does, so the coordinator never sees them.
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"sluice/authz"
+	"sluice/controller"
+	"sluice/wire"
+)
+
+// authorizeGroupCall returns deny, a complete answer, when the request is refused outright;
+// otherwise the request may have been narrowed to what conn may do, and post (when non-nil)
+// completes the coordinator's answer with what was taken out.
+func (b *Broker) authorizeGroupCall(conn *wire.ConnInfo, req kmsg.Request) (deny kmsg.Response, post func(kmsg.Response)) {
+	if !b.authzOn() {
+		return nil, nil
+	}
+	groupDenied := kerr.GroupAuthorizationFailed.Code
+	switch r := req.(type) {
+	case *kmsg.JoinGroupRequest:
+		if !b.allowedGroup(conn, authz.OpRead, r.Group) {
+			resp := r.ResponseKind().(*kmsg.JoinGroupResponse)
+			resp.ErrorCode, resp.Generation = groupDenied, -1
+			return resp, nil
+		}
+	case *kmsg.SyncGroupRequest:
+		if !b.allowedGroup(conn, authz.OpRead, r.Group) {
+			resp := r.ResponseKind().(*kmsg.SyncGroupResponse)
+			resp.ErrorCode = groupDenied
+			return resp, nil
+		}
+	case *kmsg.HeartbeatRequest:
+		if !b.allowedGroup(conn, authz.OpRead, r.Group) {
+			resp := r.ResponseKind().(*kmsg.HeartbeatResponse)
+			resp.ErrorCode = groupDenied
+			return resp, nil
+		}
+	case *kmsg.LeaveGroupRequest:
+		if !b.allowedGroup(conn, authz.OpRead, r.Group) {
+			resp := r.ResponseKind().(*kmsg.LeaveGroupResponse)
+			resp.ErrorCode = groupDenied
+			return resp, nil
+		}
+	case *kmsg.ConsumerGroupHeartbeatRequest:
+		resp := r.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
+		if !b.allowedGroup(conn, authz.OpRead, r.Group) {
+			resp.ErrorCode = groupDenied
+			return resp, nil
+		}
+		for _, t := range r.SubscribedTopicNames {
+			if !b.allowedTopic(conn, authz.OpDescribe, t) {
+				resp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				return resp, nil
+			}
+		}
+	case *kmsg.OffsetCommitRequest:
+		return b.authorizeOffsetCommit(conn, r)
+	case *kmsg.OffsetFetchRequest:
+		return b.authorizeOffsetFetch(conn, r)
+	case *kmsg.DescribeGroupsRequest:
+		var denied []string
+		kept := r.Groups[:0:0]
+		for _, g := range r.Groups {
+			if b.allowedGroup(conn, authz.OpDescribe, g) {
+				kept = append(kept, g)
+			} else {
+				denied = append(denied, g)
+			}
+		}
+		if len(denied) == 0 {
+			return nil, nil
+		}
+		r.Groups = kept
+		return nil, func(resp kmsg.Response) {
+			out := resp.(*kmsg.DescribeGroupsResponse)
+			for _, g := range denied {
+				d := kmsg.NewDescribeGroupsResponseGroup()
+				d.Group, d.ErrorCode = g, groupDenied
+				out.Groups = append(out.Groups, d)
+			}
+		}
+	case *kmsg.ListGroupsRequest:
+		if b.allowedCluster(conn, authz.OpDescribe) {
+			return nil, nil
+		}
+		return nil, func(resp kmsg.Response) {
+			out := resp.(*kmsg.ListGroupsResponse)
+			kept := out.Groups[:0]
+			for _, g := range out.Groups {
+				if b.allowedGroup(conn, authz.OpDescribe, g.Group) {
+					kept = append(kept, g)
+				}
+			}
+			out.Groups = kept
+		}
+	case *kmsg.DeleteGroupsRequest:
+		var denied []string
+		kept := r.Groups[:0:0]
+		for _, g := range r.Groups {
+			if b.allowedGroup(conn, authz.OpDelete, g) {
+				kept = append(kept, g)
+			} else {
+				denied = append(denied, g)
+			}
+		}
+		if len(denied) == 0 {
+			return nil, nil
+		}
+		r.Groups = kept
+		return nil, func(resp kmsg.Response) {
+			out := resp.(*kmsg.DeleteGroupsResponse)
+			for _, g := range denied {
+				d := kmsg.NewDeleteGroupsResponseGroup()
+				d.Group, d.ErrorCode = g, groupDenied
+				out.Groups = append(out.Groups, d)
+			}
+		}
+	case *kmsg.OffsetDeleteRequest:
+		if !b.allowedGroup(conn, authz.OpDelete, r.Group) {
+			resp := r.ResponseKind().(*kmsg.OffsetDeleteResponse)
+			resp.ErrorCode = groupDenied
+			return resp, nil
+		}
+	case *kmsg.ConsumerGroupDescribeRequest:
+		var denied []string
+		kept := r.Groups[:0:0]
+		for _, g := range r.Groups {
+			if b.allowedGroup(conn, authz.OpDescribe, g) {
+				kept = append(kept, g)
+			} else {
+				denied = append(denied, g)
+			}
+		}
+		if len(denied) == 0 {
+			return nil, nil
+		}
+		r.Groups = kept
+		return nil, func(resp kmsg.Response) {
+			out := resp.(*kmsg.ConsumerGroupDescribeResponse)
+			for _, g := range denied {
+				d := kmsg.NewConsumerGroupDescribeResponseGroup()
+				d.Group, d.ErrorCode = g, groupDenied
+				out.Groups = append(out.Groups, d)
+			}
+		}
+	}
+	return nil, nil
+}
+
+// topicName is the name of a request's topic (by ID from the versions that use IDs; "" for
+// an ID this broker does not know, which is left to the coordinator).
+func topicName(im *controller.Image, name string, id [16]byte) string {
+	if id != ([16]byte{}) {
+		return topicNameOf(im, id)
+	}
+	return name
+}
+
+// authorizeOffsetCommit: READ on the group, else every partition GROUP_AUTHORIZATION_FAILED;
+// READ on each topic, else its partitions TOPIC_AUTHORIZATION_FAILED.
+func (b *Broker) authorizeOffsetCommit(conn *wire.ConnInfo, r *kmsg.OffsetCommitRequest) (kmsg.Response, func(kmsg.Response)) {
+	groupOK := b.allowedGroup(conn, authz.OpRead, r.Group)
+	im := b.ctrl.Image()
+	var denied []kmsg.OffsetCommitResponseTopic
+	kept := r.Topics[:0:0]
+	for _, t := range r.Topics {
+		code := int16(0)
+		if !groupOK {
+			code = kerr.GroupAuthorizationFailed.Code
+		} else if name := topicName(im, t.Topic, t.TopicID); name != "" && !b.allowedTopic(conn, authz.OpRead, name) {
+			code = kerr.TopicAuthorizationFailed.Code
+		}
+		if code == 0 {
+			kept = append(kept, t)
+			continue
+		}
+		rt := kmsg.NewOffsetCommitResponseTopic()
+		rt.Topic, rt.TopicID = t.Topic, t.TopicID
+		for _, p := range t.Partitions {
+			rp := kmsg.NewOffsetCommitResponseTopicPartition()
+			rp.Partition, rp.ErrorCode = p.Partition, code
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		denied = append(denied, rt)
+	}
+	if !groupOK {
+		resp := r.ResponseKind().(*kmsg.OffsetCommitResponse)
+		resp.Topics = denied
+		return resp, nil
+	}
+	if len(denied) == 0 {
+		return nil, nil
+	}
+	r.Topics = kept
+	return nil, func(resp kmsg.Response) {
+		out := resp.(*kmsg.OffsetCommitResponse)
+		out.Topics = append(out.Topics, denied...)
+	}
+}
+
+// authorizeOffsetFetch: DESCRIBE on each group, else the group's GROUP_AUTHORIZATION_FAILED;
+// DESCRIBE on each named topic, else its partitions TOPIC_AUTHORIZATION_FAILED; a fetch of
+// all a group's topics leaves out those conn may not describe.
+func (b *Broker) authorizeOffsetFetch(conn *wire.ConnInfo, r *kmsg.OffsetFetchRequest) (kmsg.Response, func(kmsg.Response)) {
+	im := b.ctrl.Image()
+	describable := func(name string, id [16]byte) bool {
+		n := topicName(im, name, id)
+		return n == "" || b.allowedTopic(conn, authz.OpDescribe, n)
+	}
+	if r.Version < 8 {
+		if !b.allowedGroup(conn, authz.OpDescribe, r.Group) {
+			resp := r.ResponseKind().(*kmsg.OffsetFetchResponse)
+			resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+			return resp, nil
+		}
+		var denied []kmsg.OffsetFetchResponseTopic
+		if r.Topics != nil {
+			kept := r.Topics[:0:0]
+			for _, t := range r.Topics {
+				if describable(t.Topic, [16]byte{}) {
+					kept = append(kept, t)
+					continue
+				}
+				rt := kmsg.NewOffsetFetchResponseTopic()
+				rt.Topic = t.Topic
+				for _, p := range t.Partitions {
+					rp := kmsg.NewOffsetFetchResponseTopicPartition()
+					rp.Partition, rp.Offset, rp.LeaderEpoch, rp.ErrorCode = p, -1, -1, kerr.TopicAuthorizationFailed.Code
+					rt.Partitions = append(rt.Partitions, rp)
+				}
+				denied = append(denied, rt)
+			}
+			r.Topics = kept
+		}
+		all := r.Topics == nil
+		return nil, func(resp kmsg.Response) {
+			out := resp.(*kmsg.OffsetFetchResponse)
+			if all {
+				kept := out.Topics[:0]
+				for _, t := range out.Topics {
+					if describable(t.Topic, [16]byte{}) {
+						kept = append(kept, t)
+					}
+				}
+				out.Topics = kept
+			}
+			out.Topics = append(out.Topics, denied...)
+		}
+	}
+	deniedGroups := map[string]bool{}
+	deniedTopics := map[string][]kmsg.OffsetFetchResponseGroupTopic{}
+	allTopics := map[string]bool{}
+	keptGroups := r.Groups[:0:0]
+	for _, g := range r.Groups {
+		if !b.allowedGroup(conn, authz.OpDescribe, g.Group) {
+			deniedGroups[g.Group] = true
+			continue
+		}
+		if g.Topics == nil {
+			allTopics[g.Group] = true
+		} else {
+			kept := g.Topics[:0:0]
+			for _, t := range g.Topics {
+				if describable(t.Topic, t.TopicID) {
+					kept = append(kept, t)
+					continue
+				}
+				rt := kmsg.NewOffsetFetchResponseGroupTopic()
+				rt.Topic, rt.TopicID = t.Topic, t.TopicID
+				for _, p := range t.Partitions {
+					rp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
+					rp.Partition, rp.Offset, rp.LeaderEpoch, rp.ErrorCode = p, -1, -1, kerr.TopicAuthorizationFailed.Code
+					rt.Partitions = append(rt.Partitions, rp)
+				}
+				deniedTopics[g.Group] = append(deniedTopics[g.Group], rt)
+			}
+			g.Topics = kept
+		}
+		keptGroups = append(keptGroups, g)
+	}
+	if len(keptGroups) == 0 {
+		resp := r.ResponseKind().(*kmsg.OffsetFetchResponse)
+		for _, g := range r.Groups {
+			rg := kmsg.NewOffsetFetchResponseGroup()
+			rg.Group, rg.ErrorCode = g.Group, kerr.GroupAuthorizationFailed.Code
+			resp.Groups = append(resp.Groups, rg)
+		}
+		return resp, nil
+	}
+	r.Groups = keptGroups
+	return nil, func(resp kmsg.Response) {
+		out := resp.(*kmsg.OffsetFetchResponse)
+		for i := range out.Groups {
+			g := &out.Groups[i]
+			if allTopics[g.Group] {
+				kept := g.Topics[:0]
+				for _, t := range g.Topics {
+					if describable(t.Topic, t.TopicID) {
+						kept = append(kept, t)
+					}
+				}
+				g.Topics = kept
+			}
+			g.Topics = append(g.Topics, deniedTopics[g.Group]...)
+		}
+		for name := range deniedGroups {
+			rg := kmsg.NewOffsetFetchResponseGroup()
+			rg.Group, rg.ErrorCode = name, kerr.GroupAuthorizationFailed.Code
+			out.Groups = append(out.Groups, rg)
+		}
+	}
+}
