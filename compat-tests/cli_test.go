@@ -257,6 +257,10 @@ func cliScenario(t *testing.T, brokers string) {
 	if err := json.Unmarshal([]byte(out), &rec); err != nil || rec.Offset < 2 {
 		t.Errorf("consume --offset 2 -n 1: %q (%v), want one record at offset 2 or later", out, err)
 	}
+	// From a timestamp: @0 is every record; a time after the last record reads none yet.
+	if out := sluiceOK(t, brokers, "", "consume", topic, "--offset", "@0", "-n", "15"); len(strings.Fields(out)) != 15 {
+		t.Errorf("consume --offset @0 -n 15 printed %q", out)
+	}
 
 	sluiceOK(t, brokers, "", "group", "delete", group)
 	sluiceJSON(t, brokers, &groups, "group", "list")
@@ -427,5 +431,40 @@ func TestCLIProfilesQuorumAndCompletion(t *testing.T) {
 	check := fmt.Sprintf(`source %s; COMP_WORDS=(sluice to); COMP_CWORD=1; _sluice; echo "${COMPREPLY[@]}"`, path)
 	if out := runCmd(t, 30*time.Second, "", lookPath(t, "bash"), "-c", check); strings.TrimSpace(out) != "topic" {
 		t.Fatalf("completing 'sluice to' offered %q", out)
+	}
+}
+
+// TestCLIACLs: `sluice acl create|list|delete` manage ACLs as kafka-acls does, on a broker
+// with the StandardAuthorizer (the CLI connects as User:ANONYMOUS, a super user here); on one
+// without an authorizer it says how to turn ACLs on.
+func TestCLIACLs(t *testing.T) {
+	b := StartBroker(t, "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer", "super.users=User:ANONYMOUS")
+	sluiceOK(t, b.Addr, "", "acl", "create", "--allow", "User:alice", "--operation", "Read,Describe", "--topic", "orders")
+	sluiceOK(t, b.Addr, "", "acl", "create", "--deny", "User:bob", "--operation", "Write", "--topic", "pay-", "--prefixed")
+	type acl struct {
+		Principal, Resource_type, Resource_name, Pattern, Operation, Permission string
+	}
+	var acls []acl
+	sluiceJSON(t, b.Addr, &acls, "acl", "list")
+	if got := fmt.Sprint(acls); len(acls) != 3 ||
+		!strings.Contains(got, "{User:alice TOPIC orders LITERAL READ ALLOW}") ||
+		!strings.Contains(got, "{User:bob TOPIC pay- PREFIXED WRITE DENY}") {
+		t.Fatalf("acl list: %s", got)
+	}
+	sluiceJSON(t, b.Addr, &acls, "acl", "list", "--topic", "orders")
+	if len(acls) != 2 {
+		t.Fatalf("acl list --topic orders: %+v", acls)
+	}
+	sluiceOK(t, b.Addr, "", "acl", "delete", "--allow", "User:alice", "--topic", "orders")
+	sluiceJSON(t, b.Addr, &acls, "acl", "list")
+	if len(acls) != 1 || acls[0].Principal != "User:bob" {
+		t.Fatalf("acl list after deleting alice's: %+v", acls)
+	}
+	if _, stderr, code := sluiceCLI(t, b.Addr, "", "acl", "create", "--topic", "x"); code != 2 || !strings.Contains(stderr, "acl create wants") {
+		t.Errorf("acl create without a principal: exit %d, stderr %q", code, stderr)
+	}
+	plain := StartBroker(t)
+	if _, stderr, code := sluiceCLI(t, plain.Addr, "", "acl", "list"); code != 1 || !strings.Contains(stderr, "no authorizer") {
+		t.Errorf("acl list without an authorizer: exit %d, stderr %q", code, stderr)
 	}
 }

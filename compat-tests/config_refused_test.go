@@ -28,7 +28,7 @@ func TestUnsupportedSettingsStopTheStart(t *testing.T) {
 		{[]string{"listeners=SASL_SSL://127.0.0.1:0", "security.inter.broker.protocol=SASL_SSL"}, "security.inter.broker.protocol"},
 		{[]string{"sasl.mechanism.inter.broker.protocol=SCRAM-SHA-512"}, "sasl.mechanism.inter.broker.protocol"},
 		{[]string{"authorizer.class.name=kafka.security.authorizer.AclAuthorizer"}, "authorizer.class.name"}, // only the StandardAuthorizer
-		{[]string{"replica.selector.class=com.example.NearestReplicaSelector"}, "replica.selector.class"}, // only the rack-aware one
+		{[]string{"replica.selector.class=com.example.NearestReplicaSelector"}, "replica.selector.class"},    // only the rack-aware one
 		{[]string{"log.dirs=" + t.TempDir() + "," + t.TempDir()}, "log.dirs"},
 	} {
 		args := []string{"--set", "log.dirs=" + t.TempDir(), "--set", "listeners=PLAINTEXT://127.0.0.1:0"}

@@ -46,6 +46,7 @@ var subcommands = map[string]func(c *cli, args []string) error{
 	"group":      runGroup,
 	"cluster":    runCluster,
 	"quorum":     runQuorum,
+	"acl":        runACL,
 	"completion": runCompletion,
 }
 
@@ -58,13 +59,14 @@ const cliUsage = `Usage:
   sluice topic alter-config NAME [-c key=value ...] [--delete key ...]
   sluice topic add-partitions NAME -p TOTAL
   sluice produce TOPIC [-k SEPARATOR] [-p PARTITION]     one record per line of stdin
-  sluice consume TOPIC [-g GROUP] [--offset start|end|N] [-n COUNT] [-o plain|json]
+  sluice consume TOPIC [-g GROUP] [--offset start|end|N|@MILLIS] [-n COUNT] [-o plain|json]
   sluice group list
   sluice group describe GROUP
   sluice group seek GROUP --to start|end|N|@MILLIS [--topic T ...]   (the group must be empty)
   sluice group delete GROUP...
   sluice cluster info
   sluice cluster health                                 exit 1 unless every partition is led and fully in sync
+  sluice acl list|create|delete [--allow|--deny User:NAME] [--operation Read,...] [--topic T|--group G|--transactional-id X|--cluster] [--prefixed] [--host H]
   sluice quorum describe                                the metadata quorum: leader, epoch, voters and observers with lag
   sluice completion bash|zsh                            a shell completion script (source <(sluice completion bash))
 Common flags: --brokers host:port[,host:port] (default $SLUICE_BROKERS or 127.0.0.1:9092),

@@ -12,6 +12,7 @@ var commandWords = map[string][]string{
 	"group":      {"list", "describe", "seek", "delete"},
 	"cluster":    {"info", "health"},
 	"quorum":     {"describe"},
+	"acl":        {"list", "create", "delete"},
 	"completion": {"bash", "zsh"},
 	"produce":    nil,
 	"consume":    nil,

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -104,7 +105,7 @@ type consumedRecord struct {
 func runConsume(c *cli, args []string) error {
 	fs := c.flags("consume", "plain", "json")
 	group := fs.String("g", "", "consume as this consumer group, committing what is printed")
-	offset := fs.String("offset", "start", "where to start without a committed offset: start, end or an offset N")
+	offset := fs.String("offset", "start", "where to start without a committed offset: start, end, an offset N, or @MILLIS (the first record at or after that Unix time in ms)")
 	count := fs.Int("n", 0, "exit after this many records (0: until interrupted)")
 	keySep := fs.String("k", "", "plain output: print the key, this separator, then the value")
 	pos, err := c.parse(fs, args, "plain", "json")
@@ -122,9 +123,17 @@ func runConsume(c *cli, args []string) error {
 	case "end", "latest":
 		reset = kgo.NewOffset().AtEnd()
 	default:
+		if ms, ok := strings.CutPrefix(*offset, "@"); ok {
+			n, err := strconv.ParseInt(ms, 10, 64)
+			if err != nil {
+				return usagef("--offset %q: @ wants a Unix time in milliseconds", *offset)
+			}
+			reset = kgo.NewOffset().AfterMilli(n)
+			break
+		}
 		n, err := strconv.ParseInt(*offset, 10, 64)
 		if err != nil || n < 0 {
-			return usagef("--offset %q: want start, end or a non-negative offset", *offset)
+			return usagef("--offset %q: want start, end, a non-negative offset or @MILLIS", *offset)
 		}
 		reset = kgo.NewOffset().At(n)
 	}

@@ -242,7 +242,7 @@ func run(args []string) error {
 		}
 		if opsServer, err = ops.Listen(ops.Config{Addr: *httpAddr, NodeID: cfg.NodeID, Image: image, Quorum: q.ctrl.DescribeQuorum,
 			Elections: q.ctrl.LeaderElections,
-			Logger: logger.With("component", "http")}); err != nil {
+			Logger:    logger.With("component", "http")}); err != nil {
 			return fmt.Errorf("--http-addr: %w", err)
 		}
 		defer opsServer.Close()
