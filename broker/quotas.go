@@ -54,6 +54,10 @@ type clientQuotas struct {
 	window  time.Duration
 	// nMuted is len(mu.muted), so that a request on an unmuted broker takes no lock.
 	nMuted atomic.Int64
+	// throttled counts the responses throttled and the total throttle time, per API
+	// (0 produce, 1 fetch), for the metrics.
+	throttled    [2]atomic.Int64
+	throttledFor [2]atomic.Int64 // nanoseconds
 	mu     struct {
 		sync.Mutex
 		// meters holds each sensor's rate and when it was last recorded. Bounded by the
@@ -284,6 +288,12 @@ func (q *clientQuotas) wrap(req *wire.Request, respond wire.Respond) wire.Respon
 			respond(resp, nil)
 			return
 		}
+		api := 0
+		if _, fetch := resp.(*splicedFetchResponse); fetch {
+			api = 1
+		}
+		q.throttled[api].Add(1)
+		q.throttledFor[api].Add(int64(throttle))
 		if throttleField != nil {
 			*throttleField = max(*throttleField, int32(throttle/time.Millisecond))
 		}

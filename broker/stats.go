@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -72,6 +73,13 @@ func (b *Broker) PartitionStats() []PartitionStat {
 		return int(a.Partition - b.Partition)
 	})
 	return out
+}
+
+// QuotaThrottles returns, for produce and for fetch, how many responses were throttled by a
+// client quota and for how long in all.
+func (b *Broker) QuotaThrottles() (produced, fetched int64, producedFor, fetchedFor time.Duration) {
+	q := b.quotas
+	return q.throttled[0].Load(), q.throttled[1].Load(), time.Duration(q.throttledFor[0].Load()), time.Duration(q.throttledFor[1].Load())
 }
 
 // PurgatorySize is how many delayed operations (long-poll fetches, acks=all produces,

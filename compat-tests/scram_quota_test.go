@@ -34,10 +34,16 @@ const configCommand = "kafka.admin.ConfigCommand"
 // users: every user comes from the metadata log, as in Kafka. Quota windows are short (two of
 // one second) so a throttle shows within seconds.
 func startScramQuotaBroker(t *testing.T) (b *Broker, saslAddr string) {
+	b, saslAddr, _ = startScramQuotaBrokerWithHTTP(t)
+	return b, saslAddr
+}
+
+// startScramQuotaBrokerWithHTTP is startScramQuotaBroker that also serves /metrics (its base URL).
+func startScramQuotaBrokerWithHTTP(t *testing.T) (b *Broker, saslAddr, metrics string) {
 	t.Helper()
-	ports := freePorts(t, 2)
+	ports := freePorts(t, 3)
 	addr := func(i int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[i])) }
-	b = StartBrokerWith(t, BrokerOptions{Port: ports[0]},
+	b = StartBrokerWith(t, BrokerOptions{Port: ports[0], Flags: []string{"--http-addr", addr(2)}},
 		fmt.Sprintf("listeners=PLAINTEXT://%s,SASL_PLAINTEXT://%s", addr(0), addr(1)),
 		"listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT",
 		"listener.name.sasl_plaintext.sasl.enabled.mechanisms=SCRAM-SHA-256,SCRAM-SHA-512",
@@ -45,7 +51,7 @@ func startScramQuotaBroker(t *testing.T) (b *Broker, saslAddr string) {
 		"quota.window.num=2",
 		"quota.window.size.seconds=1",
 	)
-	return b, addr(1)
+	return b, addr(1), "http://" + addr(2)
 }
 
 // scramLogin reports the outcome of a franz-go SCRAM-SHA-256 login (a metadata request) as
@@ -151,7 +157,7 @@ func (c *throttleCounter) OnBrokerThrottle(_ kgo.BrokerMetadata, d time.Duration
 func TestProducerByteRateQuota(t *testing.T) {
 	lookPath(t, "java")
 	kafkaJars(t)
-	b, _ := startScramQuotaBroker(t)
+	b, _, metrics := startScramQuotaBrokerWithHTTP(t)
 	const rate = 20000 // bytes per second
 	out, _ := javaTool(t, "", configCommand, "--bootstrap-server", b.Addr, "--alter",
 		"--entity-type", "clients", "--entity-name", "c1", "--add-config", "producer_byte_rate="+strconv.Itoa(rate))
@@ -207,6 +213,14 @@ func TestProducerByteRateQuota(t *testing.T) {
 	_, tc = produce("c2")
 	if tc.n.Load() != 0 {
 		t.Fatalf("c2 (no quota) was throttled %d times", tc.n.Load())
+	}
+	// The metrics count the throttled produce responses and their time.
+	m := scrape(t, metrics)
+	if n, _ := series(m, "sluice_quota_throttled_responses_total", map[string]string{"request": "produce"}); n < 1 {
+		t.Errorf("sluice_quota_throttled_responses_total{request=produce} = %v after c1 was throttled", n)
+	}
+	if s, _ := series(m, "sluice_quota_throttle_seconds_total", map[string]string{"request": "produce"}); s <= 0 {
+		t.Errorf("sluice_quota_throttle_seconds_total{request=produce} = %v", s)
 	}
 }
 

@@ -84,6 +84,10 @@ var (
 		"Partition leader elections (a new leader or leader epoch; not a partition going offline) this node applied from the metadata log since it started; every node applies the same log (mirrors kafka.controller:type=ControllerStats,name=LeaderElectionRateAndTimeMs).", nil, nil)
 	descUncleanElections = prometheus.NewDesc("sluice_unclean_leader_elections_total",
 		"Of sluice_leader_elections_total, the unclean ones (an out-of-sync replica elected; mirrors kafka.controller:type=ControllerStats,name=UncleanLeaderElectionsPerSec).", nil, nil)
+	descThrottled = prometheus.NewDesc("sluice_quota_throttled_responses_total",
+		"Responses a client quota throttled (producer_byte_rate, consumer_byte_rate), by request type (mirrors the throttle-time metrics of kafka.server:type=Produce and type=Fetch).", []string{"request"}, nil)
+	descThrottledSeconds = prometheus.NewDesc("sluice_quota_throttle_seconds_total",
+		"Total throttle time client quotas imposed, by request type (mirrors kafka.network:type=RequestMetrics,name=ThrottleTimeMs).", []string{"request"}, nil)
 	descFlush = prometheus.NewDesc("sluice_log_flush_seconds",
 		"Log fsyncs of this process: the group-committed data fsyncs of flush.messages and the fsyncs of rolled segments (mirrors kafka.log:type=LogFlushStats,name=LogFlushRateAndTimeMs).", nil, nil)
 	descScrapeErrors = prometheus.NewDesc("sluice_consumer_group_scrape_errors",
@@ -99,7 +103,7 @@ func (c *brokerCollector) Describe(ch chan<- *prometheus.Desc) {
 		descBrokerApplied, descBrokers, descCommitted, descLag, descScrapeErrors, descConnections,
 		descRaftTerm, descRaftCommit, descRaftLeader, descRaftVoterLag, descBytesIn, descMessagesIn, descBytesOut,
 		descReplicationBytesOut, descISRShrinks, descISRExpands, descPurgatory, descConsumedHeld, descConsumedCommitted,
-		descElections, descUncleanElections, descFlush} {
+		descElections, descUncleanElections, descFlush, descThrottled, descThrottledSeconds} {
 		ch <- d
 	}
 }
@@ -165,6 +169,11 @@ func (c *brokerCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	gauge(descBrokerApplied, float64(b.AppliedMetadataOffset()))
 	gauge(descPurgatory, float64(b.PurgatorySize()))
+	produced, fetched, producedFor, fetchedFor := b.QuotaThrottles()
+	ch <- prometheus.MustNewConstMetric(descThrottled, prometheus.CounterValue, float64(produced), "produce")
+	ch <- prometheus.MustNewConstMetric(descThrottled, prometheus.CounterValue, float64(fetched), "fetch")
+	ch <- prometheus.MustNewConstMetric(descThrottledSeconds, prometheus.CounterValue, producedFor.Seconds(), "produce")
+	ch <- prometheus.MustNewConstMetric(descThrottledSeconds, prometheus.CounterValue, fetchedFor.Seconds(), "fetch")
 	counter := func(d *prometheus.Desc, v int64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
 	}
