@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"sluice/controller"
 	"sluice/internal/compress"
@@ -104,21 +106,53 @@ type openJob struct {
 // (sluice has one data directory), as Kafka's LogManager loads logs: after an unclean stop
 // each open may scan segments, and one at a time leaves the port closed for the sum of them.
 // A partition that fails to open goes offline; nothing is deleted.
+//
+// Opening many logs (a start after a stop, most of all an unclean one) reports its progress
+// every openProgressInterval and, when it took long or was large, a summary: partitions,
+// segments and bytes opened, and the time taken.
 func (b *Broker) openPartitions(jobs []openJob) {
 	workers := int(b.cfg.Static.Int32("num.recovery.threads.per.data.dir"))
+	start := time.Now()
+	var opened, failed, segments, bytes atomic.Int64
+	stop := make(chan struct{})
+	go func() {
+		t := time.NewTicker(openProgressInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				b.logger.Info("opening partition logs", "opened", opened.Load(), "of", len(jobs), "segments", segments.Load(),
+					"bytes", bytes.Load(), "took", time.Since(start).Round(time.Millisecond))
+			}
+		}
+	}()
 	runBounded(workers, len(jobs), func(i int) {
 		j := &jobs[i]
 		p, err := b.openPartition(j.tp, j.id, j.cfg, j.settings)
 		if err != nil {
 			// Never a reason to delete anything: the data stays for the operator. Offline,
 			// reported and retried there (offline.go); not an error of the image.
+			failed.Add(1)
 			b.markOffline(j.tp, j.id, err, false)
 			return
 		}
+		opened.Add(1)
+		segments.Add(int64(p.log.NumSegments()))
+		bytes.Add(p.log.Size())
 		b.markOnline(j.tp, 0)
 		b.applyLeadership(p, j.info)
 	})
+	close(stop)
+	if took := time.Since(start); took >= openProgressInterval/5 || len(jobs) >= 100 {
+		b.logger.Info("partition logs opened", "partitions", opened.Load(), "offline", failed.Load(), "segments", segments.Load(),
+			"bytes", bytes.Load(), "workers", max(1, min(workers, len(jobs))), "took", took.Round(time.Millisecond))
+	}
 }
+
+// openProgressInterval is how often openPartitions reports its progress.
+const openProgressInterval = 5 * time.Second
 
 // runBounded calls fn(0..n-1) on at most workers goroutines (at least one) and returns when
 // all calls returned.

@@ -2,11 +2,15 @@ package compattests
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 var errNotYet = errors.New("not yet")
@@ -62,4 +66,32 @@ func TestLogFormatJSON(t *testing.T) {
 	if err == nil || !strings.Contains(stderr, `--log-format "xml": want text or json`) {
 		t.Fatalf("--log-format xml: err %v, stderr %q", err, stderr)
 	}
+}
+
+// TestStartupReportsOpenedLogs: a broker restarted on 120 partitions says at start how many
+// logs it opened, with their segments and bytes and how long it took.
+func TestStartupReportsOpenedLogs(t *testing.T) {
+	b := StartBroker(t)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 120, 1, nil, "many"); err != nil {
+		t.Fatal(err)
+	}
+	cl.Close()
+	b.Kill()
+	b.Restart()
+	waitFor(t, time.Minute, "the opened-logs line of the restart", func() error {
+		_, second, _ := strings.Cut(b.Log(), "===== sluice run 2")
+		for _, line := range strings.Split(second, "\n") {
+			if strings.Contains(line, `msg="partition logs opened"`) && strings.Contains(line, "partitions=120") &&
+				strings.Contains(line, "segments=120") && strings.Contains(line, "took=") {
+				return nil
+			}
+		}
+		return errNotYet
+	})
 }
