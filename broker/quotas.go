@@ -58,7 +58,7 @@ type clientQuotas struct {
 	// (0 produce, 1 fetch), for the metrics.
 	throttled    [2]atomic.Int64
 	throttledFor [2]atomic.Int64 // nanoseconds
-	mu     struct {
+	mu           struct {
 		sync.Mutex
 		// meters holds each sensor's rate and when it was last recorded. Bounded by the
 		// sensors in use: a meter idle for samples × window (its rate is zero again) is
