@@ -129,7 +129,8 @@ func (s *shard) txnOffsetCommit(req *kmsg.TxnOffsetCommitRequest, errResp func(i
 // coordinator guards them), and a member may commit while its group
 // completes a rebalance. In a KIP-848 group with members a commit must
 // name a member and its epoch (another epoch is ILLEGAL_GENERATION, as
-// Kafka maps STALE_MEMBER_EPOCH for this API). REQUIRES: shard event.
+// Kafka maps STALE_MEMBER_EPOCH for this API); so must one in a KIP-1071
+// streams group with members. REQUIRES: shard event.
 func (g *group) validateTxnOffsetCommit(gen int32, member string, instance *string) int16 {
 	if g.state == groupDead {
 		return errCoordNotAvailable
@@ -139,6 +140,21 @@ func (g *group) validateTxnOffsetCommit(gen int32, member string, instance *stri
 			return 0
 		}
 		m := g.cg.members[member]
+		if m == nil {
+			return errUnknownMember
+		}
+		if gen != m.epoch {
+			return errIllegalGeneration
+		}
+		return 0
+	}
+	if g.sg != nil {
+		// A KIP-1071 streams group: the member epoch stands in for the generation, as in a
+		// KIP-848 group (Kafka Streams' exactly_once_v2 commits this way).
+		if gen < 0 && len(g.sg.members) == 0 {
+			return 0
+		}
+		m := g.sg.members[member]
 		if m == nil {
 			return errUnknownMember
 		}
