@@ -114,13 +114,29 @@ func TestAlterPartitionOutcome(t *testing.T) {
 		{kerr.NewLeaderElected, isrCommitted},
 		{kerr.IneligibleReplica, isrRefused},
 		{kerr.UnsupportedVersion, isrRefused},
-		{kerr.InvalidUpdateVersion, isrUnknown},
-		{kerr.FencedLeaderEpoch, isrUnknown},
+		{kerr.InvalidUpdateVersion, isrStale},
+		{kerr.FencedLeaderEpoch, isrStale},
 		{kerr.NotController, isrUnknown},
 		{errors.New("dial tcp: connection refused"), isrUnknown},
 	} {
 		if got := alterPartitionOutcome(tc.err); got != tc.want {
 			t.Errorf("alterPartitionOutcome(%v) = %d, want %d", tc.err, got, tc.want)
 		}
+	}
+}
+
+// TestReplicationStaleISRChangeIsNotResent: an expansion answered INVALID_UPDATE_VERSION (the
+// metadata moved past the state it was computed from) stays pending, counted in the HW, and
+// is not sent again on top of the newer state (a resend took the newest image's partition
+// epoch, so the controller could accept a change computed from an older state).
+func TestReplicationStaleISRChangeIsNotResent(t *testing.T) {
+	c := startExpansionCluster(t)
+	c.nodes[1].meta.answer.Store(kerr.InvalidUpdateVersion)
+	expandTo3(t, c)
+	assertHWHeldByReplica3(t, c)
+	select {
+	case got := <-c.nodes[1].meta.alters:
+		t.Fatalf("a stale change was sent again: %+v", got)
+	case <-time.After(2 * alterPartitionRetryBackoff):
 	}
 }

@@ -302,6 +302,11 @@ type controllerAlterPartition struct {
 type isrProposal struct {
 	p      *Partition
 	change replica.ISRChange
+	// basePartitionEpoch is the partition epoch the change was first sent against (-1: not
+	// sent yet; the image's then). A resend keeps it, so a change the metadata has since moved
+	// past is refused (INVALID_UPDATE_VERSION) instead of being applied to a newer partition
+	// state it was not computed from, as Kafka's AlterPartitionManager resends the same request.
+	basePartitionEpoch int32
 }
 
 // alterPartitionQueue bounds the queued ISR proposals; a proposal that finds it full is
@@ -332,7 +337,7 @@ func (c *controllerAlterPartition) ProposeISR(p *Partition, change replica.ISRCh
 		return
 	}
 	select {
-	case c.queue <- isrProposal{p: p, change: change}:
+	case c.queue <- isrProposal{p: p, change: change, basePartitionEpoch: -1}:
 	default:
 		p.replica.ISRChangeFailed()
 	}
@@ -376,9 +381,12 @@ func (c *controllerAlterPartition) send(batch []isrProposal) {
 			continue
 		}
 		info := &topic.Partitions[pr.p.tp.partition]
+		if pr.basePartitionEpoch < 0 {
+			pr.basePartitionEpoch = info.PartitionEpoch
+		}
 		reqs = append(reqs, controller.AlterPartition{
 			TopicID: pr.p.topicID, Partition: pr.p.tp.partition, LeaderID: b.nodeID, BrokerEpoch: epoch,
-			LeaderEpoch: pr.change.LeaderEpoch, PartitionEpoch: info.PartitionEpoch, NewISR: pr.change.ISR,
+			LeaderEpoch: pr.change.LeaderEpoch, PartitionEpoch: pr.basePartitionEpoch, NewISR: pr.change.ISR,
 		})
 		sent = append(sent, pr)
 	}
@@ -415,6 +423,13 @@ func (c *controllerAlterPartition) send(batch []isrProposal) {
 			b.logger.Warn("ISR change not confirmed; keeping it pending and sending it again", "partition", pr.p.tp.String(),
 				"leaderEpoch", pr.change.LeaderEpoch, "isr", pr.change.ISR, "err", rerr, "message", msg, "retry_in", alterPartitionRetryBackoff)
 			c.retryLater(pr)
+		case isrStale:
+			// The metadata moved past the state the change was computed from (perhaps by an
+			// earlier, unconfirmed send of it): the change stays pending, counted in the HW,
+			// until the image that moved it reaches this replica (a BecomeLeader at the same
+			// epoch, or a new role) and clears it. Never resent, as in Kafka.
+			b.logger.Info("ISR change answered with a newer partition state; waiting for the metadata", "partition", pr.p.tp.String(),
+				"leaderEpoch", pr.change.LeaderEpoch, "isr", pr.change.ISR, "err", rerr, "message", msg)
 		default:
 			c.mu.Lock()
 			c.mu.refusedAt[pr.p.tp] = time.Now()
@@ -439,7 +454,8 @@ type isrOutcome int
 const (
 	isrCommitted isrOutcome = iota // written to the metadata log
 	isrRefused                     // certainly not written
-	isrUnknown                     // perhaps written
+	isrUnknown                     // perhaps written: the call failed, or the controller moved
+	isrStale                       // the metadata is past the state the change was based on
 )
 
 // alterPartitionOutcome classifies one proposal's answer (nil: committed). Only the answers
@@ -451,6 +467,9 @@ const (
 func alterPartitionOutcome(err error) isrOutcome {
 	if err == nil || errors.Is(err, kerr.NewLeaderElected) {
 		return isrCommitted
+	}
+	if errors.Is(err, kerr.InvalidUpdateVersion) || errors.Is(err, kerr.FencedLeaderEpoch) {
+		return isrStale
 	}
 	for _, refused := range []*kerr.Error{kerr.IneligibleReplica, kerr.InvalidRequest, kerr.StaleBrokerEpoch,
 		kerr.UnknownTopicID, kerr.UnknownTopicOrPartition, kerr.OperationNotAttempted, kerr.UnsupportedVersion} {
