@@ -375,6 +375,11 @@ func (c *controllerAlterPartition) send(batch []isrProposal) {
 	reqs := make([]controller.AlterPartition, 0, len(batch))
 	sent := make([]isrProposal, 0, len(batch))
 	for _, pr := range batch {
+		if _, pending := pr.p.replica.ISR(); !slices.Equal(pending, pr.change.ISR) {
+			// A metadata image (a committed ISR, a new role) cleared the change since it was
+			// queued: sending it now would apply it on top of a state it was not computed from.
+			continue
+		}
 		topic := im.TopicsByID[pr.p.topicID]
 		if topic == nil || int(pr.p.tp.partition) >= len(topic.Partitions) {
 			pr.p.replica.ISRChangeFailed()
