@@ -52,5 +52,6 @@
 // topic as a queue.
 //
 // cmd/chaos (make chaos, make chaos-full; -workload txn for RunTxn) runs many runs and writes
-// CHAOS.md; TestChaosShort and TestChaosTxnShort are the short runs in make test.
+// CHAOS.md; TestChaosShort is the short run in make test, TestChaosTxnShort (build tag
+// chaostxn) the transactional one make chaos runs first.
 package chaos
