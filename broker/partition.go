@@ -274,9 +274,12 @@ type alterPartitionSender interface {
 //     BecomeLeader at the same epoch, or this node's new role);
 //   - refused (the controller certainly did not write it): Replica.ISRChangeFailed, and the
 //     replica goes on with its committed ISR;
-//   - unknown (a transport error, a timeout, a controller that moved, a stale epoch): the
-//     proposal may have been written, so it stays pending and is sent again after
-//     alterPartitionRetryBackoff while the replica still proposes it.
+//   - unknown (a transport error, a timeout, a controller that moved): the proposal may have
+//     been written, so it stays pending and is sent again after alterPartitionRetryBackoff,
+//     against the partition epoch of its first send, while the replica still proposes it;
+//   - stale (INVALID_UPDATE_VERSION, FENCED_LEADER_EPOCH: the metadata moved past the state it
+//     was computed from): it stays pending until that metadata reaches the replica and clears
+//     it, and is never resent. A proposal cleared while queued is not sent at all.
 //
 // Dropping a proposal whose fate is not known would be a data-loss hole: an expansion that was
 // committed (perhaps with the leadership moved to the new member) no longer counted in the
