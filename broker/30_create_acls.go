@@ -22,16 +22,24 @@ func init() { registerSync(30, 2, 3, (*Broker).handleCreateACLs) }
 // securityDisabled is Kafka's message when no authorizer is configured.
 const securityDisabled = "No Authorizer is configured."
 
-func (b *Broker) handleCreateACLs(ctx context.Context, conn *wire.ConnInfo, req *kmsg.CreateACLsRequest) (kmsg.Response, error) {
-	resp := req.ResponseKind().(*kmsg.CreateACLsResponse)
-	code, msg := int16(0), ""
+// aclChangeRefusal is what CreateAcls and DeleteAcls answer every item before any change:
+// SECURITY_DISABLED without an authorizer (or a metadata link that cannot change ACLs),
+// CLUSTER_AUTHORIZATION_FAILED unless conn may ALTER the cluster; code 0 and the link when
+// the change may go ahead.
+func (b *Broker) aclChangeRefusal(conn *wire.ConnInfo) (am aclMetadata, code int16, msg string) {
 	am, ok := b.ctrl.(aclMetadata)
 	switch {
 	case !b.authzOn() || !ok:
-		code, msg = kerr.SecurityDisabled.Code, securityDisabled
+		return nil, kerr.SecurityDisabled.Code, securityDisabled
 	case !b.allowedCluster(conn, authz.OpAlter):
-		code, msg = kerr.ClusterAuthorizationFailed.Code, kerr.ClusterAuthorizationFailed.Description
+		return nil, kerr.ClusterAuthorizationFailed.Code, kerr.ClusterAuthorizationFailed.Description
 	}
+	return am, 0, ""
+}
+
+func (b *Broker) handleCreateACLs(ctx context.Context, conn *wire.ConnInfo, req *kmsg.CreateACLsRequest) (kmsg.Response, error) {
+	resp := req.ResponseKind().(*kmsg.CreateACLsResponse)
+	am, code, msg := b.aclChangeRefusal(conn)
 	if code != 0 {
 		for range req.Creations {
 			r := kmsg.NewCreateACLsResponseResult()

@@ -20,14 +20,7 @@ func init() { registerSync(31, 2, 3, (*Broker).handleDeleteACLs) }
 
 func (b *Broker) handleDeleteACLs(ctx context.Context, conn *wire.ConnInfo, req *kmsg.DeleteACLsRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.DeleteACLsResponse)
-	code, msg := int16(0), ""
-	am, ok := b.ctrl.(aclMetadata)
-	switch {
-	case !b.authzOn() || !ok:
-		code, msg = kerr.SecurityDisabled.Code, securityDisabled
-	case !b.allowedCluster(conn, authz.OpAlter):
-		code, msg = kerr.ClusterAuthorizationFailed.Code, kerr.ClusterAuthorizationFailed.Description
-	}
+	am, code, msg := b.aclChangeRefusal(conn)
 	if code != 0 {
 		for range req.Filters {
 			r := kmsg.NewDeleteACLsResponseResult()
