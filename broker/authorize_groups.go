@@ -64,15 +64,7 @@ func (b *Broker) authorizeGroupCall(conn *wire.ConnInfo, req kmsg.Request) (deny
 	case *kmsg.OffsetFetchRequest:
 		return b.authorizeOffsetFetch(conn, r)
 	case *kmsg.DescribeGroupsRequest:
-		var denied []string
-		kept := r.Groups[:0:0]
-		for _, g := range r.Groups {
-			if b.allowedGroup(conn, authz.OpDescribe, g) {
-				kept = append(kept, g)
-			} else {
-				denied = append(denied, g)
-			}
-		}
+		kept, denied := b.splitGroups(conn, authz.OpDescribe, r.Groups)
 		if len(denied) == 0 {
 			return nil, nil
 		}
@@ -100,15 +92,7 @@ func (b *Broker) authorizeGroupCall(conn *wire.ConnInfo, req kmsg.Request) (deny
 			out.Groups = kept
 		}
 	case *kmsg.DeleteGroupsRequest:
-		var denied []string
-		kept := r.Groups[:0:0]
-		for _, g := range r.Groups {
-			if b.allowedGroup(conn, authz.OpDelete, g) {
-				kept = append(kept, g)
-			} else {
-				denied = append(denied, g)
-			}
-		}
+		kept, denied := b.splitGroups(conn, authz.OpDelete, r.Groups)
 		if len(denied) == 0 {
 			return nil, nil
 		}
@@ -315,4 +299,17 @@ func (b *Broker) authorizeOffsetFetch(conn *wire.ConnInfo, r *kmsg.OffsetFetchRe
 			out.Groups = append(out.Groups, rg)
 		}
 	}
+}
+
+// splitGroups separates the groups conn may do op on (kept, in a new slice) from the others.
+func (b *Broker) splitGroups(conn *wire.ConnInfo, op int8, groups []string) (kept, denied []string) {
+	kept = groups[:0:0]
+	for _, g := range groups {
+		if b.allowedGroup(conn, op, g) {
+			kept = append(kept, g)
+		} else {
+			denied = append(denied, g)
+		}
+	}
+	return kept, denied
 }
