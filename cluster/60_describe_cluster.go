@@ -8,6 +8,16 @@ package cluster
 // UNSUPPORTED_ENDPOINT_TYPE, brokers being described by the broker listeners. Cluster
 // authorized operations are not computed (no authorizer): -2147483648, as Kafka answers
 // when they are not asked for.
+//
+// The voters are listed only while this node knows the active controller and its listener,
+// which is then among them; otherwise the list is empty, as a Kafka controller's is before
+// the controllers registered (it lists registrations). A Java admin client given
+// bootstrap.controllers takes any non-empty list as its metadata, and with no controller in it
+// assigns no node to a controller call and asks for nothing new until metadata.max.age.ms
+// (5 minutes): a list without the controller, answered by a voter before the first election
+// ended, made `kafka-metadata-quorum --bootstrap-controller` time out after 60 s
+// (TestDescribeClusterNamesNoVoterBeforeALeader). An empty list is not taken, so the client
+// asks again after retry.backoff.ms.
 
 import (
 	"context"
@@ -34,6 +44,9 @@ func (s *Server) handleDescribeCluster(_ context.Context, req *kmsg.DescribeClus
 	resp.ClusterID = im.ClusterID
 	resp.ControllerID = im.ControllerID
 	voters := s.voters()
+	if _, _, ok := splitHostPort(voters[im.ControllerID]); !ok {
+		return resp, nil // no leader known, or none reachable by the client: list nobody
+	}
 	for _, id := range sortedIDs(voters) {
 		host, port, ok := splitHostPort(voters[id])
 		if !ok {
