@@ -3,14 +3,18 @@ package compattests
 import (
 	"context"
 	"encoding/base64"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -230,8 +234,15 @@ func TestDescribeQuorumThroughBrokerListener(t *testing.T) {
 // `sluice format --initial-controllers ID@HOST:PORT:DIRECTORY_ID,...` form one quorum at start,
 // with no voter change: kafka-metadata-quorum shows the three voters, each with the directory
 // ID it was formatted with, and a leader.
+//
+// The tool starts while node 1 runs alone, so that the first DescribeCluster it is answered
+// (through a relay that reports it) is from a voter that knows no leader; only then do nodes 2
+// and 3 start. That one run must go on to find the leader they elect. Before, node 1 listed
+// the voters with ControllerId -1, the admin client took that as its metadata and assigned no
+// node to describeMetadataQuorum until it timed out after 60 s (a CI flake when the tool
+// asked before the first election ended).
 func TestDynamicQuorumInitialControllers(t *testing.T) {
-	lookPath(t, "java")
+	java := lookPath(t, "java")
 	kafkaJars(t)
 	ports := freePorts(t, 3)
 	var ctls, initial, dirIDs []string
@@ -250,45 +261,148 @@ func TestDynamicQuorumInitialControllers(t *testing.T) {
 		}
 		nodes = append(nodes, n)
 	}
-	for _, n := range nodes {
+	if err := nodes[0].Launch(); err != nil {
+		t.Fatal(err)
+	}
+	if err := nodes[0].WaitReady(startDeadline); err != nil {
+		t.Fatal(err)
+	}
+	relay := newAnswerRelay(t, ctls[0], 2) // ApiVersions, then DescribeCluster
+	const tool = "org.apache.kafka.tools.MetadataQuorumCommand"
+	describe := func(bootstrap string) *exec.Cmd {
+		cmd := exec.Command(java, "-cp", filepath.Join(kafkaJars(t), "*"), tool,
+			"--bootstrap-controller", bootstrap, "describe", "--replication")
+		cmd.WaitDelay = 5 * time.Second
+		return cmd
+	}
+	first := describe(strings.Join(append([]string{relay.addr}, ctls[1:]...), ","))
+	var stdout, stderr strings.Builder
+	first.Stdout, first.Stderr = &stdout, &stderr
+	if err := first.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- first.Wait() }()
+	t.Cleanup(func() { first.Process.Kill() })
+	select {
+	case <-relay.answered:
+	case err := <-exited:
+		t.Fatalf("the tool exited (%v) before node 1 answered it:\n%s", err, clip(stderr.String()))
+	case <-time.After(javaTimeout):
+		t.Fatalf("the tool got no answer from node 1 within %v:\n%s", javaTimeout, clip(stderr.String()))
+	}
+	for _, n := range nodes[1:] {
 		if err := n.Launch(); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for _, n := range nodes {
+	for _, n := range nodes[1:] {
 		if err := n.WaitReady(startDeadline); err != nil {
 			t.Fatal(err)
 		}
 	}
-	const tool = "org.apache.kafka.tools.MetadataQuorumCommand"
-	var out string
-	waitFor(t, clusterDeadline, "three voters with a leader", func() error {
-		stdout, stderr, err := runCmdErr(javaTimeout, "", "java", "-cp", filepath.Join(kafkaJars(t), "*"), tool,
-			"--bootstrap-controller", strings.Join(ctls, ","), "describe", "--replication")
+	select {
+	case err := <-exited:
 		if err != nil {
-			return fmt.Errorf("%v: %s", err, clip(stderr))
+			t.Fatalf("describe --replication started before the quorum had a leader: %v\n%s", err, clip(stderr.String()))
 		}
-		out = stdout
-		rows := map[string][]string{}
-		for _, line := range strings.Split(out, "\n") {
-			if f := strings.Fields(line); len(f) >= 6 {
-				rows[f[0]] = f
+	case <-time.After(javaTimeout):
+		t.Fatalf("describe --replication started before the quorum had a leader did not end within %v", javaTimeout)
+	}
+	out := stdout.String()
+	// The first run may have described the quorum before the leader had heard from every voter;
+	// later runs must show all three.
+	if replicationRows(out, dirIDs) != nil {
+		waitFor(t, clusterDeadline, "three voters with a leader", func() error {
+			cmd := describe(strings.Join(ctls, ","))
+			var o, e strings.Builder
+			cmd.Stdout, cmd.Stderr = &o, &e
+			if err := cmd.Run(); err != nil {
+				return fmt.Errorf("%v: %s", err, clip(e.String()))
 			}
-		}
-		leaders := 0
-		for i := range ports {
-			row := rows[strconv.Itoa(i+1)]
-			if row == nil || row[1] != dirIDs[i] {
-				return fmt.Errorf("voter %d row %v, want directory ID %s", i+1, row, dirIDs[i])
-			}
-			if row[len(row)-1] == "Leader" {
-				leaders++
-			}
-		}
-		if leaders != 1 {
-			return fmt.Errorf("%d leaders", leaders)
-		}
-		return nil
-	})
+			out = o.String()
+			return replicationRows(out, dirIDs)
+		})
+	}
 	t.Logf("describe --replication:\n%s", out)
+}
+
+// replicationRows checks kafka-metadata-quorum describe --replication's output: a row for each
+// voter (ID i+1) with directory ID dirIDs[i], and one leader.
+func replicationRows(out string, dirIDs []string) error {
+	rows := map[string][]string{}
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.Fields(line); len(f) >= 6 {
+			rows[f[0]] = f
+		}
+	}
+	leaders := 0
+	for i := range dirIDs {
+		row := rows[strconv.Itoa(i+1)]
+		if row == nil || row[1] != dirIDs[i] {
+			return fmt.Errorf("voter %d row %v, want directory ID %s", i+1, row, dirIDs[i])
+		}
+		if row[len(row)-1] == "Leader" {
+			leaders++
+		}
+	}
+	if leaders != 1 {
+		return fmt.Errorf("%d leaders", leaders)
+	}
+	return nil
+}
+
+// answerRelay forwards connections from addr to a target and closes answered once the target
+// has sent want response frames on one connection and they were passed on: the test learns
+// that a client has been answered, and by whom.
+type answerRelay struct {
+	addr     string
+	answered chan struct{}
+}
+
+func newAnswerRelay(t *testing.T, target string, want int) *answerRelay {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &answerRelay{addr: l.Addr().String(), answered: make(chan struct{})}
+	var once sync.Once
+	var conns sync.WaitGroup
+	t.Cleanup(func() { l.Close(); conns.Wait() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			s, err := net.Dial("tcp", target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			conns.Add(2)
+			go func() { defer conns.Done(); io.Copy(s, c); s.Close() }()
+			go func() {
+				defer conns.Done()
+				defer c.Close()
+				for n := 0; ; n++ {
+					if n == want {
+						once.Do(func() { close(r.answered) })
+					}
+					var size [4]byte
+					if _, err := io.ReadFull(s, size[:]); err != nil {
+						return
+					}
+					if _, err := c.Write(size[:]); err != nil {
+						return
+					}
+					if _, err := io.CopyN(c, s, int64(binary.BigEndian.Uint32(size[:]))); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return r
 }
