@@ -462,6 +462,27 @@ func (l *Log) EndTxnVerification(producerID int64, guard uint64) {
 	delete(l.verifying, producerID)
 }
 
+// spendVerificationLocked ends the producer's verification guard once its transactional
+// batch h is appended: a data batch started the transaction (or continued it), a marker ended
+// it. The exception is Kafka's: a transaction-version-2 marker at the guard's epoch. Under TV2
+// the coordinator bumps the epoch before it writes the markers, so a marker at epoch e+1 ends
+// the transaction of epoch e, and a guard at e+1 belongs to the producer's next transaction,
+// whose first batch the client sent as soon as EndTxn answered (a late batch of the ended
+// transaction carries epoch e, which the epoch check refuses). Spending it would refuse that
+// batch INVALID_TXN_STATE and abort a healthy transaction. TV0/1 markers carry the
+// transaction's own epoch, which the next transaction reuses, so they always spend it.
+// REQUIRES: appendMu held.
+func (l *Log) spendVerificationLocked(h *batch.Header, transactionVersion int8) {
+	v, ok := l.verifying[h.ProducerID]
+	if !ok {
+		return
+	}
+	if h.IsControl() && transactionVersion >= 2 && v.epoch == h.ProducerEpoch {
+		return
+	}
+	delete(l.verifying, h.ProducerID)
+}
+
 // checkVerificationLocked refuses a transactional batch that would start a transaction when
 // its verification guard is no longer the producer's (Kafka's "record was not part of an
 // ongoing transaction"). e is the producer's entry before the batch (nil: unknown).
