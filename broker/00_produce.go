@@ -228,12 +228,22 @@ func (b *Broker) verifyTransactionalProduce(ctx context.Context, transactionalID
 	if !h.IsTransactional() || transactionalID == nil || b.txnVerifier == nil || !h.HasProducerID() {
 		return 0, 0
 	}
-	guard, ongoing := p.log.BeginTxnVerification(h.ProducerID, h.ProducerEpoch)
-	if ongoing {
-		return 0, 0
-	}
-	if err := b.txnVerifier.VerifyTxnPartition(ctx, *transactionalID, h.ProducerID, h.ProducerEpoch, topic, p.tp.partition); err != nil {
+	backoff := b.txnVerifyBackoff()
+	for {
+		// A fresh guard each attempt: a marker written meanwhile (the previous transaction's,
+		// which a CONCURRENT_TRANSACTIONS answer waits for) ends the last one's verification.
+		guard, ongoing := p.log.BeginTxnVerification(h.ProducerID, h.ProducerEpoch)
+		if ongoing {
+			return 0, 0
+		}
+		err := b.txnVerifier.VerifyTxnPartition(ctx, *transactionalID, h.ProducerID, h.ProducerEpoch, topic, p.tp.partition)
+		if err == nil {
+			return guard, 0
+		}
 		p.log.EndTxnVerification(h.ProducerID, guard)
+		if errors.Is(err, kerr.ConcurrentTransactions) && backoff.wait(ctx) {
+			continue
+		}
 		var ke *kerr.Error
 		if errors.As(err, &ke) {
 			return 0, ke.Code
@@ -242,7 +252,45 @@ func (b *Broker) verifyTransactionalProduce(ctx context.Context, transactionalID
 		// producer, as Kafka answers old clients.
 		return 0, kerr.NotEnoughReplicas.Code
 	}
-	return guard, 0
+}
+
+// txnVerifyBackoff is the wait between verifications answered CONCURRENT_TRANSACTIONS (the
+// producer's previous transaction still writing its markers, as when a client starts the next
+// transaction at once under transaction version 2): add.partitions.to.txn.retry.backoff.ms,
+// doubling, for add.partitions.to.txn.retry.backoff.max.ms in all, as Kafka's ReplicaManager
+// retries its AddPartitionsToTxn verification before the producer hears of it. Clients such
+// as franz-go retry that error only after a metadata refresh (5 s by default), so answering it
+// at once made one transaction in ten take 5 s (bench/results/2026-12-01-analysis.md).
+func (b *Broker) txnVerifyBackoff() *verifyBackoff {
+	return &verifyBackoff{clock: b.clock, began: b.clock.Now(),
+		next:   time.Duration(b.cfg.Static.Int64("add.partitions.to.txn.retry.backoff.ms")) * time.Millisecond,
+		budget: time.Duration(b.cfg.Static.Int64("add.partitions.to.txn.retry.backoff.max.ms")) * time.Millisecond}
+}
+
+// verifyBackoff paces one produce's verification retries.
+type verifyBackoff struct {
+	clock        replica.Clock
+	began        time.Time
+	next, budget time.Duration
+}
+
+// wait sleeps the next backoff and reports true, or reports false at once when the budget is
+// spent (or ctx ends during the wait).
+func (v *verifyBackoff) wait(ctx context.Context) bool {
+	left := v.budget - v.clock.Now().Sub(v.began)
+	if left <= 0 {
+		return false
+	}
+	waited := make(chan struct{})
+	t := v.clock.AfterFunc(min(v.next, left), func() { close(waited) })
+	select {
+	case <-ctx.Done():
+		t.Stop()
+		return false
+	case <-waited:
+	}
+	v.next *= 2
+	return true
 }
 
 // hasTransactionalBatch reports whether any partition's first batch is transactional, as

@@ -52,6 +52,8 @@
 // topic as a queue.
 //
 // cmd/chaos (make chaos, make chaos-full; -workload txn for RunTxn) runs many runs and writes
-// CHAOS.md; TestChaosShort is the short run in make test, TestChaosTxnShort (build tag
-// chaostxn) the transactional one make chaos runs first.
+// CHAOS.md; TestChaosShort and TestChaosTxnShort are the short queue and transactional runs
+// in make test. The transactional workload aborts a transaction when any of its records failed
+// to produce (kgo.AbortingFirstErrPromise), as an exactly-once application must: franz-go's
+// End commits whatever was acknowledged.
 package chaos

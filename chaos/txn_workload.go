@@ -130,11 +130,17 @@ func runSession(ctx context.Context, rec *txnRecorder, sess *kgo.GroupTransactSe
 			return false
 		}
 		lg.hit.Store(false)
+		// A record that fails to produce must abort its transaction: franz-go's End commits
+		// whatever was acknowledged (it aborts only on a rebalance), so an application that
+		// ignores produce errors commits a transaction with records missing, as Kafka's own
+		// producer never does (its commit fails after a failed send). AbortingFirstErrPromise
+		// is franz-go's way to do what Kafka's producer does.
+		failed := kgo.AbortingFirstErrPromise(sess.Client())
 		for _, r := range in {
 			v := TxnValue{Partition: r.Partition, Value: fmt.Sprintf("%s|%s|%d", r.Value, txnID, a.Seq), Input: string(r.Value), InputOffset: r.Offset}
 			a.Values = append(a.Values, v)
 			// Not ctx: a transaction once begun runs to its end.
-			sess.Produce(context.Background(), &kgo.Record{Topic: txnOutTopic, Partition: r.Partition, Value: []byte(v.Value)}, nil)
+			sess.Produce(context.Background(), &kgo.Record{Topic: txnOutTopic, Partition: r.Partition, Value: []byte(v.Value)}, failed.Promise())
 		}
 		endCtx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		// Flush first (End would), so the signal below means "committing offsets and ending".
@@ -143,12 +149,18 @@ func runSession(ctx context.Context, rec *txnRecorder, sess *kgo.GroupTransactSe
 		case rec.ending <- txnID:
 		default:
 		}
-		committed, err := sess.End(endCtx, kgo.TryCommit)
+		produceErr := failed.Err()
+		if produceErr != nil {
+			logf("%s: attempt %d: a record failed, aborting: %v", txnID, a.Seq, produceErr)
+		}
+		committed, err := sess.End(endCtx, kgo.TransactionEndTry(produceErr == nil))
 		cancel()
 		a.Complete = rec.now()
 		switch {
 		case err != nil:
 			a.Outcome, a.Err = TxnUnknown, err.Error()
+		case produceErr != nil && committed:
+			a.Outcome, a.Err = TxnCommitted, "committed after a failed produce: "+produceErr.Error()
 		case lg.hit.Load():
 			a.Outcome, a.Err = TxnUnknown, "franz-go could not confirm the commit and retried as an abort"
 		case committed:

@@ -624,8 +624,7 @@ func (l *Log) appendLocked(data []byte, headers []batch.Header, leader bool, lea
 		l.noteTxnsLocked(ended)
 		for i := range headers {
 			if h := &headers[i]; h.IsTransactional() {
-				// The transaction started (or a marker ended it): the guard is spent.
-				delete(l.verifying, h.ProducerID)
+				l.spendVerificationLocked(h, o.TransactionVersion)
 			}
 		}
 	}

@@ -398,6 +398,10 @@ const maxVerifications = 1 << 14
 type txnVerification struct {
 	guard uint64
 	epoch int16
+	// holders counts the verifications sharing the guard that have not ended it
+	// (EndTxnVerification); the guard is dropped when the last one fails, and spent by the
+	// producer's first transactional batch or marker whoever holds it.
+	holders int
 }
 
 // BeginTxnVerification is called before a transactional batch of producerID at epoch is
@@ -407,6 +411,13 @@ type txnVerification struct {
 // producer appended in between (the coordinator ended the transaction while the batch was
 // being verified) spends the guard, and the batch is refused rather than start a
 // transaction nobody will end (a hanging transaction).
+//
+// Verifications of one producer at one epoch share a guard, as Kafka's
+// maybeCreateVerificationStateEntry reuses the producer's entry: a client has several
+// requests in flight, and the second batch of a transaction may be verified while the first
+// still is (or waits out CONCURRENT_TRANSACTIONS). A guard per request would let each
+// verification spend the other's, and the batch whose guard was replaced would be refused
+// INVALID_TXN_STATE though nothing ended its transaction.
 func (l *Log) BeginTxnVerification(producerID int64, epoch int16) (guard uint64, ongoing bool) {
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
@@ -415,6 +426,11 @@ func (l *Log) BeginTxnVerification(producerID int64, epoch int16) (guard uint64,
 	}
 	if l.verifying == nil {
 		l.verifying = make(map[int64]txnVerification)
+	}
+	if v, ok := l.verifying[producerID]; ok && v.epoch == epoch {
+		v.holders++
+		l.verifying[producerID] = v
+		return v.guard, false
 	}
 	if _, ok := l.verifying[producerID]; !ok && len(l.verifying) >= maxVerifications {
 		oldest, oldestID := uint64(math.MaxUint64), int64(-1)
@@ -426,17 +442,45 @@ func (l *Log) BeginTxnVerification(producerID int64, epoch int16) (guard uint64,
 		delete(l.verifying, oldestID)
 	}
 	l.lastGuard++
-	l.verifying[producerID] = txnVerification{guard: l.lastGuard, epoch: epoch}
+	l.verifying[producerID] = txnVerification{guard: l.lastGuard, epoch: epoch, holders: 1}
 	return l.lastGuard, false
 }
 
-// EndTxnVerification drops a guard whose verification failed.
+// EndTxnVerification ends one holder's use of a guard whose verification failed; the guard
+// is dropped when no verification holds it any more.
 func (l *Log) EndTxnVerification(producerID int64, guard uint64) {
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
-	if v, ok := l.verifying[producerID]; ok && v.guard == guard {
-		delete(l.verifying, producerID)
+	v, ok := l.verifying[producerID]
+	if !ok || v.guard != guard {
+		return
 	}
+	if v.holders--; v.holders > 0 {
+		l.verifying[producerID] = v
+		return
+	}
+	delete(l.verifying, producerID)
+}
+
+// spendVerificationLocked ends the producer's verification guard once its transactional
+// batch h is appended: a data batch started the transaction (or continued it), a marker ended
+// it. The exception is Kafka's: a transaction-version-2 marker at the guard's epoch. Under TV2
+// the coordinator bumps the epoch before it writes the markers, so a marker at epoch e+1 ends
+// the transaction of epoch e, and a guard at e+1 belongs to the producer's next transaction,
+// whose first batch the client sent as soon as EndTxn answered (a late batch of the ended
+// transaction carries epoch e, which the epoch check refuses). Spending it would refuse that
+// batch INVALID_TXN_STATE and abort a healthy transaction. TV0/1 markers carry the
+// transaction's own epoch, which the next transaction reuses, so they always spend it.
+// REQUIRES: appendMu held.
+func (l *Log) spendVerificationLocked(h *batch.Header, transactionVersion int8) {
+	v, ok := l.verifying[h.ProducerID]
+	if !ok {
+		return
+	}
+	if h.IsControl() && transactionVersion >= 2 && v.epoch == h.ProducerEpoch {
+		return
+	}
+	delete(l.verifying, h.ProducerID)
 }
 
 // checkVerificationLocked refuses a transactional batch that would start a transaction when

@@ -180,14 +180,12 @@ var brokerSupport = []supportGroup{
 		"compression.gzip.level", "compression.lz4.level", "compression.zstd.level",
 	}},
 	{Honoured, "", []string{
+		"add.partitions.to.txn.retry.backoff.max.ms", "add.partitions.to.txn.retry.backoff.ms",
 		"transaction.abort.timed.out.transaction.cleanup.interval.ms", "transaction.max.timeout.ms",
 		"transaction.partition.verification.enable", "transaction.remove.expired.transaction.cleanup.interval.ms",
 		"transaction.state.log.min.isr", "transaction.state.log.num.partitions",
 		"transaction.state.log.replication.factor", "transaction.state.log.segment.bytes",
 		"transactional.id.expiration.ms",
-	}},
-	{NoEffect, "a partition leader answers a failed transaction verification to the producer, which retries; the leader does not retry it itself", []string{
-		"add.partitions.to.txn.retry.backoff.max.ms", "add.partitions.to.txn.retry.backoff.ms",
 	}},
 	{NoEffect, "the transaction coordinator loads __transaction_state in 1 MiB reads", []string{
 		"transaction.state.log.load.buffer.size",

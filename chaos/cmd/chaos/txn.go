@@ -34,7 +34,13 @@ func txnRun(i int, kind string, nodes int, duration, metaAge time.Duration, cont
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer os.RemoveAll(work)
+	defer func() {
+		if os.Getenv("CHAOS_KEEP_DATA") != "" {
+			log.Printf("%s: data kept in %s", name, work)
+			return
+		}
+		os.RemoveAll(work)
+	}()
 	log.Printf("%s: starting", name)
 	res, err := chaos.RunTxn(context.Background(), chaos.TxnConfig{Config: chaos.Config{
 		Bin: bin, Nodes: nodes, Nemeses: []string{kind}, Duration: duration, Seed: uint64(i),
