@@ -23,7 +23,9 @@ package broker
 //     replica.fetch.min.bytes. Records are appended unchanged (Replica.AppendAsFollower: the
 //     leader's offsets, epochs, producer IDs and sequences) and the follower's HW becomes
 //     min(leader HW, own log end), its log start the leader's (never past its HW), so what
-//     retention or DeleteRecords removed on the leader does not come back. A DivergingEpoch
+//     retention or DeleteRecords removed on the leader does not come back. Every fetch
+//     reports the follower's log start (LogStartOffset), which the leader's DeleteRecords
+//     waits on (the low watermark). A DivergingEpoch
 //     answer truncates as above; a fetch offset below the leader's log start restarts the log
 //     empty there.
 //   - A partition throttled as follower (throttle.go) that has not caught up with the leader's
@@ -681,6 +683,9 @@ func (f *replicaFetcher) applyFetched(st *fetchState, rp *kmsg.FetchResponseTopi
 	}
 	st.mu.caughtUp = st.p.log.LogEndOffset() >= rp.HighWatermark
 	if err := st.p.replica.FollowLeaderLogStart(rp.LogStartOffset); err != nil {
+		// Backed off: the leader answers a follower behind its log start at once, so
+		// retrying at once would spin on a failing disk.
 		b.logger.Warn("replica fetcher: moving the log start to the leader's failed", "partition", st.p.tp.String(), "offset", rp.LogStartOffset, "err", err)
+		st.mu.retryAt = time.Now().Add(time.Duration(b.cfg.Static.ReplicaFetchBackoffMs) * time.Millisecond)
 	}
 }

@@ -52,6 +52,12 @@ func (b *Broker) newPartition(tp topicPartition, id controller.TopicID, log *log
 			}
 			return 1
 		},
+		// The low watermark counts the followers on registered, unfenced brokers, as
+		// Kafka's metadataCache.hasAliveBroker (DeleteRecords, 21_delete_records.go).
+		ReplicaAlive: func(id int32) bool {
+			info := b.ctrl.Image().Brokers[id]
+			return info != nil && !info.Fenced
+		},
 	})
 	return p
 }

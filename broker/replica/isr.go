@@ -24,13 +24,15 @@ type FollowerFetch struct {
 	Proposal *ISRChange
 }
 
-// UpdateFollowerFetch records that follower replicaID fetched from fetchOffset at now: its
+// UpdateFollowerFetch records that follower replicaID fetched from fetchOffset at now,
+// reporting logStart as its log start offset (-1: the fetch does not carry one): its
 // log end is fetchOffset (a follower fetches from its own log end), it is caught up if it has
 // what the leader had at this fetch or at its previous one (Kafka's rule, so a follower under
 // constant load counts as caught up), and the HW moves to the smallest log end over the ISR.
 // A follower outside the ISR that has reached the HW and the start of this leader's epoch is
-// proposed into it.
-func (r *Replica) UpdateFollowerFetch(replicaID int32, fetchOffset int64, now time.Time) (FollowerFetch, error) {
+// proposed into it. A moved log start wakes waiters (OnChange): the low watermark may have
+// reached what a DeleteRecords waits for.
+func (r *Replica) UpdateFollowerFetch(replicaID int32, fetchOffset, logStart int64, now time.Time) (FollowerFetch, error) {
 	r.mu.Lock()
 	if r.mu.role != RoleLeader {
 		r.mu.Unlock()
@@ -54,6 +56,8 @@ func (r *Replica) UpdateFollowerFetch(replicaID int32, fetchOffset int64, now ti
 	}
 	f.logEnd = fetchOffset
 	f.lastFetchLeaderLogEnd, f.lastFetchTime = leaderEnd, now
+	logStartMoved := logStart != f.logStart
+	f.logStart = logStart
 
 	var out FollowerFetch
 	if r.mu.pendingISR == nil && !slices.Contains(r.mu.isr, replicaID) &&
@@ -70,7 +74,7 @@ func (r *Replica) UpdateFollowerFetch(replicaID int32, fetchOffset int64, now ti
 		r.checkRoleLocked()
 	}
 	r.mu.Unlock()
-	r.notify(changed)
+	r.notify(changed || logStartMoved)
 	return out, nil
 }
 
