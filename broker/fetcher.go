@@ -50,6 +50,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -97,6 +98,9 @@ type fetchState struct {
 	topicID controller.TopicID
 	// epoch is the leader epoch followed; the leader fences fetches at another.
 	epoch int32
+	// lag is the leader's HW minus this log's end after the last applied fetch (Kafka's
+	// FetcherLagMetrics ConsumerLag), -1 before the first; read by metrics without the lock.
+	lag atomic.Int64
 
 	mu struct {
 		sync.Mutex
@@ -146,6 +150,7 @@ func (m *replicaFetchers) apply(p *Partition, info *controller.PartitionInfo) {
 		go f.run()
 	}
 	st := &fetchState{p: p, topicID: p.topicID, epoch: info.LeaderEpoch}
+	st.lag.Store(-1)
 	st.mu.truncating = !m.truncateOnFetch || p.log.LatestEpoch() < 0
 	f.mu.Lock()
 	f.mu.parts[p.tp] = st
@@ -681,7 +686,9 @@ func (f *replicaFetcher) applyFetched(st *fetchState, rp *kmsg.FetchResponseTopi
 		st.mu.retryAt = time.Now().Add(time.Duration(b.cfg.Static.ReplicaFetchBackoffMs) * time.Millisecond)
 		return
 	}
-	st.mu.caughtUp = st.p.log.LogEndOffset() >= rp.HighWatermark
+	logEnd := st.p.log.LogEndOffset()
+	st.mu.caughtUp = logEnd >= rp.HighWatermark
+	st.lag.Store(max(rp.HighWatermark-logEnd, 0))
 	if err := st.p.replica.FollowLeaderLogStart(rp.LogStartOffset); err != nil {
 		// Backed off: the leader answers a follower behind its log start at once, so
 		// retrying at once would spin on a failing disk.

@@ -173,6 +173,7 @@ func parseIDs(t *testing.T, d *datadriven.TestData, s string) []int32 {
 //	isr-failed                             the pending ISR proposal was refused
 //	delete-records offset=O [timeout=30s]  DeleteRecords; held until the low watermark reaches the offset
 //	low-watermark                          LowWatermark now
+//	lags                                   FollowerLags now
 //	fence id=N / unfence id=N              ReplicaAlive reports broker N dead / alive
 //	retention [bytes=N]                    enforce retention (retention.bytes=N)
 //	advance d=5s                           move the clock, then run the purgatory
@@ -333,6 +334,11 @@ func TestDataDriven(t *testing.T) {
 					out = append(out, "low watermark refused: "+errName(err))
 				} else {
 					out = append(out, fmt.Sprintf("low watermark %d", low))
+				}
+			case "lags":
+				for _, l := range h.replica.FollowerLags(h.clock.Now()) {
+					out = append(out, fmt.Sprintf("replica %d: logEnd=%d logStart=%d lag=%d sinceCaughtUp=%v caughtUp=%t",
+						l.ID, l.LogEnd, l.LogStart, l.LagRecords, l.SinceCaughtUp, l.CaughtUp))
 				}
 			case "fence", "unfence":
 				if h.fenced == nil {

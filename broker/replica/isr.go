@@ -135,3 +135,45 @@ func (r *Replica) ProposeRecovered(epoch int32) *ISRChange {
 	r.mu.pendingISR = slices.Clone(r.mu.isr)
 	return &ISRChange{LeaderEpoch: epoch, ISR: slices.Clone(r.mu.isr)}
 }
+
+// FollowerLag is what a leader knows of one follower's progress (Kafka's per-replica
+// state): the inputs of the ISR decisions, for metrics and operators.
+type FollowerLag struct {
+	ID int32
+	// LogEnd and LogStart are the follower's as of its last fetch (-1: none in this
+	// leader's term).
+	LogEnd, LogStart int64
+	// LagRecords is the leader's log end minus the follower's (the whole log end when the
+	// follower has not fetched yet).
+	LagRecords int64
+	// SinceCaughtUp is how long ago the follower last had everything the leader had at one
+	// of its fetches (Kafka's lastCaughtUpTimeMs), -1 when it has not since this node became
+	// leader.
+	SinceCaughtUp time.Duration
+	// CaughtUp is Kafka's Replica.isCaughtUp: at the leader's log end, or caught up within
+	// replica.lag.time.max.ms. A follower in the ISR that is not caught up is about to be
+	// proposed out of it.
+	CaughtUp bool
+}
+
+// FollowerLags returns every follower's progress as of now, sorted by ID; nil unless this
+// replica leads.
+func (r *Replica) FollowerLags(now time.Time) []FollowerLag {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.mu.role != RoleLeader {
+		return nil
+	}
+	leaderEnd := r.log.LogEndOffset()
+	out := make([]FollowerLag, 0, len(r.mu.followers))
+	for id, f := range r.mu.followers {
+		l := FollowerLag{ID: id, LogEnd: f.logEnd, LogStart: f.logStart, LagRecords: leaderEnd - max(f.logEnd, 0), SinceCaughtUp: -1}
+		if !f.lastCaughtUp.IsZero() {
+			l.SinceCaughtUp = max(now.Sub(f.lastCaughtUp), 0)
+		}
+		l.CaughtUp = f.logEnd == leaderEnd || (l.SinceCaughtUp >= 0 && l.SinceCaughtUp <= r.opts.ReplicaLagTimeMax)
+		out = append(out, l)
+	}
+	slices.SortFunc(out, func(a, b FollowerLag) int { return int(a.ID - b.ID) })
+	return out
+}
