@@ -21,7 +21,10 @@ package broker
 //   - A fetch from a follower whose broker epoch (v15+) is older than the one registered in the
 //     image is served but does not update the follower's state: a stale incarnation of the
 //     follower must not vouch for records the new one may not have (Kafka skips the update the
-//     same way).
+//     same way). The epoch of the fetches counted is kept per follower and sent with every ISR
+//     proposal naming it (AlterPartition NewIsrWithEpochs), so the controller refuses
+//     (INELIGIBLE_REPLICA) a proposal made from fetches of an incarnation that has registered
+//     again since the leader saw them.
 //   - A fetch whose LastFetchedEpoch diverges is answered with DivergingEpoch and no records
 //     (readTargets, divergingEpoch), and does not update the follower's state either.
 //
@@ -127,7 +130,7 @@ func (b *Broker) recordFollowerFetch(p *Partition, im *controller.Image, topic *
 			return p.replica.Snapshot(), 0 // a stale incarnation: served, not counted
 		}
 	}
-	res, err := p.replica.UpdateFollowerFetch(f.id, fetchOffset, logStart, b.clock.Now())
+	res, err := p.replica.UpdateFollowerFetch(f.id, f.brokerEpoch, fetchOffset, logStart, b.clock.Now())
 	if err != nil {
 		switch {
 		case err == replica.ErrUnknownReplica:

@@ -401,6 +401,7 @@ func (c *controllerAlterPartition) send(batch []isrProposal) {
 		reqs = append(reqs, controller.AlterPartition{
 			TopicID: pr.p.topicID, Partition: pr.p.tp.partition, LeaderID: b.nodeID, BrokerEpoch: epoch,
 			LeaderEpoch: pr.change.LeaderEpoch, PartitionEpoch: pr.basePartitionEpoch, NewISR: pr.change.ISR,
+			NewISREpochs: pr.change.BrokerEpochs, // KIP-903: refused if a member registered again since
 		})
 		sent = append(sent, pr)
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -165,7 +166,7 @@ func parseIDs(t *testing.T, d *datadriven.TestData, s string) []int32 {
 //	become-leader epoch=E isr=1,2 replicas=1,2,3
 //	become-follower epoch=E leader=L
 //	append [records=N] [acks=all|1] [min-isr=N] [epoch=E] [origin=client|coordinator|replication] [timeout=5s]
-//	fetch replica=R offset=O [log-start=S] a follower's fetch (UpdateFollowerFetch), reporting its log start (-1: none)
+//	fetch replica=R offset=O [log-start=S] [broker-epoch=E]  a follower's fetch (UpdateFollowerFetch), reporting its log start (-1: none)
 //	follower-append records=N hw=H         an append replicated from the leader
 //	truncate offset=O
 //	shrink                                 MaybeShrinkISR now
@@ -274,7 +275,7 @@ func TestDataDriven(t *testing.T) {
 					out = append(out, name+" waits")
 				}
 			case "fetch":
-				res, err := h.replica.UpdateFollowerFetch(int32(num("replica", 2)), num("offset", 0), num("log-start", -1), h.clock.Now())
+				res, err := h.replica.UpdateFollowerFetch(int32(num("replica", 2)), num("broker-epoch", -1), num("offset", 0), num("log-start", -1), h.clock.Now())
 				if err != nil {
 					out = append(out, "fetch refused: "+errName(err))
 					break
@@ -282,6 +283,9 @@ func TestDataDriven(t *testing.T) {
 				line := fmt.Sprintf("fetch answered hw=%d", res.HighWatermark)
 				if res.Proposal != nil {
 					line += fmt.Sprintf("; propose isr=%s at epoch %d", ids(res.Proposal.ISR), res.Proposal.LeaderEpoch)
+					if slices.ContainsFunc(res.Proposal.BrokerEpochs, func(e int64) bool { return e >= 0 }) {
+						line += fmt.Sprintf(" broker epochs %v", res.Proposal.BrokerEpochs)
+					}
 				}
 				out = append(out, line)
 			case "follower-append":
@@ -301,7 +305,11 @@ func TestDataDriven(t *testing.T) {
 				}
 			case "shrink":
 				if c := h.replica.MaybeShrinkISR(h.clock.Now()); c != nil {
-					out = append(out, fmt.Sprintf("propose isr=%s at epoch %d", ids(c.ISR), c.LeaderEpoch))
+					line := fmt.Sprintf("propose isr=%s at epoch %d", ids(c.ISR), c.LeaderEpoch)
+					if slices.ContainsFunc(c.BrokerEpochs, func(e int64) bool { return e >= 0 }) {
+						line += fmt.Sprintf(" broker epochs %v", c.BrokerEpochs)
+					}
+					out = append(out, line)
 				} else {
 					out = append(out, "nothing to propose")
 				}
@@ -399,7 +407,7 @@ func TestSnapshotIsConsistent(t *testing.T) {
 				t.Error(err)
 				return
 			}
-			if _, err := r.UpdateFollowerFetch(2, int64(2*i), -1, clock.Now()); err != nil {
+			if _, err := r.UpdateFollowerFetch(2, -1, int64(2*i), -1, clock.Now()); err != nil {
 				t.Error(err)
 				return
 			}

@@ -14,6 +14,24 @@ type ISRChange struct {
 	LeaderEpoch int32
 	// ISR is the whole proposed ISR, sorted.
 	ISR []int32
+	// BrokerEpochs has one entry per ISR member: the broker epoch the member fetched with
+	// last (Fetch v15 ReplicaState, KIP-903), -1 for this node and for a member not seen
+	// fetching with one in this term. The controller refuses the change (INELIGIBLE_REPLICA)
+	// when a member has registered again since: a restarted broker may have lost what it
+	// fetched, so a proposal made from its old incarnation's fetches must not put it back.
+	BrokerEpochs []int64
+}
+
+// changeLocked builds the proposal of isr at the current epoch. REQUIRES: r.mu held.
+func (r *Replica) changeLocked(isr []int32) *ISRChange {
+	c := &ISRChange{LeaderEpoch: r.mu.leaderEpoch, ISR: slices.Clone(isr), BrokerEpochs: make([]int64, len(isr))}
+	for i, id := range isr {
+		c.BrokerEpochs[i] = -1
+		if f := r.mu.followers[id]; f != nil && id != r.opts.NodeID {
+			c.BrokerEpochs[i] = f.brokerEpoch
+		}
+	}
+	return c
 }
 
 // FollowerFetch is the outcome of a follower's fetch for the leader.
@@ -24,15 +42,16 @@ type FollowerFetch struct {
 	Proposal *ISRChange
 }
 
-// UpdateFollowerFetch records that follower replicaID fetched from fetchOffset at now,
-// reporting logStart as its log start offset (-1: the fetch does not carry one): its
+// UpdateFollowerFetch records that follower replicaID, at broker epoch brokerEpoch (-1: the
+// fetch does not carry one), fetched from fetchOffset at now, reporting logStart as its log
+// start offset (-1: the fetch does not carry one): its
 // log end is fetchOffset (a follower fetches from its own log end), it is caught up if it has
 // what the leader had at this fetch or at its previous one (Kafka's rule, so a follower under
 // constant load counts as caught up), and the HW moves to the smallest log end over the ISR.
 // A follower outside the ISR that has reached the HW and the start of this leader's epoch is
 // proposed into it. A moved log start wakes waiters (OnChange): the low watermark may have
 // reached what a DeleteRecords waits for.
-func (r *Replica) UpdateFollowerFetch(replicaID int32, fetchOffset, logStart int64, now time.Time) (FollowerFetch, error) {
+func (r *Replica) UpdateFollowerFetch(replicaID int32, brokerEpoch, fetchOffset, logStart int64, now time.Time) (FollowerFetch, error) {
 	r.mu.Lock()
 	if r.mu.role != RoleLeader {
 		r.mu.Unlock()
@@ -57,7 +76,7 @@ func (r *Replica) UpdateFollowerFetch(replicaID int32, fetchOffset, logStart int
 	f.logEnd = fetchOffset
 	f.lastFetchLeaderLogEnd, f.lastFetchTime = leaderEnd, now
 	logStartMoved := logStart != f.logStart
-	f.logStart = logStart
+	f.logStart, f.brokerEpoch = logStart, brokerEpoch
 
 	var out FollowerFetch
 	if r.mu.pendingISR == nil && !slices.Contains(r.mu.isr, replicaID) &&
@@ -65,7 +84,7 @@ func (r *Replica) UpdateFollowerFetch(replicaID int32, fetchOffset, logStart int
 		isr := append(slices.Clone(r.mu.isr), replicaID)
 		slices.Sort(isr)
 		r.mu.pendingISR = isr
-		out.Proposal = &ISRChange{LeaderEpoch: r.mu.leaderEpoch, ISR: slices.Clone(isr)}
+		out.Proposal = r.changeLocked(isr)
 	}
 	r.maybeAdvanceHighWatermarkLocked()
 	changed := r.publishLocked()
@@ -107,7 +126,7 @@ func (r *Replica) MaybeShrinkISR(now time.Time) *ISRChange {
 	if invariants {
 		r.checkRoleLocked()
 	}
-	return &ISRChange{LeaderEpoch: r.mu.leaderEpoch, ISR: slices.Clone(keep)}
+	return r.changeLocked(keep)
 }
 
 // ISRChangeFailed drops the pending ISR proposal (the controller refused it or the call
@@ -133,7 +152,7 @@ func (r *Replica) ProposeRecovered(epoch int32) *ISRChange {
 		return nil
 	}
 	r.mu.pendingISR = slices.Clone(r.mu.isr)
-	return &ISRChange{LeaderEpoch: epoch, ISR: slices.Clone(r.mu.isr)}
+	return r.changeLocked(r.mu.isr)
 }
 
 // FollowerLag is what a leader knows of one follower's progress (Kafka's per-replica

@@ -173,6 +173,9 @@ type followerState struct {
 	// v5+ LogStartOffset; -1 unknown: before its first fetch in this leader's term, or a
 	// fetch too old to carry it). It feeds the low watermark.
 	logStart int64
+	// brokerEpoch is the broker epoch of the follower's last fetch (KIP-903; -1 unknown),
+	// sent with ISR proposals that name it.
+	brokerEpoch int64
 	// lastCaughtUp is the last time the follower had everything the leader had at the time
 	// of one of its fetches.
 	lastCaughtUp time.Time
@@ -313,7 +316,7 @@ func (r *Replica) BecomeLeader(epoch int32, isr, replicas []int32) error {
 		if id == r.opts.NodeID || r.mu.followers[id] != nil {
 			continue
 		}
-		f := &followerState{logEnd: -1, logStart: -1, lastFetchLeaderLogEnd: -1}
+		f := &followerState{logEnd: -1, logStart: -1, brokerEpoch: -1, lastFetchLeaderLogEnd: -1}
 		if slices.Contains(isr, id) {
 			f.lastCaughtUp = now
 		}
