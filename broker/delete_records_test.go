@@ -107,3 +107,46 @@ func TestDeleteRecordsIgnoresFencedFollower(t *testing.T) {
 		t.Fatalf("DeleteRecords(2) with the follower fenced = low watermark %d, %v; want 2", got.LowWatermark, kerr.ErrorForCode(got.ErrorCode))
 	}
 }
+
+// TestFollowerBehindLeaderLogStartAnsweredAtOnce: a follower at the leader's log end whose
+// reported log start is behind the leader's is answered at once, not held for MinBytes up to
+// MaxWait, so it moves its log start (and the leader's DeleteRecords completes) without
+// waiting out replica.fetch.wait.max.ms. Held otherwise, this fetch would outlast the test.
+func TestFollowerBehindLeaderLogStartAnsweredAtOnce(t *testing.T) {
+	// Node 2 exists in the image but does not run: the test fetches as it.
+	c := startReplCluster(t, []int32{1}, nil, nil)
+	c.nodes[2] = &replNode{id: 2, host: "127.0.0.1", port: 1}
+	c.publish(1, controller.PartitionInfo{Replicas: []int32{1, 2}, ISR: []int32{1}, Leader: 1}, 1)
+	c.produce(1, kgo.LeaderAck(), "a", "b", "c")
+	if start, err := c.part(1).replica.DeleteRecordsBefore(2); err != nil || start != 2 {
+		t.Fatalf("DeleteRecordsBefore(2) = %d, %v", start, err)
+	}
+	fetch := func(logStart int64, maxWait int32) kmsg.FetchResponseTopicPartition {
+		req := kmsg.NewPtrFetchRequest()
+		req.Version = 15
+		req.ReplicaID, req.ReplicaState.ID, req.ReplicaState.Epoch = -1, 2, 1
+		req.MaxWaitMillis, req.MinBytes, req.MaxBytes, req.SessionEpoch = maxWait, 1, 1<<20, -1
+		ft := kmsg.NewFetchRequestTopic()
+		ft.TopicID = c.id
+		fp := kmsg.NewFetchRequestTopicPartition()
+		fp.FetchOffset, fp.LogStartOffset, fp.LastFetchedEpoch, fp.PartitionMaxBytes, fp.CurrentLeaderEpoch = 3, logStart, -1, 1<<20, -1
+		ft.Partitions = append(ft.Partitions, fp)
+		req.Topics = append(req.Topics, ft)
+		resp := (&testBroker{Broker: c.nodes[1].broker}).direct(t, req).(*splicedFetchResponse)
+		return resp.Topics[0].Partitions[0]
+	}
+	p := fetch(0, 600_000)
+	if p.ErrorCode != 0 || p.LogStartOffset != 2 {
+		t.Fatalf("fetch with log start 0: error %d, log start %d; want none, 2", p.ErrorCode, p.LogStartOffset)
+	}
+	if low, _ := c.part(1).replica.LowWatermark(); low != 0 {
+		t.Fatalf("low watermark %d after the follower reported 0, want 0", low)
+	}
+	p = fetch(2, 0) // the follower moved: its next fetch says so
+	if p.ErrorCode != 0 {
+		t.Fatalf("fetch with log start 2: error %d", p.ErrorCode)
+	}
+	if low, _ := c.part(1).replica.LowWatermark(); low != 2 {
+		t.Fatalf("low watermark %d after the follower reported 2, want 2", low)
+	}
+}
