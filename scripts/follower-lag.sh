@@ -4,6 +4,7 @@
 # (about one round a second under load).
 # usage: scripts/follower-lag.sh [ACKS all|1] [DURATION 30s] [RATE records/s, 0: full speed]
 # after: go build -o bin/sluice ./cmd/sluice && go build -o bin/loadgen ./bench/loadgen
+# SETTINGS="key=value ..." are passed to every node as --set.
 # Prints median, p99 and max over the samples of the lag metrics (ms for the _seconds one).
 set -u
 ACKS=${1:-all}; DUR=${2:-30s}; RATE=${3:-0}
@@ -12,7 +13,7 @@ VOTERS="1@127.0.0.1:19191,2@127.0.0.1:19192,3@127.0.0.1:19193"
 pids=()
 for i in 1 2 3; do
   $BIN/sluice --set node.id=$i --set log.dirs=$W/n$i --set "listeners=PLAINTEXT://127.0.0.1:1909$i,CONTROLLER://127.0.0.1:1919$i" \
-    --set controller.listener.names=CONTROLLER --set controller.quorum.voters=$VOTERS --http-addr 127.0.0.1:1964$i >$W/n$i.log 2>&1 &
+    --set controller.listener.names=CONTROLLER --set controller.quorum.voters=$VOTERS $(for kv in ${SETTINGS:-}; do printf -- '--set %s ' "$kv"; done) --http-addr 127.0.0.1:1964$i >$W/n$i.log 2>&1 &
   pids+=($!)
 done
 trap 'kill ${pids[@]} 2>/dev/null; wait' EXIT
