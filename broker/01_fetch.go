@@ -179,10 +179,15 @@ func (b *Broker) readTargets(req *kmsg.FetchRequest, listener string, im *contro
 		throttled := false
 		if follower.id >= 0 {
 			var code int16
-			if s, code = b.recordFollowerFetch(p, im, rs.topic, follower, t.fetchOffset); code != 0 {
+			if s, code = b.recordFollowerFetch(p, im, rs.topic, follower, t.fetchOffset, t.logStartOffset); code != 0 {
 				r.errCode = code
 				anyError = true
 				continue
+			}
+			if t.logStartOffset >= 0 && t.logStartOffset < s.LogStart && t.fetchOffset >= s.LogStart {
+				// The leader's log start moved past the follower's (DeleteRecords, retention):
+				// answer now so the follower follows it and the low watermark moves.
+				anyError = true
 			}
 			visible = s.LogEnd
 			throttled = b.leaderThrottled(rs.topic, t.partition)

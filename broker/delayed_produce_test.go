@@ -39,7 +39,7 @@ func TestAcksAllProduceWaitsForTheHighWatermark(t *testing.T) {
 	tb.createTopic(t, "acks", 1, nil)
 	tb.produce(t, "acks", 0, 1) // the partition is hosted and serving
 	p := withFollower(t, tb, "acks")
-	if _, err := p.replica.UpdateFollowerFetch(2, 1, time.Now()); err != nil {
+	if _, err := p.replica.UpdateFollowerFetch(2, -1, 1, -1, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 
@@ -57,7 +57,7 @@ func TestAcksAllProduceWaitsForTheHighWatermark(t *testing.T) {
 	if tb.Broker.purgatory.Len() != 1 {
 		t.Fatalf("%d operations held, want the produce", tb.Broker.purgatory.Len())
 	}
-	if _, err := p.replica.UpdateFollowerFetch(2, end, time.Now()); err != nil {
+	if _, err := p.replica.UpdateFollowerFetch(2, -1, end, -1, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	select {

@@ -36,6 +36,9 @@ type fetchTarget struct {
 	// lastFetchedEpoch is the epoch of the last batch the fetcher has (v12+, -1 none): a
 	// follower whose epoch diverges from the leader's log is answered with DivergingEpoch.
 	lastFetchedEpoch int32
+	// logStartOffset is the fetcher's log start (v5+, -1 before): a follower's feeds the
+	// leader's low watermark (DeleteRecords).
+	logStartOffset int64
 
 	// last* are what the session last sent for this partition (-1 before the first time).
 	lastHighWatermark, lastStableOffset, lastLogStart int64
@@ -137,6 +140,7 @@ func targetsFromRequest(req *kmsg.FetchRequest, im *controller.Image) []*fetchTa
 				topic: name, topicID: controller.TopicID(rt.TopicID), partition: rp.Partition,
 				fetchOffset: rp.FetchOffset, maxBytes: rp.PartitionMaxBytes, currentLeaderEpoch: rp.CurrentLeaderEpoch,
 				lastFetchedEpoch:  lastFetchedEpoch(req.Version, rp.LastFetchedEpoch),
+				logStartOffset:    requestLogStart(req.Version, rp.LogStartOffset),
 				lastHighWatermark: -1, lastStableOffset: -1, lastLogStart: -1,
 			})
 		}
@@ -150,6 +154,14 @@ func lastFetchedEpoch(version int16, epoch int32) int32 {
 		return -1
 	}
 	return epoch
+}
+
+// requestLogStart is a request partition's LogStartOffset, -1 before v5 (no such field).
+func requestLogStart(version int16, logStart int64) int64 {
+	if version < 5 {
+		return -1
+	}
+	return logStart
 }
 
 // sessionKeyFor keys a partition by topic ID from v13 on and by name before, the way the
@@ -172,7 +184,7 @@ func (s *fetchSession) updateIncrementalLocked(req *kmsg.FetchRequest, im *contr
 		key := t.sessionKey(req.Version)
 		if existing := s.mu.byKey[key]; existing != nil {
 			existing.fetchOffset, existing.maxBytes, existing.currentLeaderEpoch = t.fetchOffset, t.maxBytes, t.currentLeaderEpoch
-			existing.lastFetchedEpoch = t.lastFetchedEpoch
+			existing.lastFetchedEpoch, existing.logStartOffset = t.lastFetchedEpoch, t.logStartOffset
 			continue
 		}
 		s.mu.byKey[key] = t

@@ -23,7 +23,9 @@ package broker
 //     replica.fetch.min.bytes. Records are appended unchanged (Replica.AppendAsFollower: the
 //     leader's offsets, epochs, producer IDs and sequences) and the follower's HW becomes
 //     min(leader HW, own log end), its log start the leader's (never past its HW), so what
-//     retention or DeleteRecords removed on the leader does not come back. A DivergingEpoch
+//     retention or DeleteRecords removed on the leader does not come back. Every fetch
+//     reports the follower's log start (LogStartOffset), which the leader's DeleteRecords
+//     waits on (the low watermark). A DivergingEpoch
 //     answer truncates as above; a fetch offset below the leader's log start restarts the log
 //     empty there.
 //   - A partition throttled as follower (throttle.go) that has not caught up with the leader's
@@ -48,6 +50,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -95,6 +98,9 @@ type fetchState struct {
 	topicID controller.TopicID
 	// epoch is the leader epoch followed; the leader fences fetches at another.
 	epoch int32
+	// lag is the leader's HW minus this log's end after the last applied fetch (Kafka's
+	// FetcherLagMetrics ConsumerLag), -1 before the first; read by metrics without the lock.
+	lag atomic.Int64
 
 	mu struct {
 		sync.Mutex
@@ -144,6 +150,7 @@ func (m *replicaFetchers) apply(p *Partition, info *controller.PartitionInfo) {
 		go f.run()
 	}
 	st := &fetchState{p: p, topicID: p.topicID, epoch: info.LeaderEpoch}
+	st.lag.Store(-1)
 	st.mu.truncating = !m.truncateOnFetch || p.log.LatestEpoch() < 0
 	f.mu.Lock()
 	f.mu.parts[p.tp] = st
@@ -679,8 +686,13 @@ func (f *replicaFetcher) applyFetched(st *fetchState, rp *kmsg.FetchResponseTopi
 		st.mu.retryAt = time.Now().Add(time.Duration(b.cfg.Static.ReplicaFetchBackoffMs) * time.Millisecond)
 		return
 	}
-	st.mu.caughtUp = st.p.log.LogEndOffset() >= rp.HighWatermark
+	logEnd := st.p.log.LogEndOffset()
+	st.mu.caughtUp = logEnd >= rp.HighWatermark
+	st.lag.Store(max(rp.HighWatermark-logEnd, 0))
 	if err := st.p.replica.FollowLeaderLogStart(rp.LogStartOffset); err != nil {
+		// Backed off: the leader answers a follower behind its log start at once, so
+		// retrying at once would spin on a failing disk.
 		b.logger.Warn("replica fetcher: moving the log start to the leader's failed", "partition", st.p.tp.String(), "offset", rp.LogStartOffset, "err", err)
+		st.mu.retryAt = time.Now().Add(time.Duration(b.cfg.Static.ReplicaFetchBackoffMs) * time.Millisecond)
 	}
 }

@@ -13,10 +13,18 @@ package broker
 //     the smallest log end over the ISR, which completes acks=all produces waiting on it (the
 //     replica's OnChange wakes the purgatory), and a follower that caught up is proposed into
 //     the ISR (alterPartitionSender).
+//   - Its LogStartOffset (v5+) is the follower's log start, kept per follower: the low
+//     watermark (the smallest log start over the live replicas) is what DeleteRecords waits
+//     for (21_delete_records.go). A follower whose log start is behind the leader's, while its
+//     log end is not, is answered at once rather than held for MinBytes, so it moves its log
+//     start without waiting out replica.fetch.wait.max.ms.
 //   - A fetch from a follower whose broker epoch (v15+) is older than the one registered in the
 //     image is served but does not update the follower's state: a stale incarnation of the
 //     follower must not vouch for records the new one may not have (Kafka skips the update the
-//     same way).
+//     same way). The epoch of the fetches counted is kept per follower and sent with every ISR
+//     proposal naming it (AlterPartition NewIsrWithEpochs), so the controller refuses
+//     (INELIGIBLE_REPLICA) a proposal made from fetches of an incarnation that has registered
+//     again since the leader saw them.
 //   - A fetch whose LastFetchedEpoch diverges is answered with DivergingEpoch and no records
 //     (readTargets, divergingEpoch), and does not update the follower's state either.
 //
@@ -109,9 +117,10 @@ func leaderEndOffsetForEpoch(p *Partition, epoch int32) (int32, int64) {
 	return p.log.EndOffsetForEpoch(epoch)
 }
 
-// recordFollowerFetch applies a follower's fetch at fetchOffset to the leader's replica and
-// returns the snapshot to answer with (its HW is after the fetch moved it), or an error code.
-func (b *Broker) recordFollowerFetch(p *Partition, im *controller.Image, topic *controller.TopicInfo, f fetchingReplica, fetchOffset int64) (replica.Snapshot, int16) {
+// recordFollowerFetch applies a follower's fetch at fetchOffset, reporting its log start
+// logStart (-1: not sent), to the leader's replica and returns the snapshot to answer with
+// (its HW is after the fetch moved it), or an error code.
+func (b *Broker) recordFollowerFetch(p *Partition, im *controller.Image, topic *controller.TopicInfo, f fetchingReplica, fetchOffset, logStart int64) (replica.Snapshot, int16) {
 	info := &topic.Partitions[p.tp.partition]
 	if !slices.Contains(info.Replicas, f.id) || f.id == b.nodeID {
 		return replica.Snapshot{}, kerr.NotLeaderForPartition.Code
@@ -121,7 +130,7 @@ func (b *Broker) recordFollowerFetch(p *Partition, im *controller.Image, topic *
 			return p.replica.Snapshot(), 0 // a stale incarnation: served, not counted
 		}
 	}
-	res, err := p.replica.UpdateFollowerFetch(f.id, fetchOffset, b.clock.Now())
+	res, err := p.replica.UpdateFollowerFetch(f.id, f.brokerEpoch, fetchOffset, logStart, b.clock.Now())
 	if err != nil {
 		switch {
 		case err == replica.ErrUnknownReplica:

@@ -52,6 +52,12 @@ func (b *Broker) newPartition(tp topicPartition, id controller.TopicID, log *log
 			}
 			return 1
 		},
+		// The low watermark counts the followers on registered, unfenced brokers, as
+		// Kafka's metadataCache.hasAliveBroker (DeleteRecords, 21_delete_records.go).
+		ReplicaAlive: func(id int32) bool {
+			info := b.ctrl.Image().Brokers[id]
+			return info != nil && !info.Fenced
+		},
 	})
 	return p
 }
@@ -395,6 +401,7 @@ func (c *controllerAlterPartition) send(batch []isrProposal) {
 		reqs = append(reqs, controller.AlterPartition{
 			TopicID: pr.p.topicID, Partition: pr.p.tp.partition, LeaderID: b.nodeID, BrokerEpoch: epoch,
 			LeaderEpoch: pr.change.LeaderEpoch, PartitionEpoch: pr.basePartitionEpoch, NewISR: pr.change.ISR,
+			NewISREpochs: pr.change.BrokerEpochs, // KIP-903: refused if a member registered again since
 		})
 		sent = append(sent, pr)
 	}

@@ -417,7 +417,7 @@ func TestWriteTxnMarkersWaitsForTheHighWatermark(t *testing.T) {
 		t.Fatal(kerr.ErrorForCode(code))
 	}
 	p := withFollower(t, tb, "wm")
-	if _, err := p.replica.UpdateFollowerFetch(2, 1, time.Now()); err != nil {
+	if _, err := p.replica.UpdateFollowerFetch(2, -1, 1, -1, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan int16, 1)
@@ -439,7 +439,7 @@ func TestWriteTxnMarkersWaitsForTheHighWatermark(t *testing.T) {
 	if s := p.replica.Snapshot(); s.LastStable != 0 {
 		t.Fatalf("LSO %d while the commit marker is not replicated, want 0", s.LastStable)
 	}
-	if _, err := p.replica.UpdateFollowerFetch(2, 2, time.Now()); err != nil {
+	if _, err := p.replica.UpdateFollowerFetch(2, -1, 2, -1, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	select {

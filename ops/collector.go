@@ -17,6 +17,8 @@ const groupOffsetsTimeout = 2 * time.Second
 var (
 	tpLabels  = []string{"topic", "partition"}
 	gtpLabels = []string{"group", "topic", "partition"}
+	// tpReplicaLabels name a follower (replica: its node ID) of a partition.
+	tpReplicaLabels = []string{"topic", "partition", "replica"}
 
 	descLogSize = prometheus.NewDesc("sluice_partition_log_size_bytes",
 		"Bytes of the partition replica's log on disk (mirrors kafka.log:type=Log,name=Size).", tpLabels, nil)
@@ -90,6 +92,16 @@ var (
 		"Total throttle time client quotas imposed, by request type (mirrors kafka.network:type=RequestMetrics,name=ThrottleTimeMs).", []string{"request"}, nil)
 	descFlush = prometheus.NewDesc("sluice_log_flush_seconds",
 		"Log fsyncs of this process: the group-committed data fsyncs of flush.messages and the fsyncs of rolled segments (mirrors kafka.log:type=LogFlushStats,name=LogFlushRateAndTimeMs).", nil, nil)
+	descReplicaLag = prometheus.NewDesc("sluice_partition_replica_lag_records",
+		"On the leader, how many records each follower is behind the leader's log end as of its last fetch (the leader's side of kafka.server:type=FetcherLagMetrics,name=ConsumerLag; the input of Kafka's ISR checks).", tpReplicaLabels, nil)
+	descReplicaCaughtUp = prometheus.NewDesc("sluice_partition_replica_caught_up",
+		"On the leader, 1 when a follower is caught up as Kafka's Replica.isCaughtUp decides (at the leader's log end, or caught up within replica.lag.time.max.ms), 0 otherwise: an ISR member at 0 is about to be dropped from the ISR.", tpReplicaLabels, nil)
+	descReplicaSinceCaughtUp = prometheus.NewDesc("sluice_partition_replica_time_since_caught_up_seconds",
+		"On the leader, seconds since a follower last had everything the leader had at one of its fetches (Kafka's lastCaughtUpTimeMs, compared with replica.lag.time.max.ms); -1 when it has not since this node became leader.", tpReplicaLabels, nil)
+	descFetcherLag = prometheus.NewDesc("sluice_replica_fetcher_lag_records",
+		"On a follower, the leader's high watermark minus this replica's log end after its last fetch (mirrors kafka.server:type=FetcherLagMetrics,name=ConsumerLag,clientId=ReplicaFetcherThread-*,topic=*,partition=*); -1 before the first fetch.", []string{"topic", "partition", "leader"}, nil)
+	descFetcherMaxLag = prometheus.NewDesc("sluice_replica_fetcher_max_lag_records",
+		"On a follower, the largest sluice_replica_fetcher_lag_records over the partitions it follows (mirrors kafka.server:type=ReplicaFetcherManager,name=MaxLag,clientId=Replica).", nil, nil)
 	descScrapeErrors = prometheus.NewDesc("sluice_consumer_group_scrape_errors",
 		"1 when this scrape could not read the committed offsets (coordinator loading or timed out).", nil, nil)
 )
@@ -103,7 +115,8 @@ func (c *brokerCollector) Describe(ch chan<- *prometheus.Desc) {
 		descBrokerApplied, descBrokers, descCommitted, descLag, descScrapeErrors, descConnections,
 		descRaftTerm, descRaftCommit, descRaftLeader, descRaftVoterLag, descBytesIn, descMessagesIn, descBytesOut,
 		descReplicationBytesOut, descISRShrinks, descISRExpands, descPurgatory, descConsumedHeld, descConsumedCommitted,
-		descElections, descUncleanElections, descFlush, descThrottled, descThrottledSeconds} {
+		descElections, descUncleanElections, descFlush, descThrottled, descThrottledSeconds,
+		descReplicaLag, descReplicaCaughtUp, descReplicaSinceCaughtUp, descFetcherLag, descFetcherMaxLag} {
 		ch <- d
 	}
 }
@@ -216,6 +229,22 @@ func (c *brokerCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descLeaders, leaders)
 	gauge(descUnderReplicated, underReplicated)
 	gauge(descUnderMinISR, underMinISR)
+	for _, l := range b.ReplicaLags() {
+		part, replica := strconv.Itoa(int(l.Partition)), strconv.Itoa(int(l.Replica))
+		gauge(descReplicaLag, float64(l.LagRecords), l.Topic, part, replica)
+		caughtUp := 0.0
+		if l.CaughtUp {
+			caughtUp = 1
+		}
+		gauge(descReplicaCaughtUp, caughtUp, l.Topic, part, replica)
+		gauge(descReplicaSinceCaughtUp, l.SinceCaughtUpSeconds, l.Topic, part, replica)
+	}
+	maxFetcherLag := int64(0)
+	for _, l := range b.FetcherLags() {
+		gauge(descFetcherLag, float64(l.LagRecords), l.Topic, strconv.Itoa(int(l.Partition)), strconv.Itoa(int(l.Leader)))
+		maxFetcherLag = max(maxFetcherLag, l.LagRecords)
+	}
+	gauge(descFetcherMaxLag, float64(maxFetcherLag))
 	for _, h := range b.ConsumedRetentionHolds() {
 		part := strconv.Itoa(int(h.Partition))
 		gauge(descConsumedHeld, float64(h.HeldBytes), h.Group, h.Topic, part)

@@ -17,6 +17,11 @@
 // partition's leader as of its last retention pass: per named group its committed offset and
 // the bytes of closed segments it holds back (broker.ConsumedRetentionHolds).
 //
+// Replication lag is reported by both ends: a partition's leader, per follower, its lag in
+// records behind the leader's log end, the time since it last caught up and Kafka's isCaughtUp
+// (broker.ReplicaLags); a follower, per partition it fetches, the leader's HW minus its log end
+// after the last fetch, Kafka's FetcherLagMetrics ConsumerLag (broker.FetcherLags).
+//
 // Consumer group lag is reported by the node that coordinates the group, for the partitions
 // that node leads (lag = the partition's high watermark minus the committed offset, as
 // kafka-consumer-groups.sh computes it against the log end visible to consumers). On a

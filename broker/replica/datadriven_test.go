@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -50,6 +51,24 @@ type traceHarness struct {
 	produces  int
 	out       *[]string
 	wakes     int
+	deletes   int
+	// fenced are the brokers ReplicaAlive reports dead.
+	fenced map[int32]bool
+}
+
+// traceDelete is a DeleteRecords held in the purgatory.
+type traceDelete struct {
+	name string
+	wait DeleteRecordsWait
+	out  *[]string
+}
+
+func (d *traceDelete) TryComplete(expired bool) bool {
+	if !d.wait.Check(expired) {
+		return false
+	}
+	*d.out = append(*d.out, fmt.Sprintf("%s answered: %s low watermark %d", d.name, errName(d.wait.Err), d.wait.LowWatermark))
+	return true
 }
 
 // traceProduce is an acks=all produce held in the purgatory.
@@ -91,6 +110,7 @@ func (h *traceHarness) open(checkpoint int64, hwMinISR int32) {
 	h.replica = New(log, Options{
 		NodeID: testNode, Clock: h.clock, ReplicaLagTimeMax: h.lag, CheckpointedHighWatermark: checkpoint,
 		OnChange: func() { h.wakes++; h.purgatory.Wake("p") }, Name: "p",
+		ReplicaAlive: func(id int32) bool { return !h.fenced[id] },
 	})
 	if hwMinISR > 0 {
 		h.replica.opts.MinInsync = func() int32 { return hwMinISR }
@@ -146,13 +166,16 @@ func parseIDs(t *testing.T, d *datadriven.TestData, s string) []int32 {
 //	become-leader epoch=E isr=1,2 replicas=1,2,3
 //	become-follower epoch=E leader=L
 //	append [records=N] [acks=all|1] [min-isr=N] [epoch=E] [origin=client|coordinator|replication] [timeout=5s]
-//	fetch replica=R offset=O               a follower's fetch (UpdateFollowerFetch)
+//	fetch replica=R offset=O [log-start=S] [broker-epoch=E]  a follower's fetch (UpdateFollowerFetch), reporting its log start (-1: none)
 //	follower-append records=N hw=H         an append replicated from the leader
 //	truncate offset=O
 //	shrink                                 MaybeShrinkISR now
 //	propose-recovered epoch=E              ProposeRecovered (after an unclean election)
 //	isr-failed                             the pending ISR proposal was refused
-//	delete-records offset=O
+//	delete-records offset=O [timeout=30s]  DeleteRecords; held until the low watermark reaches the offset
+//	low-watermark                          LowWatermark now
+//	lags                                   FollowerLags now
+//	fence id=N / unfence id=N              ReplicaAlive reports broker N dead / alive
 //	retention [bytes=N]                    enforce retention (retention.bytes=N)
 //	advance d=5s                           move the clock, then run the purgatory
 //	state
@@ -252,7 +275,7 @@ func TestDataDriven(t *testing.T) {
 					out = append(out, name+" waits")
 				}
 			case "fetch":
-				res, err := h.replica.UpdateFollowerFetch(int32(num("replica", 2)), num("offset", 0), h.clock.Now())
+				res, err := h.replica.UpdateFollowerFetch(int32(num("replica", 2)), num("broker-epoch", -1), num("offset", 0), num("log-start", -1), h.clock.Now())
 				if err != nil {
 					out = append(out, "fetch refused: "+errName(err))
 					break
@@ -260,6 +283,9 @@ func TestDataDriven(t *testing.T) {
 				line := fmt.Sprintf("fetch answered hw=%d", res.HighWatermark)
 				if res.Proposal != nil {
 					line += fmt.Sprintf("; propose isr=%s at epoch %d", ids(res.Proposal.ISR), res.Proposal.LeaderEpoch)
+					if slices.ContainsFunc(res.Proposal.BrokerEpochs, func(e int64) bool { return e >= 0 }) {
+						line += fmt.Sprintf(" broker epochs %v", res.Proposal.BrokerEpochs)
+					}
 				}
 				out = append(out, line)
 			case "follower-append":
@@ -279,7 +305,11 @@ func TestDataDriven(t *testing.T) {
 				}
 			case "shrink":
 				if c := h.replica.MaybeShrinkISR(h.clock.Now()); c != nil {
-					out = append(out, fmt.Sprintf("propose isr=%s at epoch %d", ids(c.ISR), c.LeaderEpoch))
+					line := fmt.Sprintf("propose isr=%s at epoch %d", ids(c.ISR), c.LeaderEpoch)
+					if slices.ContainsFunc(c.BrokerEpochs, func(e int64) bool { return e >= 0 }) {
+						line += fmt.Sprintf(" broker epochs %v", c.BrokerEpochs)
+					}
+					out = append(out, line)
 				} else {
 					out = append(out, "nothing to propose")
 				}
@@ -292,12 +322,37 @@ func TestDataDriven(t *testing.T) {
 			case "isr-failed":
 				h.replica.ISRChangeFailed()
 			case "delete-records":
-				start, err := h.replica.DeleteRecordsBefore(num("offset", -1))
+				res, err := h.replica.DeleteRecords(num("offset", -1))
 				if err != nil {
 					out = append(out, "delete records refused: "+errName(err))
-				} else {
-					out = append(out, fmt.Sprintf("low watermark %d", start))
+					break
 				}
+				h.deletes++
+				name := fmt.Sprintf("delete %d (to %d)", h.deletes, res.Requested)
+				if res.LowWatermark >= res.Requested {
+					out = append(out, fmt.Sprintf("%s answered: OK low watermark %d (at once)", name, res.LowWatermark))
+					break
+				}
+				op := &traceDelete{name: name, out: &out, wait: DeleteRecordsWait{Replica: h.replica, Required: res.Requested, LowWatermark: res.LowWatermark}}
+				h.purgatory.Add(op, []string{"p"}, dur("timeout", "30s"))
+				out = append(out, fmt.Sprintf("%s waits, low watermark %d", name, res.LowWatermark))
+			case "low-watermark":
+				low, err := h.replica.LowWatermark()
+				if err != nil {
+					out = append(out, "low watermark refused: "+errName(err))
+				} else {
+					out = append(out, fmt.Sprintf("low watermark %d", low))
+				}
+			case "lags":
+				for _, l := range h.replica.FollowerLags(h.clock.Now()) {
+					out = append(out, fmt.Sprintf("replica %d: logEnd=%d logStart=%d lag=%d sinceCaughtUp=%v caughtUp=%t",
+						l.ID, l.LogEnd, l.LogStart, l.LagRecords, l.SinceCaughtUp, l.CaughtUp))
+				}
+			case "fence", "unfence":
+				if h.fenced == nil {
+					h.fenced = map[int32]bool{}
+				}
+				h.fenced[int32(num("id", 0))] = d.Cmd == "fence" // wakes nothing by itself
 			case "retention":
 				h.cfg.RetentionBytes = num("bytes", h.cfg.RetentionBytes)
 				h.log.SetConfig(h.cfg)
@@ -352,7 +407,7 @@ func TestSnapshotIsConsistent(t *testing.T) {
 				t.Error(err)
 				return
 			}
-			if _, err := r.UpdateFollowerFetch(2, int64(2*i), clock.Now()); err != nil {
+			if _, err := r.UpdateFollowerFetch(2, -1, int64(2*i), -1, clock.Now()); err != nil {
 				t.Error(err)
 				return
 			}

@@ -37,7 +37,8 @@
 // client-only rules (Kafka's LogValidator checks on timestamps, sizes, internal topics) are the
 // broker's, applied once on the client path before AppendAsLeader.
 //
-// As leader the replica keeps each follower's LEO and last caught-up time (UpdateFollowerFetch)
+// As leader the replica keeps each follower's LEO, log start and last caught-up time
+// (UpdateFollowerFetch)
 // and moves the HW to the smallest LEO over the ISR, never back, and not at all while the
 // committed ISR is smaller than min.insync.replicas capped at the replication factor
 // (Options.MinInsync: Kafka 4.x's strict min ISR, KIP-966), so replicas that leave a short
@@ -56,7 +57,10 @@
 // Purgatory holds operations keyed by partition — long-poll fetches, acks=all produces
 // (AckWait: answered once the HW passes the batch's last offset, with
 // NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR is then below min.insync.replicas,
-// NOT_LEADER_OR_FOLLOWER if leadership moved, REQUEST_TIMED_OUT at the produce timeout). The
+// NOT_LEADER_OR_FOLLOWER if leadership moved, REQUEST_TIMED_OUT at the produce timeout),
+// DeleteRecords (DeleteRecordsWait: answered once the low watermark — the smallest log start
+// over the leader and the followers on live brokers, as each last reported it in a fetch —
+// reaches the offset the leader moved its log start to, as Kafka's DelayedDeleteRecords). The
 // broker wakes a partition's key from the replica's OnChange; one worker evaluates woken
 // operations; timeouts run on the injected Clock.
 //

@@ -241,3 +241,38 @@ func (w *AckWait) Check(expired bool) bool {
 	}
 	return w.Done
 }
+
+// DeleteRecordsWait is one partition's part of a DeleteRecords request (Kafka's
+// DelayedDeleteRecords keeps one status per partition): the leader moved its log start to
+// Required and the request waits for the low watermark — every live replica's log start —
+// to reach it.
+type DeleteRecordsWait struct {
+	Replica  *Replica
+	Required int64
+	// LowWatermark is the answer's low watermark: the one of the leader's move until the
+	// wait completes, then the one that completed it (-1 on NOT_LEADER_OR_FOLLOWER).
+	LowWatermark int64
+	// Done and Err are the outcome once checked: Err is nil (every replica moved),
+	// NOT_LEADER_OR_FOLLOWER, or REQUEST_TIMED_OUT.
+	Done bool
+	Err  error
+}
+
+// Check updates the outcome and reports whether it is settled; expired settles it with
+// REQUEST_TIMED_OUT (and the low watermark of the leader's move) when the low watermark has
+// not reached Required, as Kafka's DelayedDeleteRecords.onExpiration does.
+func (w *DeleteRecordsWait) Check(expired bool) bool {
+	if w.Done {
+		return true
+	}
+	low, err := w.Replica.LowWatermark()
+	switch {
+	case err != nil:
+		w.Done, w.Err, w.LowWatermark = true, err, -1
+	case low >= w.Required:
+		w.Done, w.LowWatermark = true, low
+	case expired:
+		w.Done, w.Err = true, kerr.RequestTimedOut
+	}
+	return w.Done
+}

@@ -26,10 +26,10 @@ func TestInSyncFollowers(t *testing.T) {
 		t.Fatal(err)
 	}
 	clock.Advance(time.Second)
-	if _, err := r.UpdateFollowerFetch(2, 3, clock.Now()); err != nil {
+	if _, err := r.UpdateFollowerFetch(2, -1, 3, -1, clock.Now()); err != nil {
 		t.Fatal(err)
 	}
-	res, err := r.UpdateFollowerFetch(3, 3, clock.Now()) // caught up: proposed, not yet committed
+	res, err := r.UpdateFollowerFetch(3, -1, 3, -1, clock.Now()) // caught up: proposed, not yet committed
 	if err != nil || res.Proposal == nil {
 		t.Fatalf("follower 3 at the log end: proposal %v, err %v", res.Proposal, err)
 	}

@@ -111,6 +111,11 @@ type Options struct {
 	// that leave a short ISR eligible leaders. It is called under the replica's lock and must
 	// be cheap and not block.
 	MinInsync func() int32
+	// ReplicaAlive, if set, says whether a replica's broker is registered and not fenced.
+	// The low watermark (LowWatermark) counts only live followers' log starts, as Kafka's
+	// lowWatermarkIfLeader does, so a dead follower does not hold DeleteRecords up until
+	// its timeout. It is called under the replica's lock and must be cheap and not block.
+	ReplicaAlive func(id int32) bool
 }
 
 // Replica is one partition replica: its log, its offsets and its replication state. See the
@@ -164,6 +169,13 @@ type published struct {
 type followerState struct {
 	// logEnd is the follower's log end offset: its last fetch offset (-1 unknown).
 	logEnd int64
+	// logStart is the follower's log start offset as its last fetch reported it (Fetch
+	// v5+ LogStartOffset; -1 unknown: before its first fetch in this leader's term, or a
+	// fetch too old to carry it). It feeds the low watermark.
+	logStart int64
+	// brokerEpoch is the broker epoch of the follower's last fetch (KIP-903; -1 unknown),
+	// sent with ISR proposals that name it.
+	brokerEpoch int64
 	// lastCaughtUp is the last time the follower had everything the leader had at the time
 	// of one of its fetches.
 	lastCaughtUp time.Time
@@ -304,7 +316,7 @@ func (r *Replica) BecomeLeader(epoch int32, isr, replicas []int32) error {
 		if id == r.opts.NodeID || r.mu.followers[id] != nil {
 			continue
 		}
-		f := &followerState{logEnd: -1, lastFetchLeaderLogEnd: -1}
+		f := &followerState{logEnd: -1, logStart: -1, brokerEpoch: -1, lastFetchLeaderLogEnd: -1}
 		if slices.Contains(isr, id) {
 			f.lastCaughtUp = now
 		}
@@ -315,6 +327,7 @@ func (r *Replica) BecomeLeader(epoch int32, isr, replicas []int32) error {
 			delete(r.mu.followers, id)
 		}
 	}
+	membership := !slices.Equal(r.mu.isr, isr) || !slices.Equal(r.mu.replicas, replicas)
 	r.mu.role, r.mu.leaderEpoch, r.mu.leader = RoleLeader, epoch, r.opts.NodeID
 	r.mu.isr, r.mu.replicas = slices.Clone(isr), slices.Clone(replicas)
 	r.mu.pendingISR = nil
@@ -324,7 +337,9 @@ func (r *Replica) BecomeLeader(epoch int32, isr, replicas []int32) error {
 		r.checkRoleLocked()
 	}
 	r.mu.Unlock()
-	r.notify(changed || newTerm)
+	// A membership change wakes waiters too: a replica leaving the assignment no longer
+	// holds the low watermark back (DeleteRecordsWait).
+	r.notify(changed || newTerm || membership)
 	return nil
 }
 
@@ -586,6 +601,67 @@ func (r *Replica) DeleteRecordsBefore(offset int64) (int64, error) {
 		return -1, err
 	}
 	return start, nil
+}
+
+// DeleteRecordsResult is the outcome of DeleteRecords on the leader, as Kafka's
+// LogDeleteRecordsResult: the offset the log start was asked to reach (-1 resolved to the HW)
+// and the partition's low watermark right after the move.
+type DeleteRecordsResult struct {
+	Requested    int64
+	LowWatermark int64
+}
+
+// DeleteRecords moves the leader's log start to offset (-1: the HW) as DeleteRecordsBefore
+// does, and returns the offset asked for and the low watermark after the move. The request is
+// complete once the low watermark reaches Requested (DeleteRecordsWait), which needs every
+// live follower to have moved its own log start and said so in a fetch.
+func (r *Replica) DeleteRecords(offset int64) (DeleteRecordsResult, error) {
+	r.mu.Lock()
+	if r.mu.role != RoleLeader {
+		r.mu.Unlock()
+		return DeleteRecordsResult{}, kerr.NotLeaderForPartition
+	}
+	offset, err := deleteRecordsTarget(offset, r.mu.highWatermark)
+	if err != nil {
+		r.mu.Unlock()
+		return DeleteRecordsResult{}, err
+	}
+	if _, err := r.log.DeleteRecordsBefore(offset); err != nil {
+		changed := r.publishLocked()
+		r.mu.Unlock()
+		r.notify(changed)
+		return DeleteRecordsResult{}, err
+	}
+	changed := r.publishLocked()
+	res := DeleteRecordsResult{Requested: offset, LowWatermark: r.lowWatermarkLocked()}
+	r.mu.Unlock()
+	r.notify(changed)
+	return res, nil
+}
+
+// LowWatermark is the partition's low watermark on its leader, as Kafka's
+// lowWatermarkIfLeader: the smallest log start offset over this replica and every follower
+// in the assignment whose broker is alive (Options.ReplicaAlive), a follower that has not
+// reported one yet counting as -1. NOT_LEADER_OR_FOLLOWER when this replica does not lead.
+func (r *Replica) LowWatermark() (int64, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.mu.role != RoleLeader {
+		return -1, kerr.NotLeaderForPartition
+	}
+	return r.lowWatermarkLocked(), nil
+}
+
+// REQUIRES: r.mu held, leader.
+func (r *Replica) lowWatermarkLocked() int64 {
+	low := r.log.LogStartOffset()
+	for id, f := range r.mu.followers {
+		if r.opts.ReplicaAlive != nil && !r.opts.ReplicaAlive(id) {
+			continue
+		}
+		low = min(low, f.logStart)
+	}
+	return low
 }
 
 // checkLocked panics when a snapshot about to be published breaks an invariant.
