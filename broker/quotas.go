@@ -62,7 +62,7 @@ type clientQuotas struct {
 	// requestThrottled and requestThrottledFor count the responses request_percentage
 	// throttled (quotas_request.go) and the total throttle time in nanoseconds.
 	requestThrottled, requestThrottledFor atomic.Int64
-	mu           struct {
+	mu                                    struct {
 		sync.Mutex
 		// meters holds each sensor's rate and when it was last recorded. Bounded by the
 		// sensors in use: a meter idle for samples × window (its rate is zero again) is
