@@ -24,6 +24,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -46,7 +47,7 @@ type oauthBroker struct {
 	dir               string
 }
 
-func startOAuthBroker(t *testing.T) *oauthBroker {
+func startOAuthBroker(t *testing.T, extra ...string) *oauthBroker {
 	t.Helper()
 	dir := t.TempDir()
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
@@ -63,20 +64,21 @@ func startOAuthBroker(t *testing.T) *oauthBroker {
 	}
 	ports := freePorts(t, 3)
 	addr := func(i int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[i])) }
-	b := StartBrokerWith(t, BrokerOptions{Port: ports[0]},
+	settings := []string{
 		fmt.Sprintf("listeners=PLAINTEXT://%s,UNSECURED://%s,SIGNED://%s", addr(0), addr(1), addr(2)),
 		"listener.security.protocol.map=PLAINTEXT:PLAINTEXT,UNSECURED:SASL_PLAINTEXT,SIGNED:SASL_PLAINTEXT",
 		"listener.name.unsecured.sasl.enabled.mechanisms=OAUTHBEARER",
-		"listener.name.unsecured.oauthbearer.sasl.jaas.config="+oauthModule+" required;",
+		"listener.name.unsecured.oauthbearer.sasl.jaas.config=" + oauthModule + " required;",
 		"listener.name.signed.sasl.enabled.mechanisms=OAUTHBEARER",
-		"listener.name.signed.oauthbearer.sasl.jaas.config="+oauthModule+" required;",
+		"listener.name.signed.oauthbearer.sasl.jaas.config=" + oauthModule + " required;",
 		"listener.name.signed.oauthbearer.sasl.server.callback.handler.class=org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler",
-		"listener.name.signed.oauthbearer.sasl.oauthbearer.jwks.endpoint.url=file://"+jwksFile,
+		"listener.name.signed.oauthbearer.sasl.oauthbearer.jwks.endpoint.url=file://" + jwksFile,
 		"sasl.oauthbearer.expected.audience=kafka",
 		"sasl.oauthbearer.expected.issuer=https://idp.test",
 		"authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
 		"super.users=User:ANONYMOUS",
-	)
+	}
+	b := StartBrokerWith(t, BrokerOptions{Port: ports[0]}, append(settings, extra...)...)
 	return &oauthBroker{Broker: b, unsecured: addr(1), signed: addr(2), key: key, dir: dir}
 }
 
@@ -267,4 +269,39 @@ func TestOAuthBearerJavaConsole(t *testing.T) {
 	if out != in.String() {
 		t.Fatalf("ConsoleConsumer printed:\n%s\nwant:\n%s\nstderr:\n%s", clip(out), clip(in.String()), clip(stderr))
 	}
+}
+
+// TestOAuthBearerReauthentication (KIP-368): a token's exp bounds the session, so the broker
+// tells franz-go a session lifetime of what is left of its token; the client logs in again
+// with a fresh token before the session ends, and keeps producing across several token
+// lifetimes without the broker closing it for an expired session.
+func TestOAuthBearerReauthentication(t *testing.T) {
+	s := startOAuthBroker(t)
+	const topic = "oauth-reauth"
+	s.createTopic(t, topic)
+	s.allow(t, "User:alice", topic)
+	var tokens atomic.Int64
+	mechanism := oauth.Oauth(func(context.Context) (oauth.Auth, error) {
+		tokens.Add(1)
+		return oauth.Auth{Token: unsecuredJWT("alice", 4*time.Second)}, nil
+	})
+	cl := secClient(t, kgo.SeedBrokers(s.unsecured), kgo.SASL(mechanism), kgo.DefaultProduceTopic(topic))
+	waitFor(t, 20*time.Second, "alice may produce", func() error { return produceOne(cl, topic, "first") })
+	start, before := time.Now(), tokens.Load()
+	n := 0
+	// Until the client logged in four more times: re-authentications of connections whose
+	// token ran out (a new connection would log in too, but none is closed).
+	for tokens.Load() < before+4 {
+		if time.Since(start) > time.Minute {
+			t.Fatalf("%d logins in a minute of producing with 4 s tokens", tokens.Load()-before)
+		}
+		if err := produceOne(cl, topic, strconv.Itoa(n)); err != nil {
+			t.Fatalf("produce %d, %v after start: %v", n, time.Since(start), err)
+		}
+		n++
+	}
+	if strings.Contains(s.Log(), "session expired") {
+		t.Fatalf("the broker closed a connection for an expired session:\n%s", clip(s.Log()))
+	}
+	t.Logf("%d records over %v, %d logins with fresh tokens", n, time.Since(start), tokens.Load()-before)
 }
