@@ -488,3 +488,21 @@ func TestOAuthBearerFranzGo(t *testing.T) {
 	c.send(metadataRequest(1))
 	c.expectClosed()
 }
+
+// FuzzJWKS: the key set parser never panics, and every key it keeps is usable.
+func FuzzJWKS(f *testing.F) {
+	f.Add([]byte(`{"keys":[{"kty":"EC","crv":"P-256","x":"MKBCTNIcKUSDii11ySs3526iDZ8AiTo7Tu6KPAqv7D4","y":"4Etl6SRW2YiLUrN5vfvVHuhp7x8PxltmWWlbbM4IFyM"}]}`))
+	f.Add([]byte(`{"keys":[{"kty":"RSA","n":"AQAB","e":"AQAB"}]}`))
+	f.Add([]byte(`{"keys":[{"kty":"oct","k":"c2VjcmV0"}]}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		keys, err := parseJWKS(body)
+		if err == nil && len(keys) == 0 {
+			t.Fatal("no error and no keys")
+		}
+		for _, k := range keys {
+			if k.key == nil {
+				t.Fatal("a nil key")
+			}
+		}
+	})
+}
