@@ -305,3 +305,60 @@ func TestOAuthBearerReauthentication(t *testing.T) {
 	}
 	t.Logf("%d records over %v, %d logins with fresh tokens", n, time.Since(start), tokens.Load()-before)
 }
+
+// javaToolWithProperties is javaTool with Java system properties (-Dkey=value) before the
+// class.
+func javaToolWithProperties(t *testing.T, sysProps []string, stdin string, class string, args ...string) (string, string) {
+	t.Helper()
+	java := lookPath(t, "java")
+	jvm := []string{"-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xshare:auto", "-Xmx256m"}
+	for _, p := range sysProps {
+		jvm = append(jvm, "-D"+p)
+	}
+	jvm = append(jvm, "-cp", filepath.Join(kafkaJars(t), "*"), class)
+	stdout, stderr, err := runCmdErr(javaTimeout, stdin, java, append(jvm, args...)...)
+	if err != nil {
+		t.Fatalf("%s %s: %v\nstdout:\n%s\nstderr:\n%s", class, strings.Join(args, " "), err, clip(stdout), clip(stderr))
+	}
+	return stdout, stderr
+}
+
+// TestOAuthBearerSignedJavaConsole: Kafka's console producer and consumer with Kafka's
+// OAuthBearerLoginCallbackHandler reading an RS256 JWT from a file
+// (sasl.oauthbearer.token.endpoint.url=file://..., allowed by the
+// org.apache.kafka.sasl.oauthbearer.allowed.urls system property Kafka 4 requires) log in on
+// the JWKS listener as User:carol.
+func TestOAuthBearerSignedJavaConsole(t *testing.T) {
+	lookPath(t, "java")
+	kafkaJars(t)
+	s := startOAuthBroker(t)
+	const topic = "oauth-signed-java"
+	s.createTopic(t, topic)
+	s.allow(t, "User:carol", topic)
+	tokenFile := filepath.Join(s.dir, "token.jwt")
+	if err := os.WriteFile(tokenFile, []byte(signedJWT(t, s.key, s.claims("carol"))), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	props := filepath.Join(s.dir, "signed.properties")
+	body := "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=OAUTHBEARER\n" +
+		"sasl.login.callback.handler.class=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler\n" +
+		"sasl.oauthbearer.token.endpoint.url=file://" + tokenFile + "\n" +
+		"sasl.jaas.config=" + oauthModule + " required;\n"
+	if err := os.WriteFile(props, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	allowed := []string{"org.apache.kafka.sasl.oauthbearer.allowed.urls=file://" + tokenFile}
+	const n = 5
+	var in strings.Builder
+	for i := range n {
+		fmt.Fprintf(&in, "signed message %02d\n", i)
+	}
+	javaToolWithProperties(t, allowed, in.String(), "org.apache.kafka.tools.ConsoleProducer", "--bootstrap-server", s.signed,
+		"--topic", topic, "--producer.config", props)
+	out, stderr := javaToolWithProperties(t, allowed, "", "org.apache.kafka.tools.consumer.ConsoleConsumer", "--bootstrap-server", s.signed,
+		"--topic", topic, "--partition", "0", "--offset", "earliest", "--max-messages", strconv.Itoa(n),
+		"--timeout-ms", "30000", "--consumer.config", props)
+	if out != in.String() {
+		t.Fatalf("ConsoleConsumer printed:\n%s\nwant:\n%s\nstderr:\n%s", clip(out), clip(in.String()), clip(stderr))
+	}
+}
