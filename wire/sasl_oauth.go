@@ -14,9 +14,10 @@ package wire
 //     With sasl.oauthbearer.jwks.endpoint.url it is validated as Kafka's
 //     OAuthBearerValidatorCallbackHandler (BrokerJwtValidator) does: signed with a key of the
 //     JWKS (RS256/384/512, PS256/384/512, ES256/384/512; never "none" or an HMAC), exp and iat
-//     present, exp not past and iat and nbf not in the future beyond
-//     sasl.oauthbearer.clock.skew.seconds, aud among sasl.oauthbearer.expected.audience and iss
-//     equal to sasl.oauthbearer.expected.issuer when those are set, and the principal from
+//     present, exp not past and nbf not in the future beyond
+//     sasl.oauthbearer.clock.skew.seconds, aud among sasl.oauthbearer.expected.audience (and,
+//     as jose4j's default check, no aud at all when that is not set) and iss equal to
+//     sasl.oauthbearer.expected.issuer when set, and the principal from
 //     sasl.oauthbearer.sub.claim.name.
 //   - A token that fails is answered, as the RFC has it, with a server challenge carrying the
 //     JSON error status ({"status":"invalid_token"}, or "insufficient_scope" with the scope
@@ -377,14 +378,16 @@ func (c *OAuthBearerConfig) checkClaims(t *jwt, now time.Time) (oauthToken, *oau
 	if err != nil {
 		return oauthToken{}, invalidToken("%v", err)
 	}
-	if present {
+	if present && c.JWKS == nil {
+		// Kafka's unsecured validator checks iat (OAuthBearerValidationUtils); its JWKS
+		// validator (jose4j with setRequireIssuedAt) only requires it.
 		if iat.After(now.Add(c.ClockSkew)) {
 			return oauthToken{}, invalidToken("the token is issued in the future (iat %s)", iat.UTC().Format(time.RFC3339))
 		}
 		if !exp.After(iat) {
 			return oauthToken{}, invalidToken("the token's exp is not after its iat")
 		}
-	} else if c.JWKS != nil {
+	} else if !present && c.JWKS != nil {
 		return oauthToken{}, invalidToken("no issued-at time (iat) in the token")
 	}
 	if c.JWKS != nil {
@@ -413,18 +416,23 @@ func (c *OAuthBearerConfig) checkSignedClaims(t *jwt, now time.Time) *oauthError
 	if present && nbf.After(now.Add(c.ClockSkew)) {
 		return invalidToken("the token is not valid before %s", nbf.UTC().Format(time.RFC3339))
 	}
-	if len(c.ExpectedAudience) > 0 {
-		var aud []string
-		switch v := t.claims["aud"].(type) {
-		case string:
-			aud = []string{v}
-		case []any:
-			for _, e := range v {
-				if s, ok := e.(string); ok {
-					aud = append(aud, s)
-				}
+	var aud []string
+	switch v := t.claims["aud"].(type) {
+	case string:
+		aud = []string{v}
+	case []any:
+		for _, e := range v {
+			if s, ok := e.(string); ok {
+				aud = append(aud, s)
 			}
 		}
+	}
+	if len(c.ExpectedAudience) == 0 && len(aud) > 0 {
+		// As jose4j's default audience check, which Kafka's validator keeps: a token meant
+		// for some audience is refused by a broker that expects none.
+		return invalidToken("the token names an audience %v, but sasl.oauthbearer.expected.audience is not set", aud)
+	}
+	if len(c.ExpectedAudience) > 0 {
 		found := false
 		for _, a := range aud {
 			found = found || slices.Contains(c.ExpectedAudience, a)

@@ -315,6 +315,7 @@ func TestJWKSValidator(t *testing.T) {
 		}()), true},
 		{"nbf in the future", s.sign(t, "RS256", "rsa-1", with("nbf", now.Add(time.Minute).Unix())), false},
 		{"no sub", s.sign(t, "RS256", "rsa-1", with("sub", nil)), false},
+		{"iat in the future (only required, as jose4j)", s.sign(t, "RS256", "rsa-1", with("iat", now.Add(10*time.Minute).Unix())), true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tok, verr := cfg.validate(tc.token, now)
@@ -334,6 +335,28 @@ func TestJWKSValidator(t *testing.T) {
 // TestJWKSReload: a key added to the set is found by a token naming its kid (the set is
 // reloaded early, once per retry backoff), and the set is reloaded after the refresh interval;
 // a reload that fails keeps the keys.
+// TestJWKSAudienceNotExpected: with no sasl.oauthbearer.expected.audience a token without
+// aud is accepted and one with aud is refused, as Kafka's jose4j consumer refuses it.
+func TestJWKSAudienceNotExpected(t *testing.T) {
+	s := newSigner(t)
+	path := filepath.Join(t.TempDir(), "jwks.json")
+	writeJWKS(t, path, s.jwks(t))
+	jwks, err := NewJWKS(JWKSConfig{URL: "file://" + path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := &OAuthBearerConfig{JWKS: jwks}
+	now := time.Now()
+	claims := map[string]any{"sub": "alice", "exp": now.Add(time.Hour).Unix(), "iat": now.Unix()}
+	if _, verr := cfg.validate(s.sign(t, "RS256", "rsa-1", claims), now); verr != nil {
+		t.Fatalf("without aud: %v", verr)
+	}
+	claims["aud"] = "kafka"
+	if _, verr := cfg.validate(s.sign(t, "RS256", "rsa-1", claims), now); verr == nil {
+		t.Fatal("a token with aud accepted by a broker expecting none")
+	}
+}
+
 func TestJWKSReload(t *testing.T) {
 	first, second := newSigner(t), newSigner(t)
 	var served atomic.Pointer[[]byte]
