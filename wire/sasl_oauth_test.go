@@ -529,3 +529,37 @@ func FuzzJWKS(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkOAuthValidate is the broker's cost of one OAUTHBEARER login's token check.
+func BenchmarkOAuthValidate(b *testing.B) {
+	now := time.Now()
+	claims := map[string]any{"sub": "alice", "exp": now.Add(time.Hour).Unix(), "iat": now.Unix()}
+	b.Run("unsecured", func(b *testing.B) {
+		cfg := &OAuthBearerConfig{}
+		tok := unsecuredToken(b, claims)
+		for b.Loop() {
+			if _, err := cfg.validate(tok, now); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	s := newSigner(b)
+	path := filepath.Join(b.TempDir(), "jwks.json")
+	writeJWKS(b, path, s.jwks(b))
+	jwks, err := NewJWKS(JWKSConfig{URL: "file://" + path})
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg := &OAuthBearerConfig{JWKS: jwks}
+	for _, alg := range []string{"RS256", "ES256"} {
+		kid := map[string]string{"RS256": "rsa-1", "ES256": "ec-1"}[alg]
+		tok := s.sign(b, alg, kid, claims)
+		b.Run(alg, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := cfg.validate(tok, now); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
