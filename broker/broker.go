@@ -216,7 +216,9 @@ func (b *Broker) Handle(ctx context.Context, req *wire.Request, respond wire.Res
 		return
 	}
 	b.quotas.waitUnmuted(ctx, req.Conn)
-	a.handle(b, ctx, req, b.quotas.wrap(req, respond))
+	respond, handled := b.quotas.wrapRequestTime(req, b.quotas.wrap(req, respond)) // quotas_request.go
+	a.handle(b, ctx, req, respond)
+	handled()
 }
 
 // Drain is the first step of shutdown: every parked fetch is answered now with what it has,

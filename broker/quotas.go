@@ -22,9 +22,10 @@ package broker
 //     versions get the response delayed by the throttle time instead.
 //
 // All of it is here; the produce and fetch handlers know nothing of quotas (Broker.Handle
-// wraps them). Not done: Kafka's empty fetch response while throttled (the records are sent
-// and the connection muted), request_percentage, controller_mutation_rate and
-// connection_creation_rate (stored and described, not enforced).
+// wraps them). request_percentage is quotas_request.go, connection_creation_rate per IP
+// quotas_conn.go (with the accept loop in wire). Not done: Kafka's empty fetch response while
+// throttled (the records are sent and the connection muted) and controller_mutation_rate
+// (stored and described, not enforced).
 
 import (
 	"context"
@@ -42,7 +43,7 @@ import (
 // quotaSensor identifies one measured rate: the quota kind and the request's user and/or
 // client id at the level its quota came from.
 type quotaSensor struct {
-	key               string // controller.QuotaProducerByteRate or QuotaConsumerByteRate
+	key               string // controller.QuotaProducerByteRate, QuotaConsumerByteRate or QuotaRequestPercentage
 	user, clientID    string
 	byUser, byClients bool
 }
@@ -58,7 +59,10 @@ type clientQuotas struct {
 	// (0 produce, 1 fetch), for the metrics.
 	throttled    [2]atomic.Int64
 	throttledFor [2]atomic.Int64 // nanoseconds
-	mu           struct {
+	// requestThrottled and requestThrottledFor count the responses request_percentage
+	// throttled (quotas_request.go) and the total throttle time in nanoseconds.
+	requestThrottled, requestThrottledFor atomic.Int64
+	mu                                    struct {
 		sync.Mutex
 		// meters holds each sensor's rate and when it was last recorded. Bounded by the
 		// sensors in use: a meter idle for samples × window (its rate is zero again) is
@@ -138,8 +142,13 @@ func resolveQuota(im *controller.Image, key, user, clientID string) (bound float
 }
 
 // record adds bytes to the sensor's rate and returns how long the client must be throttled
-// (0: within the bound).
+// (0: within the bound), at most the whole quota span (Kafka's byte-rate bound).
 func (q *clientQuotas) record(sensor quotaSensor, bound float64, bytes int64) time.Duration {
+	return q.recordCapped(sensor, bound, bytes, time.Duration(q.samples)*q.window)
+}
+
+// recordCapped is record with the throttle bounded by maxThrottle.
+func (q *clientQuotas) recordCapped(sensor quotaSensor, bound float64, bytes int64, maxThrottle time.Duration) time.Duration {
 	now := q.b.clock.Now()
 	q.mu.Lock()
 	q.sweepLocked(now)
@@ -156,7 +165,7 @@ func (q *clientQuotas) record(sensor quotaSensor, bound float64, bytes int64) ti
 		return 0
 	}
 	throttle := time.Duration((rate - bound) / bound * float64(span))
-	return min(throttle, time.Duration(q.samples)*q.window).Round(time.Millisecond)
+	return min(throttle, maxThrottle).Round(time.Millisecond)
 }
 
 // sweepLocked drops idle meters and expired mutes, at most once a window. REQUIRES: q.mu.

@@ -465,7 +465,9 @@ func expectTLSAlertThenClose(t *testing.T, conn net.Conn, what string) {
 
 // TestTLSSettingsRefusedAtStart: settings sluice cannot serve stop the start with an error
 // naming the key: JKS keystores, ssl.key.password on an unencrypted key, Kafka's default
-// mechanism GSSAPI, a SASL mechanism without users, a listener prefix naming no listener.
+// mechanism GSSAPI, a SASL mechanism without users, an OAUTHBEARER listener without its login
+// module, with a JWKS that cannot be read or with a Java validator class, a listener prefix
+// naming no listener.
 func TestTLSSettingsRefusedAtStart(t *testing.T) {
 	bin := sluiceBinary(t)
 	dir := t.TempDir()
@@ -485,7 +487,11 @@ func TestTLSSettingsRefusedAtStart(t *testing.T) {
 		{[]string{listeners, "ssl.keystore.type=PEM"}, "ssl.keystore.location (or ssl.keystore.certificate.chain and ssl.keystore.key) must be set"},
 		{[]string{saslListeners}, "GSSAPI (Kerberos) is not supported"},
 		{[]string{saslListeners, "sasl.enabled.mechanisms=PLAIN"}, "listener.name.sasl_plaintext.plain.sasl.jaas.config is not set"},
-		{[]string{saslListeners, "sasl.enabled.mechanisms=OAUTHBEARER"}, "mechanism OAUTHBEARER is not supported by sluice yet"},
+		{[]string{saslListeners, "sasl.enabled.mechanisms=OAUTHBEARER"}, "listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config is not set"},
+		{[]string{saslListeners, "sasl.enabled.mechanisms=OAUTHBEARER", "listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config=" + oauthModule + " required;",
+			"sasl.oauthbearer.jwks.endpoint.url=file://" + filepath.Join(dir, "missing-jwks.json")}, "sasl.oauthbearer.jwks.endpoint.url=file://"},
+		{[]string{saslListeners, "sasl.enabled.mechanisms=OAUTHBEARER", "listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config=" + oauthModule + " required;",
+			"listener.name.sasl_plaintext.oauthbearer.sasl.server.callback.handler.class=com.example.Validator"}, "sluice cannot load Java classes"},
 		{[]string{saslListeners, "sasl.enabled.mechanisms=PLAIN", "listener.name.SASL_PLAINTEXT.plain.sasl.jaas.config=" + plainModule + ` required user_a="b";`},
 			`"SASL_PLAINTEXT" names no listener`},
 	} {

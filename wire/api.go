@@ -121,6 +121,9 @@ type Config struct {
 	// overrides, max.connection.creation.rate), shared by the listeners given the same one; nil
 	// means none.
 	Limits *ConnLimits
+	// IPRates are the per-address connection_creation_rate quotas (conn_ip_rate.go), shared
+	// by the listeners given the same one; nil means none.
+	IPRates *IPConnectionRates
 	// Divert, when set, sees the first 4 bytes of every new connection; a connection it claims
 	// is handed to DivertConn (those bytes still to be read) and is no longer this server's.
 	// The controller listener uses it to give raft connections (which start with a magic that

@@ -159,7 +159,7 @@ func newConn(s *Server, nc net.Conn, id uint64) *conn {
 		c.nc = c.tlsConn
 	}
 	if s.cfg.SASL != nil {
-		c.sasl = &saslSession{cfg: s.cfg.SASL}
+		c.sasl = &saslSession{cfg: s.cfg.SASL, now: s.now}
 	}
 	c.br = bufio.NewReaderSize(idleReader{c}, readBufferSize)
 	return c

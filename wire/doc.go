@@ -57,6 +57,9 @@
 // past max.connections the listeners stop accepting until a connection closes; a connection from
 // an address already at max.connections.per.ip (or its override) is closed at once, and logged;
 // past max.connection.creation.rate per second (a burst of one second's worth), accepting waits.
+// Config.IPRates (conn_ip_rate.go) is the connection_creation_rate quota of ip entities: a
+// connection over its address's rate is not counted, never served, and closed after its
+// throttle time, as Kafka's acceptor delays closing it.
 //
 // # Refusals and failures
 //
@@ -84,12 +87,16 @@
 // handler finishes each before the next is read), each at most SASLConfig.MaxReceiveBytes, and
 // only ApiVersions (served by the broker), SaslHandshake and SaslAuthenticate (served here,
 // sasl.go) are accepted; anything else closes the connection unanswered. SaslHandshake v0 is
-// followed by raw size-prefixed tokens instead of SaslAuthenticate. Mechanisms: PLAIN and
-// SCRAM-SHA-256/512 (scram.go, RFC 5802 without channel binding). A failure is answered with
+// followed by raw size-prefixed tokens instead of SaslAuthenticate. Mechanisms: PLAIN,
+// SCRAM-SHA-256/512 (scram.go, RFC 5802 without channel binding) and OAUTHBEARER
+// (sasl_oauth.go, RFC 7628: Kafka's unsecured JWTs, or JWTs signed by a key of a JWKS,
+// sasl_oauth_jwks.go; a refused token is answered with the RFC's JSON status as the
+// challenge, and the client's \x01 then fails the exchange with it). A failure is answered with
 // SASL_AUTHENTICATION_FAILED and Kafka's message after FailedAuthDelay, logged once at info
 // without the token, and the connection closes once the answer is written. The principal
 // (ConnInfo.Principal) is User:<name>. KIP-368: with MaxReauth the session ends that long
-// after authentication (SaslAuthenticate v1+ tells the client); a SaslHandshake on an
+// after authentication, or when the credential expires (an OAUTHBEARER token's exp) if that is
+// sooner (SaslAuthenticate v1+ tells the client); a SaslHandshake on an
 // authenticated connection re-authenticates it (same mechanism, same principal, or it closes),
 // and any other request after the session ended closes the connection.
 //

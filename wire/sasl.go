@@ -26,7 +26,7 @@ const DefaultSASLMaxReceiveBytes = 524288
 // SASLConfig is a SASL listener's authentication (SASL_PLAINTEXT or SASL_SSL).
 type SASLConfig struct {
 	// Mechanisms are sasl.enabled.mechanisms, as SaslHandshake lists them: PLAIN,
-	// SCRAM-SHA-256, SCRAM-SHA-512.
+	// SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER.
 	Mechanisms []string
 	// PlainUsers are the PLAIN users and passwords (user_NAME="password" of the listener's
 	// PlainLoginModule).
@@ -37,6 +37,9 @@ type SASLConfig struct {
 	// image's, where AlterUserScramCredentials puts them); Scram is the fallback. It is called
 	// once per login, from the connection's goroutine, and must be safe for concurrent use.
 	ScramLookup func(mechanism, user string) (ScramCredential, bool)
+	// OAuthBearer validates OAUTHBEARER tokens (sasl_oauth.go); required when OAUTHBEARER is
+	// among Mechanisms.
+	OAuthBearer *OAuthBearerConfig
 	// MaxReceiveBytes is sasl.server.max.receive.size: no frame before authentication may be
 	// larger (0: DefaultSASLMaxReceiveBytes).
 	MaxReceiveBytes int32
@@ -56,6 +59,10 @@ func (c *SASLConfig) validate() error {
 		switch m {
 		case "PLAIN":
 		case "SCRAM-SHA-256", "SCRAM-SHA-512":
+		case "OAUTHBEARER":
+			if c.OAuthBearer == nil {
+				return errors.New("wire: OAUTHBEARER enabled without a token validator")
+			}
 		default:
 			return fmt.Errorf("wire: SASL mechanism %s is not implemented", m)
 		}
@@ -119,12 +126,18 @@ type saslSession struct {
 	principal  string
 	expires    time.Time // end of the session; zero: none
 	authBegins time.Time
+	now        func() time.Time // the server's clock
+	// oauthRefusalLogged: an OAUTHBEARER token of this exchange was refused and logged with
+	// its reason, so the failure that follows is not logged again at info.
+	oauthRefusalLogged bool
 }
 
 func (s *saslSession) newServer(mechanism string) mechanismServer {
 	switch mechanism {
 	case "PLAIN":
 		return plainServer{users: s.cfg.PlainUsers}
+	case "OAUTHBEARER":
+		return &oauthServer{cfg: s.cfg.OAuthBearer, now: s.now}
 	default:
 		creds, lookup := s.cfg.Scram[mechanism], s.cfg.ScramLookup
 		return newScramServer(mechanism, func(user string) (ScramCredential, bool) {
@@ -264,6 +277,15 @@ func (c *conn) saslHandshake(p *pending) bool {
 func (c *conn) saslStep(p *pending, token []byte, version int16) {
 	s := c.sasl
 	out, done, user, err := s.server.Step(token)
+	var refused *oauthRefused
+	if errors.As(err, &refused) {
+		// RFC 7628: the error status goes to the client as a challenge; it answers \x01 and
+		// the exchange then fails with that status (oauthServer.Step).
+		c.log.Info("wire: SASL OAUTHBEARER token refused", "reason", refused.err.reason, "status", refused.err.status)
+		s.oauthRefusalLogged = true
+		c.answerToken(p, out, 0)
+		return
+	}
 	if err != nil {
 		msg := "Authentication failed during authentication due to invalid credentials with SASL mechanism " + s.mechanism
 		var af *authFailure
@@ -276,9 +298,14 @@ func (c *conn) saslStep(p *pending, token []byte, version int16) {
 				msg = af.msg
 			}
 		}
-		// One line per failure, without the token (it carries the password).
-		c.log.Info("wire: SASL authentication failed; closing connection",
-			"mechanism", s.mechanism, "reason", msg)
+		// One line per failure, without the token (it carries the password). A refused
+		// OAUTHBEARER token was logged with its reason when it was refused.
+		if s.oauthRefusalLogged {
+			c.log.Debug("wire: SASL authentication failed; closing connection", "mechanism", s.mechanism, "reason", msg)
+		} else {
+			c.log.Info("wire: SASL authentication failed; closing connection",
+				"mechanism", s.mechanism, "reason", msg)
+		}
 		if s.raw {
 			// SaslHandshake v0 has no way to carry an error: close, as Kafka does.
 			c.close(errors.New("SASL authentication failed"))
@@ -305,11 +332,14 @@ func (c *conn) saslStep(p *pending, token []byte, version int16) {
 		return
 	}
 	now := c.srv.now()
-	var lifetime int64
-	s.expires = time.Time{}
-	if s.cfg.MaxReauth > 0 {
-		s.expires = now.Add(s.cfg.MaxReauth)
-		lifetime = s.cfg.MaxReauth.Milliseconds()
+	s.expires, s.oauthRefusalLogged = time.Time{}, false
+	var credentialExpires time.Time
+	if ce, ok := s.server.(interface{ credentialExpires() time.Time }); ok {
+		credentialExpires = ce.credentialExpires()
+	}
+	lifetime := sessionLifetime(now, s.cfg.MaxReauth, credentialExpires)
+	if lifetime > 0 || s.cfg.MaxReauth > 0 || !credentialExpires.IsZero() {
+		s.expires = now.Add(lifetime)
 	}
 	if !s.reauth {
 		c.log.Debug("wire: SASL authenticated", "principal", principal, "mechanism", s.mechanism)
@@ -321,7 +351,24 @@ func (c *conn) saslStep(p *pending, token []byte, version int16) {
 	c.info.setPrincipal(principal)
 	c.saslRaw.Store(false)
 	c.authenticated.Store(true)
-	c.answerToken(p, out, lifetime)
+	c.answerToken(p, out, lifetime.Milliseconds())
+}
+
+// sessionLifetime is how long a session authenticated at now lasts, as Kafka's
+// SaslServerAuthenticator computes it (KIP-368): connections.max.reauth.ms when the credential
+// does not expire, the credential's remaining lifetime (an OAUTHBEARER token's exp) when
+// maxReauth is 0, else the smaller of the two; never negative. 0 with neither: no expiry.
+func sessionLifetime(now time.Time, maxReauth time.Duration, credentialExpires time.Time) time.Duration {
+	var d time.Duration
+	switch {
+	case credentialExpires.IsZero():
+		d = max(maxReauth, 0)
+	case maxReauth <= 0:
+		d = credentialExpires.Sub(now)
+	default:
+		d = min(credentialExpires.Sub(now), maxReauth)
+	}
+	return max(d, 0).Truncate(time.Millisecond)
 }
 
 // answerToken answers a SASL token: as a SaslAuthenticate response, or raw in raw mode.

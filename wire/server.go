@@ -259,6 +259,20 @@ func (s *Server) acceptLoop() {
 				continue
 			}
 		}
+		if s.cfg.IPRates != nil {
+			ip := remoteIP(nc.RemoteAddr())
+			if d := s.cfg.IPRates.throttle(ip); d > 0 {
+				// As Kafka's acceptor on ConnectionThrottledException: not served, closed
+				// after the throttle time; debug only, as a flood would flood the log.
+				s.log.Debug("wire: connection throttled by its address's connection_creation_rate; closing it later",
+					"remote", nc.RemoteAddr().String(), "close_in", d)
+				if s.limits != nil {
+					s.limits.release(ip)
+				}
+				s.cfg.IPRates.closeAfter(nc, d)
+				continue
+			}
+		}
 		if s.cfg.Divert != nil {
 			go s.sniff(nc)
 			continue

@@ -276,6 +276,13 @@ func run(args []string) error {
 		}
 	}()
 
+	// connection_creation_rate of ip quota entities, on the broker listeners (quotas_conn.go).
+	ipRates := wire.NewIPConnectionRates(wire.IPConnectionRatesConfig{
+		Samples: int(cfg.Int32("quota.window.num")),
+		Window:  time.Duration(cfg.Int32("quota.window.size.seconds")) * time.Second,
+		Quota:   b.IPConnectionCreationRate,
+		Logger:  logger.With("component", "wire"),
+	})
 	var servers []*wire.Server
 	for _, l := range brokerListeners(cfg) {
 		sec := security[l.Name]
@@ -293,6 +300,7 @@ func run(args []string) error {
 			Versions:           broker.Versions,
 			Memory:             memory,
 			Limits:             limits,
+			IPRates:            ipRates,
 			Logger:             logger.With("component", "wire", "listener", l.Name),
 			ObserveRequest:     observeRequest(opsServer),
 		}, b)

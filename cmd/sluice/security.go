@@ -95,12 +95,12 @@ func saslFor(cfg *config.Broker, l config.Listener) (*wire.SASLConfig, error) {
 	for _, m := range config.ParseList(mechKey.Value) {
 		m = strings.ToUpper(strings.TrimSpace(m))
 		switch m {
-		case "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512":
+		case "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER":
 		case "GSSAPI":
-			return nil, fmt.Errorf("%s=%s: GSSAPI (Kerberos) is not supported by sluice (GSSAPI is Kafka's default); set it to PLAIN, SCRAM-SHA-256 and/or SCRAM-SHA-512",
+			return nil, fmt.Errorf("%s=%s: GSSAPI (Kerberos) is not supported by sluice (GSSAPI is Kafka's default); set it to PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 and/or OAUTHBEARER",
 				mechKey.Key, mechKey.Value)
 		default:
-			return nil, fmt.Errorf("%s=%s: mechanism %s is not supported by sluice yet; it serves PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512", mechKey.Key, mechKey.Value, m)
+			return nil, fmt.Errorf("%s=%s: mechanism %s is not supported by sluice yet; it serves PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 and OAUTHBEARER", mechKey.Key, mechKey.Value, m)
 		}
 		jaasKey := "listener.name." + strings.ToLower(l.Name) + "." + strings.ToLower(m) + ".sasl.jaas.config"
 		if !cfg.IsSet(jaasKey) {
@@ -109,6 +109,10 @@ func saslFor(cfg *config.Broker, l config.Listener) (*wire.SASLConfig, error) {
 			if k := listenerKey(cfg, l, "sasl.jaas.config"); k.Key != "sasl.jaas.config" {
 				jaasKey = k.Key
 			}
+		}
+		if !cfg.IsSet(jaasKey) && m == "OAUTHBEARER" {
+			return nil, fmt.Errorf("mechanism OAUTHBEARER is enabled (%s) but %s is not set: e.g. %s required;",
+				mechKey.Key, jaasKey, oauthBearerLoginModule)
 		}
 		if !cfg.IsSet(jaasKey) {
 			return nil, fmt.Errorf("mechanism %s is enabled (%s) but %s is not set: it lists the users, e.g. %s required user_alice=\"alice-secret\";",
@@ -120,6 +124,13 @@ func saslFor(cfg *config.Broker, l config.Listener) (*wire.SASLConfig, error) {
 		}
 		if module.Class != wantModule(m) {
 			return nil, fmt.Errorf("%s: mechanism %s needs login module %s, not %s", jaasKey, m, wantModule(m), module.Class)
+		}
+		if m == "OAUTHBEARER" {
+			if out.OAuthBearer, err = oauthBearerFor(cfg, l, jaasKey, module); err != nil {
+				return nil, err
+			}
+			out.Mechanisms = append(out.Mechanisms, m)
+			continue
 		}
 		users := module.Users()
 		if len(users) == 0 && m == "PLAIN" {
@@ -162,8 +173,11 @@ func withImageScram(s *wire.SASLConfig, image func() *controller.Image) {
 }
 
 func wantModule(mechanism string) string {
-	if mechanism == "PLAIN" {
+	switch mechanism {
+	case "PLAIN":
 		return plainLoginModule
+	case "OAUTHBEARER":
+		return oauthBearerLoginModule
 	}
 	return scramLoginModule
 }

@@ -64,6 +64,7 @@ func WriteReference(w io.Writer) error {
 // several-key checks of Broker.checkSupported), which values those are.
 var refusedValuesNote = map[string]string{
 	"compression.type":                          "only `producer` is accepted: the broker does not recompress yet",
+	"sasl.server.callback.handler.class":        "only Kafka's OAUTHBEARER validators (`OAuthBearerUnsecuredValidatorCallbackHandler`, `OAuthBearerValidatorCallbackHandler`, for `listener.name.NAME.oauthbearer.`); other classes are refused",
 	"authorizer.class.name":                     "unset (every request allowed) or `org.apache.kafka.metadata.authorizer.StandardAuthorizer` (the ACLs of the metadata log); other classes are refused",
 	"replica.selector.class":                    "unset (consumers fetch from the leader) or `org.apache.kafka.common.replica.RackAwareReplicaSelector` (KIP-392: a leader points a consumer whose `client.rack` is another rack's at an in-sync follower in that rack); other classes are refused",
 	"log.dirs":                                  "one directory only: several log directories (JBOD) are not supported yet",

@@ -50,7 +50,7 @@ type supportGroup struct {
 // Reasons shared by several groups.
 const (
 	whyRaftTiming  = "sluice's metadata quorum (etcd-raft) keeps its own timing: 100 ms ticks, a randomized 1-2 s election timeout, reconnects backing off from 50 ms to 1 s"
-	whySecurity    = "OAUTHBEARER, Kerberos, TLS and SASL between brokers and security plugins are not implemented yet"
+	whySecurity    = "Kerberos, TLS and SASL between brokers, OAUTHBEARER token retrieval and security plugins are not implemented yet"
 	whyJava        = "sluice cannot load Java classes"
 	whyTiered      = "sluice has no tiered storage"
 	whyTuning      = "a Kafka tuning setting; sluice sizes this itself"
@@ -102,17 +102,21 @@ var brokerSupport = []supportGroup{
 		"ssl.client.auth", "ssl.cipher.suites", "ssl.enabled.protocols", "ssl.principal.mapping.rules",
 		"sasl.enabled.mechanisms", "sasl.jaas.config", "sasl.server.max.receive.size",
 		"connections.max.reauth.ms", "connection.failed.authentication.delay.ms",
+		// OAUTHBEARER (wire/sasl_oauth.go, cmd/sluice/security_oauth.go).
+		"sasl.server.callback.handler.class", "sasl.oauthbearer.jwks.endpoint.url",
+		"sasl.oauthbearer.expected.audience", "sasl.oauthbearer.expected.issuer",
+		"sasl.oauthbearer.clock.skew.seconds", "sasl.oauthbearer.jwks.endpoint.refresh.ms",
+		"sasl.oauthbearer.jwks.endpoint.retry.backoff.ms", "sasl.oauthbearer.scope.claim.name",
+		"sasl.oauthbearer.sub.claim.name",
 	}},
 	{Honoured, "", []string{"authorizer.class.name", "super.users", "allow.everyone.if.no.acl.found"}},
 	{NotYet, whySecurity, []string{
 		"sasl.mechanism.controller.protocol", "sasl.mechanism.inter.broker.protocol",
-		"sasl.client.callback.handler.class", "sasl.server.callback.handler.class",
+		"sasl.client.callback.handler.class",
 		"sasl.login.callback.handler.class", "sasl.login.class", "sasl.kerberos.service.name",
 		"ssl.engine.factory.class", "ssl.provider",
 		"principal.builder.class", "security.providers",
-		"sasl.oauthbearer.jwks.endpoint.url", "sasl.oauthbearer.token.endpoint.url",
-		"sasl.oauthbearer.expected.audience", "sasl.oauthbearer.expected.issuer",
-		"sasl.oauthbearer.jwt.retriever.class", "sasl.oauthbearer.jwt.validator.class",
+		"sasl.oauthbearer.token.endpoint.url", "sasl.oauthbearer.jwt.retriever.class", "sasl.oauthbearer.jwt.validator.class",
 		"sasl.oauthbearer.client.credentials.client.id", "sasl.oauthbearer.client.credentials.client.secret",
 		"sasl.oauthbearer.assertion.file", "sasl.oauthbearer.assertion.private.key.file",
 		"sasl.oauthbearer.assertion.private.key.passphrase", "sasl.oauthbearer.assertion.template.file",
@@ -121,7 +125,7 @@ var brokerSupport = []supportGroup{
 	{NoEffect, "crypto/tls negotiates the highest version ssl.enabled.protocols allows; there is no SSLContext protocol to choose", []string{
 		"ssl.protocol",
 	}},
-	{NoEffect, "it configures a part of Kafka's security sluice does not have: JSSE key and trust managers, keystore reloading, the broker's own TLS and SASL clients, Kerberos, OAUTHBEARER", []string{
+	{NoEffect, "it configures a part of Kafka's security sluice does not have: JSSE key and trust managers, keystore reloading, the broker's own TLS and SASL clients, Kerberos, OAUTHBEARER token retrieval (a client's side)", []string{
 		"ssl.allow.dn.changes", "ssl.allow.san.changes", "ssl.endpoint.identification.algorithm",
 		"ssl.keymanager.algorithm", "ssl.trustmanager.algorithm", "ssl.secure.random.implementation",
 		"sasl.kerberos.kinit.cmd", "sasl.kerberos.min.time.before.relogin", "sasl.kerberos.ticket.renew.jitter",
@@ -131,10 +135,10 @@ var brokerSupport = []supportGroup{
 		"sasl.login.retry.backoff.ms", "sasl.oauthbearer.assertion.algorithm", "sasl.oauthbearer.assertion.claim.aud",
 		"sasl.oauthbearer.assertion.claim.exp.seconds", "sasl.oauthbearer.assertion.claim.iss",
 		"sasl.oauthbearer.assertion.claim.jti.include", "sasl.oauthbearer.assertion.claim.nbf.seconds",
-		"sasl.oauthbearer.assertion.claim.sub", "sasl.oauthbearer.clock.skew.seconds",
-		"sasl.oauthbearer.jwks.endpoint.refresh.ms", "sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms",
-		"sasl.oauthbearer.jwks.endpoint.retry.backoff.ms", "sasl.oauthbearer.scope.claim.name",
-		"sasl.oauthbearer.sub.claim.name",
+		"sasl.oauthbearer.assertion.claim.sub",
+	}},
+	{NoEffect, "a JWKS reload asked for by an unknown key ID waits sasl.oauthbearer.jwks.endpoint.retry.backoff.ms between attempts, without growing", []string{
+		"sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms",
 	}},
 	{NotYet, whyJava, []string{
 		"alter.config.policy.class.name", "create.topic.policy.class.name", "client.quota.callback.class",
@@ -289,6 +293,15 @@ var topicSupport = []supportGroup{
 // their protocols, voters naming other nodes) are in Broker.checkSupported.
 var valueRefusals = map[string]func(value string) string{
 	"compression.type": refuseRecompression,
+	"sasl.server.callback.handler.class": func(v string) string {
+		switch strings.TrimSpace(v) {
+		case "", "org.apache.kafka.common.security.oauthbearer.OAuthBearerUnsecuredValidatorCallbackHandler",
+			"org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler",
+			"org.apache.kafka.common.security.oauthbearer.secured.OAuthBearerValidatorCallbackHandler":
+			return ""
+		}
+		return "sluice cannot load Java classes; it has Kafka's two OAUTHBEARER validators built in: org.apache.kafka.common.security.oauthbearer.OAuthBearerUnsecuredValidatorCallbackHandler and org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler"
+	},
 	"authorizer.class.name": func(v string) string {
 		switch strings.TrimSpace(v) {
 		case "", "org.apache.kafka.metadata.authorizer.StandardAuthorizer":
