@@ -19,8 +19,10 @@ const franzSuiteTimeout = 10 * time.Minute
 // maxSuiteLog bounds the committed franz-go suite log (tail kept).
 const maxSuiteLog = 192 << 10
 
-// franzSkip is what scripts/franz-suite.sh skips: features sluice does not serve yet.
-const franzSkip = "TestTxnEtl|Share|TestSCRAM|TestOAuth"
+// franzSkip is what scripts/franz-suite.sh skips: share groups, which sluice does not serve yet,
+// and SCRAM, whose credentials the run does not create (TestOAuthAuth skips itself without an
+// OAUTHBEARER listener, which this run does not start).
+const franzSkip = "Share|TestSCRAM"
 
 // SuiteTest is one test of franz-go's suite.
 type SuiteTest struct {
