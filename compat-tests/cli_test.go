@@ -468,3 +468,41 @@ func TestCLIACLs(t *testing.T) {
 		t.Errorf("acl list without an authorizer: exit %d, stderr %q", code, stderr)
 	}
 }
+
+// TestCLIUsers: `sluice user set-scram` creates a SCRAM credential a client logs in with (the
+// password read from stdin), `user list` shows its mechanism and iterations and never the
+// secret, and `user delete-scram` ends the login.
+func TestCLIUsers(t *testing.T) {
+	b, saslAddr := startScramQuotaBroker(t)
+	const pass = "dave-secret-81c2"
+	sluiceOK(t, b.Addr, pass+"\n", "user", "set-scram", "dave", "--mechanism", "SCRAM-SHA-512", "--iterations", "8192")
+	sluiceOK(t, b.Addr, "", "user", "set-scram", "dave", "--mechanism", "SCRAM-SHA-256", "--password", pass)
+	if err := scramLogin512(t, saslAddr, "dave", pass); err != nil {
+		t.Fatalf("SCRAM-SHA-512 login with the password set from stdin: %v", err)
+	}
+	if err := scramLogin(t, saslAddr, "dave", pass); err != nil {
+		t.Fatalf("SCRAM-SHA-256 login: %v", err)
+	}
+	type user struct {
+		User, Mechanism string
+		Iterations      int32
+	}
+	var users []user
+	sluiceJSON(t, b.Addr, &users, "user", "list")
+	if got := fmt.Sprint(users); got != "[{dave SCRAM-SHA-256 4096} {dave SCRAM-SHA-512 8192}]" {
+		t.Fatalf("user list: %s", got)
+	}
+	if out := sluiceOK(t, b.Addr, "", "user", "list", "dave"); strings.Contains(out, pass) || !strings.Contains(out, "SCRAM-SHA-512") {
+		t.Fatalf("user list dave (table):\n%s", out)
+	}
+	sluiceOK(t, b.Addr, "", "user", "delete-scram", "dave", "--mechanism", "SCRAM-SHA-512")
+	if err := scramLogin512(t, saslAddr, "dave", pass); err == nil {
+		t.Fatal("SCRAM-SHA-512 login after delete-scram succeeded")
+	}
+	if _, stderr, code := sluiceCLI(t, b.Addr, "", "user", "set-scram"); code != 2 || !strings.Contains(stderr, "wants one user name") {
+		t.Errorf("user set-scram without a name: exit %d, stderr %q", code, stderr)
+	}
+	if _, stderr, code := sluiceCLI(t, b.Addr, "", "user", "set-scram", "erin", "--mechanism", "SCRAM-SHA-1"); code != 2 || !strings.Contains(stderr, "SCRAM-SHA-1") {
+		t.Errorf("user set-scram with an unknown mechanism: exit %d, stderr %q", code, stderr)
+	}
+}

@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Runs franz-go's own live-broker tests (github.com/twmb/franz-go/pkg/kgo) against a fresh
 # sluice process on a free port (FRANZ_NODES=3: a cluster of three). The first argument is the -run pattern; with none, the whole
-# suite except what sluice does not serve yet (share groups, KIP-932) and what this script sets
-# no listener up for (SCRAM, which needs credentials created first), which SKIP lists. One node
-# also gets a SASL_PLAINTEXT listener validating OAUTHBEARER tokens as Kafka's default
-# (unsecured) validator does, for TestOAuthAuth (KGO_TEST_OAUTH_SEEDS); a cluster skips it.
+# suite except what sluice does not serve yet (share groups, KIP-932), which SKIP lists. One
+# node also gets a SASL_PLAINTEXT listener with SCRAM (a SCRAM-SHA-512 user created with `sluice user
+# set-scram`) and one validating OAUTHBEARER tokens as Kafka's default (unsecured) validator
+# does, for TestSCRAMAuth* and TestOAuthAuth (KGO_TEST_SCRAM*, KGO_TEST_OAUTH_SEEDS); a
+# cluster run skips those (the Makefile's FRANZ_CLUSTER_SKIP).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PATTERN="${1:-.}"
-SKIP="${FRANZ_SKIP:-Share|TestSCRAM}"
+SKIP="${FRANZ_SKIP:-Share}"
 TIMEOUT="${FRANZ_TIMEOUT:-600s}"
 
 go build -o bin/sluice ./cmd/sluice
@@ -30,14 +31,17 @@ if [ "$NODES" -gt 1 ]; then
   SEEDS="$CLUSTER_SEEDS"
   LOGS="$DATA/node-*.log"
 else
-  read -r PORT OAUTH_PORT < <(python3 -c 'import socket
-ss=[socket.socket() for _ in range(2)]
+  read -r PORT OAUTH_PORT SCRAM_PORT < <(python3 -c 'import socket
+ss=[socket.socket() for _ in range(3)]
 [s.bind(("127.0.0.1",0)) for s in ss]
 print(*[s.getsockname()[1] for s in ss])')
-  ./bin/sluice --set log.dirs="$DATA" --set listeners="PLAINTEXT://127.0.0.1:$PORT,OAUTH://127.0.0.1:$OAUTH_PORT" \
-    --set listener.security.protocol.map=PLAINTEXT:PLAINTEXT,OAUTH:SASL_PLAINTEXT \
+  ./bin/sluice --set log.dirs="$DATA" \
+    --set listeners="PLAINTEXT://127.0.0.1:$PORT,OAUTH://127.0.0.1:$OAUTH_PORT,SCRAM://127.0.0.1:$SCRAM_PORT" \
+    --set listener.security.protocol.map=PLAINTEXT:PLAINTEXT,OAUTH:SASL_PLAINTEXT,SCRAM:SASL_PLAINTEXT \
     --set listener.name.oauth.sasl.enabled.mechanisms=OAUTHBEARER \
     --set "listener.name.oauth.oauthbearer.sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;" \
+    --set listener.name.scram.sasl.enabled.mechanisms=SCRAM-SHA-256,SCRAM-SHA-512 \
+    --set "listener.name.scram.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;" \
     >"$DATA/sluice.log" 2>&1 &
   PID=$!
   cleanup() { kill "$PID" 2>/dev/null || true; wait "$PID" 2>/dev/null || true; [ -n "${KEEP_DATA:-}" ] || rm -rf "$DATA"; }
@@ -49,6 +53,8 @@ print(*[s.getsockname()[1] for s in ss])')
   done
   SEEDS="127.0.0.1:$PORT"
   export KGO_TEST_OAUTH_SEEDS="127.0.0.1:$OAUTH_PORT"
+  echo franz-suite-secret | ./bin/sluice user set-scram franz --mechanism SCRAM-SHA-512 --brokers "$SEEDS"
+  export KGO_TEST_SCRAM_SEEDS="127.0.0.1:$SCRAM_PORT" KGO_TEST_SCRAM="franz:franz-suite-secret:512"
   LOGS="$DATA/sluice.log"
 fi
 status=0

@@ -47,6 +47,7 @@ var subcommands = map[string]func(c *cli, args []string) error{
 	"cluster":    runCluster,
 	"quorum":     runQuorum,
 	"acl":        runACL,
+	"user":       runUser,
 	"completion": runCompletion,
 }
 
@@ -67,6 +68,9 @@ const cliUsage = `Usage:
   sluice cluster info
   sluice cluster health                                 exit 1 unless every partition is led and fully in sync
   sluice acl list|create|delete [--allow|--deny User:NAME] [--operation Read,...] [--topic T|--group G|--transactional-id X|--cluster] [--prefixed] [--host H]
+  sluice user list [USER...]                            SCRAM credentials (names, mechanisms, iterations; never secrets)
+  sluice user set-scram USER [--mechanism SCRAM-SHA-512] [--password P] [--iterations N]   the password from stdin unless --password
+  sluice user delete-scram USER [--mechanism SCRAM-SHA-512]
   sluice quorum describe                                the metadata quorum: leader, epoch, voters and observers with lag
   sluice completion bash|zsh                            a shell completion script (source <(sluice completion bash))
 Common flags: --brokers host:port[,host:port] (default $SLUICE_BROKERS or 127.0.0.1:9092),

@@ -13,6 +13,7 @@ var commandWords = map[string][]string{
 	"cluster":    {"info", "health"},
 	"quorum":     {"describe"},
 	"acl":        {"list", "create", "delete"},
+	"user":       {"list", "set-scram", "delete-scram"},
 	"completion": {"bash", "zsh"},
 	"produce":    nil,
 	"consume":    nil,
