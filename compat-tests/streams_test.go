@@ -595,7 +595,6 @@ func checkStreamsGroupTool(t *testing.T, lib, addr, appID, input string, partiti
 	})
 
 	out := streamsGroupTool(t, lib, addr, "--describe", "--members", "--group", appID)
-	task := regexp.MustCompile(`(\w+):\[([0-9,]*)\]`)
 	seen := map[string]int{}
 	processes := map[string]bool{}
 	rows := 0
@@ -606,11 +605,8 @@ func checkStreamsGroupTool(t *testing.T, lib, addr, appID, input string, partiti
 		}
 		rows++
 		processes[f[2]] = true
-		active, _, _ := strings.Cut(line[strings.Index(line, "ACTIVE:")+len("ACTIVE:"):], ";")
-		for _, m := range task.FindAllStringSubmatch(active, -1) {
-			for _, p := range strings.Split(m[2], ",") {
-				seen[m[1]+"_"+p]++
-			}
+		for _, task := range streamsMemberActiveTasks(line) {
+			seen[task]++
 		}
 	}
 	var want []string
@@ -650,6 +646,60 @@ func checkStreamsGroupTool(t *testing.T, lib, addr, appID, input string, partiti
 		}
 		return nil
 	})
+}
+
+// streamsTaskList is one "<subtopology>:[<partition>,...];" of an ASSIGNMENTS column.
+var streamsTaskList = regexp.MustCompile(`(\w+):\[([0-9,]*)\];`)
+
+// streamsMemberActiveTasks returns the active tasks, as "<subtopology>_<partition>", that a
+// member row of kafka-streams-groups --describe --members shows. Kafka 4.4 prints its
+// ASSIGNMENTS column as "ACTIVE: 0:[0,2]; 1:[1]; STANDBY: 1:[0]; WARMUP: ...": one
+// "<subtopology>:[<partitions>];" per subtopology after each task type that has tasks, so the
+// active tasks are every list between "ACTIVE:" and the next type (or the end of the line).
+func streamsMemberActiveTasks(line string) []string {
+	i := strings.Index(line, " ACTIVE:")
+	if i < 0 {
+		return nil
+	}
+	active := line[i+len(" ACTIVE:"):]
+	for _, next := range []string{" STANDBY:", " WARMUP:"} {
+		if j := strings.Index(active, next); j >= 0 {
+			active = active[:j]
+		}
+	}
+	var tasks []string
+	for _, m := range streamsTaskList.FindAllStringSubmatch(active, -1) {
+		for _, p := range strings.Split(m[2], ",") {
+			if p != "" {
+				tasks = append(tasks, m[1]+"_"+p)
+			}
+		}
+	}
+	return tasks
+}
+
+// TestStreamsMemberActiveTasks reads the ASSIGNMENTS column as Kafka 4.4's kafka-streams-groups
+// prints it. The rows are from a run of TestStreamsExactlyOnceStreamsProtocol whose check failed
+// with "active tasks [0_0 0_1 0_2]": it read each member's active tasks only up to the first
+// ";", which ends the first subtopology's list, so a member running tasks of both subtopologies
+// seemed to run those of the first only.
+func TestStreamsMemberActiveTasks(t *testing.T) {
+	const row = "wc-streams      %s 6ee710d7-3cfc-4334-a897-512956ef74a6 wc-streams-6ee710d7-3cfc-4334-a897-512956ef74a6-StreamThread-%d-consumer %s"
+	for _, c := range []struct {
+		line string
+		want []string
+	}{
+		{fmt.Sprintf(row, "7C_JMRg9QIC0yEev3Yryig", 1, "ACTIVE: 0:[0,2]; 1:[1]; "), []string{"0_0", "0_2", "1_1"}},
+		{fmt.Sprintf(row, "7vKrBzj1SnGbdUeEmz0LUw", 2, "ACTIVE: 0:[1]; 1:[0,2]; "), []string{"0_1", "1_0", "1_2"}},
+		{fmt.Sprintf(row, "LUsJC9DdSA6Efy2XNg3ORA", 1, "ACTIVE: 0:[0,1,2]; "), []string{"0_0", "0_1", "0_2"}},
+		{fmt.Sprintf(row, "vzUF3yytT2iQ2AyG1hT1lw", 2, "ACTIVE: 0:[1]; 1:[0]; STANDBY: 0:[2]; 1:[1,2]; WARMUP: 1:[0]; "), []string{"0_1", "1_0"}},
+		{fmt.Sprintf(row, "Ixb0cVgbSCiO7OsjeRpaWw", 1, "STANDBY: 0:[2]; "), nil},
+		{fmt.Sprintf(row, "wjKyI3bkTWGSWrFgU6atGQ", 2, ""), nil},
+	} {
+		if got := streamsMemberActiveTasks(c.line); fmt.Sprint(got) != fmt.Sprint(c.want) {
+			t.Errorf("%q: active tasks %v, want %v", c.line, got, c.want)
+		}
+	}
 }
 
 // javaStringHash is Java's String.hashCode of an ASCII string.
