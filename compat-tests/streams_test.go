@@ -433,7 +433,13 @@ func TestStreamsExactlyOnceStreamsProtocol(t *testing.T) {
 func testStreamsExactlyOnce(t *testing.T, protocol string, settings ...string) *Broker {
 	lib := streamsJars(t)
 	classes := compileStreamsApp(t, lib)
-	b := StartBroker(t, append([]string{"group.initial.rebalance.delay.ms=0"}, settings...)...)
+	// A killed application's open transactions hold back the read_committed output and the
+	// changelog its replacement restores from until the transaction coordinator aborts them:
+	// transaction.timeout.ms (20 s) after they began, at the next timed-out-transaction check.
+	// The check runs every second rather than every 10 s (Kafka's default), so that the wait is
+	// the application's timeout and not up to 10 s more.
+	b := StartBroker(t, append([]string{"group.initial.rebalance.delay.ms=0",
+		"transaction.abort.timed.out.transaction.cleanup.interval.ms=1000"}, settings...)...)
 	ctx, cancel := context.WithTimeout(context.Background(), streamsDeadline)
 	defer cancel()
 	input, output, appID := "words-"+protocol, "counts-"+protocol, "wc-"+protocol
@@ -446,15 +452,23 @@ func testStreamsExactlyOnce(t *testing.T, protocol string, settings ...string) *
 		t.Helper()
 		waitFor(t, streamsWaitDeadline, what, func() error { return counts.latestMatch(want) })
 	}
+	// took logs how long each step took, so that a slow run shows where its time went.
+	last := time.Now()
+	took := func(what string) {
+		t.Logf("%s took %v", what, time.Since(last).Round(100*time.Millisecond))
+		last = time.Now()
+	}
 
 	app := startStreamsApp(t, lib, classes, b.Addr, input, output, appID, protocol, t.TempDir())
 	app.waitRunning()
+	took("starting the application")
 
 	// 1. Steady state.
 	if err := in.produce(ctx, in.lines(150)); err != nil {
 		t.Fatal(err)
 	}
 	waitCounts("counts of the first 150 lines", in.snapshot())
+	took("counting the first 150 lines")
 	if err := counts.exactlyOnce(in.snapshot()); err != nil {
 		t.Fatalf("before any fault: %v", err)
 	}
@@ -473,11 +487,13 @@ func testStreamsExactlyOnce(t *testing.T, protocol string, settings ...string) *
 	})
 	b.Kill()
 	t.Logf("sluice killed with %d of %d count updates read", counts.total(), before+3*len(batch))
+	last = time.Now()
 	b.Restart()
 	if err := <-produced; err != nil {
 		t.Fatalf("producing across the broker restart: %v", err)
 	}
 	waitCounts("counts after the broker kill", in.snapshot())
+	took("catching up after the broker kill")
 
 	// 3. kill -9 of the Streams application while lines flow; its replacement has an empty
 	// state dir and restores the counts from the changelog topic.
@@ -492,12 +508,14 @@ func testStreamsExactlyOnce(t *testing.T, protocol string, settings ...string) *
 	})
 	app.kill()
 	t.Logf("application killed with %d of %d count updates read", counts.total(), before+3*len(batch))
+	last = time.Now()
 	app = startStreamsApp(t, lib, classes, b.Addr, input, output, appID, protocol, t.TempDir())
 	if err := <-produced; err != nil {
 		t.Fatalf("producing across the application restart: %v", err)
 	}
 	want := in.snapshot()
 	waitCounts("counts after the application kill", want)
+	took("catching up after the application kill")
 	if protocol == "streams" {
 		checkStreamsGroupTool(t, lib, b.Addr, appID, input, partitions)
 	}
@@ -580,8 +598,15 @@ func streamsGroupTool(t *testing.T, lib, addr string, args ...string) string {
 // input and repartition topics catch up (lag 0 on every partition).
 func checkStreamsGroupTool(t *testing.T, lib, addr, appID, input string, partitions int32) {
 	t.Helper()
-	start := time.Now()
-	defer func() { t.Logf("kafka-streams-groups checks took %v", time.Since(start).Round(time.Second)) }()
+	start, last := time.Now(), time.Now()
+	var steps []string
+	step := func(what string) {
+		steps = append(steps, fmt.Sprintf("%s %v", what, time.Since(last).Round(100*time.Millisecond)))
+		last = time.Now()
+	}
+	defer func() {
+		t.Logf("kafka-streams-groups checks took %v (%s)", time.Since(start).Round(time.Second), strings.Join(steps, ", "))
+	}()
 	if out := streamsGroupTool(t, lib, addr, "--list"); !containsLine(out, appID) {
 		t.Errorf("kafka-streams-groups --list does not show %s:\n%s", appID, out)
 	}
@@ -593,8 +618,10 @@ func checkStreamsGroupTool(t *testing.T, lib, addr, appID, input string, partiti
 		}
 		return nil
 	})
+	step("--list and --state")
 
 	out := streamsGroupTool(t, lib, addr, "--describe", "--members", "--group", appID)
+	step("--members")
 	seen := map[string]int{}
 	processes := map[string]bool{}
 	rows := 0
@@ -646,6 +673,7 @@ func checkStreamsGroupTool(t *testing.T, lib, addr, appID, input string, partiti
 		}
 		return nil
 	})
+	step("--offsets")
 }
 
 // streamsTaskList is one "<subtopology>:[<partition>,...];" of an ASSIGNMENTS column.
