@@ -1086,9 +1086,13 @@ func sortedStreamsKeys[V any](m map[string]V) []string {
 // reconcileStreams moves m toward its target, as Kafka's streams
 // CurrentAssignmentBuilder: tasks to give up are revoked first (the member
 // keeps its epoch until it reports them gone); then the member advances to
-// the assignment epoch and gets the target's tasks, except active tasks
-// another member still owns (it is then "unreleased" and gets them on a
-// later heartbeat, once they are free).
+// the assignment epoch and gets the target's tasks, except those that are
+// not released yet (it is then "unreleased" and gets them on a later
+// heartbeat, once they are free): an active task another member still owns
+// as active, or that another member of m's process still holds as a standby
+// or warm-up; a standby or warm-up task another member of m's process still
+// holds in any role. One process keeps one state directory per task, so two
+// of its threads must not hold the same task at once.
 func (g *group) reconcileStreams(m *sgMember) {
 	sg := g.sg
 	if m.epoch == epochStaticLeave {
@@ -1141,28 +1145,25 @@ func (g *group) reconcileStreams(m *sgMember) {
 	}
 	unreleased := false
 	next := kept.clone()
-	for s, ps := range target.active {
-		for _, p := range ps {
-			if next.active.has(s, p) {
-				continue
+	give := func(tgt, cur taskSet, released func(s string, p int32) bool) {
+		for s, ps := range tgt {
+			for _, p := range ps {
+				if cur.has(s, p) {
+					continue
+				}
+				if !released(s, p) {
+					unreleased = true
+					continue
+				}
+				cur.add(s, p)
 			}
-			if g.activeOwnedByOther(m, s, p) {
-				unreleased = true
-				continue
-			}
-			next.active.add(s, p)
 		}
 	}
-	for s, ps := range target.standby {
-		for _, p := range ps {
-			next.standby.add(s, p)
-		}
-	}
-	for s, ps := range target.warmup {
-		for _, p := range ps {
-			next.warmup.add(s, p)
-		}
-	}
+	give(target.active, next.active, func(s string, p int32) bool {
+		return !g.activeOwnedByOther(m, s, p) && !g.heldInProcess(m, s, p, false)
+	})
+	give(target.standby, next.standby, func(s string, p int32) bool { return !g.heldInProcess(m, s, p, true) })
+	give(target.warmup, next.warmup, func(s string, p int32) bool { return !g.heldInProcess(m, s, p, true) })
 	m.prevEpoch, m.epoch = m.epoch, sg.assignmentEpoch
 	m.assigned = next
 	m.state = sgStable
@@ -1174,6 +1175,21 @@ func (g *group) reconcileStreams(m *sgMember) {
 func (g *group) activeOwnedByOther(m *sgMember, subtopology string, p int32) bool {
 	for _, o := range g.sg.members {
 		if o != m && (o.assigned.active.has(subtopology, p) || o.pendingRevoke.active.has(subtopology, p)) {
+			return true
+		}
+	}
+	return false
+}
+
+// heldInProcess reports whether another member of m's process still holds
+// the task (assigned or pending revocation) as a standby or warm-up, or, with
+// active, as an active task too.
+func (g *group) heldInProcess(m *sgMember, subtopology string, p int32, active bool) bool {
+	holds := func(t streamsTasks) bool {
+		return t.standby.has(subtopology, p) || t.warmup.has(subtopology, p) || (active && t.active.has(subtopology, p))
+	}
+	for _, o := range g.sg.members {
+		if o != m && o.meta.processID == m.meta.processID && (holds(o.assigned) || holds(o.pendingRevoke)) {
 			return true
 		}
 	}

@@ -42,6 +42,7 @@ type sgReq struct {
 	member, process string
 	epoch           int32
 	active          map[string][]int32 // nil: not sent
+	standby         map[string][]int32 // nil: not sent
 	shutdown        bool
 	endpoint        string // host of an interactive-query endpoint (port 8080), joins only
 	endpointEpoch   int32
@@ -68,11 +69,18 @@ func (h *harness) sgHeartbeat(r sgReq) (*kmsg.StreamsGroupHeartbeatResponse, []S
 		}
 		req.ProcessID = &process
 		req.ActiveTasks, req.StandbyTasks, req.WarmupTasks = []kmsg.TaskIDs{}, []kmsg.TaskIDs{}, []kmsg.TaskIDs{}
-	} else if r.active != nil {
-		req.ActiveTasks = []kmsg.TaskIDs{}
-		for _, s := range sortedStreamsKeys(r.active) {
-			req.ActiveTasks = append(req.ActiveTasks, kmsg.TaskIDs{SubtopologyID: s, Partitions: r.active[s]})
+	} else {
+		ids := func(m map[string][]int32) []kmsg.TaskIDs {
+			if m == nil {
+				return nil
+			}
+			out := []kmsg.TaskIDs{}
+			for _, s := range sortedStreamsKeys(m) {
+				out = append(out, kmsg.TaskIDs{SubtopologyID: s, Partitions: m[s]})
+			}
+			return out
 		}
+		req.ActiveTasks, req.StandbyTasks = ids(r.active), ids(r.standby)
 	}
 	resp, create, err := h.c.StreamsGroupHeartbeat(ctx, JoinClient{ClientID: "sc", ClientHost: "/10.0.0.2"}, req)
 	if err != nil {
@@ -523,5 +531,105 @@ func TestStreamsGroupEndpoints(t *testing.T) {
 	r2, _ := h.sgHeartbeat(sgReq{member: "A", epoch: r.MemberEpoch, endpointEpoch: r.EndpointInformationEpoch})
 	if r2.PartitionsByUserEndpoint != nil || r2.EndpointInformationEpoch != r.EndpointInformationEpoch {
 		t.Fatalf("an up-to-date member was sent the map again: %+v (epoch %d)", r2.PartitionsByUserEndpoint, r2.EndpointInformationEpoch)
+	}
+}
+
+// A task that moves to a member as active waits until no other member of that member's process
+// holds it any more, as a standby either: one Kafka Streams process keeps one state directory
+// per task, which two of its threads cannot hold at once (Kafka's CurrentAssignmentBuilder
+// treats such a task as unreleased). Here A and B are two threads of process p1 and C is
+// process p2, with one standby replica per task; when B joins, a task active on C and standby
+// on A moves to B as active. B gets it only after A reported its standby copy gone, not
+// already when C gave up the active one.
+func TestStreamsGroupActiveTaskWaitsForStandbyInSameProcess(t *testing.T) {
+	topics := fakeTopics{"in": {id: [16]byte{1}, parts: 3}, "app-rep": {id: [16]byte{2}, parts: 3}, "app-log": {id: [16]byte{3}, parts: 3}}
+	h := newHarness(t, func(c *Config) { c.Topics = topics; c.StreamsGroupNumStandbyReplicas = 1 })
+	h.load("sg")
+
+	// Each member acts as a client: it reports the tasks it was last given.
+	type client struct {
+		process         string
+		epoch           int32
+		active, standby map[string][]int32
+	}
+	cs := map[string]*client{"A": {process: "p1"}, "B": {process: "p1"}, "C": {process: "p2"}}
+	beat := func(id string) *kmsg.StreamsGroupHeartbeatResponse {
+		t.Helper()
+		c := cs[id]
+		r, _ := h.sgHeartbeat(sgReq{member: id, epoch: c.epoch, process: c.process, active: c.active, standby: c.standby})
+		if r.ErrorCode != 0 {
+			t.Fatalf("%s: heartbeat error %s", id, errName(r.ErrorCode))
+		}
+		c.epoch = r.MemberEpoch
+		if r.ActiveTasks != nil {
+			c.active, c.standby = tasksMap(r.ActiveTasks), tasksMap(r.StandbyTasks)
+		}
+		return r
+	}
+	has := func(m map[string][]int32, task sgTask) bool {
+		return slices.Contains(m[task.subtopology], task.partition)
+	}
+	member := func(d kmsg.StreamsGroupDescribeResponseGroup, id string) kmsg.StreamsGroupDescribeResponseGroupMember {
+		for _, m := range d.Members {
+			if m.MemberID == id {
+				return m
+			}
+		}
+		t.Fatalf("no member %s in %+v", id, d)
+		return kmsg.StreamsGroupDescribeResponseGroupMember{}
+	}
+
+	// A and C settle: each runs half the tasks and keeps standbys of the other half.
+	beat("A")
+	beat("A")
+	beat("C")
+	for range 2 {
+		beat("A")
+		beat("C")
+	}
+	if d := h.sgDescribe(); d.State != "Stable" || len(member(d, "A").Assignment.StandbyTasks) == 0 {
+		t.Fatalf("A and C did not settle with standbys: %+v", d)
+	}
+
+	// B joins. Find a task B is to run that C runs now and A keeps a standby of.
+	beat("B")
+	d := h.sgDescribe()
+	var moved *sgTask
+	for _, id := range member(d, "B").TargetAssignment.ActiveTasks {
+		for _, p := range id.Partitions {
+			task := sgTask{id.SubtopologyID, p}
+			if has(tasksMap(member(d, "C").Assignment.ActiveTasks), task) && has(tasksMap(member(d, "A").Assignment.StandbyTasks), task) {
+				moved = &task
+			}
+		}
+	}
+	if moved == nil {
+		t.Fatalf("no task moves from C (active) and A (standby) to B: %+v", d)
+	}
+	// C gives it up; A has not heartbeated yet, so it still holds its standby copy.
+	beat("C")
+	beat("C")
+	if has(cs["C"].active, *moved) {
+		t.Fatalf("C still runs %v", *moved)
+	}
+	beat("B")
+	if has(cs["B"].active, *moved) {
+		t.Fatalf("B was given %v while A, of B's process, still holds it as a standby", *moved)
+	}
+	if d := h.sgDescribe(); d.State == "Stable" {
+		t.Fatalf("Stable while B waits for %v: %+v", *moved, d)
+	}
+	// A drops its standby copy (the move leaves it no standby of that task); then B gets it.
+	beat("A")
+	beat("A")
+	if has(cs["A"].standby, *moved) || has(cs["A"].active, *moved) {
+		t.Fatalf("A still holds %v", *moved)
+	}
+	beat("B")
+	if !has(cs["B"].active, *moved) {
+		t.Fatalf("B did not get %v once A gave it up: active %v", *moved, cs["B"].active)
+	}
+	if d := h.sgDescribe(); d.State != "Stable" {
+		t.Fatalf("not Stable at the end: %+v", d)
 	}
 }
