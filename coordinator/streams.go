@@ -42,6 +42,7 @@ const (
 	sgStatusIncorrectlyPartitions = 2
 	sgStatusMissingInternalTopics = 3
 	sgStatusShutdownApplication   = 4
+	sgStatusAssignmentDelayed     = 5
 )
 
 // Defaults Kafka 4.4 answers with for the group-level streams configs sluice
@@ -98,6 +99,13 @@ type streamsGroup struct {
 	// shutdown is set once a member asked the whole application to shut
 	// down; every member is told so until the group is empty. Not persisted.
 	shutdown bool
+	// assignDelayUntil is the end of group.streams.initial.rebalance.delay.ms
+	// started by a member that joined the group empty: no target is computed
+	// before it, so that the application's other members (its other threads)
+	// join first and are assigned with it, instead of the first one being
+	// given every task and having to give most of them back. Not persisted:
+	// after a load the next heartbeat computes the target.
+	assignDelayUntil time.Time
 	// endpointEpoch counts changes of the members' interactive-query
 	// endpoints and of the tasks of members that have one; a heartbeat
 	// carrying another epoch is sent PartitionsByUserEndpoint. Not persisted:
@@ -636,7 +644,7 @@ func (s *shard) streamsHeartbeat(client JoinClient, req *kmsg.StreamsGroupHeartb
 	}
 
 	var m *sgMember
-	bump := false
+	bump, startDelay := false, false
 	switch req.MemberEpoch {
 	case epochJoin:
 		if req.InstanceID != nil {
@@ -654,6 +662,9 @@ func (s *shard) streamsHeartbeat(client JoinClient, req *kmsg.StreamsGroupHeartb
 				if len(sg.members) >= s.cfg.StreamsGroupMaxSize {
 					fail(kerr.GroupMaxSizeReached.Code, fmt.Sprintf("The streams group has reached its maximum capacity of %d members.", s.cfg.StreamsGroupMaxSize))
 					return
+				}
+				if len(sg.members) == 0 && s.cfg.StreamsGroupInitialRebalanceDelay > 0 {
+					startDelay = true
 				}
 				m = &sgMember{id: req.MemberID, assigned: newStreamsTasks(), pendingRevoke: newStreamsTasks()}
 				sg.members[m.id] = m
@@ -772,11 +783,23 @@ func (s *shard) streamsHeartbeat(client JoinClient, req *kmsg.StreamsGroupHeartb
 	if bump {
 		g.bumpStreamsEpoch(&recs)
 	}
+	if startDelay {
+		sg.assignDelayUntil = s.now().Add(s.cfg.StreamsGroupInitialRebalanceDelay)
+		if sg.assignmentEpoch == 0 {
+			// As Kafka: a new group's members wait at epoch 1 with no tasks
+			// (an epoch of 0 would tell them to join again); the first
+			// assignment is epoch 2's.
+			g.bumpStreamsEpoch(&recs)
+			sg.assignmentEpoch = sg.epoch - 1
+			recs = append(recs, record{key: streamsKey(keyStreamsGroupTargetMetadata, g.id, nil), value: streamsTargetMetadataValue(sg.assignmentEpoch)})
+		}
+	}
 	var configured *sgConfigured
 	if sg.topology != nil {
 		configured = s.configureTopology(sg.topology)
 	}
-	if sg.assignmentEpoch < sg.epoch {
+	delayed := sg.assignmentEpoch < sg.epoch && s.now().Before(sg.assignDelayUntil)
+	if sg.assignmentEpoch < sg.epoch && !delayed {
 		g.computeStreamsTarget(configured, &recs)
 	}
 	before := m.assigned.clone()
@@ -825,6 +848,9 @@ func (s *shard) streamsHeartbeat(client JoinClient, req *kmsg.StreamsGroupHeartb
 	}
 	if sg.shutdown {
 		statuses = append(statuses, sgStatus(sgStatusShutdownApplication, "A member of the group requested to shut down the application."))
+	}
+	if delayed {
+		statuses = append(statuses, sgStatus(sgStatusAssignmentDelayed, "Assignment delayed due to the configured initial rebalance delay."))
 	}
 	r.Status = statuses
 	if changed || req.MemberEpoch == epochJoin || m.reported == nil || !m.reported.equal(m.assigned) {

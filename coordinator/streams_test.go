@@ -136,7 +136,7 @@ func statusCodes(r *kmsg.StreamsGroupHeartbeatResponse) []int8 {
 // member's tasks go back to the other.
 func TestStreamsGroupLifecycle(t *testing.T) {
 	topics := fakeTopics{"in": {id: [16]byte{1}, parts: 3}}
-	h := newHarness(t, func(c *Config) { c.Topics = topics })
+	h := newHarness(t, func(c *Config) { c.Topics = topics; c.StreamsGroupInitialRebalanceDelay = 0 })
 	h.load("sg")
 
 	r, create := h.sgHeartbeat(sgReq{member: "A", epoch: 0})
@@ -309,7 +309,7 @@ func TestStreamsGroupLifecycle(t *testing.T) {
 // protocols are not streams groups and the other way round.
 func TestStreamsGroupBadInput(t *testing.T) {
 	topics := fakeTopics{"in": {id: [16]byte{1}, parts: 3}, "a": {id: topicA, parts: 4}}
-	h := newHarness(t, func(c *Config) { c.Topics = topics })
+	h := newHarness(t, func(c *Config) { c.Topics = topics; c.StreamsGroupInitialRebalanceDelay = 0 })
 	h.load("sg")
 	h.load("cg")
 	send := func(mutate func(*kmsg.StreamsGroupHeartbeatRequest)) *kmsg.StreamsGroupHeartbeatResponse {
@@ -514,7 +514,7 @@ func FuzzStreamsRecords(f *testing.F) {
 // tasks' input partitions) whenever its endpoint epoch is behind the group's.
 func TestStreamsGroupEndpoints(t *testing.T) {
 	topics := fakeTopics{"in": {id: [16]byte{1}, parts: 3}, "app-rep": {id: [16]byte{2}, parts: 3}, "app-log": {id: [16]byte{3}, parts: 3}}
-	h := newHarness(t, func(c *Config) { c.Topics = topics })
+	h := newHarness(t, func(c *Config) { c.Topics = topics; c.StreamsGroupInitialRebalanceDelay = 0 })
 	h.load("sg")
 	r, _ := h.sgHeartbeat(sgReq{member: "A", epoch: 0, endpoint: "host-a"})
 	if r.EndpointInformationEpoch == 0 || len(r.PartitionsByUserEndpoint) != 1 {
@@ -543,7 +543,9 @@ func TestStreamsGroupEndpoints(t *testing.T) {
 // already when C gave up the active one.
 func TestStreamsGroupActiveTaskWaitsForStandbyInSameProcess(t *testing.T) {
 	topics := fakeTopics{"in": {id: [16]byte{1}, parts: 3}, "app-rep": {id: [16]byte{2}, parts: 3}, "app-log": {id: [16]byte{3}, parts: 3}}
-	h := newHarness(t, func(c *Config) { c.Topics = topics; c.StreamsGroupNumStandbyReplicas = 1 })
+	h := newHarness(t, func(c *Config) {
+		c.Topics, c.StreamsGroupNumStandbyReplicas, c.StreamsGroupInitialRebalanceDelay = topics, 1, 0
+	})
 	h.load("sg")
 
 	// Each member acts as a client: it reports the tasks it was last given.
@@ -631,5 +633,56 @@ func TestStreamsGroupActiveTaskWaitsForStandbyInSameProcess(t *testing.T) {
 	}
 	if d := h.sgDescribe(); d.State != "Stable" {
 		t.Fatalf("not Stable at the end: %+v", d)
+	}
+}
+
+// group.streams.initial.rebalance.delay.ms: a member joining an empty group starts the delay,
+// during which members get an epoch, no tasks and ASSIGNMENT_DELAYED; the first target comes
+// after it and includes every member that joined meanwhile, so the first member is not given
+// every task only to give half of them back when the application's second thread joins a
+// moment later. A group that became empty again delays its next assignment the same way.
+func TestStreamsGroupInitialRebalanceDelay(t *testing.T) {
+	topics := fakeTopics{"in": {id: [16]byte{1}, parts: 3}, "app-rep": {id: [16]byte{2}, parts: 3}, "app-log": {id: [16]byte{3}, parts: 3}}
+	h := newHarness(t, func(c *Config) { c.Topics, c.StreamsGroupInitialRebalanceDelay = topics, 3*time.Second })
+	h.load("sg")
+	delayed := func(who string, r *kmsg.StreamsGroupHeartbeatResponse) {
+		t.Helper()
+		if tasks := tasksOf(r.ActiveTasks); r.ErrorCode != 0 || r.MemberEpoch <= 0 || (tasks != "" && tasks != "-") || !slices.Equal(statusCodes(r), []int8{sgStatusAssignmentDelayed}) {
+			t.Fatalf("%s during the delay: code %d epoch %d tasks %q status %+v", who, r.ErrorCode, r.MemberEpoch, tasksOf(r.ActiveTasks), r.Status)
+		}
+	}
+	ra, _ := h.sgHeartbeat(sgReq{member: "A", epoch: 0})
+	delayed("A", ra)
+	h.advance(time.Second)
+	rb, _ := h.sgHeartbeat(sgReq{member: "B", epoch: 0})
+	delayed("B", rb)
+	h.advance(time.Second)
+	ra, _ = h.sgHeartbeat(sgReq{member: "A", epoch: ra.MemberEpoch, active: map[string][]int32{}})
+	delayed("A", ra)
+
+	// After the delay both are assigned at once, half each; nothing is revoked.
+	h.advance(time.Second)
+	ra, _ = h.sgHeartbeat(sgReq{member: "A", epoch: ra.MemberEpoch, active: map[string][]int32{}})
+	rb, _ = h.sgHeartbeat(sgReq{member: "B", epoch: rb.MemberEpoch, active: map[string][]int32{}})
+	a, b := tasksMap(ra.ActiveTasks), tasksMap(rb.ActiveTasks)
+	n := func(m map[string][]int32) int { return len(m["0"]) + len(m["1"]) }
+	if n(a) != 3 || n(b) != 3 || len(ra.Status) != 0 || len(rb.Status) != 0 {
+		t.Fatalf("after the delay: A %q %+v, B %q %+v", tasksOf(ra.ActiveTasks), ra.Status, tasksOf(rb.ActiveTasks), rb.Status)
+	}
+	h.sgHeartbeat(sgReq{member: "A", epoch: ra.MemberEpoch, active: a})
+	h.sgHeartbeat(sgReq{member: "B", epoch: rb.MemberEpoch, active: b})
+	if d := h.sgDescribe(); d.State != "Stable" {
+		t.Fatalf("state after the first assignment: %s", d.State)
+	}
+
+	// Both leave; C joins the empty group and waits again.
+	h.sgHeartbeat(sgReq{member: "A", epoch: -1})
+	h.sgHeartbeat(sgReq{member: "B", epoch: -1})
+	rc, _ := h.sgHeartbeat(sgReq{member: "C", epoch: 0})
+	delayed("C", rc)
+	h.advance(3 * time.Second)
+	rc, _ = h.sgHeartbeat(sgReq{member: "C", epoch: rc.MemberEpoch, active: map[string][]int32{}})
+	if tasksOf(rc.ActiveTasks) != "0:[0 1 2] 1:[0 1 2]" || len(rc.Status) != 0 {
+		t.Fatalf("C after the delay: tasks %q status %+v", tasksOf(rc.ActiveTasks), rc.Status)
 	}
 }
