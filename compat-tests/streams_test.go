@@ -427,7 +427,11 @@ func TestStreamsExactlyOnceStreamsProtocol(t *testing.T) {
 	testStreamsExactlyOnce(t, "streams",
 		// A killed application's members hold their tasks until their session ends.
 		"group.streams.session.timeout.ms=10000", "group.streams.min.session.timeout.ms=10000",
-		"group.streams.heartbeat.interval.ms=1000", "group.streams.min.heartbeat.interval.ms=1000")
+		"group.streams.heartbeat.interval.ms=1000", "group.streams.min.heartbeat.interval.ms=1000",
+		// The application's two threads join within moments of each other; a second (rather
+		// than Kafka's 3) is enough for both to be in the group's first assignment, after the
+		// start and after the replacement joins the group the killed members left empty.
+		"group.streams.initial.rebalance.delay.ms=1000")
 }
 
 func testStreamsExactlyOnce(t *testing.T, protocol string, settings ...string) *Broker {
