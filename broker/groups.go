@@ -40,6 +40,7 @@ func newCoordinator(b *Broker) *coordinator.Coordinator {
 	cfg.StreamsGroupHeartbeatInterval = ms(int64(s.Int32("group.streams.heartbeat.interval.ms")))
 	cfg.StreamsGroupMaxSize = int(s.Int32("group.streams.max.size"))
 	cfg.StreamsGroupNumStandbyReplicas = int(s.Int32("group.streams.num.standby.replicas"))
+	cfg.StreamsGroupInitialRebalanceDelay = ms(int64(s.Int32("group.streams.initial.rebalance.delay.ms")))
 	cfg.Topics = imageTopics{b.ctrl}
 	cfg.Logger = b.logger.With("component", "coordinator")
 	return coordinator.New(cfg)

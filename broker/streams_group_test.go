@@ -53,7 +53,8 @@ func streamsJoin(t *testing.T, tb *testBroker, group, topic string) *kmsg.Stream
 // A streams group's first heartbeat names the missing changelog and the broker creates it with
 // the task count's partitions and the topology's configs.
 func TestStreamsGroupHeartbeatCreatesInternalTopics(t *testing.T) {
-	tb := startTestBroker(t, nil, streamsVersions())
+	// No initial rebalance delay: the first heartbeat's only status is MISSING_INTERNAL_TOPICS.
+	tb := startTestBroker(t, map[string]string{"group.streams.initial.rebalance.delay.ms": "0"}, streamsVersions())
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if _, err := tb.Admin.CreateTopic(ctx, 4, 1, nil, "src"); err != nil {

@@ -427,13 +427,23 @@ func TestStreamsExactlyOnceStreamsProtocol(t *testing.T) {
 	testStreamsExactlyOnce(t, "streams",
 		// A killed application's members hold their tasks until their session ends.
 		"group.streams.session.timeout.ms=10000", "group.streams.min.session.timeout.ms=10000",
-		"group.streams.heartbeat.interval.ms=1000", "group.streams.min.heartbeat.interval.ms=1000")
+		"group.streams.heartbeat.interval.ms=1000", "group.streams.min.heartbeat.interval.ms=1000",
+		// The application's two threads join within moments of each other; a second (rather
+		// than Kafka's 3) is enough for both to be in the group's first assignment, after the
+		// start and after the replacement joins the group the killed members left empty.
+		"group.streams.initial.rebalance.delay.ms=1000")
 }
 
 func testStreamsExactlyOnce(t *testing.T, protocol string, settings ...string) *Broker {
 	lib := streamsJars(t)
 	classes := compileStreamsApp(t, lib)
-	b := StartBroker(t, append([]string{"group.initial.rebalance.delay.ms=0"}, settings...)...)
+	// A killed application's open transactions hold back the read_committed output and the
+	// changelog its replacement restores from until the transaction coordinator aborts them:
+	// transaction.timeout.ms (20 s) after they began, at the next timed-out-transaction check.
+	// The check runs every second rather than every 10 s (Kafka's default), so that the wait is
+	// the application's timeout and not up to 10 s more.
+	b := StartBroker(t, append([]string{"group.initial.rebalance.delay.ms=0",
+		"transaction.abort.timed.out.transaction.cleanup.interval.ms=1000"}, settings...)...)
 	ctx, cancel := context.WithTimeout(context.Background(), streamsDeadline)
 	defer cancel()
 	input, output, appID := "words-"+protocol, "counts-"+protocol, "wc-"+protocol
@@ -446,15 +456,23 @@ func testStreamsExactlyOnce(t *testing.T, protocol string, settings ...string) *
 		t.Helper()
 		waitFor(t, streamsWaitDeadline, what, func() error { return counts.latestMatch(want) })
 	}
+	// took logs how long each step took, so that a slow run shows where its time went.
+	last := time.Now()
+	took := func(what string) {
+		t.Logf("%s took %v", what, time.Since(last).Round(100*time.Millisecond))
+		last = time.Now()
+	}
 
 	app := startStreamsApp(t, lib, classes, b.Addr, input, output, appID, protocol, t.TempDir())
 	app.waitRunning()
+	took("starting the application")
 
 	// 1. Steady state.
 	if err := in.produce(ctx, in.lines(150)); err != nil {
 		t.Fatal(err)
 	}
 	waitCounts("counts of the first 150 lines", in.snapshot())
+	took("counting the first 150 lines")
 	if err := counts.exactlyOnce(in.snapshot()); err != nil {
 		t.Fatalf("before any fault: %v", err)
 	}
@@ -473,11 +491,13 @@ func testStreamsExactlyOnce(t *testing.T, protocol string, settings ...string) *
 	})
 	b.Kill()
 	t.Logf("sluice killed with %d of %d count updates read", counts.total(), before+3*len(batch))
+	last = time.Now()
 	b.Restart()
 	if err := <-produced; err != nil {
 		t.Fatalf("producing across the broker restart: %v", err)
 	}
 	waitCounts("counts after the broker kill", in.snapshot())
+	took("catching up after the broker kill")
 
 	// 3. kill -9 of the Streams application while lines flow; its replacement has an empty
 	// state dir and restores the counts from the changelog topic.
@@ -492,12 +512,14 @@ func testStreamsExactlyOnce(t *testing.T, protocol string, settings ...string) *
 	})
 	app.kill()
 	t.Logf("application killed with %d of %d count updates read", counts.total(), before+3*len(batch))
+	last = time.Now()
 	app = startStreamsApp(t, lib, classes, b.Addr, input, output, appID, protocol, t.TempDir())
 	if err := <-produced; err != nil {
 		t.Fatalf("producing across the application restart: %v", err)
 	}
 	want := in.snapshot()
 	waitCounts("counts after the application kill", want)
+	took("catching up after the application kill")
 	if protocol == "streams" {
 		checkStreamsGroupTool(t, lib, b.Addr, appID, input, partitions)
 	}
@@ -580,8 +602,15 @@ func streamsGroupTool(t *testing.T, lib, addr string, args ...string) string {
 // input and repartition topics catch up (lag 0 on every partition).
 func checkStreamsGroupTool(t *testing.T, lib, addr, appID, input string, partitions int32) {
 	t.Helper()
-	start := time.Now()
-	defer func() { t.Logf("kafka-streams-groups checks took %v", time.Since(start).Round(time.Second)) }()
+	start, last := time.Now(), time.Now()
+	var steps []string
+	step := func(what string) {
+		steps = append(steps, fmt.Sprintf("%s %v", what, time.Since(last).Round(100*time.Millisecond)))
+		last = time.Now()
+	}
+	defer func() {
+		t.Logf("kafka-streams-groups checks took %v (%s)", time.Since(start).Round(time.Second), strings.Join(steps, ", "))
+	}()
 	if out := streamsGroupTool(t, lib, addr, "--list"); !containsLine(out, appID) {
 		t.Errorf("kafka-streams-groups --list does not show %s:\n%s", appID, out)
 	}
@@ -593,9 +622,10 @@ func checkStreamsGroupTool(t *testing.T, lib, addr, appID, input string, partiti
 		}
 		return nil
 	})
+	step("--list and --state")
 
 	out := streamsGroupTool(t, lib, addr, "--describe", "--members", "--group", appID)
-	task := regexp.MustCompile(`(\w+):\[([0-9,]*)\]`)
+	step("--members")
 	seen := map[string]int{}
 	processes := map[string]bool{}
 	rows := 0
@@ -606,11 +636,8 @@ func checkStreamsGroupTool(t *testing.T, lib, addr, appID, input string, partiti
 		}
 		rows++
 		processes[f[2]] = true
-		active, _, _ := strings.Cut(line[strings.Index(line, "ACTIVE:")+len("ACTIVE:"):], ";")
-		for _, m := range task.FindAllStringSubmatch(active, -1) {
-			for _, p := range strings.Split(m[2], ",") {
-				seen[m[1]+"_"+p]++
-			}
+		for _, task := range streamsMemberActiveTasks(line) {
+			seen[task]++
 		}
 	}
 	var want []string
@@ -650,6 +677,61 @@ func checkStreamsGroupTool(t *testing.T, lib, addr, appID, input string, partiti
 		}
 		return nil
 	})
+	step("--offsets")
+}
+
+// streamsTaskList is one "<subtopology>:[<partition>,...];" of an ASSIGNMENTS column.
+var streamsTaskList = regexp.MustCompile(`(\w+):\[([0-9,]*)\];`)
+
+// streamsMemberActiveTasks returns the active tasks, as "<subtopology>_<partition>", that a
+// member row of kafka-streams-groups --describe --members shows. Kafka 4.4 prints its
+// ASSIGNMENTS column as "ACTIVE: 0:[0,2]; 1:[1]; STANDBY: 1:[0]; WARMUP: ...": one
+// "<subtopology>:[<partitions>];" per subtopology after each task type that has tasks, so the
+// active tasks are every list between "ACTIVE:" and the next type (or the end of the line).
+func streamsMemberActiveTasks(line string) []string {
+	i := strings.Index(line, " ACTIVE:")
+	if i < 0 {
+		return nil
+	}
+	active := line[i+len(" ACTIVE:"):]
+	for _, next := range []string{" STANDBY:", " WARMUP:"} {
+		if j := strings.Index(active, next); j >= 0 {
+			active = active[:j]
+		}
+	}
+	var tasks []string
+	for _, m := range streamsTaskList.FindAllStringSubmatch(active, -1) {
+		for _, p := range strings.Split(m[2], ",") {
+			if p != "" {
+				tasks = append(tasks, m[1]+"_"+p)
+			}
+		}
+	}
+	return tasks
+}
+
+// TestStreamsMemberActiveTasks reads the ASSIGNMENTS column as Kafka 4.4's kafka-streams-groups
+// prints it. The rows are from a run of TestStreamsExactlyOnceStreamsProtocol whose check failed
+// with "active tasks [0_0 0_1 0_2]": it read each member's active tasks only up to the first
+// ";", which ends the first subtopology's list, so a member running tasks of both subtopologies
+// seemed to run those of the first only.
+func TestStreamsMemberActiveTasks(t *testing.T) {
+	const row = "wc-streams      %s 6ee710d7-3cfc-4334-a897-512956ef74a6 wc-streams-6ee710d7-3cfc-4334-a897-512956ef74a6-StreamThread-%d-consumer %s"
+	for _, c := range []struct {
+		line string
+		want []string
+	}{
+		{fmt.Sprintf(row, "7C_JMRg9QIC0yEev3Yryig", 1, "ACTIVE: 0:[0,2]; 1:[1]; "), []string{"0_0", "0_2", "1_1"}},
+		{fmt.Sprintf(row, "7vKrBzj1SnGbdUeEmz0LUw", 2, "ACTIVE: 0:[1]; 1:[0,2]; "), []string{"0_1", "1_0", "1_2"}},
+		{fmt.Sprintf(row, "LUsJC9DdSA6Efy2XNg3ORA", 1, "ACTIVE: 0:[0,1,2]; "), []string{"0_0", "0_1", "0_2"}},
+		{fmt.Sprintf(row, "vzUF3yytT2iQ2AyG1hT1lw", 2, "ACTIVE: 0:[1]; 1:[0]; STANDBY: 0:[2]; 1:[1,2]; WARMUP: 1:[0]; "), []string{"0_1", "1_0"}},
+		{fmt.Sprintf(row, "Ixb0cVgbSCiO7OsjeRpaWw", 1, "STANDBY: 0:[2]; "), nil},
+		{fmt.Sprintf(row, "wjKyI3bkTWGSWrFgU6atGQ", 2, ""), nil},
+	} {
+		if got := streamsMemberActiveTasks(c.line); fmt.Sprint(got) != fmt.Sprint(c.want) {
+			t.Errorf("%q: active tasks %v, want %v", c.line, got, c.want)
+		}
+	}
 }
 
 // javaStringHash is Java's String.hashCode of an ASCII string.

@@ -87,6 +87,12 @@ type Config struct {
 	StreamsGroupMaxSize int
 	// StreamsGroupNumStandbyReplicas is group.streams.num.standby.replicas (0).
 	StreamsGroupNumStandbyReplicas int
+	// StreamsGroupInitialRebalanceDelay is
+	// group.streams.initial.rebalance.delay.ms (3s): a member joining an
+	// empty streams group starts it, and no target assignment is computed
+	// before it ends, so that the application's other members join first.
+	// 0: none.
+	StreamsGroupInitialRebalanceDelay time.Duration
 
 	// Topics resolves data topics; see TopicMetadata. May be nil.
 	Topics TopicMetadata
@@ -99,20 +105,21 @@ type Config struct {
 // DefaultConfig returns Kafka 4.x's defaults.
 func DefaultConfig() Config {
 	return Config{
-		NumPartitions:                  50,
-		GroupMinSessionTimeout:         6 * time.Second,
-		GroupMaxSessionTimeout:         30 * time.Minute,
-		GroupInitialRebalanceDelay:     3 * time.Second,
-		GroupMaxSize:                   math.MaxInt32,
-		OffsetsRetention:               7 * 24 * time.Hour,
-		OffsetsRetentionCheckInterval:  10 * time.Minute,
-		OffsetMetadataMaxBytes:         4096,
-		ConsumerGroupSessionTimeout:    45 * time.Second,
-		ConsumerGroupHeartbeatInterval: 5 * time.Second,
-		ConsumerGroupMaxSize:           math.MaxInt32,
-		StreamsGroupSessionTimeout:     45 * time.Second,
-		StreamsGroupHeartbeatInterval:  5 * time.Second,
-		StreamsGroupMaxSize:            math.MaxInt32,
+		NumPartitions:                     50,
+		GroupMinSessionTimeout:            6 * time.Second,
+		GroupMaxSessionTimeout:            30 * time.Minute,
+		GroupInitialRebalanceDelay:        3 * time.Second,
+		GroupMaxSize:                      math.MaxInt32,
+		OffsetsRetention:                  7 * 24 * time.Hour,
+		OffsetsRetentionCheckInterval:     10 * time.Minute,
+		OffsetMetadataMaxBytes:            4096,
+		ConsumerGroupSessionTimeout:       45 * time.Second,
+		ConsumerGroupHeartbeatInterval:    5 * time.Second,
+		ConsumerGroupMaxSize:              math.MaxInt32,
+		StreamsGroupSessionTimeout:        45 * time.Second,
+		StreamsGroupHeartbeatInterval:     5 * time.Second,
+		StreamsGroupMaxSize:               math.MaxInt32,
+		StreamsGroupInitialRebalanceDelay: 3 * time.Second,
 	}
 }
 

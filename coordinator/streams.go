@@ -42,6 +42,7 @@ const (
 	sgStatusIncorrectlyPartitions = 2
 	sgStatusMissingInternalTopics = 3
 	sgStatusShutdownApplication   = 4
+	sgStatusAssignmentDelayed     = 5
 )
 
 // Defaults Kafka 4.4 answers with for the group-level streams configs sluice
@@ -98,6 +99,13 @@ type streamsGroup struct {
 	// shutdown is set once a member asked the whole application to shut
 	// down; every member is told so until the group is empty. Not persisted.
 	shutdown bool
+	// assignDelayUntil is the end of group.streams.initial.rebalance.delay.ms
+	// started by a member that joined the group empty: no target is computed
+	// before it, so that the application's other members (its other threads)
+	// join first and are assigned with it, instead of the first one being
+	// given every task and having to give most of them back. Not persisted:
+	// after a load the next heartbeat computes the target.
+	assignDelayUntil time.Time
 	// endpointEpoch counts changes of the members' interactive-query
 	// endpoints and of the tasks of members that have one; a heartbeat
 	// carrying another epoch is sent PartitionsByUserEndpoint. Not persisted:
@@ -636,7 +644,7 @@ func (s *shard) streamsHeartbeat(client JoinClient, req *kmsg.StreamsGroupHeartb
 	}
 
 	var m *sgMember
-	bump := false
+	bump, startDelay := false, false
 	switch req.MemberEpoch {
 	case epochJoin:
 		if req.InstanceID != nil {
@@ -654,6 +662,9 @@ func (s *shard) streamsHeartbeat(client JoinClient, req *kmsg.StreamsGroupHeartb
 				if len(sg.members) >= s.cfg.StreamsGroupMaxSize {
 					fail(kerr.GroupMaxSizeReached.Code, fmt.Sprintf("The streams group has reached its maximum capacity of %d members.", s.cfg.StreamsGroupMaxSize))
 					return
+				}
+				if len(sg.members) == 0 && s.cfg.StreamsGroupInitialRebalanceDelay > 0 {
+					startDelay = true
 				}
 				m = &sgMember{id: req.MemberID, assigned: newStreamsTasks(), pendingRevoke: newStreamsTasks()}
 				sg.members[m.id] = m
@@ -772,11 +783,23 @@ func (s *shard) streamsHeartbeat(client JoinClient, req *kmsg.StreamsGroupHeartb
 	if bump {
 		g.bumpStreamsEpoch(&recs)
 	}
+	if startDelay {
+		sg.assignDelayUntil = s.now().Add(s.cfg.StreamsGroupInitialRebalanceDelay)
+		if sg.assignmentEpoch == 0 {
+			// As Kafka: a new group's members wait at epoch 1 with no tasks
+			// (an epoch of 0 would tell them to join again); the first
+			// assignment is epoch 2's.
+			g.bumpStreamsEpoch(&recs)
+			sg.assignmentEpoch = sg.epoch - 1
+			recs = append(recs, record{key: streamsKey(keyStreamsGroupTargetMetadata, g.id, nil), value: streamsTargetMetadataValue(sg.assignmentEpoch)})
+		}
+	}
 	var configured *sgConfigured
 	if sg.topology != nil {
 		configured = s.configureTopology(sg.topology)
 	}
-	if sg.assignmentEpoch < sg.epoch {
+	delayed := sg.assignmentEpoch < sg.epoch && s.now().Before(sg.assignDelayUntil)
+	if sg.assignmentEpoch < sg.epoch && !delayed {
 		g.computeStreamsTarget(configured, &recs)
 	}
 	before := m.assigned.clone()
@@ -825,6 +848,9 @@ func (s *shard) streamsHeartbeat(client JoinClient, req *kmsg.StreamsGroupHeartb
 	}
 	if sg.shutdown {
 		statuses = append(statuses, sgStatus(sgStatusShutdownApplication, "A member of the group requested to shut down the application."))
+	}
+	if delayed {
+		statuses = append(statuses, sgStatus(sgStatusAssignmentDelayed, "Assignment delayed due to the configured initial rebalance delay."))
 	}
 	r.Status = statuses
 	if changed || req.MemberEpoch == epochJoin || m.reported == nil || !m.reported.equal(m.assigned) {
@@ -1086,9 +1112,13 @@ func sortedStreamsKeys[V any](m map[string]V) []string {
 // reconcileStreams moves m toward its target, as Kafka's streams
 // CurrentAssignmentBuilder: tasks to give up are revoked first (the member
 // keeps its epoch until it reports them gone); then the member advances to
-// the assignment epoch and gets the target's tasks, except active tasks
-// another member still owns (it is then "unreleased" and gets them on a
-// later heartbeat, once they are free).
+// the assignment epoch and gets the target's tasks, except those that are
+// not released yet (it is then "unreleased" and gets them on a later
+// heartbeat, once they are free): an active task another member still owns
+// as active, or that another member of m's process still holds as a standby
+// or warm-up; a standby or warm-up task another member of m's process still
+// holds in any role. One process keeps one state directory per task, so two
+// of its threads must not hold the same task at once.
 func (g *group) reconcileStreams(m *sgMember) {
 	sg := g.sg
 	if m.epoch == epochStaticLeave {
@@ -1141,28 +1171,25 @@ func (g *group) reconcileStreams(m *sgMember) {
 	}
 	unreleased := false
 	next := kept.clone()
-	for s, ps := range target.active {
-		for _, p := range ps {
-			if next.active.has(s, p) {
-				continue
+	give := func(tgt, cur taskSet, released func(s string, p int32) bool) {
+		for s, ps := range tgt {
+			for _, p := range ps {
+				if cur.has(s, p) {
+					continue
+				}
+				if !released(s, p) {
+					unreleased = true
+					continue
+				}
+				cur.add(s, p)
 			}
-			if g.activeOwnedByOther(m, s, p) {
-				unreleased = true
-				continue
-			}
-			next.active.add(s, p)
 		}
 	}
-	for s, ps := range target.standby {
-		for _, p := range ps {
-			next.standby.add(s, p)
-		}
-	}
-	for s, ps := range target.warmup {
-		for _, p := range ps {
-			next.warmup.add(s, p)
-		}
-	}
+	give(target.active, next.active, func(s string, p int32) bool {
+		return !g.activeOwnedByOther(m, s, p) && !g.heldInProcess(m, s, p, false)
+	})
+	give(target.standby, next.standby, func(s string, p int32) bool { return !g.heldInProcess(m, s, p, true) })
+	give(target.warmup, next.warmup, func(s string, p int32) bool { return !g.heldInProcess(m, s, p, true) })
 	m.prevEpoch, m.epoch = m.epoch, sg.assignmentEpoch
 	m.assigned = next
 	m.state = sgStable
@@ -1174,6 +1201,21 @@ func (g *group) reconcileStreams(m *sgMember) {
 func (g *group) activeOwnedByOther(m *sgMember, subtopology string, p int32) bool {
 	for _, o := range g.sg.members {
 		if o != m && (o.assigned.active.has(subtopology, p) || o.pendingRevoke.active.has(subtopology, p)) {
+			return true
+		}
+	}
+	return false
+}
+
+// heldInProcess reports whether another member of m's process still holds
+// the task (assigned or pending revocation) as a standby or warm-up, or, with
+// active, as an active task too.
+func (g *group) heldInProcess(m *sgMember, subtopology string, p int32, active bool) bool {
+	holds := func(t streamsTasks) bool {
+		return t.standby.has(subtopology, p) || t.warmup.has(subtopology, p) || (active && t.active.has(subtopology, p))
+	}
+	for _, o := range g.sg.members {
+		if o != m && o.meta.processID == m.meta.processID && (holds(o.assigned) || holds(o.pendingRevoke)) {
 			return true
 		}
 	}

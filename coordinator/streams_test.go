@@ -42,6 +42,7 @@ type sgReq struct {
 	member, process string
 	epoch           int32
 	active          map[string][]int32 // nil: not sent
+	standby         map[string][]int32 // nil: not sent
 	shutdown        bool
 	endpoint        string // host of an interactive-query endpoint (port 8080), joins only
 	endpointEpoch   int32
@@ -68,11 +69,18 @@ func (h *harness) sgHeartbeat(r sgReq) (*kmsg.StreamsGroupHeartbeatResponse, []S
 		}
 		req.ProcessID = &process
 		req.ActiveTasks, req.StandbyTasks, req.WarmupTasks = []kmsg.TaskIDs{}, []kmsg.TaskIDs{}, []kmsg.TaskIDs{}
-	} else if r.active != nil {
-		req.ActiveTasks = []kmsg.TaskIDs{}
-		for _, s := range sortedStreamsKeys(r.active) {
-			req.ActiveTasks = append(req.ActiveTasks, kmsg.TaskIDs{SubtopologyID: s, Partitions: r.active[s]})
+	} else {
+		ids := func(m map[string][]int32) []kmsg.TaskIDs {
+			if m == nil {
+				return nil
+			}
+			out := []kmsg.TaskIDs{}
+			for _, s := range sortedStreamsKeys(m) {
+				out = append(out, kmsg.TaskIDs{SubtopologyID: s, Partitions: m[s]})
+			}
+			return out
 		}
+		req.ActiveTasks, req.StandbyTasks = ids(r.active), ids(r.standby)
 	}
 	resp, create, err := h.c.StreamsGroupHeartbeat(ctx, JoinClient{ClientID: "sc", ClientHost: "/10.0.0.2"}, req)
 	if err != nil {
@@ -128,7 +136,7 @@ func statusCodes(r *kmsg.StreamsGroupHeartbeatResponse) []int8 {
 // member's tasks go back to the other.
 func TestStreamsGroupLifecycle(t *testing.T) {
 	topics := fakeTopics{"in": {id: [16]byte{1}, parts: 3}}
-	h := newHarness(t, func(c *Config) { c.Topics = topics })
+	h := newHarness(t, func(c *Config) { c.Topics = topics; c.StreamsGroupInitialRebalanceDelay = 0 })
 	h.load("sg")
 
 	r, create := h.sgHeartbeat(sgReq{member: "A", epoch: 0})
@@ -301,7 +309,7 @@ func TestStreamsGroupLifecycle(t *testing.T) {
 // protocols are not streams groups and the other way round.
 func TestStreamsGroupBadInput(t *testing.T) {
 	topics := fakeTopics{"in": {id: [16]byte{1}, parts: 3}, "a": {id: topicA, parts: 4}}
-	h := newHarness(t, func(c *Config) { c.Topics = topics })
+	h := newHarness(t, func(c *Config) { c.Topics = topics; c.StreamsGroupInitialRebalanceDelay = 0 })
 	h.load("sg")
 	h.load("cg")
 	send := func(mutate func(*kmsg.StreamsGroupHeartbeatRequest)) *kmsg.StreamsGroupHeartbeatResponse {
@@ -506,7 +514,7 @@ func FuzzStreamsRecords(f *testing.F) {
 // tasks' input partitions) whenever its endpoint epoch is behind the group's.
 func TestStreamsGroupEndpoints(t *testing.T) {
 	topics := fakeTopics{"in": {id: [16]byte{1}, parts: 3}, "app-rep": {id: [16]byte{2}, parts: 3}, "app-log": {id: [16]byte{3}, parts: 3}}
-	h := newHarness(t, func(c *Config) { c.Topics = topics })
+	h := newHarness(t, func(c *Config) { c.Topics = topics; c.StreamsGroupInitialRebalanceDelay = 0 })
 	h.load("sg")
 	r, _ := h.sgHeartbeat(sgReq{member: "A", epoch: 0, endpoint: "host-a"})
 	if r.EndpointInformationEpoch == 0 || len(r.PartitionsByUserEndpoint) != 1 {
@@ -523,5 +531,158 @@ func TestStreamsGroupEndpoints(t *testing.T) {
 	r2, _ := h.sgHeartbeat(sgReq{member: "A", epoch: r.MemberEpoch, endpointEpoch: r.EndpointInformationEpoch})
 	if r2.PartitionsByUserEndpoint != nil || r2.EndpointInformationEpoch != r.EndpointInformationEpoch {
 		t.Fatalf("an up-to-date member was sent the map again: %+v (epoch %d)", r2.PartitionsByUserEndpoint, r2.EndpointInformationEpoch)
+	}
+}
+
+// A task that moves to a member as active waits until no other member of that member's process
+// holds it any more, as a standby either: one Kafka Streams process keeps one state directory
+// per task, which two of its threads cannot hold at once (Kafka's CurrentAssignmentBuilder
+// treats such a task as unreleased). Here A and B are two threads of process p1 and C is
+// process p2, with one standby replica per task; when B joins, a task active on C and standby
+// on A moves to B as active. B gets it only after A reported its standby copy gone, not
+// already when C gave up the active one.
+func TestStreamsGroupActiveTaskWaitsForStandbyInSameProcess(t *testing.T) {
+	topics := fakeTopics{"in": {id: [16]byte{1}, parts: 3}, "app-rep": {id: [16]byte{2}, parts: 3}, "app-log": {id: [16]byte{3}, parts: 3}}
+	h := newHarness(t, func(c *Config) {
+		c.Topics, c.StreamsGroupNumStandbyReplicas, c.StreamsGroupInitialRebalanceDelay = topics, 1, 0
+	})
+	h.load("sg")
+
+	// Each member acts as a client: it reports the tasks it was last given.
+	type client struct {
+		process         string
+		epoch           int32
+		active, standby map[string][]int32
+	}
+	cs := map[string]*client{"A": {process: "p1"}, "B": {process: "p1"}, "C": {process: "p2"}}
+	beat := func(id string) *kmsg.StreamsGroupHeartbeatResponse {
+		t.Helper()
+		c := cs[id]
+		r, _ := h.sgHeartbeat(sgReq{member: id, epoch: c.epoch, process: c.process, active: c.active, standby: c.standby})
+		if r.ErrorCode != 0 {
+			t.Fatalf("%s: heartbeat error %s", id, errName(r.ErrorCode))
+		}
+		c.epoch = r.MemberEpoch
+		if r.ActiveTasks != nil {
+			c.active, c.standby = tasksMap(r.ActiveTasks), tasksMap(r.StandbyTasks)
+		}
+		return r
+	}
+	has := func(m map[string][]int32, task sgTask) bool {
+		return slices.Contains(m[task.subtopology], task.partition)
+	}
+	member := func(d kmsg.StreamsGroupDescribeResponseGroup, id string) kmsg.StreamsGroupDescribeResponseGroupMember {
+		for _, m := range d.Members {
+			if m.MemberID == id {
+				return m
+			}
+		}
+		t.Fatalf("no member %s in %+v", id, d)
+		return kmsg.StreamsGroupDescribeResponseGroupMember{}
+	}
+
+	// A and C settle: each runs half the tasks and keeps standbys of the other half.
+	beat("A")
+	beat("A")
+	beat("C")
+	for range 2 {
+		beat("A")
+		beat("C")
+	}
+	if d := h.sgDescribe(); d.State != "Stable" || len(member(d, "A").Assignment.StandbyTasks) == 0 {
+		t.Fatalf("A and C did not settle with standbys: %+v", d)
+	}
+
+	// B joins. Find a task B is to run that C runs now and A keeps a standby of.
+	beat("B")
+	d := h.sgDescribe()
+	var moved *sgTask
+	for _, id := range member(d, "B").TargetAssignment.ActiveTasks {
+		for _, p := range id.Partitions {
+			task := sgTask{id.SubtopologyID, p}
+			if has(tasksMap(member(d, "C").Assignment.ActiveTasks), task) && has(tasksMap(member(d, "A").Assignment.StandbyTasks), task) {
+				moved = &task
+			}
+		}
+	}
+	if moved == nil {
+		t.Fatalf("no task moves from C (active) and A (standby) to B: %+v", d)
+	}
+	// C gives it up; A has not heartbeated yet, so it still holds its standby copy.
+	beat("C")
+	beat("C")
+	if has(cs["C"].active, *moved) {
+		t.Fatalf("C still runs %v", *moved)
+	}
+	beat("B")
+	if has(cs["B"].active, *moved) {
+		t.Fatalf("B was given %v while A, of B's process, still holds it as a standby", *moved)
+	}
+	if d := h.sgDescribe(); d.State == "Stable" {
+		t.Fatalf("Stable while B waits for %v: %+v", *moved, d)
+	}
+	// A drops its standby copy (the move leaves it no standby of that task); then B gets it.
+	beat("A")
+	beat("A")
+	if has(cs["A"].standby, *moved) || has(cs["A"].active, *moved) {
+		t.Fatalf("A still holds %v", *moved)
+	}
+	beat("B")
+	if !has(cs["B"].active, *moved) {
+		t.Fatalf("B did not get %v once A gave it up: active %v", *moved, cs["B"].active)
+	}
+	if d := h.sgDescribe(); d.State != "Stable" {
+		t.Fatalf("not Stable at the end: %+v", d)
+	}
+}
+
+// group.streams.initial.rebalance.delay.ms: a member joining an empty group starts the delay,
+// during which members get an epoch, no tasks and ASSIGNMENT_DELAYED; the first target comes
+// after it and includes every member that joined meanwhile, so the first member is not given
+// every task only to give half of them back when the application's second thread joins a
+// moment later. A group that became empty again delays its next assignment the same way.
+func TestStreamsGroupInitialRebalanceDelay(t *testing.T) {
+	topics := fakeTopics{"in": {id: [16]byte{1}, parts: 3}, "app-rep": {id: [16]byte{2}, parts: 3}, "app-log": {id: [16]byte{3}, parts: 3}}
+	h := newHarness(t, func(c *Config) { c.Topics, c.StreamsGroupInitialRebalanceDelay = topics, 3*time.Second })
+	h.load("sg")
+	delayed := func(who string, r *kmsg.StreamsGroupHeartbeatResponse) {
+		t.Helper()
+		if tasks := tasksOf(r.ActiveTasks); r.ErrorCode != 0 || r.MemberEpoch <= 0 || (tasks != "" && tasks != "-") || !slices.Equal(statusCodes(r), []int8{sgStatusAssignmentDelayed}) {
+			t.Fatalf("%s during the delay: code %d epoch %d tasks %q status %+v", who, r.ErrorCode, r.MemberEpoch, tasksOf(r.ActiveTasks), r.Status)
+		}
+	}
+	ra, _ := h.sgHeartbeat(sgReq{member: "A", epoch: 0})
+	delayed("A", ra)
+	h.advance(time.Second)
+	rb, _ := h.sgHeartbeat(sgReq{member: "B", epoch: 0})
+	delayed("B", rb)
+	h.advance(time.Second)
+	ra, _ = h.sgHeartbeat(sgReq{member: "A", epoch: ra.MemberEpoch, active: map[string][]int32{}})
+	delayed("A", ra)
+
+	// After the delay both are assigned at once, half each; nothing is revoked.
+	h.advance(time.Second)
+	ra, _ = h.sgHeartbeat(sgReq{member: "A", epoch: ra.MemberEpoch, active: map[string][]int32{}})
+	rb, _ = h.sgHeartbeat(sgReq{member: "B", epoch: rb.MemberEpoch, active: map[string][]int32{}})
+	a, b := tasksMap(ra.ActiveTasks), tasksMap(rb.ActiveTasks)
+	n := func(m map[string][]int32) int { return len(m["0"]) + len(m["1"]) }
+	if n(a) != 3 || n(b) != 3 || len(ra.Status) != 0 || len(rb.Status) != 0 {
+		t.Fatalf("after the delay: A %q %+v, B %q %+v", tasksOf(ra.ActiveTasks), ra.Status, tasksOf(rb.ActiveTasks), rb.Status)
+	}
+	h.sgHeartbeat(sgReq{member: "A", epoch: ra.MemberEpoch, active: a})
+	h.sgHeartbeat(sgReq{member: "B", epoch: rb.MemberEpoch, active: b})
+	if d := h.sgDescribe(); d.State != "Stable" {
+		t.Fatalf("state after the first assignment: %s", d.State)
+	}
+
+	// Both leave; C joins the empty group and waits again.
+	h.sgHeartbeat(sgReq{member: "A", epoch: -1})
+	h.sgHeartbeat(sgReq{member: "B", epoch: -1})
+	rc, _ := h.sgHeartbeat(sgReq{member: "C", epoch: 0})
+	delayed("C", rc)
+	h.advance(3 * time.Second)
+	rc, _ = h.sgHeartbeat(sgReq{member: "C", epoch: rc.MemberEpoch, active: map[string][]int32{}})
+	if tasksOf(rc.ActiveTasks) != "0:[0 1 2] 1:[0 1 2]" || len(rc.Status) != 0 {
+		t.Fatalf("C after the delay: tasks %q status %+v", tasksOf(rc.ActiveTasks), rc.Status)
 	}
 }

@@ -170,6 +170,8 @@ var brokerTable = []*Def{
 		Doc: "Share groups: session timeout."},
 	{Name: "group.streams.heartbeat.interval.ms", Type: TypeInt, Default: str("5000"), Validate: atLeast(1), ReadOnly: true,
 		Doc: "Streams groups (KIP-1071): heartbeat interval."},
+	{Name: "group.streams.initial.rebalance.delay.ms", Type: TypeInt, Default: str("3000"), Validate: atLeast(0), ReadOnly: true,
+		Doc: "Streams groups: how long the first target assignment after a member joins an empty group waits for more members."},
 	{Name: "group.streams.max.heartbeat.interval.ms", Type: TypeInt, Default: str("15000"), Validate: atLeast(1), ReadOnly: true,
 		Doc: "Streams groups: largest heartbeat interval."},
 	{Name: "group.streams.max.session.timeout.ms", Type: TypeInt, Default: str("60000"), Validate: atLeast(1), ReadOnly: true,

@@ -86,7 +86,7 @@ var brokerSupport = []supportGroup{
 		"group.max.size", "group.consumer.session.timeout.ms", "group.consumer.heartbeat.interval.ms",
 		"group.consumer.max.size", "group.consumer.assignors", "group.coordinator.rebalance.protocols",
 		"group.streams.session.timeout.ms", "group.streams.heartbeat.interval.ms", "group.streams.max.size",
-		"group.streams.num.standby.replicas",
+		"group.streams.num.standby.replicas", "group.streams.initial.rebalance.delay.ms",
 		"remote.log.storage.system.enable",
 		"log.cleaner.enable", "log.cleaner.backoff.ms", "log.cleaner.dedupe.buffer.size", "log.cleaner.delete.retention.ms",
 		"log.cleaner.io.buffer.load.factor", "log.cleaner.io.max.bytes.per.second",
