@@ -701,23 +701,28 @@ func (l *Log) writeCleaned(seg *segment, d *cleanDecision, throttle func(int) er
 			}
 		}
 	}
-	for _, suffix := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
-		f, err := fsys.OpenFile(fileName(l.dir, seg.baseOffset, suffix+cleanedSuffix), create, 0o644)
-		if err != nil {
-			closeFiles()
-			removeCleaned()
-			return nil, l.cleanFail(err)
-		}
-		files = append(files, f)
-	}
 	out := &segment{
-		baseOffset: seg.baseOffset, log: files[0],
-		index:                 &offsetIndex{file: files[1], baseOffset: seg.baseOffset, maxEntries: maxIndexEntries(&cfg, offsetIndexEntrySize)},
-		timeIndex:             &timeIndex{file: files[2], baseOffset: seg.baseOffset, maxEntries: maxIndexEntries(&cfg, timeIndexEntrySize)},
+		baseOffset:            seg.baseOffset,
+		index:                 &offsetIndex{baseOffset: seg.baseOffset, maxEntries: maxIndexEntries(&cfg, offsetIndexEntrySize)},
+		timeIndex:             &timeIndex{baseOffset: seg.baseOffset, maxEntries: maxIndexEntries(&cfg, timeIndexEntrySize)},
 		nextOffset:            seg.baseOffset,
 		maxTimestamp:          -1,
 		offsetOfMaxTimestamp:  -1,
 		rollingBasedTimestamp: -1,
+	}
+	// The .cleaned files are created when the first kept bytes are written (the indexes are
+	// built in memory until syncCleaned writes them): a segment of which nothing stays, which
+	// swapInGroup deletes, costs no files at all, unless it is the log's first (kept, empty).
+	openFiles := func() error {
+		for _, suffix := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+			f, err := fsys.OpenFile(fileName(l.dir, seg.baseOffset, suffix+cleanedSuffix), create, 0o644)
+			if err != nil {
+				return err
+			}
+			files = append(files, f)
+		}
+		out.log, out.index.file, out.timeIndex.file = files[0], files[1], files[2]
+		return nil
 	}
 	sc := scanner{f: seg.log, size: size, buf: d.scanBuf[:0]} // empty: nothing of it is cached
 	defer func() { d.scanBuf = sc.buf }()
@@ -729,6 +734,11 @@ func (l *Log) writeCleaned(seg *segment, d *cleanDecision, throttle func(int) er
 	flush := func() error {
 		if len(wbuf) == 0 {
 			return nil
+		}
+		if files == nil {
+			if err := openFiles(); err != nil {
+				return err
+			}
 		}
 		if _, err := out.log.WriteAt(wbuf, flushed); err != nil {
 			return err
@@ -796,6 +806,18 @@ func (l *Log) writeCleaned(seg *segment, d *cleanDecision, throttle func(int) er
 		removeCleaned()
 		return nil, l.cleanFail(err)
 	}
+	if files == nil {
+		l.mu.RLock()
+		first := l.mu.segments[0] == seg
+		l.mu.RUnlock()
+		if first {
+			if err := openFiles(); err != nil {
+				closeFiles()
+				removeCleaned()
+				return nil, l.cleanFail(err)
+			}
+		}
+	}
 	st.read, st.written = size, wpos
 	// As the source segment: the final time-index entry of a segment that is not active.
 	if err := out.timeIndex.maybeAppendLocked(out.maxTimestamp, out.offsetOfMaxTimestamp, true); err != nil {
@@ -814,7 +836,8 @@ const cleanSyncGroup = 8
 // the indexes written out, then every file fsynced concurrently. Their order does not matter
 // (each swap needs its segment's three files durable and starts only when all are), and
 // concurrent fsyncs share the file system's journal commits instead of waiting for one each.
-// A cleaned copy that holds nothing is not synced: swapInGroup deletes its segment instead of
+// A cleaned copy that holds nothing is not synced (writeCleaned did not even create its files
+// unless its segment was the first): swapInGroup deletes its segment instead of
 // swapping it in, unless the segment is the log's first, whose empty copy is swapped in (its
 // base is the log start), so the first segment's copy is synced whatever it holds. A segment
 // that becomes the first after this (retention deleted those before it) and whose copy was
@@ -831,7 +854,7 @@ func (l *Log) syncCleaned(group []*cleanedSegment) error {
 	l.mu.RUnlock()
 	var files []File
 	for _, c := range group {
-		if c.out.size == 0 && c.seg != first {
+		if len(c.files) == 0 || c.out.size == 0 && c.seg != first {
 			continue // deleted, not swapped in
 		}
 		c.synced = true
