@@ -15,6 +15,15 @@ package broker
 // KAFKA_STORAGE_ERROR, as Kafka answers for an offline log directory, and the offline
 // partitions are left out; the healthy ones are still listed.
 //
+// Retention until consumed (retention_consumed.go) holds back bytes that Kafka's response has
+// no field for, and the response keeps Kafka's shape (no sluice tagged fields: a later Kafka
+// version may give their tags another meaning). The held bytes are counted in each
+// partition's Size like any other segment; what each named group holds back is the
+// sluice_retention_consumed_held_bytes{group,topic,partition} metric on the partition's
+// leader (ConsumedRetentionHolds), and since every group holds a suffix of the closed
+// segments, the largest of a partition's series is what the setting keeps in all. README
+// ("Retention until consumed") and the key's DescribeConfigs doc point there.
+//
 // Not done: multiple log directories, v5 (cordoned directories, KIP-1066).
 
 import (

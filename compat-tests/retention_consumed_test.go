@@ -2,12 +2,13 @@ package compattests
 
 // retention.consumed.groups (sluice's own retention "until consumed") against a real process:
 // set with Kafka's kafka-configs, consumed by kcat and franz-go consumer groups, observed on
-// disk, through ListOffsets, Fetch and the metrics endpoint.
+// disk, through ListOffsets, Fetch, DescribeLogDirs and the metrics endpoint.
 
 import (
 	"context"
 	"fmt"
 	"net"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -216,6 +217,10 @@ func (r *consumedRun) scenario(t *testing.T) {
 	if held, n := r.gauge(t, "sluice_retention_consumed_held_bytes", map[string]string{"group": "g1", "topic": topic}); n != 1 || held != 0 {
 		t.Fatalf("g1 (consumed everything) holds %v bytes (%d series)", held, n)
 	}
+	// DescribeLogDirs, read with kadm, keeps Kafka's shape: the partition's size counts the held
+	// bytes, and the held bytes the metric names g2 for are every closed segment on the leader's
+	// disk.
+	sizeHeld := r.waitHeldInLogDirs(t, ctx, topic, "g2")
 
 	// g2 reads half with a franz-go group consumer and commits what it read.
 	const half = consumedRecords / 2
@@ -251,6 +256,14 @@ func (r *consumedRun) scenario(t *testing.T) {
 		}
 		return nil
 	})
+	// Now g2 holds the closed segments past what it consumed, DescribeLogDirs counts only what
+	// is left, and g1 still holds nothing.
+	if sizeLeft := r.waitHeldInLogDirs(t, ctx, topic, "g2"); sizeLeft >= sizeHeld {
+		t.Fatalf("DescribeLogDirs size %d after the consumed segments went, %d before", sizeLeft, sizeHeld)
+	}
+	if held, n := r.gauge(t, "sluice_retention_consumed_held_bytes", map[string]string{"group": "g1", "topic": topic}); n != 1 || held != 0 {
+		t.Fatalf("g1 holds %v bytes (%d series) after the segments went", held, n)
+	}
 	// A consumer that rewinds below the log start is told OFFSET_OUT_OF_RANGE.
 	if code := fetchFromLeader(t, ctx, r, topic, 0); code != kerr.OffsetOutOfRange.Code {
 		t.Fatalf("fetch at 0 below log start %d answered %v, want OFFSET_OUT_OF_RANGE", start, kerr.ErrorForCode(code))
@@ -263,6 +276,58 @@ func (r *consumedRun) scenario(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("log start %d after g1 committed %d and g2 %d; the partition's leader: node %d", start, consumedRecords, half, md.Topics[topic].Partitions[0].Leader)
+}
+
+// waitHeldInLogDirs waits until, on the partition's leader, the bytes the metric says holder
+// holds back are the closed segments' files on its disk, and DescribeLogDirs (kadm) reports the
+// partition's size as the bytes of every segment file there (the held ones and the active
+// one); it returns that size.
+func (r *consumedRun) waitHeldInLogDirs(t *testing.T, ctx context.Context, topic, holder string) int64 {
+	t.Helper()
+	adm := r.admin(t)
+	var size int64
+	waitFor(t, 60*time.Second, fmt.Sprintf("DescribeLogDirs and the metrics to agree on what %s holds", holder), func() error {
+		md, err := adm.Metadata(ctx, topic)
+		if err != nil {
+			return err
+		}
+		leader := md.Topics[topic].Partitions[0].Leader
+		node := r.nodes[0]
+		if len(r.nodes) > 1 {
+			node = r.nodes[leader-1] // cluster nodes are numbered from 1 in order
+		}
+		dir := filepath.Join(node.Dir, topic+"-0")
+		var closed, total int64
+		bases := segmentBases(t, dir)
+		for i, base := range bases {
+			fi, err := os.Stat(filepath.Join(dir, fmt.Sprintf("%020d.log", base)))
+			if err != nil {
+				return err
+			}
+			total += fi.Size()
+			if i < len(bases)-1 {
+				closed += fi.Size()
+			}
+		}
+		dirs, err := adm.DescribeAllLogDirs(ctx, kadm.TopicsSet{topic: {0: {}}})
+		if err != nil {
+			return err
+		}
+		var described int64 = -1
+		dirs.Each(func(d kadm.DescribedLogDir) {
+			if p, ok := d.Topics[topic][0]; ok && d.Broker == leader && d.Err == nil {
+				described = p.Size
+			}
+		})
+		held, n := r.gauge(t, "sluice_retention_consumed_held_bytes", map[string]string{"group": holder, "topic": topic, "partition": "0"})
+		if n != 1 || int64(held) != closed || described != total {
+			return fmt.Errorf("%s holds %v bytes (%d series), closed segments on disk %d; DescribeLogDirs size %d, segment files %d",
+				holder, held, n, closed, described, total)
+		}
+		size = described
+		return nil
+	})
+	return size
 }
 
 func waitCommitted(t *testing.T, adm *kadm.Client, group, topic string, want int64) {

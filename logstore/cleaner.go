@@ -272,7 +272,13 @@ type cleanDecision struct {
 	out, body []byte
 	records   []cleanRecord
 	scanBuf   []byte
+	// writeBuf gathers writeCleaned's output (cleanWriteChunk at a time).
+	writeBuf []byte
 }
+
+// cleanWriteChunk is how much of a cleaned segment is gathered before it is written: one
+// write per chunk rather than one per batch.
+const cleanWriteChunk = 256 << 10
 
 // filterBatch returns the cleaned form of batch b (header h): b itself when every record
 // stays, nil when the batch goes, or a rebuilt batch with the same base offset, last offset
@@ -586,7 +592,7 @@ func (l *Log) Clean(opts CleanOptions) (CleanResult, error) {
 			}
 			group = append(group, c)
 		}
-		if err := syncCleaned(group); err != nil {
+		if err := l.syncCleaned(group); err != nil {
 			discard(0)
 			return res, l.cleanFail(err)
 		}
@@ -654,8 +660,11 @@ func (l *Log) refreshRecoveryPoint() (int64, error) {
 type cleanedSegment struct {
 	seg, out *segment
 	size     int64 // seg's size when it was cleaned
-	stats    segmentCleanStats
-	files    []File
+	// synced: syncCleaned made the files durable (it leaves out empty copies of segments
+	// that are deleted rather than swapped in).
+	synced bool
+	stats  segmentCleanStats
+	files  []File
 	// remove deletes the .cleaned files (an aborted or failed clean).
 	remove func()
 }
@@ -692,27 +701,52 @@ func (l *Log) writeCleaned(seg *segment, d *cleanDecision, throttle func(int) er
 			}
 		}
 	}
-	for _, suffix := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
-		f, err := fsys.OpenFile(fileName(l.dir, seg.baseOffset, suffix+cleanedSuffix), create, 0o644)
-		if err != nil {
-			closeFiles()
-			removeCleaned()
-			return nil, l.cleanFail(err)
-		}
-		files = append(files, f)
-	}
 	out := &segment{
-		baseOffset: seg.baseOffset, log: files[0],
-		index:                 &offsetIndex{file: files[1], baseOffset: seg.baseOffset, maxEntries: maxIndexEntries(&cfg, offsetIndexEntrySize)},
-		timeIndex:             &timeIndex{file: files[2], baseOffset: seg.baseOffset, maxEntries: maxIndexEntries(&cfg, timeIndexEntrySize)},
+		baseOffset:            seg.baseOffset,
+		index:                 &offsetIndex{baseOffset: seg.baseOffset, maxEntries: maxIndexEntries(&cfg, offsetIndexEntrySize)},
+		timeIndex:             &timeIndex{baseOffset: seg.baseOffset, maxEntries: maxIndexEntries(&cfg, timeIndexEntrySize)},
 		nextOffset:            seg.baseOffset,
 		maxTimestamp:          -1,
 		offsetOfMaxTimestamp:  -1,
 		rollingBasedTimestamp: -1,
 	}
+	// The .cleaned files are created when the first kept bytes are written (the indexes are
+	// built in memory until syncCleaned writes them): a segment of which nothing stays, which
+	// swapInGroup deletes, costs no files at all, unless it is the log's first (kept, empty).
+	openFiles := func() error {
+		for _, suffix := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+			f, err := fsys.OpenFile(fileName(l.dir, seg.baseOffset, suffix+cleanedSuffix), create, 0o644)
+			if err != nil {
+				return err
+			}
+			files = append(files, f)
+		}
+		out.log, out.index.file, out.timeIndex.file = files[0], files[1], files[2]
+		return nil
+	}
 	sc := scanner{f: seg.log, size: size, buf: d.scanBuf[:0]} // empty: nothing of it is cached
 	defer func() { d.scanBuf = sc.buf }()
-	var wpos int64
+	// The kept batches are gathered in d.writeBuf and written cleanWriteChunk at a time:
+	// [flushed, wpos) is in the buffer, not yet in the file.
+	wbuf := d.writeBuf[:0]
+	defer func() { d.writeBuf = wbuf[:0] }()
+	var wpos, flushed int64
+	flush := func() error {
+		if len(wbuf) == 0 {
+			return nil
+		}
+		if files == nil {
+			if err := openFiles(); err != nil {
+				return err
+			}
+		}
+		if _, err := out.log.WriteAt(wbuf, flushed); err != nil {
+			return err
+		}
+		flushed += int64(len(wbuf))
+		wbuf = wbuf[:0]
+		return nil
+	}
 	for pos := int64(0); pos < size; {
 		b, h, err := sc.next(pos, true)
 		if err != nil {
@@ -744,11 +778,14 @@ func (l *Log) writeCleaned(seg *segment, d *cleanDecision, throttle func(int) er
 			removeCleaned()
 			return nil, err
 		}
-		if _, err := out.log.WriteAt(kept, wpos); err != nil {
-			closeFiles()
-			removeCleaned()
-			return nil, l.cleanFail(err)
+		if len(wbuf) > 0 && len(wbuf)+len(kept) > cleanWriteChunk {
+			if err := flush(); err != nil {
+				closeFiles()
+				removeCleaned()
+				return nil, l.cleanFail(err)
+			}
 		}
+		wbuf = append(wbuf, kept...)
 		if throttle != nil {
 			if err := throttle(len(kept)); err != nil {
 				closeFiles()
@@ -763,6 +800,23 @@ func (l *Log) writeCleaned(seg *segment, d *cleanDecision, throttle func(int) er
 		}
 		wpos += kh.Size()
 		out.size = wpos
+	}
+	if err := flush(); err != nil {
+		closeFiles()
+		removeCleaned()
+		return nil, l.cleanFail(err)
+	}
+	if files == nil {
+		l.mu.RLock()
+		first := l.mu.segments[0] == seg
+		l.mu.RUnlock()
+		if first {
+			if err := openFiles(); err != nil {
+				closeFiles()
+				removeCleaned()
+				return nil, l.cleanFail(err)
+			}
+		}
 	}
 	st.read, st.written = size, wpos
 	// As the source segment: the final time-index entry of a segment that is not active.
@@ -782,15 +836,28 @@ const cleanSyncGroup = 8
 // the indexes written out, then every file fsynced concurrently. Their order does not matter
 // (each swap needs its segment's three files durable and starts only when all are), and
 // concurrent fsyncs share the file system's journal commits instead of waiting for one each.
-// The files are closed afterwards, whatever happened.
-func syncCleaned(group []*cleanedSegment) error {
+// A cleaned copy that holds nothing is not synced (writeCleaned did not even create its files
+// unless its segment was the first): swapInGroup deletes its segment instead of
+// swapping it in, unless the segment is the log's first, whose empty copy is swapped in (its
+// base is the log start), so the first segment's copy is synced whatever it holds. A segment
+// that becomes the first after this (retention deleted those before it) and whose copy was
+// not synced is left uncleaned by swapInGroup. The files are closed afterwards, whatever
+// happened.
+func (l *Log) syncCleaned(group []*cleanedSegment) error {
 	defer func() {
 		for _, c := range group {
 			c.closeFiles()
 		}
 	}()
+	l.mu.RLock()
+	first := l.mu.segments[0]
+	l.mu.RUnlock()
 	var files []File
 	for _, c := range group {
+		if len(c.files) == 0 || c.out.size == 0 && c.seg != first {
+			continue // deleted, not swapped in
+		}
+		c.synced = true
 		if err := c.out.index.persist(); err != nil {
 			return err
 		}
@@ -858,7 +925,12 @@ func (l *Log) swapInGroup(group []*cleanedSegment, truncations uint64) (swapped 
 	l.mu.RLock()
 	n := 0
 	if l.truncations.Load() == truncations {
-		for n < len(group) && indexOf(group[n].seg) >= 0 && group[n].seg.size == group[n].size {
+		for n < len(group) {
+			k := indexOf(group[n].seg)
+			// An unsynced (empty) copy can only delete its segment, which the first may not.
+			if k < 0 || group[n].seg.size != group[n].size || k == 0 && !group[n].synced {
+				break
+			}
 			n++
 		}
 	}
@@ -867,6 +939,7 @@ func (l *Log) swapInGroup(group []*cleanedSegment, truncations uint64) (swapped 
 		return 0, err
 	}
 	var full []*cleanedSegment // segments that are replaced, not deleted
+	emptied := 0
 	for _, c := range group[:n] {
 		l.mu.RLock()
 		k := indexOf(c.seg)
@@ -887,10 +960,18 @@ func (l *Log) swapInGroup(group []*cleanedSegment, truncations uint64) (swapped 
 		if err := c.seg.removeFiles(l.fs, l.dir); err != nil {
 			return 0, l.fail(err)
 		}
+		l.scheduleCloseLocked([]*segment{c.seg})
+		emptied++
+	}
+	// The removals share one directory fsync: the swap's first one (after the index renames,
+	// before any .log rename commits a segment of the group), or this one when nothing is
+	// swapped. Either way they are durable before a later segment's cleaned copy is committed,
+	// so a record they dropped in favour of a later one (or of a tombstone the later clean
+	// removes) cannot come back after a crash while that later one is gone.
+	if emptied > 0 && len(full) == 0 {
 		if err := l.fs.SyncDir(l.dir); err != nil {
 			return 0, l.fail(err)
 		}
-		l.scheduleCloseLocked([]*segment{c.seg})
 	}
 	rename := func(suffix, from, to string) func(*cleanedSegment) error {
 		return func(c *cleanedSegment) error {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -969,4 +971,51 @@ func TestCleanerMapGrowsWithinItsBudget(t *testing.T) {
 			t.Fatalf("round %d: reset left key 0 in", round)
 		}
 	}
+}
+
+// TestCleanCreatesNoFilesForEmptiedSegments: a segment of which nothing stays is deleted
+// without a cleaned copy ever being created for it; only the segments swapped in (the first,
+// kept even when empty, and those with surviving records) get .cleaned files, and none is
+// left over.
+func TestCleanCreatesNoFilesForEmptiedSegments(t *testing.T) {
+	clock := time.UnixMilli(1_700_000_000_000)
+	fs := NewMemFS()
+	l, err := Open(cleanDir, compactConfig(), Options{FS: fs, Now: func() time.Time { return clock }, Logger: quietLogger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	newest := fillKeys(t, l, &clock, 10, 30, 3)
+	rollPastKeys(t, l, &clock)
+	activeBase, _ := activeBytes(t, fs, l)
+	segsBefore := l.NumSegments()
+	var mu sync.Mutex
+	opened := map[string]bool{}
+	fs.InjectError(func(op, path string) error {
+		if op == "open" && strings.HasSuffix(path, cleanedSuffix) {
+			mu.Lock()
+			opened[path] = true
+			mu.Unlock()
+		}
+		return nil
+	})
+	res, err := l.Clean(cleanOpts())
+	fs.InjectError(nil)
+	if err != nil || !res.Cleaned {
+		t.Fatalf("%+v %v", res, err)
+	}
+	kept := l.NumSegments() - 1 // the closed segments left, each swapped in
+	if kept >= segsBefore-1 {
+		t.Fatalf("no segment was emptied: %d closed segments before, %d after", segsBefore-1, kept)
+	}
+	if len(opened) != 3*kept {
+		t.Fatalf("%d cleaned files opened for %d segments swapped in (of %d cleaned): %v", len(opened), kept, res.Segments, opened)
+	}
+	names, _ := fs.ReadDir(cleanDir)
+	for _, n := range names {
+		if strings.HasSuffix(n, cleanedSuffix) || strings.HasSuffix(n, swapSuffix) {
+			t.Fatalf("leftover %s", n)
+		}
+	}
+	checkNewestOnly(t, l, newest, activeBase)
 }

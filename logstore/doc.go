@@ -214,9 +214,14 @@
 // stable offset, so no open transaction is ever cleaned. Offsets are never renumbered: the gaps stay, and a read at an offset in a gap
 // returns the next batch.
 //
-// A segment of which nothing stays is deleted instead (its files removed, the directory
-// fsynced; its offsets become a gap after the previous segment), except the first, whose base
-// is the log start. Each other rewritten segment is swapped in (the segment keeps its base offset and
+// A segment of which nothing stays is deleted instead (its files removed; its offsets become
+// a gap after the previous segment), except the first, whose base is the log start. No
+// cleaned files are created for it (a copy's files are created with its first kept bytes, or
+// empty for the first segment), and the deletions of a group share one directory fsync: the
+// one of step 2 below, before any segment of the group is committed (or one of their own when
+// the group swaps nothing in), so they are durable before a later segment's cleaned copy,
+// which may have dropped the tombstone that superseded their records. A segment left without
+// a synced copy that became the first meanwhile (retention) is left uncleaned. Each other rewritten segment is swapped in (the segment keeps its base offset and
 // name), with Kafka's file suffixes, in groups of up to 8 segments that share the fsyncs: every
 // step below is made for each segment of the group before the fsync that ends it, so each
 // segment goes through the same durable states in the same order as if it were alone:

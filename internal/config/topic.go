@@ -93,7 +93,7 @@ var topicTable = []*Def{
 		Doc:      "Per partition, the log size beyond which the oldest segments are deleted (cleanup.policy=delete); -1 means no size limit.",
 		synonyms: syn("log.retention.bytes")},
 	{Name: "retention.consumed.groups", Type: TypeList, Default: str(""), Validate: groupNames,
-		Doc: "sluice's own (no Kafka broker has it): consumer groups that must all have committed an offset past a segment's end before the segment is deleted, on top of time and size retention, which still delete data unconsumed at their limits (cleanup.policy must contain delete). Empty: off."},
+		Doc: "sluice's own (no Kafka broker has it): consumer groups that must all have committed an offset past a segment's end before the segment is deleted, on top of time and size retention, which still delete data unconsumed at their limits (cleanup.policy must contain delete). Empty: off. The bytes each group holds back are the leader's sluice_retention_consumed_held_bytes{group,topic,partition} metric (DescribeLogDirs counts them in the partition's size)."},
 	{Name: "retention.consumed.require.commit", Type: TypeBoolean, Default: str("true"),
 		Doc: "sluice's own: with retention.consumed.groups, whether a named group that has no committed offset for a partition holds its data (true) or is left out of the decision (false; when no named group has committed, every segment below the high watermark may go)."},
 	{Name: "retention.ms", Type: TypeLong, Default: str("604800000"), Validate: atLeast(-1),
