@@ -27,4 +27,8 @@ if [ -n "${BENCH_QUICK:-}" ] && [ "${BENCH_QUICK}" != 0 ]; then
   args+=(-quick)
 fi
 # The plot uses Debian's python3 (where apt puts matplotlib), not a pyenv shim.
-PATH="/usr/bin:$PATH" exec bin/loadgen all "${args[@]}" "$@"
+PATH="/usr/bin:$PATH" bin/loadgen all "${args[@]}" "$@"
+# The cost of sluice's metrics (/metrics served and scraped every second, against no HTTP
+# listener at all), on the produce rows.
+bin/loadgen overhead -sluice-bin bin/sluice -workdir "${BENCH_WORKDIR:-${TMPDIR:-/tmp}/sluice-bench}/overhead" \
+  -out "bench/results/$(date -u +%F)-metrics-overhead.md"

@@ -9,6 +9,7 @@
 //	loadgen consume -brokers HOST:PORT -topic T -records N
 //	loadgen txn -brokers HOST:PORT -topic T [-producers 1 -per-txn 100 -size 1024 -debug]
 //	loadgen limits -dir DIR                                        disk and loopback ceilings
+//	loadgen overhead -sluice-bin bin/sluice [-rounds 3 -duration 10s -out F]   metrics on vs off
 //
 // `all` starts each broker in turn on a fresh data directory under -workdir (Kafka in KRaft
 // combined mode, formatted with its StorageTool), runs the same workloads against each, first
@@ -39,7 +40,7 @@ import (
 func main() {
 	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, nil)))
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: loadgen all|produce|consume|limits [flags]")
+		fmt.Fprintln(os.Stderr, "usage: loadgen all|produce|consume|txn|limits|overhead [flags]")
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -56,6 +57,8 @@ func main() {
 		err = cmdTxn(ctx, os.Args[2:])
 	case "limits":
 		err = cmdLimits(os.Args[2:])
+	case "overhead":
+		err = cmdOverhead(ctx, os.Args[2:])
 	default:
 		err = fmt.Errorf("unknown command %q", os.Args[1])
 	}

@@ -1,0 +1,192 @@
+package main
+
+// loadgen overhead: the cost of sluice's Prometheus metrics (issue 16: "metrics on versus off
+// within 3% on the produce rows"). Two single-node sluice processes on fresh directories, one
+// serving /metrics (--http-addr) and scraped every second, as a Prometheus set to a 1 s
+// interval would (harsher than the usual 15 s), the other without an HTTP listener, so its
+// request path skips the per-request observation entirely. They run the same produce
+// workloads in turns (which one goes first alternates each round, so load from other users of
+// the machine falls on both alike), and the report gives each round's records/s and the median
+// ratio.
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"sluice/internal/testcluster"
+)
+
+// overheadRun is one broker of the comparison.
+type overheadRun struct {
+	name    string
+	cluster *testcluster.Cluster
+	addr    string
+	metrics string // base URL of /metrics, "" without
+}
+
+func cmdOverhead(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("overhead", flag.ExitOnError)
+	bin := fs.String("sluice-bin", "bin/sluice", "sluice binary")
+	workdir := fs.String("workdir", filepath.Join(os.TempDir(), "sluice-overhead"), "fresh data directories go here")
+	rounds := fs.Int("rounds", 3, "turns per workload and broker")
+	dur := fs.Duration("duration", 10*time.Second, "how long each produce step runs")
+	out := fs.String("out", "", "write the markdown report here (default: stdout only)")
+	_ = fs.Parse(args)
+	if err := os.RemoveAll(*workdir); err != nil {
+		return err
+	}
+	var runs []*overheadRun
+	for _, withMetrics := range []bool{true, false} {
+		r, err := startOverheadBroker(*bin, *workdir, withMetrics)
+		if err != nil {
+			return err
+		}
+		defer r.cluster.Close()
+		runs = append(runs, r)
+	}
+	scrapeCtx, stopScrape := context.WithCancel(ctx)
+	defer stopScrape()
+	scrapes := make(chan int, 1)
+	go func() { scrapes <- scrapeEverySecond(scrapeCtx, runs[0].metrics) }()
+
+	type row struct {
+		title     string
+		producers int
+		on, off   []float64
+	}
+	rows := []*row{{title: "1 KiB, acks=all, 4 producers", producers: 4}, {title: "1 KiB, acks=all, 1 producer", producers: 1}}
+	for _, r := range runs {
+		if err := createTopic(ctx, []string{r.addr}, "overhead", 6, 1); err != nil {
+			return err
+		}
+		// Unmeasured warm-up, as loadgen all does.
+		if _, err := runProduce(ctx, produceSpec{Brokers: []string{r.addr}, Topic: "overhead", Producers: 4,
+			RecordSize: 1024, AcksAll: true, Duration: 5 * time.Second}); err != nil {
+			return err
+		}
+	}
+	for round := 0; round < *rounds; round++ {
+		for _, w := range rows {
+			order := []int{0, 1}
+			if round%2 == 1 {
+				order = []int{1, 0}
+			}
+			for _, i := range order {
+				r := runs[i]
+				res, err := runProduce(ctx, produceSpec{Brokers: []string{r.addr}, Topic: "overhead", Producers: w.producers,
+					RecordSize: 1024, AcksAll: true, Duration: *dur})
+				if err != nil {
+					return fmt.Errorf("%s, %s: %w", r.name, w.title, err)
+				}
+				rate := float64(res.Records) / res.Elapsed.Seconds()
+				if i == 0 {
+					w.on = append(w.on, rate)
+				} else {
+					w.off = append(w.off, rate)
+				}
+				fmt.Fprintf(os.Stderr, "round %d %s %s: %.0f rec/s\n", round+1, w.title, r.name, rate)
+			}
+		}
+	}
+	stopScrape()
+	n := <-scrapes
+	var b strings.Builder
+	fmt.Fprintf(&b, "| produce workload (%v steps, %d rounds) | metrics on, rec/s per round | metrics off, rec/s per round | median on / median off |\n|---|---|---|---|\n", *dur, *rounds)
+	for _, w := range rows {
+		fmt.Fprintf(&b, "| %s | %s | %s | %.3f |\n", w.title, rates(w.on), rates(w.off), median(w.on)/median(w.off))
+	}
+	fmt.Fprintf(&b, "\n/metrics was scraped %d times (every second) from the broker with metrics on.\n", n)
+	fmt.Print(b.String())
+	if *out != "" {
+		return os.WriteFile(*out, []byte(b.String()), 0o644)
+	}
+	return nil
+}
+
+func startOverheadBroker(bin, workdir string, withMetrics bool) (*overheadRun, error) {
+	name := "metrics-off"
+	if withMetrics {
+		name = "metrics-on"
+	}
+	dir := filepath.Join(workdir, name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	logf, err := os.Create(filepath.Join(dir, "sluice.log"))
+	if err != nil {
+		return nil, err
+	}
+	flags := []string{"--log-level", "warn"}
+	metrics := ""
+	if withMetrics {
+		port, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		addr := fmt.Sprintf("127.0.0.1:%d", port)
+		flags = append(flags, "--http-addr", addr)
+		metrics = "http://" + addr + "/metrics"
+	}
+	c, err := testcluster.Start(testcluster.Options{Nodes: 1, Bin: bin, Settings: brokerSettings(1, false),
+		BaseDir: filepath.Join(dir, "data"), Output: func(int) io.Writer { return logf },
+		Flags: func(int) []string { return flags }})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), testcluster.StartDeadline)
+	defer cancel()
+	if err := c.WaitBrokers(ctx, 1); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return &overheadRun{name: name, cluster: c, addr: c.Nodes[0].Addr, metrics: metrics}, nil
+}
+
+// scrapeEverySecond reads url every second until ctx ends and returns how many scrapes
+// succeeded.
+func scrapeEverySecond(ctx context.Context, url string) int {
+	n := 0
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return n
+		case <-t.C:
+		}
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			continue
+		}
+		if _, err := io.Copy(io.Discard, resp.Body); err == nil && resp.StatusCode == http.StatusOK {
+			n++
+		}
+		resp.Body.Close()
+	}
+}
+
+func rates(xs []float64) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = fmt.Sprintf("%.0f", x)
+	}
+	return strings.Join(s, ", ")
+}
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s) == 0 {
+		return 0
+	}
+	return s[len(s)/2]
+}
