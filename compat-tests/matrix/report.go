@@ -106,6 +106,11 @@ func Report(cells []Cell, suite *SuiteResult, logs string, elapsed time.Duration
 				case c.Outcome == Fail:
 					fmt.Fprintf(&b, " [**FAIL**](%s) |", link(c.LogPath))
 					failures = append(failures, c)
+				case s.Security != "": // the security section's n/a is always the client's
+					fmt.Fprintf(&b, " [n/a (client)](%s) |", link(c.LogPath))
+					if c.nodes() == 1 {
+						nas2 = append(nas2, c)
+					}
 				default:
 					fmt.Fprintf(&b, " [n/a](%s) |", link(c.LogPath))
 					if c.nodes() == 1 {
@@ -134,9 +139,9 @@ func Report(cells []Cell, suite *SuiteResult, logs string, elapsed time.Duration
 	}
 	if hasCells(cells, secScen) {
 		fmt.Fprintf(&b, "\n## Security: TLS, mTLS and SASL\n\n")
-		fmt.Fprintf(&b, "Each client connects to one secured listener of the same broker (advertised directly, not through the recording proxy), produces %d records (keys ck<i>, values c<i>) to its cell's topic and consumes them back over that listener; the harness then reads the topic over PLAINTEXT and checks the records are there exactly once. ", secRecords)
+		fmt.Fprintf(&b, "Each client connects to one secured listener of the same broker (advertised directly, not through the recording proxy), produces %d records (keys ck<i>, values c<i>) to its cell's topic and consumes them back over that listener; the harness then reads the topic over PLAINTEXT and checks the records are there exactly once, and checks that the same listener refuses franz-go with a bad credential (no client certificate, a wrong password, a token that is not a JWT), so a pass is a cell where the credential mattered. ", secRecords)
 		fmt.Fprintf(&b, "The listeners: SSL with `ssl.client.auth=required` (a client certificate from the test CA, internal/testcerts); SASL_SSL with SCRAM-SHA-512, the user's credential created with AlterUserScramCredentials (kadm, as `kafka-configs --alter --add-config 'SCRAM-SHA-512=[password=...]' --entity-type users` does) before the clients run; SASL_PLAINTEXT with PLAIN (the user in the listener's JAAS config) and OAUTHBEARER checked by Kafka's default unsecured validator (franz-go's sasl/oauth, sarama's and kafkajs's token providers and kafka-python's with an `alg: none` JWT; librdkafka's `enable.sasl.oauthbearer.unsecure.jwt` with `sasl.oauthbearer.config=principal=alice`; the Java tools' OAuthBearerLoginModule with `unsecuredLoginStringClaim_sub`). ")
-		fmt.Fprintf(&b, "The Java tools run with a client.properties (`--producer.config`, `--consumer.config`; the console consumer reads records the harness produced, as it cannot produce). No authorizer is configured: this section is authentication, the ACL tests are compat-tests/acls_test.go. n/a (client) is a mechanism the client does not ship. Setup: compat-tests/matrix/security.go.\n\n")
+		fmt.Fprintf(&b, "The Java clients (clients/SecureCompat.java: the idempotent producer, which also reads its records back; the classic and KIP-848 consumers in a group, committing, reading records the harness produced; the Admin client creating a topic) and the console tools (`--producer.config`, `--consumer.config`; the console consumer reads records the harness produced, as it cannot produce) all take their security settings from a client.properties, shown in each log. No authorizer is configured: this section is authentication, the ACL tests are compat-tests/acls_test.go. n/a (client) is a mechanism the client does not ship. Setup: compat-tests/matrix/security.go.\n\n")
 		for _, n := range sizes {
 			if !hasCells(bySize[n], secScen) {
 				continue

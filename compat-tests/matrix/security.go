@@ -17,6 +17,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl/oauth"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"sluice/internal/testcerts"
@@ -230,6 +232,39 @@ func (e *Env) verifySecurity(ctx context.Context) error {
 		return fmt.Errorf("harness read %v over PLAINTEXT, want %v", got, want)
 	}
 	e.Log.Printf("[harness] %d records read back over PLAINTEXT as produced", len(got))
+	return e.verifyRefused(ctx)
+}
+
+// verifyRefused checks that the cell's listener refuses franz-go with a bad credential for the
+// mechanism (no client certificate, a wrong password, a token that is not a JWT), so that a
+// passing cell is one where the credential mattered.
+func (e *Env) verifyRefused(ctx context.Context) error {
+	addr, _ := e.secListener()
+	opts := []kgo.Opt{kgo.SeedBrokers(addr), kgo.RetryTimeout(3 * time.Second)}
+	what := ""
+	switch e.Scenario.Security {
+	case secMTLS:
+		opts, what = append(opts, kgo.DialTLSConfig(&tls.Config{RootCAs: e.Sec.CA.Pool()})), "TLS without a client certificate"
+	case secSCRAM:
+		opts, what = append(opts, kgo.DialTLSConfig(&tls.Config{RootCAs: e.Sec.CA.Pool()}),
+			kgo.SASL(scram.Auth{User: secUser, Pass: "wrong-" + secScramPass}.AsSha512Mechanism())), "SCRAM-SHA-512 with a wrong password"
+	case secPLAIN:
+		opts, what = append(opts, kgo.SASL(plain.Auth{User: secUser, Pass: "wrong-" + secPlainPass}.AsMechanism())), "PLAIN with a wrong password"
+	case secOAuth:
+		opts, what = append(opts, kgo.SASL(oauth.Auth{Token: "not-a-jwt"}.AsMechanism())), "OAUTHBEARER with a token that is not a JWT"
+	}
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := cl.Request(rctx, kmsg.NewPtrMetadataRequest()); err == nil {
+		return fmt.Errorf("harness: %s was served by %s", what, addr)
+	} else {
+		e.Log.Printf("[harness] %s refused by %s: %v", what, addr, err)
+	}
 	return nil
 }
 
@@ -254,6 +289,14 @@ func secRunner(id string) CellFunc {
 		return secSarama
 	case "kafka-go":
 		return secKafkaGo
+	case "java-producer":
+		return secJava("producer")
+	case "java-consumer-classic":
+		return secJava("consumer-classic")
+	case "java-consumer-848":
+		return secJava("consumer-848")
+	case "java-admin":
+		return secJava("admin")
 	case "console-producer":
 		return secConsoleProducer
 	case "console-consumer":
@@ -364,6 +407,76 @@ func (e *Env) secProperties() (string, error) {
 	return path, os.WriteFile(path, []byte(body), 0o600)
 }
 
+// secJava runs clients/SecureCompat.java in one role with the cell's client.properties.
+func secJava(role string) CellFunc {
+	return func(ctx context.Context, e *Env) error {
+		addr, _ := e.secListener()
+		props, err := e.secProperties()
+		if err != nil {
+			return err
+		}
+		if role != "producer" && role != "admin" {
+			if err := e.produceSecRecords(ctx); err != nil {
+				return err
+			}
+		}
+		out, err := e.Tools.Java(ctx, e, "", "SecureCompat", role, addr, e.Topic, e.Group, props)
+		if err != nil {
+			return err
+		}
+		if role == "admin" {
+			return e.verifySecAdmin(ctx)
+		}
+		if err := expectSecOutput(out); err != nil {
+			return err
+		}
+		if role != "producer" {
+			if err := e.VerifyCommitted(ctx, secRecords); err != nil {
+				return err
+			}
+		}
+		return e.verifySecurity(ctx)
+	}
+}
+
+// produceSecRecords writes the records a consumer-only client reads, over PLAINTEXT.
+func (e *Env) produceSecRecords(ctx context.Context) error {
+	cl, err := e.client()
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	var recs []*kgo.Record
+	for i := range secRecords {
+		recs = append(recs, &kgo.Record{Topic: e.Topic, Key: []byte(fmt.Sprintf("ck%d", i)), Value: []byte(fmt.Sprintf("c%d", i))})
+	}
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		return fmt.Errorf("harness produce over PLAINTEXT: %w", err)
+	}
+	e.Log.Printf("[harness] %d records produced over PLAINTEXT", secRecords)
+	return nil
+}
+
+// verifySecAdmin checks over PLAINTEXT that the topic the admin client created over the
+// secured listener exists with two partitions, then that the listener refuses a bad login.
+func (e *Env) verifySecAdmin(ctx context.Context) error {
+	cl, err := e.client()
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	name := e.Topic + "-admin"
+	td, err := kadm.NewClient(cl).ListTopics(ctx, name)
+	if err != nil {
+		return err
+	}
+	if d, ok := td[name]; !ok || d.Err != nil || len(d.Partitions) != 2 {
+		return fmt.Errorf("harness: topic %s over PLAINTEXT: %+v", name, td[name])
+	}
+	e.Log.Printf("[harness] topic %s exists with 2 partitions", name)
+	return e.verifyRefused(ctx)
+}
+
 // secConsoleProducer produces with kafka-console-producer over the secured listener; the
 // consumer row reads such records back with kafka-console-consumer.
 func secConsoleProducer(ctx context.Context, e *Env) error {
@@ -387,27 +500,19 @@ func secConsoleConsumer(ctx context.Context, e *Env) error {
 	if err != nil {
 		return err
 	}
-	cl, err := e.client()
-	if err != nil {
+	if err := e.produceSecRecords(ctx); err != nil {
 		return err
 	}
-	var recs []*kgo.Record
-	for i := range secRecords {
-		recs = append(recs, &kgo.Record{Topic: e.Topic, Key: []byte(fmt.Sprintf("ck%d", i)), Value: []byte(fmt.Sprintf("c%d", i))})
-	}
-	err = cl.ProduceSync(ctx, recs...).FirstErr()
-	cl.Close()
-	if err != nil {
-		return fmt.Errorf("harness produce over PLAINTEXT: %w", err)
-	}
-	e.Log.Printf("[harness] %d records produced over PLAINTEXT", secRecords)
 	out, err := e.Tools.Java(ctx, e, "", "org.apache.kafka.tools.consumer.ConsoleConsumer", "--bootstrap-server", addr, "--topic", e.Topic,
 		"--consumer.config", props, "--from-beginning", "--max-messages", strconv.Itoa(secRecords), "--timeout-ms", "20000",
 		"--property", "print.key=true", "--property", "key.separator=:")
 	if err != nil {
 		return err
 	}
-	return expectSecOutput(out)
+	if err := expectSecOutput(out); err != nil {
+		return err
+	}
+	return e.verifyRefused(ctx)
 }
 
 // secAddrs are n nodes' secured listener addresses, three per node, from ports.
