@@ -38,6 +38,12 @@
 // -clients filter the cells, and -merge replaces only the cells run now in the results.json of
 // an earlier run (so a scenario can be re-run without the whole matrix).
 //
+// The security section (security.go) gives the broker SSL (mTLS), SASL_SSL (SCRAM-SHA-512)
+// and SASL_PLAINTEXT (PLAIN, OAUTHBEARER) listeners next to PLAINTEXT when a security scenario
+// (sec-*) is selected; each client produces and consumes five records over one of them and the
+// harness checks the records over PLAINTEXT and that the listener refuses a bad credential.
+// -scenarios '^sec-' runs only that section.
+//
 // TestQuickMatrix runs one scenario per client family and is part of `go test ./...`; the full
 // matrix is `make compat` (go run ./compat-tests/matrix -out COMPAT.md).
 package main

@@ -49,6 +49,9 @@ type Broker struct {
 	nodes   []*testcluster.Node
 	logs    []*os.File
 	proxies []*proxy
+	// sec is the secured listeners (nil: PLAINTEXT only); SSL, SASLSSL and SASLPlain are
+	// node 1's.
+	sec *Security
 }
 
 // clusterSettings are what every node of a multi-node matrix cluster gets: replication factor
@@ -65,6 +68,12 @@ var clusterSettings = []string{
 // (node i's log in logPath with "-node-<i>" before the extension) that answers with every
 // broker registered.
 func StartBroker(bin, logPath string, nodes int) (*Broker, error) {
+	return startBroker(bin, logPath, nodes, false)
+}
+
+// startBroker is StartBroker that, with secure, also gives every node the security section's
+// listeners (security.go) and creates the SCRAM credential once the cluster is up.
+func startBroker(bin, logPath string, nodes int, secure bool) (*Broker, error) {
 	dir, err := os.MkdirTemp("", "sluice-matrix-data-")
 	if err != nil {
 		return nil, err
@@ -73,6 +82,18 @@ func StartBroker(bin, logPath string, nodes int) (*Broker, error) {
 	ports, err := testcluster.FreePorts(2 * nodes)
 	if err != nil {
 		return nil, err
+	}
+	var secPorts [][]string
+	if secure {
+		if b.sec, err = newSecurity(); err != nil {
+			return nil, err
+		}
+		p, err := testcluster.FreePorts(3 * nodes)
+		if err != nil {
+			return nil, err
+		}
+		secPorts = secAddrs(p)
+		b.sec.SSL, b.sec.SASLSSL, b.sec.SASLPlain = secPorts[0][0], secPorts[0][1], secPorts[0][2]
 	}
 	var voters []string
 	for i := range nodes {
@@ -110,6 +131,9 @@ func StartBroker(bin, logPath string, nodes int) (*Broker, error) {
 				"controller.listener.names=CONTROLLER", "controller.quorum.voters="+strings.Join(voters, ",")),
 				clusterSettings...)
 		}
+		if secure { // replaces the advertised listeners, names every listener
+			cfg.Settings = append(cfg.Settings[1:], b.sec.settings(brokerAddr, pl.Addr().String(), cfg.ControllerAddr, secPorts[i])...)
+		}
 		node, err := testcluster.NewNode(cfg)
 		if err != nil {
 			b.Stop()
@@ -142,6 +166,16 @@ func StartBroker(bin, logPath string, nodes int) (*Broker, error) {
 	}
 	if nodes > 1 {
 		if err := b.waitBrokers(nodes); err != nil {
+			b.Stop()
+			return nil, err
+		}
+	}
+	if secure {
+		var saslSSL []string
+		for _, a := range secPorts {
+			saslSSL = append(saslSSL, a[1])
+		}
+		if err := b.sec.createCredentials(b.Addr, saslSSL); err != nil {
 			b.Stop()
 			return nil, err
 		}
@@ -201,6 +235,7 @@ func (b *Broker) Stop() {
 		lf.Close()
 	}
 	os.RemoveAll(b.dataDir)
+	b.sec.close()
 }
 
 // DataDir is node 1's log.dirs (with replication factor 3 it holds a replica of every

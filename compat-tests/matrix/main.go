@@ -75,6 +75,7 @@ type Matrix struct {
 	tools   *Tools
 	seq     int
 	prepErr map[string]error
+	secure  bool // the broker has the security section's listeners
 }
 
 // moduleRoot is the directory holding go.mod, found relative to this source file.
@@ -87,6 +88,12 @@ func moduleRoot() string {
 // and as a nodes-node cluster otherwise, with its log in logsDir (the cluster's logs and cells
 // under logsDir/<nodes>-nodes).
 func NewMatrix(bin, logsDir string, nodes int) (*Matrix, error) {
+	return newMatrix(bin, logsDir, nodes, false)
+}
+
+// newMatrix is NewMatrix that, with secure, starts the broker with the security section's
+// listeners too.
+func newMatrix(bin, logsDir string, nodes int, secure bool) (*Matrix, error) {
 	root := moduleRoot()
 	if bin == "" {
 		bin = filepath.Join(root, "bin", "sluice")
@@ -103,14 +110,14 @@ func NewMatrix(bin, logsDir string, nodes int) (*Matrix, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Matrix{bin: bin, logsDir: logsDir, tools: tools, prepErr: map[string]error{}, nodes: max(nodes, 1)}
+	m := &Matrix{bin: bin, logsDir: logsDir, tools: tools, prepErr: map[string]error{}, nodes: max(nodes, 1), secure: secure}
 	if m.nodes > 1 {
 		m.sub = fmt.Sprintf("%d-nodes", m.nodes)
 		if err := os.MkdirAll(filepath.Join(logsDir, m.sub), 0o755); err != nil {
 			return nil, err
 		}
 	}
-	if m.broker, err = StartBroker(bin, filepath.Join(logsDir, m.sub, "sluice.log"), m.nodes); err != nil {
+	if m.broker, err = startBroker(bin, filepath.Join(logsDir, m.sub, "sluice.log"), m.nodes, secure); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -151,7 +158,7 @@ func (m *Matrix) RunCell(ctx context.Context, c *Client, s Scenario) (cell Cell)
 	if !m.broker.Alive() {
 		log.Printf("[harness] sluice had exited; restarting it with a fresh data dir")
 		m.broker.Stop()
-		b, err := StartBroker(m.bin, filepath.Join(m.logsDir, m.sub, fmt.Sprintf("sluice-restart-%d.log", m.seq)), m.nodes)
+		b, err := startBroker(m.bin, filepath.Join(m.logsDir, m.sub, fmt.Sprintf("sluice-restart-%d.log", m.seq)), m.nodes, m.secure)
 		if err != nil {
 			cell.Outcome, cell.Detail = Fail, "sluice restart: "+err.Error()
 			return cell
@@ -182,6 +189,17 @@ func (m *Matrix) RunCell(ctx context.Context, c *Client, s Scenario) (cell Cell)
 		Dir:    dir, DataDir: m.broker.DataDir(), Log: log, Tools: m.tools,
 		Nodes: m.nodes, RF: int16(min(m.nodes, 3)),
 	}
+	run := c.Run
+	if s.Security != "" {
+		if e.Sec = m.broker.sec; e.Sec == nil {
+			cell.Outcome, cell.Detail = Fail, "the broker was started without the security listeners"
+			return cell
+		}
+		if run = secRunner(c.ID); run == nil {
+			cell.Outcome, cell.Detail = NA, "not driven by the security section"
+			return cell
+		}
+	}
 	timeout := c.Timeout
 	if timeout == 0 {
 		timeout = defaultCellTimeout
@@ -196,7 +214,7 @@ func (m *Matrix) RunCell(ctx context.Context, c *Client, s Scenario) (cell Cell)
 		if s.Tail {
 			stopTail = e.startTail(cctx)
 		}
-		err = runWithWatchdog(cctx, c.Run, e)
+		err = runWithWatchdog(cctx, run, e)
 		if stopTail != nil {
 			stopTail()
 		}
@@ -300,8 +318,12 @@ func run(out, logsDir, bin, clientPat, scenarioPat string, sizes []int, franz, m
 	ctx := context.Background()
 	start := time.Now()
 	var cells []Cell
+	secure := false
+	for _, s := range Scenarios {
+		secure = secure || (s.Security != "" && sre.MatchString(s.ID))
+	}
 	for _, n := range sizes {
-		m, err := NewMatrix(bin, absLogs, n)
+		m, err := newMatrix(bin, absLogs, n, secure)
 		if err != nil {
 			return err
 		}
@@ -311,7 +333,7 @@ func run(out, logsDir, bin, clientPat, scenarioPat string, sizes []int, franz, m
 				continue
 			}
 			for _, s := range Scenarios {
-				if !sre.MatchString(s.ID) {
+				if !sre.MatchString(s.ID) || (s.Security != "" && secRunner(c.ID) == nil) {
 					continue
 				}
 				cell := m.RunCell(ctx, c, s)

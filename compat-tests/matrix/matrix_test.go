@@ -4,7 +4,9 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 )
 
 // TestQuickMatrix is the fast subset of the matrix that `make test` runs: one scenario per
@@ -33,5 +35,69 @@ func TestQuickMatrix(t *testing.T) {
 				t.Errorf("%s × %s: %s: %s\nlog:\n%s", c.Name, c.Quick, cell.Outcome, cell.Detail, log)
 			}
 		})
+	}
+}
+
+// TestQuickSecurity is the security section's fast subset for `make test`: franz-go over each
+// of the four secured listeners and librdkafka (kcat) over SASL_SSL with SCRAM-SHA-512, against
+// one sluice started with the security listeners.
+func TestQuickSecurity(t *testing.T) {
+	logs := t.TempDir()
+	m, err := newMatrix(os.Getenv("SLUICE_BIN"), logs, 1, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	byID := map[string]*Client{}
+	for _, c := range Clients() {
+		byID[c.ID] = c
+	}
+	cells := []struct{ client, scenario string }{{"kcat", "sec-scram-sha-512"}}
+	for _, s := range securityScenarios {
+		cells = append(cells, struct{ client, scenario string }{"franz-go", s.ID})
+	}
+	for _, cs := range cells {
+		var s Scenario
+		for _, sc := range securityScenarios {
+			if sc.ID == cs.scenario {
+				s = sc
+			}
+		}
+		t.Run(cs.client+"/"+cs.scenario, func(t *testing.T) {
+			cell := m.RunCell(context.Background(), byID[cs.client], s)
+			if cell.Outcome != Pass {
+				log, _ := os.ReadFile(filepath.Join(logs, cell.LogPath))
+				t.Errorf("%s × %s: %s: %s\nlog:\n%s", cs.client, cs.scenario, cell.Outcome, cell.Detail, log)
+			}
+		})
+	}
+}
+
+// TestReportSecuritySection: security cells are rendered in their own table, not as columns of
+// the main one, and a security n/a says it is the client's.
+func TestReportSecuritySection(t *testing.T) {
+	cells := []Cell{
+		{Client: "franz-go", Scenario: "group", Outcome: Pass, LogPath: "franz-go/group.log"},
+		{Client: "kafka-go", Scenario: "sec-plain", Outcome: Pass, LogPath: "kafka-go/sec-plain.log"},
+		{Client: "kafka-go", Scenario: "sec-oauthbearer", Outcome: NA, Detail: "no OAUTHBEARER", LogPath: "kafka-go/sec-oauthbearer.log"},
+	}
+	out := Report(cells, nil, "logs", time.Second, time.Now(), nil)
+	main, sec, ok := strings.Cut(out, "## Security: TLS, mTLS and SASL")
+	if !ok {
+		t.Fatalf("no security section:\n%s", out)
+	}
+	if strings.Contains(main, "SASL_PLAINTEXT + PLAIN") {
+		t.Errorf("the main table has a security column:\n%s", main)
+	}
+	sec, _, _ = strings.Cut(sec, "## Failing cells")
+	for _, want := range []string{
+		"| segmentio/kafka-go v0.4.51 | – | – | [pass](logs/kafka-go/sec-plain.log) | [n/a (client)](logs/kafka-go/sec-oauthbearer.log) |",
+	} {
+		if !strings.Contains(sec, want) {
+			t.Errorf("security section lacks %q:\n%s", want, sec)
+		}
+	}
+	if strings.Contains(sec, "franz-go v1.22") {
+		t.Errorf("a client with no security cell has a security row:\n%s", sec)
 	}
 }

@@ -63,23 +63,31 @@ func Report(cells []Cell, suite *SuiteResult, logs string, elapsed time.Duration
 	fmt.Fprintf(&b, "the tools that cannot produce or consume on their own (kafka-consumer-groups, kafka-dump-log) are given their input by franz-go, and kafka-get-offsets stands in for the consume columns by resolving the same offsets.\n\n")
 
 	var failures, nas2 []Cell
-	table := func(cells []Cell) {
+	var mainScen, secScen []Scenario
+	for _, s := range Scenarios {
+		if s.Security != "" {
+			secScen = append(secScen, s)
+		} else {
+			mainScen = append(mainScen, s)
+		}
+	}
+	table := func(cells []Cell, scenarios []Scenario) {
 		byKey := map[string]Cell{}
 		for _, c := range cells {
 			byKey[c.Client+"/"+c.Scenario] = c
 		}
 		fmt.Fprintf(&b, "| client / tool |")
-		for _, s := range Scenarios {
+		for _, s := range scenarios {
 			fmt.Fprintf(&b, " %s |", s.Title)
 		}
 		fmt.Fprintf(&b, "\n|---|")
-		for range Scenarios {
+		for range scenarios {
 			fmt.Fprintf(&b, ":-:|")
 		}
 		fmt.Fprintf(&b, "\n")
 		for _, cl := range clients {
 			ran := false
-			for _, s := range Scenarios {
+			for _, s := range scenarios {
 				if _, ok := byKey[cl.ID+"/"+s.ID]; ok {
 					ran = true
 				}
@@ -88,7 +96,7 @@ func Report(cells []Cell, suite *SuiteResult, logs string, elapsed time.Duration
 				continue
 			}
 			fmt.Fprintf(&b, "| %s |", cl.Name)
-			for _, s := range Scenarios {
+			for _, s := range scenarios {
 				c, ok := byKey[cl.ID+"/"+s.ID]
 				switch {
 				case !ok:
@@ -98,6 +106,11 @@ func Report(cells []Cell, suite *SuiteResult, logs string, elapsed time.Duration
 				case c.Outcome == Fail:
 					fmt.Fprintf(&b, " [**FAIL**](%s) |", link(c.LogPath))
 					failures = append(failures, c)
+				case s.Security != "": // the security section's n/a is always the client's
+					fmt.Fprintf(&b, " [n/a (client)](%s) |", link(c.LogPath))
+					if c.nodes() == 1 {
+						nas2 = append(nas2, c)
+					}
 				default:
 					fmt.Fprintf(&b, " [n/a](%s) |", link(c.LogPath))
 					if c.nodes() == 1 {
@@ -109,7 +122,7 @@ func Report(cells []Cell, suite *SuiteResult, logs string, elapsed time.Duration
 		}
 	}
 	if len(bySize[1]) > 0 {
-		table(bySize[1])
+		table(bySize[1], mainScen)
 	}
 	for _, n := range sizes {
 		if n == 1 {
@@ -122,7 +135,23 @@ func Report(cells []Cell, suite *SuiteResult, logs string, elapsed time.Duration
 		fmt.Fprintf(&b, "\n## %s\n\n", title)
 		fmt.Fprintf(&b, "The same cells against %d sluice processes forming one cluster (combined controller and broker nodes, a static quorum of all of them, started with internal/testcluster), each behind its own recording proxy; the harness's topics and the internal topics have replication factor %d and min.insync.replicas is 2; clients bootstrap from node 1 and reach the partition leaders and coordinators on any node through the metadata. Broker logs: %s. A dash is a cell not run against the cluster.\n\n",
 			n, min(n, 3), clusterLogLinks(n, link))
-		table(bySize[n])
+		table(bySize[n], mainScen)
+	}
+	if hasCells(cells, secScen) {
+		fmt.Fprintf(&b, "\n## Security: TLS, mTLS and SASL\n\n")
+		fmt.Fprintf(&b, "Each client connects to one secured listener of the same broker (advertised directly, not through the recording proxy), produces %d records (keys ck<i>, values c<i>) to its cell's topic and consumes them back over that listener; the harness then reads the topic over PLAINTEXT and checks the records are there exactly once, and checks that the same listener refuses franz-go with a bad credential (no client certificate, a wrong password, a token that is not a JWT), so a pass is a cell where the credential mattered. ", secRecords)
+		fmt.Fprintf(&b, "The listeners: SSL with `ssl.client.auth=required` (a client certificate from the test CA, internal/testcerts); SASL_SSL with SCRAM-SHA-512, the user's credential created with AlterUserScramCredentials (kadm, as `kafka-configs --alter --add-config 'SCRAM-SHA-512=[password=...]' --entity-type users` does) before the clients run; SASL_PLAINTEXT with PLAIN (the user in the listener's JAAS config) and OAUTHBEARER checked by Kafka's default unsecured validator (franz-go's sasl/oauth, sarama's and kafkajs's token providers and kafka-python's with an `alg: none` JWT; librdkafka's `enable.sasl.oauthbearer.unsecure.jwt` with `sasl.oauthbearer.config=principal=alice`; the Java tools' OAuthBearerLoginModule with `unsecuredLoginStringClaim_sub`). ")
+		fmt.Fprintf(&b, "The Java clients (clients/SecureCompat.java: the idempotent producer, which also reads its records back; the classic and KIP-848 consumers in a group, committing, reading records the harness produced; the Admin client creating a topic) and the console tools (`--producer.config`, `--consumer.config`; the console consumer reads records the harness produced, as it cannot produce) all take their security settings from a client.properties, shown in each log. No authorizer is configured: this section is authentication, the ACL tests are compat-tests/acls_test.go. n/a (client) is a mechanism the client does not ship. Setup: compat-tests/matrix/security.go.\n\n")
+		for _, n := range sizes {
+			if !hasCells(bySize[n], secScen) {
+				continue
+			}
+			if len(sizes) > 1 {
+				fmt.Fprintf(&b, "%s:\n\n", plural(n, "node"))
+			}
+			table(bySize[n], secScen)
+			fmt.Fprintf(&b, "\n")
+		}
 	}
 	names := map[string]string{}
 	for _, cl := range clients {
@@ -234,6 +263,18 @@ func Report(cells []Cell, suite *SuiteResult, logs string, elapsed time.Duration
 		}
 	}
 	return b.String()
+}
+
+// hasCells reports whether any of cells is of one of scenarios.
+func hasCells(cells []Cell, scenarios []Scenario) bool {
+	for _, c := range cells {
+		for _, s := range scenarios {
+			if c.Scenario == s.ID {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func plural(n int, what string) string {

@@ -29,6 +29,9 @@ type Scenario struct {
 	Tail bool
 	// NoTopic leaves topic creation to the client.
 	NoTopic bool
+	// Security names the mechanism of a security-section scenario (security.go; "" for the
+	// main table's scenarios).
+	Security string
 }
 
 var codecs = []string{"none", "gzip", "snappy", "lz4", "zstd"}
@@ -50,7 +53,7 @@ var Scenarios = func() []Scenario {
 		Scenario{ID: "transactions", Title: "transactions"},
 		Scenario{ID: "exactly-once", Title: "exactly-once (consume-transform-produce)", Seed: seedCount},
 	)
-	return s
+	return append(s, securityScenarios...)
 }()
 
 // Env is what one cell gets: where the broker is, its own topic and group, and a log.
@@ -66,6 +69,8 @@ type Env struct {
 	Tools    *Tools
 	Nodes    int   // cluster size
 	RF       int16 // replication factor of the topics the harness creates (3 on a cluster)
+	// Sec is the secured listeners and credentials; set for security scenarios only.
+	Sec *Security
 }
 
 // Args are the conventional arguments of the client scripts.
