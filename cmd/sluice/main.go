@@ -166,6 +166,17 @@ func run(args []string) error {
 			return err
 		}
 	}
+	// So are the client sides of the connections this node makes to the others.
+	ctrlClient, err := controllerClient(cfg)
+	if err != nil {
+		return err
+	}
+	var brokerClient peerClient
+	if cfg.HasRole("broker") {
+		if brokerClient, err = interBrokerClient(cfg); err != nil {
+			return err
+		}
+	}
 
 	logDir := cfg.LogDirs[0]
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
@@ -215,14 +226,14 @@ func run(args []string) error {
 			return err
 		}
 	}
-	if err := discoverVoters(cfg, joiner, logger); err != nil {
+	if err := discoverVoters(cfg, joiner, ctrlClient, logger); err != nil {
 		return err
 	}
 	clusterID := ""
 	if metaProps[len(metaProps)-1] != nil {
 		clusterID = metaProps[len(metaProps)-1].ClusterID
 	}
-	q, err := startQuorum(cfg, metadataLog, endpoints, memory, limits, joiner, clusterID, logger)
+	q, err := startQuorum(cfg, metadataLog, endpoints, memory, limits, joiner, clusterID, ctrlClient, logger)
 	if err != nil {
 		return fmt.Errorf("starting controller: %w", err)
 	}
@@ -265,7 +276,7 @@ func run(args []string) error {
 	}
 
 	b, err := broker.New(broker.Config{Static: cfg, LogDir: logDir, Logger: logger.With("component", "broker"),
-		CacheWindowBytes: *cacheWindow}, ctrl)
+		CacheWindowBytes: *cacheWindow, PeerClientOpts: brokerClient.kgoOpts(), PeerTLS: brokerClient.tls}, ctrl)
 	if err != nil {
 		return fmt.Errorf("starting broker: %w", err)
 	}
