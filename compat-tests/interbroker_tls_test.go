@@ -3,9 +3,11 @@ package compattests
 import (
 	"context"
 	"crypto/tls"
+	"encoding/base64"
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -66,13 +68,14 @@ func startSecureCluster(t *testing.T, sasl bool) ([]secureClusterNode, []kgo.Opt
 		"listener.name.controller.ssl.truststore.location=" + caFile,
 	}
 	if sasl {
-		// The brokers' own credentials (username/password) and the users the listener
-		// accepts (user_NAME), as Kafka's ScramLoginModule reads them.
+		// The brokers' own credentials (username/password), as Kafka's ScramLoginModule reads
+		// them; the credential they are checked against is in the metadata log from the
+		// start (sluice format --add-scram below), as with kafka-storage format.
 		common = append(common,
 			"listener.name.sasl_ssl.sasl.enabled.mechanisms=SCRAM-SHA-512",
 			"sasl.mechanism.inter.broker.protocol=SCRAM-SHA-512",
 			"listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config="+scramModule+
-				` required username="admin" password="admin-secret" user_admin="admin-secret";`,
+				` required username="admin" password="admin-secret";`,
 		)
 	}
 	var nodes []secureClusterNode
@@ -106,6 +109,20 @@ func startSecureCluster(t *testing.T, sasl bool) ([]secureClusterNode, []kgo.Opt
 			}
 		}
 	})
+	if sasl {
+		clusterID := base64.RawURLEncoding.EncodeToString([]byte("sluice-scram-tls"))
+		for _, nd := range nodes {
+			argv := nd.Args()
+			out, err := exec.Command(argv[0], append([]string{"format", "--cluster-id", clusterID,
+				"--add-scram", "SCRAM-SHA-512=[name=admin,password=admin-secret]"}, argv[1:]...)...).CombinedOutput()
+			if err != nil {
+				t.Fatalf("sluice format node %d: %v\n%s", nd.ID, err, out)
+			}
+			if !strings.Contains(string(out), "1 SCRAM credential") {
+				t.Fatalf("sluice format node %d: %s", nd.ID, out)
+			}
+		}
+	}
 	for _, nd := range nodes {
 		if err := nd.Launch(); err != nil {
 			t.Fatal(err)

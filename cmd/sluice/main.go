@@ -220,9 +220,18 @@ func run(args []string) error {
 	// directories `sluice format` may have claimed for the cluster already: it cannot make a
 	// new cluster (it is in no configuration), so a meta.properties there is expected.
 	joiner := joinsDynamicQuorum(cfg, hasMetadata)
+	// A new log starts with what `sluice format --add-scram` left (bootstrap.records): the
+	// directories are then formatted for a new cluster, not the remains of a lost one.
+	var bootstrap []controller.Record
+	formatted := false
+	if !hasMetadata {
+		if bootstrap, formatted, err = readBootstrapRecords(metadataDir); err != nil {
+			return err
+		}
+	}
 	metaProps := make([]*broker.MetaProperties, len(identityDirs))
 	for i, dir := range identityDirs {
-		if metaProps[i], err = broker.CheckLogDir(dir, hasMetadata || joiner); err != nil {
+		if metaProps[i], err = broker.CheckLogDir(dir, hasMetadata || joiner || formatted); err != nil {
 			return err
 		}
 	}
@@ -233,7 +242,7 @@ func run(args []string) error {
 	if metaProps[len(metaProps)-1] != nil {
 		clusterID = metaProps[len(metaProps)-1].ClusterID
 	}
-	q, err := startQuorum(cfg, metadataLog, endpoints, memory, limits, joiner, clusterID, ctrlClient, logger)
+	q, err := startQuorum(cfg, metadataLog, endpoints, memory, limits, joiner, clusterID, bootstrap, ctrlClient, logger)
 	if err != nil {
 		return fmt.Errorf("starting controller: %w", err)
 	}
@@ -274,6 +283,7 @@ func run(args []string) error {
 			return err
 		}
 	}
+	bootstrapDone(metadataDir, logger)
 
 	b, err := broker.New(broker.Config{Static: cfg, LogDir: logDir, Logger: logger.With("component", "broker"),
 		CacheWindowBytes: *cacheWindow, PeerClientOpts: brokerClient.kgoOpts(), PeerTLS: brokerClient.tls}, ctrl)
@@ -498,6 +508,7 @@ func serveControllerOnly(cfg *config.Broker, q *quorum, identityDirs []string, m
 			return err
 		}
 	}
+	bootstrapDone(cfg.MetadataLogDir, logger)
 	logger.Info("sluice started", "version", buildVersion(), "node.id", cfg.NodeID, "process.roles", "controller", "cluster.id", im.ClusterID,
 		"metadata.log.dir", cfg.MetadataLogDir)
 	sig := <-signals

@@ -55,7 +55,7 @@ type quorum struct {
 // promoted; clusterID (its formatted meta.properties') makes voters of another cluster refuse
 // it.
 func startQuorum(cfg *config.Broker, dir string, endpoints []controller.Endpoint, memory *wire.MemoryPool, limits *wire.ConnLimits,
-	joiner bool, clusterID string, ctrlClient peerClient, logger *slog.Logger) (*quorum, error) {
+	joiner bool, clusterID string, bootstrap []controller.Record, ctrlClient peerClient, logger *slog.Logger) (*quorum, error) {
 	q := &quorum{}
 	voters, addrs := quorumVoters(cfg)
 	isController, isBroker := cfg.HasRole("controller"), cfg.HasRole("broker")
@@ -71,6 +71,9 @@ func startQuorum(cfg *config.Broker, dir string, endpoints []controller.Endpoint
 		EligibleLeaderReplicas: true,
 		MinInsyncReplicas:      cfg.Int32("min.insync.replicas"),
 		UncleanLeaderElection:  cfg.Bool("unclean.leader.election.enable"),
+		// A formatted node's first leader writes the formatted cluster ID and records.
+		ClusterID:        clusterID,
+		BootstrapRecords: bootstrap,
 	}
 	if cfg.Bool("auto.leader.rebalance.enable") {
 		ctrlCfg.LeaderRebalanceInterval = time.Duration(cfg.Int64("leader.imbalance.check.interval.seconds")) * time.Second
