@@ -3,6 +3,7 @@ package compattests
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509/pkix"
 	"encoding/base64"
 	"fmt"
 	"net"
@@ -29,9 +30,9 @@ type secureClusterNode struct {
 }
 
 // startSecureCluster starts three combined nodes whose only listeners are the client and
-// inter-broker listener (SSL, or SASL_SSL with SCRAM-SHA-512 between the brokers) and the
-// controller listener (SSL), all with certificates of one test CA, each key under its
-// listener's listener.name.<l>. prefix. It returns the nodes and the options a franz-go
+// inter-broker listener (SSL with ssl.client.auth=required, or SASL_SSL with SCRAM-SHA-512
+// between the brokers) and the controller listener (SSL with ssl.client.auth=required), all
+// with certificates of one test CA, each key under its listener's listener.name.<l>. prefix. It returns the nodes and the options a franz-go
 // client needs to reach them.
 func startSecureCluster(t *testing.T, sasl bool) ([]secureClusterNode, []kgo.Opt) {
 	t.Helper()
@@ -66,6 +67,13 @@ func startSecureCluster(t *testing.T, sasl bool) ([]secureClusterNode, []kgo.Opt
 		"listener.name.controller.ssl.keystore.location=" + serverPEM,
 		"listener.name.controller.ssl.truststore.type=PEM",
 		"listener.name.controller.ssl.truststore.location=" + caFile,
+		// Mutual TLS between controllers (raft and the brokers' link): each node presents
+		// its listener keystore as a client.
+		"listener.name.controller.ssl.client.auth=required",
+	}
+	if !sasl {
+		// And between brokers on the SSL listener, whose clients then need certificates too.
+		common = append(common, "listener.name.ssl.ssl.client.auth=required")
 	}
 	if sasl {
 		// The brokers' own credentials (username/password), as Kafka's ScramLoginModule reads
@@ -128,7 +136,11 @@ func startSecureCluster(t *testing.T, sasl bool) ([]secureClusterNode, []kgo.Opt
 			t.Fatal(err)
 		}
 	}
-	opts := []kgo.Opt{kgo.DialTLSConfig(&tls.Config{RootCAs: ca.Pool()})}
+	clientTLS := &tls.Config{RootCAs: ca.Pool()}
+	if !sasl {
+		clientTLS.Certificates = []tls.Certificate{ca.Client(pkix.Name{CommonName: "test-client"}).TLS()}
+	}
+	opts := []kgo.Opt{kgo.DialTLSConfig(clientTLS)}
 	if sasl {
 		opts = append(opts, kgo.SASL(scram.Auth{User: "admin", Pass: "admin-secret"}.AsSha512Mechanism()))
 	}
@@ -172,7 +184,7 @@ func secureClient(t *testing.T, seeds []string, opts []kgo.Opt, more ...kgo.Opt)
 }
 
 // TestInterBrokerTLSCluster: a three-node cluster whose client, inter-broker and controller
-// listeners are all SSL replicates an RF3 topic (its followers fetch over TLS, its brokers
+// listeners are all SSL with mutual TLS replicates an RF3 topic (its followers fetch over TLS, its brokers
 // reach the controllers and the controllers each other over TLS), keeps every acks=all record
 // when its leader is killed, and refuses PLAINTEXT on its inter-broker port.
 func TestInterBrokerTLSCluster(t *testing.T) { testSecureClusterFailover(t, false) }
