@@ -203,10 +203,10 @@ func peerSASL(cfg *config.Broker, l config.Listener, mechKey string) (sasl.Mecha
 	switch mech {
 	case "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512":
 	case "GSSAPI":
-		return nil, fmt.Errorf("%s=%s (Kafka's default): listener %s uses %s, and sluice does not support GSSAPI (Kerberos); set %s to PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512",
+		return nil, fmt.Errorf("%s=%s (Kafka's default) is not supported by sluice yet: listener %s uses %s, and sluice has no GSSAPI (Kerberos); set %s to PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512",
 			mechKey, mech, l.Name, l.SecurityProtocol, mechKey)
 	default:
-		return nil, fmt.Errorf("%s=%s: sluice's own connections between nodes authenticate with PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 only", mechKey, mech)
+		return nil, fmt.Errorf("%s=%s is not supported by sluice yet: its own connections between nodes authenticate with PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", mechKey, mech)
 	}
 	enabled := listenerKey(cfg, l, "sasl.enabled.mechanisms")
 	if !slices.ContainsFunc(config.ParseList(enabled.Value), func(m string) bool { return strings.EqualFold(strings.TrimSpace(m), mech) }) {
