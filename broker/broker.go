@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -18,6 +19,8 @@ import (
 	"sluice/internal/config"
 	"sluice/logstore"
 	"sluice/wire"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // Config is what the broker needs beyond the metadata image.
@@ -37,6 +40,13 @@ type Config struct {
 	// Clock is the time of replicas (replica.lag.time.max.ms) and delayed operations; nil is
 	// the wall clock. Tests inject a replica.ManualClock.
 	Clock replica.Clock
+	// PeerClientOpts are added to every client this broker makes to another broker's
+	// inter-broker listener (replica fetchers, transaction markers and verification, peer
+	// requests): TLS and SASL for that listener's security protocol. None: PLAINTEXT.
+	PeerClientOpts []kgo.Opt
+	// PeerTLS is the inter-broker listener's client TLS (nil without TLS), for the
+	// connections that watch a leader's liveness (leader_hints.go), which send no requests.
+	PeerTLS *tls.Config
 }
 
 // Broker serves Kafka requests over the partitions this node hosts.

@@ -378,14 +378,14 @@ func (f *replicaFetcher) leaderBroker() (*kgo.Broker, error) {
 		f.client = nil
 	}
 	if f.client == nil {
-		cl, err := kgo.NewClient(
+		cl, err := kgo.NewClient(append([]kgo.Opt{
 			kgo.SeedBrokers(addr),
 			kgo.ClientID(fmt.Sprintf("sluice-replica-fetcher-%d-%d-%d", b.nodeID, f.key.leader, f.key.index)),
 			// A response holds up to replica.fetch.response.max.bytes, or one partition's first
 			// batch when that is larger (replica.fetch.max.bytes or message.max.bytes).
 			kgo.FetchMaxBytes(b.cfg.Static.ReplicaFetchResponseMaxBytes),
-			kgo.BrokerMaxReadBytes(max(b.cfg.Static.ReplicaFetchResponseMaxBytes, b.cfg.Static.ReplicaFetchMaxBytes, b.cfg.Static.Int32("message.max.bytes"))+1<<20),
-		)
+			kgo.BrokerMaxReadBytes(max(b.cfg.Static.ReplicaFetchResponseMaxBytes, b.cfg.Static.ReplicaFetchMaxBytes, b.cfg.Static.Int32("message.max.bytes")) + 1<<20),
+		}, b.cfg.PeerClientOpts...)...)
 		if err != nil {
 			return nil, err
 		}

@@ -17,6 +17,7 @@ package broker
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"net"
 	"slices"
@@ -364,6 +365,11 @@ func (b *Broker) watchPeer(ctx context.Context, id int32, addr string) {
 	d := net.Dialer{Timeout: peerRedial}
 	for ctx.Err() == nil {
 		conn, err := d.DialContext(ctx, "tcp", addr)
+		if err == nil && b.cfg.PeerTLS != nil {
+			// A TLS listener closes a connection that never completes its handshake, which
+			// would read here as the leader going away.
+			conn, err = peerTLSHandshake(ctx, conn, b.cfg.PeerTLS, addr)
+		}
 		if err == nil {
 			stop := context.AfterFunc(ctx, func() { conn.Close() })
 			var buf [1]byte
@@ -391,4 +397,21 @@ func topicsOf(im *controller.Image) map[string]*controller.TopicInfo {
 		return nil
 	}
 	return im.Topics
+}
+
+// peerTLSHandshake makes conn a TLS client connection to addr (its host checked against the
+// certificate unless tlsCfg names a server) and completes the handshake within peerRedial.
+func peerTLSHandshake(ctx context.Context, conn net.Conn, tlsCfg *tls.Config, addr string) (net.Conn, error) {
+	if tlsCfg.ServerName == "" {
+		tlsCfg = tlsCfg.Clone()
+		tlsCfg.ServerName, _, _ = net.SplitHostPort(addr)
+	}
+	tc := tls.Client(conn, tlsCfg)
+	hctx, cancel := context.WithTimeout(ctx, peerRedial)
+	defer cancel()
+	if err := tc.HandshakeContext(hctx); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return tc, nil
 }

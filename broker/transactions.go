@@ -172,7 +172,8 @@ func (b *Broker) peer(id int32) (*kgo.Client, error) {
 		c.cl.Close()
 		delete(pc.clients, id)
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ClientID(fmt.Sprintf("sluice-txn-%d-%d", b.nodeID, id)))
+	opts := append([]kgo.Opt{kgo.SeedBrokers(addr), kgo.ClientID(fmt.Sprintf("sluice-txn-%d-%d", b.nodeID, id))}, b.cfg.PeerClientOpts...)
+	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, err
 	}

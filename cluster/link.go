@@ -43,6 +43,10 @@ type LinkConfig struct {
 	// Registered, if set, is called once, after the first successful registration: an
 	// observer's transport starts dialling the voters then, when they know it.
 	Registered func()
+	// ClientOpts are added to every client the link makes to a controller listener: TLS
+	// and SASL for the controller listener's security protocol (controller.listener.names,
+	// listener.security.protocol.map). None: PLAINTEXT.
+	ClientOpts []kgo.Opt
 	Logger     *slog.Logger
 }
 
@@ -125,8 +129,9 @@ func (l *Link) clientFor(id int32, addr string) (*kgo.Client, error) {
 	if c, ok := l.clients[id]; ok && c.addr == addr {
 		return c.cl, nil
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ClientID(fmt.Sprintf("sluice-link-%d", l.cfg.NodeID)),
-		kgo.DialTimeout(2*time.Second), kgo.RetryBackoffFn(func(int) time.Duration { return minRetry }))
+	opts := append([]kgo.Opt{kgo.SeedBrokers(addr), kgo.ClientID(fmt.Sprintf("sluice-link-%d", l.cfg.NodeID)),
+		kgo.DialTimeout(2 * time.Second), kgo.RetryBackoffFn(func(int) time.Duration { return minRetry })}, l.cfg.ClientOpts...)
+	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, err
 	}

@@ -22,11 +22,11 @@ func TestUnsupportedSettingsStopTheStart(t *testing.T) {
 		settings []string
 		key      string
 	}{
-		// TLS and SASL between nodes (security_test.go has the listeners sluice serves).
-		{[]string{"listeners=SSL://127.0.0.1:0", "security.inter.broker.protocol=SSL"}, "security.inter.broker.protocol"},
-		{[]string{"listeners=SASL_PLAINTEXT://127.0.0.1:0", "security.inter.broker.protocol=SASL_PLAINTEXT"}, "security.inter.broker.protocol"},
-		{[]string{"listeners=SASL_SSL://127.0.0.1:0", "security.inter.broker.protocol=SASL_SSL"}, "security.inter.broker.protocol"},
-		{[]string{"sasl.mechanism.inter.broker.protocol=SCRAM-SHA-512"}, "sasl.mechanism.inter.broker.protocol"},
+		// SASL between brokers with Kafka's default mechanism, GSSAPI (interbroker_tls_test.go
+		// has the TLS and SCRAM set-ups sluice speaks between nodes).
+		{[]string{"listeners=SASL_PLAINTEXT://127.0.0.1:0", "security.inter.broker.protocol=SASL_PLAINTEXT",
+			"listener.name.sasl_plaintext.sasl.enabled.mechanisms=PLAIN",
+			"listener.name.sasl_plaintext.plain.sasl.jaas.config=" + plainModule + ` required user_a="b";`}, "sasl.mechanism.inter.broker.protocol"},
 		{[]string{"authorizer.class.name=kafka.security.authorizer.AclAuthorizer"}, "authorizer.class.name"}, // only the StandardAuthorizer
 		{[]string{"replica.selector.class=com.example.NearestReplicaSelector"}, "replica.selector.class"},    // only the rack-aware one
 		{[]string{"log.dirs=" + t.TempDir() + "," + t.TempDir()}, "log.dirs"},

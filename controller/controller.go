@@ -93,6 +93,15 @@ type Config struct {
 	MinInsyncReplicas      int32
 	UncleanLeaderElection  bool
 
+	// ClusterID, when set, is the cluster ID the first leader of a new log writes (the
+	// formatted meta.properties', `sluice format --cluster-id`); empty: a random one.
+	ClusterID string
+	// BootstrapRecords are written by the first leader of a new log in the same entry as its
+	// ClusterIDRecord, as Kafka's active controller writes a formatted bootstrap.checkpoint
+	// (`sluice format --add-scram`'s UserScramCredentialRecords). Ignored once the log has a
+	// cluster ID.
+	BootstrapRecords []Record
+
 	// ticks, when non-nil, replaces the TickInterval ticker: tests drive time by hand.
 	ticks <-chan time.Time
 }
@@ -373,7 +382,8 @@ func (c *Controller) register() error {
 				// Not reached: the leader proposes the cluster ID (proposeClusterID) before
 				// it plans parked requests. Kept so a registration never lands in a log
 				// without one.
-				recs = append(recs, &ClusterIDRecord{ClusterID: newClusterID()})
+				recs = append(recs, &ClusterIDRecord{ClusterID: c.newClusterID()})
+				recs = append(recs, c.cfg.BootstrapRecords...)
 			}
 			epoch := int64(1)
 			if b := w.Brokers[c.cfg.NodeID]; b != nil {

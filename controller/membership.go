@@ -340,8 +340,16 @@ func (c *Controller) proposeClusterID() {
 		if w.ClusterID != "" {
 			return nil
 		}
-		return []Record{&ClusterIDRecord{ClusterID: newClusterID()}}
+		return append([]Record{&ClusterIDRecord{ClusterID: c.newClusterID()}}, c.cfg.BootstrapRecords...)
 	}})
+}
+
+// newClusterID is the cluster ID a new log gets: Config.ClusterID, else a random one.
+func (c *Controller) newClusterID() string {
+	if c.cfg.ClusterID != "" {
+		return c.cfg.ClusterID
+	}
+	return newClusterID()
 }
 
 // storeLearners publishes the voters and learners of c.confState for the transport.

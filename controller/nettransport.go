@@ -3,6 +3,7 @@ package controller
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -340,7 +341,11 @@ type NetTransportConfig struct {
 	// connections it dialled, since an observer has no controller listener. It serves no
 	// inbound connections.
 	Observer bool
-	Logger   *slog.Logger
+	// TLS, when set, makes every dialled connection a TLS client connection (the controller
+	// listener's security protocol is SSL); ServerName is filled from each peer's host when
+	// empty. Inbound connections get their TLS from the listener that hands them to ServeConn.
+	TLS    *tls.Config
+	Logger *slog.Logger
 
 	QueueMessages       int           // per-peer queue bound in messages; 0 = 1024
 	QueueBytes          int           // per-peer queue bound in encoded bytes; 0 = 64 MiB
@@ -1083,6 +1088,14 @@ func (p *netPeer) dial() (net.Conn, error) {
 	// Close unblocks a handshake or a write stuck on a peer that stopped reading.
 	conn := &stoppableConn{Conn: raw, stop: context.AfterFunc(p.ctx, func() { raw.Close() })}
 	conn.SetDeadline(time.Now().Add(t.cfg.DialTimeout))
+	if t.cfg.TLS != nil {
+		tc := tls.Client(raw, peerTLS(t.cfg.TLS, p.addr))
+		if err := tc.HandshakeContext(p.ctx); err != nil {
+			conn.Close()
+			return nil, fmt.Errorf("tls handshake: %w", err)
+		}
+		conn.Conn = tc
+	}
 	if _, err := conn.Write(appendHello(nil, hello{from: t.cfg.NodeID, to: p.id, clusterID: t.clusterID()})); err != nil {
 		conn.Close()
 		return nil, err
@@ -1254,3 +1267,16 @@ func (l *logLimiter) log(logger *slog.Logger, key, msg string, args ...any) {
 // ServeConn. No Kafka frame starts so: read as a request size, the magic is far above any
 // limit.
 func IsRaftConnection(prefix [4]byte) bool { return string(prefix[:]) == raftMagic }
+
+// peerTLS is cfg with ServerName set to addr's host when cfg leaves it empty, so the peer's
+// certificate is checked against the address dialled, as a Kafka client does.
+func peerTLS(cfg *tls.Config, addr string) *tls.Config {
+	if cfg.ServerName != "" {
+		return cfg
+	}
+	c := cfg.Clone()
+	if host, _, err := net.SplitHostPort(addr); err == nil {
+		c.ServerName = host
+	}
+	return c
+}

@@ -37,6 +37,7 @@ package controller
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"net"
@@ -397,8 +398,9 @@ func (c *Controller) configurationChanged(im *Image) {
 // given voters and whose image holds clusterID and the voters' endpoints. Every initial voter
 // is formatted with the same voters and cluster ID, so their logs agree from the start; a
 // node formatted without voters (a controller that joins later, or a broker) needs no
-// metadata directory. It refuses a directory that already holds metadata.
-func BootstrapVoters(dir, clusterID string, voters []VoterEndpoint) error {
+// metadata directory. It refuses a directory that already holds metadata. records (sluice
+// format's --add-scram credentials) are applied to that first image.
+func BootstrapVoters(dir, clusterID string, voters []VoterEndpoint, records ...Record) error {
 	if clusterID == "" {
 		return fmt.Errorf("controller: bootstrap needs a cluster ID")
 	}
@@ -413,6 +415,13 @@ func BootstrapVoters(dir, clusterID string, voters []VoterEndpoint) error {
 		return fmt.Errorf("controller: metadata directory %s is already formatted or in use", dir)
 	}
 	im := emptyImage()
+	if len(records) > 0 {
+		next, errs := applyRecords(im, 1, records)
+		if len(errs) > 0 {
+			return fmt.Errorf("controller: bootstrap records: %w", errors.Join(errs...))
+		}
+		im = next
+	}
 	im.ClusterID = clusterID
 	im.Offset = 1
 	im.VoterEndpoints = map[int32]VoterEndpoint{}

@@ -154,7 +154,9 @@ func newConn(s *Server, nc net.Conn, id uint64) *conn {
 		bytesFreed: make(chan struct{}, 1),
 		stepDone:   make(chan struct{}, 1),
 	}
-	if s.cfg.TLS != nil {
+	if pc, ok := nc.(*prefixedConn); ok && pc.tls != nil {
+		c.tlsConn = pc.tls // sniffed: the handshake is done and nc replays what was read
+	} else if s.cfg.TLS != nil {
 		c.tlsConn = tls.Server(nc, s.cfg.TLS)
 		c.nc = c.tlsConn
 	}

@@ -1,6 +1,8 @@
 package wire
 
 import (
+	"crypto/tls"
+	"errors"
 	"io"
 	"net"
 	"time"
@@ -12,19 +14,29 @@ const divertPeekTimeout = 10 * time.Second
 
 // sniff reads the first 4 bytes of nc and hands the connection either to Config.DivertConn
 // (when Config.Divert claims them) or to this server, with those bytes still to be read. It
-// runs on its own goroutine so a silent client never holds up the accept loop.
+// runs on its own goroutine so a silent client never holds up the accept loop. On a TLS
+// listener the handshake comes first and the 4 bytes are the first ones inside TLS, so a
+// diverted connection (raft between controllers) is as protected as a Kafka one.
 func (s *Server) sniff(nc net.Conn) {
 	var prefix [4]byte
-	_ = nc.SetReadDeadline(time.Now().Add(divertPeekTimeout))
-	if _, err := io.ReadFull(nc, prefix[:]); err != nil {
+	_ = nc.SetDeadline(time.Now().Add(divertPeekTimeout))
+	src, tc := nc, (*tls.Conn)(nil)
+	if s.cfg.TLS != nil {
+		tc = tls.Server(nc, s.cfg.TLS)
+		src = tc
+	}
+	if _, err := io.ReadFull(src, prefix[:]); err != nil {
+		if tc != nil && !errors.Is(err, io.EOF) {
+			s.log.Info("wire: TLS handshake failed; closing connection", "remote", nc.RemoteAddr().String(), "err", err)
+		}
 		_ = nc.Close()
 		if s.limits != nil {
 			s.limits.release(remoteIP(nc.RemoteAddr()))
 		}
 		return
 	}
-	_ = nc.SetReadDeadline(time.Time{})
-	pc := &prefixedConn{Conn: nc, prefix: prefix[:]}
+	_ = nc.SetDeadline(time.Time{})
+	pc := &prefixedConn{Conn: src, prefix: prefix[:], tls: tc}
 	if s.cfg.Divert(prefix) {
 		if s.limits != nil {
 			s.limits.release(remoteIP(nc.RemoteAddr()))
@@ -39,6 +51,8 @@ func (s *Server) sniff(nc net.Conn) {
 type prefixedConn struct {
 	net.Conn
 	prefix []byte
+	// tls is Conn as a TLS server connection whose handshake is done, on a TLS listener.
+	tls *tls.Conn
 }
 
 func (c *prefixedConn) Read(p []byte) (int, error) {

@@ -137,9 +137,6 @@ func checkSecurity(cfg *Config) error {
 	if wantTLS != (cfg.TLS != nil) || wantSASL != (cfg.SASL != nil) {
 		return fmt.Errorf("wire: security protocol %s with TLS=%v and SASL=%v", cfg.SecurityProtocol, cfg.TLS != nil, cfg.SASL != nil)
 	}
-	if cfg.TLS != nil && cfg.Divert != nil {
-		return errors.New("wire: a diverting (controller) listener cannot use TLS yet")
-	}
 	if cfg.SASL != nil {
 		if err := cfg.SASL.validate(); err != nil {
 			return err

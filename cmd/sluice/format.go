@@ -4,7 +4,7 @@ package main
 //
 //	sluice format [--config FILE] [--set key=value ...] [--cluster-id ID]
 //	              [--standalone | --initial-controllers ID@HOST:PORT:DIRECTORY_ID,... | --no-initial-controllers]
-//	              [--ignore-formatted]
+//	              [--ignore-formatted] [--add-scram 'SCRAM-SHA-512=[name=admin,password=secret]' ...]
 //
 // It writes meta.properties (cluster.id, node.id, directory.id) into the first log directory
 // and the metadata directory (metadata.log.dir), and on a controller with --standalone or
@@ -17,6 +17,14 @@ package main
 // an existing quorum through controller.quorum.bootstrap.servers. Without --cluster-id a
 // random one is made (kafka-storage random-uuid). The cluster ID is printed.
 //
+// --add-scram (repeatable, Kafka's syntax; iterations=N is optional, 4096 by default) salts a
+// SCRAM credential so that it exists before any broker authenticates, e.g. brokers that reach
+// each other over SASL_SSL with SCRAM: the UserScramCredentialRecords go into
+// bootstrap.records in the metadata directory (base64 of controller.EncodeRecord, one a line),
+// which the first active controller of a new metadata log writes with the cluster ID
+// (controller.Config.BootstrapRecords), as Kafka's bootstrap.checkpoint; with --standalone or
+// --initial-controllers they are in the bootstrap snapshot too.
+//
 // Formatting is optional: a node started on empty directories with controller.quorum.voters
 // (or alone) makes its cluster as before. A formatted node refuses to start on directories of
 // another cluster (broker.ClaimLogDir).
@@ -27,7 +35,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
+	"log/slog"
 	"net"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -36,6 +47,8 @@ import (
 	"sluice/broker"
 	"sluice/controller"
 	"sluice/internal/config"
+	"sluice/logstore"
+	"sluice/wire"
 )
 
 func runFormat(args []string, stdout, stderr io.Writer) int {
@@ -62,6 +75,11 @@ func format(args []string, stdout io.Writer) error {
 	initial := fs.String("initial-controllers", "", "the initial voters: ID@HOST:PORT:DIRECTORY_ID,...")
 	noInitial := fs.Bool("no-initial-controllers", false, "this controller joins an existing quorum (the default)")
 	ignoreFormatted := fs.Bool("ignore-formatted", false, "leave directories already formatted for this cluster and node as they are")
+	var addScram []string
+	fs.Func("add-scram", "a SCRAM credential to create, as MECHANISM=[name=NAME,password=PASSWORD] (repeatable)", func(v string) error {
+		addScram = append(addScram, v)
+		return nil
+	})
 	if err := fs.Parse(args); err != nil {
 		return fmt.Errorf("%w: %v", errFormatUsage, err)
 	}
@@ -104,6 +122,15 @@ func format(args []string, stdout io.Writer) error {
 		return errors.New("--standalone and --initial-controllers bootstrap a dynamic quorum; this configuration has a static one (controller.quorum.voters)")
 	}
 
+	var bootstrap []controller.Record
+	for _, a := range addScram {
+		r, err := parseAddScram(a)
+		if err != nil {
+			return fmt.Errorf("%w: --add-scram: %v", errFormatUsage, err)
+		}
+		bootstrap = append(bootstrap, r)
+	}
+
 	metadataDirID := broker.NewDirectoryID()
 	var voters []controller.VoterEndpoint
 	switch {
@@ -133,7 +160,7 @@ func format(args []string, stdout io.Writer) error {
 	logDir := cfg.LogDirs[0]
 	metadataDir := cfg.MetadataLogDir
 	if voters != nil {
-		if err := controller.BootstrapVoters(filepath.Join(metadataDir, "__cluster_metadata-0"), *clusterID, voters); err != nil {
+		if err := controller.BootstrapVoters(filepath.Join(metadataDir, "__cluster_metadata-0"), *clusterID, voters, bootstrap...); err != nil {
 			if !*ignoreFormatted {
 				return err
 			}
@@ -141,6 +168,11 @@ func format(args []string, stdout io.Writer) error {
 	}
 	if err := broker.FormatLogDir(metadataDir, broker.MetaProperties{ClusterID: *clusterID, NodeID: cfg.NodeID, DirectoryID: metadataDirID}, *ignoreFormatted); err != nil {
 		return err
+	}
+	if len(bootstrap) > 0 {
+		if err := writeBootstrapRecords(metadataDir, bootstrap); err != nil {
+			return err
+		}
 	}
 	if filepath.Clean(logDir) != filepath.Clean(metadataDir) {
 		if err := broker.FormatLogDir(logDir, broker.MetaProperties{ClusterID: *clusterID, NodeID: cfg.NodeID, DirectoryID: broker.NewDirectoryID()}, *ignoreFormatted); err != nil {
@@ -150,6 +182,9 @@ func format(args []string, stdout io.Writer) error {
 	fmt.Fprintf(stdout, "Formatted %s with cluster.id %s", metadataDir, *clusterID)
 	if voters != nil {
 		fmt.Fprintf(stdout, " and %d initial voter(s)", len(voters))
+	}
+	if len(bootstrap) > 0 {
+		fmt.Fprintf(stdout, " and %d SCRAM credential(s)", len(bootstrap))
 	}
 	fmt.Fprintln(stdout)
 	return nil
@@ -214,4 +249,138 @@ func decodeDirectoryID(s string) ([16]byte, error) {
 	}
 	copy(id[:], b)
 	return id, nil
+}
+
+// bootstrapRecordsFile holds, in the metadata directory, the records `sluice format` asks the
+// first active controller of a new metadata log to write.
+const bootstrapRecordsFile = "bootstrap.records"
+
+// maxBootstrapRecordsBytes bounds what readBootstrapRecords reads.
+const maxBootstrapRecordsBytes = 1 << 20
+
+func writeBootstrapRecords(dir string, recs []controller.Record) error {
+	var b strings.Builder
+	for _, r := range recs {
+		b.WriteString(base64.StdEncoding.EncodeToString(controller.EncodeRecord(r)))
+		b.WriteByte('\n')
+	}
+	return logstore.WriteFileAtomic(logstore.OSFS{}, dir, bootstrapRecordsFile, []byte(b.String()))
+}
+
+// readBootstrapRecords reads the records `sluice format` left in dir; found says whether the
+// file is there (a node formatted for a new cluster and not yet part of it).
+func readBootstrapRecords(dir string) (recs []controller.Record, found bool, err error) {
+	path := filepath.Join(dir, bootstrapRecordsFile)
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxBootstrapRecordsBytes+1))
+	if err != nil {
+		return nil, true, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(data) > maxBootstrapRecordsBytes {
+		return nil, true, fmt.Errorf("%s: larger than %d bytes", path, maxBootstrapRecordsBytes)
+	}
+	var out []controller.Record
+	for i, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		if line == "" {
+			continue
+		}
+		raw, err := base64.StdEncoding.DecodeString(line)
+		if err != nil {
+			return nil, true, fmt.Errorf("%s: line %d: %v", path, i+1, err)
+		}
+		r, err := controller.DecodeRecord(raw)
+		if err != nil {
+			return nil, true, fmt.Errorf("%s: line %d: %v", path, i+1, err)
+		}
+		out = append(out, r)
+	}
+	return out, true, nil
+}
+
+// bootstrapDone removes bootstrap.records once this node's metadata log has a cluster ID: the
+// first leader wrote it (with the records), and from now on a missing metadata log is a lost
+// one again, which CheckLogDir refuses.
+func bootstrapDone(dir string, logger *slog.Logger) {
+	path := filepath.Join(dir, bootstrapRecordsFile)
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		logger.Warn("could not remove the formatted bootstrap records; remove the file by hand", "path", path, "err", err)
+	}
+}
+
+// parseAddScram parses Kafka's --add-scram value, MECHANISM=[name=NAME,password=PASSWORD] with
+// an optional iterations=N (values may be double-quoted), into the credential's record. The
+// password is never repeated in an error.
+func parseAddScram(v string) (*controller.UserScramCredentialRecord, error) {
+	mech, rest, ok := strings.Cut(v, "=")
+	mech = strings.ToUpper(strings.TrimSpace(mech))
+	if !ok || !strings.HasPrefix(rest, "[") || !strings.HasSuffix(rest, "]") {
+		return nil, errors.New("want MECHANISM=[name=NAME,password=PASSWORD]")
+	}
+	m := controller.ScramMechanismByName(mech)
+	if m == 0 {
+		return nil, fmt.Errorf("mechanism %q: want SCRAM-SHA-256 or SCRAM-SHA-512", mech)
+	}
+	fields := map[string]string{}
+	body := rest[1 : len(rest)-1]
+	for len(body) > 0 {
+		key, after, ok := strings.Cut(body, "=")
+		key = strings.TrimSpace(key)
+		if !ok || key == "" {
+			return nil, errors.New("want key=value pairs separated by commas")
+		}
+		var val string
+		if strings.HasPrefix(after, "\"") {
+			end := strings.IndexByte(after[1:], '"')
+			if end < 0 {
+				return nil, fmt.Errorf("%s: unterminated quote", key)
+			}
+			val, after = after[1:1+end], after[2+end:]
+			if after != "" && !strings.HasPrefix(after, ",") {
+				return nil, fmt.Errorf("%s: a comma must follow the closing quote", key)
+			}
+		} else {
+			val, after = after, ""
+			if i := strings.IndexByte(val, ','); i >= 0 {
+				val, after = val[:i], val[i:]
+			}
+		}
+		if _, dup := fields[key]; dup {
+			return nil, fmt.Errorf("%s given twice", key)
+		}
+		fields[key] = val
+		body = strings.TrimPrefix(after, ",")
+	}
+	for k := range fields {
+		switch k {
+		case "name", "password", "iterations":
+		case "salt", "saltedpassword":
+			return nil, fmt.Errorf("%s is not supported; give password=... and sluice salts it", k)
+		default:
+			return nil, fmt.Errorf("unknown key %q (want name, password, iterations)", k)
+		}
+	}
+	if fields["name"] == "" || fields["password"] == "" {
+		return nil, errors.New("name and password must be given")
+	}
+	iterations := wire.ScramMinIterations
+	if it, ok := fields["iterations"]; ok {
+		n, err := strconv.Atoi(it)
+		if err != nil || n < wire.ScramMinIterations || n > 16384 {
+			return nil, fmt.Errorf("iterations %q: want %d to 16384, as Kafka", it, wire.ScramMinIterations)
+		}
+		iterations = n
+	}
+	c, err := wire.NewScramCredential(mech, fields["password"], iterations)
+	if err != nil {
+		return nil, err
+	}
+	return &controller.UserScramCredentialRecord{Name: fields["name"], Mechanism: m, Salt: c.Salt,
+		StoredKey: c.StoredKey, ServerKey: c.ServerKey, Iterations: int32(c.Iterations)}, nil
 }

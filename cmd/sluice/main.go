@@ -166,6 +166,17 @@ func run(args []string) error {
 			return err
 		}
 	}
+	// So are the client sides of the connections this node makes to the others.
+	ctrlClient, err := controllerClient(cfg)
+	if err != nil {
+		return err
+	}
+	var brokerClient peerClient
+	if cfg.HasRole("broker") {
+		if brokerClient, err = interBrokerClient(cfg); err != nil {
+			return err
+		}
+	}
 
 	logDir := cfg.LogDirs[0]
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
@@ -209,20 +220,29 @@ func run(args []string) error {
 	// directories `sluice format` may have claimed for the cluster already: it cannot make a
 	// new cluster (it is in no configuration), so a meta.properties there is expected.
 	joiner := joinsDynamicQuorum(cfg, hasMetadata)
-	metaProps := make([]*broker.MetaProperties, len(identityDirs))
-	for i, dir := range identityDirs {
-		if metaProps[i], err = broker.CheckLogDir(dir, hasMetadata || joiner); err != nil {
+	// A new log starts with what `sluice format --add-scram` left (bootstrap.records): the
+	// directories are then formatted for a new cluster, not the remains of a lost one.
+	var bootstrap []controller.Record
+	formatted := false
+	if !hasMetadata {
+		if bootstrap, formatted, err = readBootstrapRecords(metadataDir); err != nil {
 			return err
 		}
 	}
-	if err := discoverVoters(cfg, joiner, logger); err != nil {
+	metaProps := make([]*broker.MetaProperties, len(identityDirs))
+	for i, dir := range identityDirs {
+		if metaProps[i], err = broker.CheckLogDir(dir, hasMetadata || joiner || formatted); err != nil {
+			return err
+		}
+	}
+	if err := discoverVoters(cfg, joiner, ctrlClient, logger); err != nil {
 		return err
 	}
 	clusterID := ""
 	if metaProps[len(metaProps)-1] != nil {
 		clusterID = metaProps[len(metaProps)-1].ClusterID
 	}
-	q, err := startQuorum(cfg, metadataLog, endpoints, memory, limits, joiner, clusterID, logger)
+	q, err := startQuorum(cfg, metadataLog, endpoints, memory, limits, joiner, clusterID, bootstrap, ctrlClient, logger)
 	if err != nil {
 		return fmt.Errorf("starting controller: %w", err)
 	}
@@ -263,9 +283,10 @@ func run(args []string) error {
 			return err
 		}
 	}
+	bootstrapDone(metadataDir, logger)
 
 	b, err := broker.New(broker.Config{Static: cfg, LogDir: logDir, Logger: logger.With("component", "broker"),
-		CacheWindowBytes: *cacheWindow}, ctrl)
+		CacheWindowBytes: *cacheWindow, PeerClientOpts: brokerClient.kgoOpts(), PeerTLS: brokerClient.tls}, ctrl)
 	if err != nil {
 		return fmt.Errorf("starting broker: %w", err)
 	}
@@ -487,6 +508,7 @@ func serveControllerOnly(cfg *config.Broker, q *quorum, identityDirs []string, m
 			return err
 		}
 	}
+	bootstrapDone(cfg.MetadataLogDir, logger)
 	logger.Info("sluice started", "version", buildVersion(), "node.id", cfg.NodeID, "process.roles", "controller", "cluster.id", im.ClusterID,
 		"metadata.log.dir", cfg.MetadataLogDir)
 	sig := <-signals

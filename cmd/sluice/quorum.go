@@ -55,7 +55,7 @@ type quorum struct {
 // promoted; clusterID (its formatted meta.properties') makes voters of another cluster refuse
 // it.
 func startQuorum(cfg *config.Broker, dir string, endpoints []controller.Endpoint, memory *wire.MemoryPool, limits *wire.ConnLimits,
-	joiner bool, clusterID string, logger *slog.Logger) (*quorum, error) {
+	joiner bool, clusterID string, bootstrap []controller.Record, ctrlClient peerClient, logger *slog.Logger) (*quorum, error) {
 	q := &quorum{}
 	voters, addrs := quorumVoters(cfg)
 	isController, isBroker := cfg.HasRole("controller"), cfg.HasRole("broker")
@@ -71,6 +71,9 @@ func startQuorum(cfg *config.Broker, dir string, endpoints []controller.Endpoint
 		EligibleLeaderReplicas: true,
 		MinInsyncReplicas:      cfg.Int32("min.insync.replicas"),
 		UncleanLeaderElection:  cfg.Bool("unclean.leader.election.enable"),
+		// A formatted node's first leader writes the formatted cluster ID and records.
+		ClusterID:        clusterID,
+		BootstrapRecords: bootstrap,
 	}
 	if cfg.Bool("auto.leader.rebalance.enable") {
 		ctrlCfg.LeaderRebalanceInterval = time.Duration(cfg.Int64("leader.imbalance.check.interval.seconds")) * time.Second
@@ -97,7 +100,8 @@ func startQuorum(cfg *config.Broker, dir string, endpoints []controller.Endpoint
 		q.alone = aloneQuorum{q.ctrl, srv}
 	} else {
 		observer := !isController || joiner
-		tcfg := controller.NetTransportConfig{NodeID: cfg.NodeID, Peers: addrs, Observer: observer, Logger: logger.With("component", "raft")}
+		tcfg := controller.NetTransportConfig{NodeID: cfg.NodeID, Peers: addrs, Observer: observer, TLS: ctrlClient.tls,
+			Logger: logger.With("component", "raft")}
 		if joiner {
 			tcfg.ClusterID = clusterID
 		}
@@ -126,6 +130,7 @@ func startQuorum(cfg *config.Broker, dir string, endpoints []controller.Endpoint
 				SessionTimeout:    time.Duration(cfg.BrokerSessionTimeoutMs) * time.Millisecond,
 				Controller:        q.ctrl,
 				Observer:          observer,
+				ClientOpts:        ctrlClient.kgoOpts(),
 				Logger:            logger.With("component", "link"),
 			}
 			if observer {
@@ -186,7 +191,15 @@ func (q *quorum) listen(cfg *config.Broker, addrs map[int32]string, memory *wire
 	if err != nil {
 		return err
 	}
+	sec, err := securityFor(cfg, *l)
+	if err != nil {
+		return err
+	}
 	wcfg := wire.Config{
+		SecurityProtocol:   sec.protocol,
+		TLS:                sec.tls,
+		PrincipalMapper:    sec.mapper,
+		SASL:               sec.sasl, // nil: config refuses SASL on controller listeners
 		Addr:               net.JoinHostPort(l.Host, strconv.Itoa(int(l.Port))),
 		ListenerName:       l.Name,
 		MaxRequestBytes:    cfg.SocketRequestMaxBytes,
@@ -204,7 +217,7 @@ func (q *quorum) listen(cfg *config.Broker, addrs map[int32]string, memory *wire
 	if q.listener, err = wire.Listen(wcfg, srv); err != nil {
 		return fmt.Errorf("listener %s: %w", l.Name, err)
 	}
-	logger.Info("listening", "listener", l.Name, "addr", q.listener.Addr().String(), "role", "controller")
+	logger.Info("listening", "listener", l.Name, "security.protocol", l.SecurityProtocol, "addr", q.listener.Addr().String(), "role", "controller")
 	return nil
 }
 
@@ -310,7 +323,7 @@ func brokerListeners(cfg *config.Broker) []config.Listener {
 // initial.broker.registration.timeout.ms. sluice's voters are static (a controller refuses a
 // dynamic quorum of other nodes), so the voters answered are the ones the quorum was
 // bootstrapped with, which the observer's metadata log must start from.
-func discoverVoters(cfg *config.Broker, joiner bool, logger *slog.Logger) error {
+func discoverVoters(cfg *config.Broker, joiner bool, ctrlClient peerClient, logger *slog.Logger) error {
 	if cfg.HasRole("controller") && !joiner || len(cfg.QuorumVoters) > 0 || len(cfg.ControllerQuorumBootstrapServers) == 0 {
 		return nil
 	}
@@ -323,7 +336,7 @@ func discoverVoters(cfg *config.Broker, joiner bool, logger *slog.Logger) error 
 			if joiner && cfg.IsOwnControllerAddress(server) {
 				continue
 			}
-			voters, err := describeVoters(ctx, server)
+			voters, err := describeVoters(ctx, server, ctrlClient)
 			if err != nil {
 				last = fmt.Errorf("%s: %w", server, err)
 				continue
@@ -345,8 +358,8 @@ func discoverVoters(cfg *config.Broker, joiner bool, logger *slog.Logger) error 
 }
 
 // describeVoters asks one controller listener for the quorum's voters.
-func describeVoters(ctx context.Context, server string) ([]config.QuorumVoter, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(server), kgo.DialTimeout(2*time.Second))
+func describeVoters(ctx context.Context, server string, ctrlClient peerClient) ([]config.QuorumVoter, error) {
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(server), kgo.DialTimeout(2 * time.Second)}, ctrlClient.kgoOpts()...)...)
 	if err != nil {
 		return nil, err
 	}

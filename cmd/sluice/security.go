@@ -35,21 +35,7 @@ func securityFor(cfg *config.Broker, l config.Listener) (listenerSecurity, error
 	sec := listenerSecurity{protocol: l.SecurityProtocol}
 	get := func(key string) wire.Setting { return listenerKey(cfg, l, key) }
 	if l.SecurityProtocol == "SSL" || l.SecurityProtocol == "SASL_SSL" {
-		tlsCfg, err := wire.BuildTLSConfig(wire.TLSSettings{
-			KeystoreType:             get("ssl.keystore.type"),
-			KeystoreLocation:         get("ssl.keystore.location"),
-			KeystorePassword:         get("ssl.keystore.password"),
-			KeystoreCertificateChain: get("ssl.keystore.certificate.chain"),
-			KeystoreKey:              get("ssl.keystore.key"),
-			KeyPassword:              get("ssl.key.password"),
-			TruststoreType:           get("ssl.truststore.type"),
-			TruststoreLocation:       get("ssl.truststore.location"),
-			TruststorePassword:       get("ssl.truststore.password"),
-			TruststoreCertificates:   get("ssl.truststore.certificates"),
-			ClientAuth:               get("ssl.client.auth"),
-			EnabledProtocols:         get("ssl.enabled.protocols"),
-			CipherSuites:             get("ssl.cipher.suites"),
-		})
+		tlsCfg, err := wire.BuildTLSConfig(tlsSettingsFor(cfg, l))
 		if err != nil {
 			return sec, fmt.Errorf("listener %s: %w", l.Name, err)
 		}

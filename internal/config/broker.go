@@ -365,9 +365,9 @@ func (b *Broker) checkSupported() error {
 	// controller listener name, which is not among its own listeners.
 	if len(b.ControllerListeners) > 0 {
 		name := b.ControllerListeners[0]
-		if proto, ok := b.ListenerSecurityProtocolMap[name]; ok && proto != "PLAINTEXT" {
+		if proto, ok := b.ListenerSecurityProtocolMap[name]; ok && strings.HasPrefix(proto, "SASL_") {
 			return notSupported("listener.security.protocol.map", b.String("listener.security.protocol.map"), fmt.Sprintf(
-				"controller listener %s uses security protocol %s; TLS and SASL are not implemented yet, only PLAINTEXT is served", name, proto), false)
+				"controller listener %s uses security protocol %s; SASL between controllers is not implemented yet, use SSL (with ssl.client.auth=required for mutual TLS) or PLAINTEXT", name, proto), false)
 		}
 	}
 	// controller.quorum.bootstrap.servers is served in full (KIP-853, cmd/sluice): a node
@@ -376,28 +376,13 @@ func (b *Broker) checkSupported() error {
 	return nil
 }
 
-// checkSecuritySupported refuses the security set-ups sluice does not serve yet: TLS or SASL on
-// controller listeners and on the inter-broker listener (sluice's own connections between
-// nodes speak PLAINTEXT), a broker-wide sasl.jaas.config (Kafka's brokers ignore it with a
-// warning; sluice refuses rather than ignore), and listener.name.NAME. keys naming no listener.
+// checkSecuritySupported refuses the security set-ups sluice does not serve yet: SASL on
+// controller listeners (the raft transport between controllers authenticates by TLS only), a
+// broker-wide sasl.jaas.config (Kafka's brokers ignore it with a warning; sluice refuses
+// rather than ignore), and listener.name.NAME. keys naming no listener. The inter-broker
+// client's own settings (mechanism, credentials) are checked where it is built (cmd/sluice).
 func (b *Broker) checkSecuritySupported() error {
-	for _, l := range b.Listeners {
-		if l.SecurityProtocol == "PLAINTEXT" {
-			continue
-		}
-		if slices.Contains(b.ControllerListeners, l.Name) {
-			return notSupported("listener.security.protocol.map", b.String("listener.security.protocol.map"), fmt.Sprintf(
-				"controller listener %s uses %s; TLS and SASL between controllers are not implemented yet, controller listeners must be PLAINTEXT", l.Name, l.SecurityProtocol), false)
-		}
-		if l.Name == b.InterBrokerListenerName {
-			key := "inter.broker.listener.name"
-			if !b.IsSet(key) {
-				key = "security.inter.broker.protocol"
-			}
-			return notSupported(key, b.String(key), fmt.Sprintf(
-				"the inter-broker listener %s uses %s; replication over TLS or SASL is not implemented yet: name a PLAINTEXT listener in inter.broker.listener.name", l.Name, l.SecurityProtocol), false)
-		}
-	}
+	// SASL on a controller listener: see checkSupported.
 	if b.IsSet("sasl.jaas.config") {
 		return notSupported("sasl.jaas.config", "[hidden]",
 			"a broker reads its SASL users per listener and mechanism: set listener.name.NAME.MECHANISM.sasl.jaas.config (for example listener.name.sasl_ssl.plain.sasl.jaas.config)", false)
@@ -411,6 +396,9 @@ func (b *Broker) checkSecuritySupported() error {
 		found := false
 		for _, l := range b.Listeners {
 			found = found || strings.ToLower(l.Name) == name
+		}
+		for _, l := range b.ControllerListeners { // a broker-only node's client side of them
+			found = found || strings.ToLower(l) == name
 		}
 		if !found {
 			return notSupported(k, "[not shown]", fmt.Sprintf(

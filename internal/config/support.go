@@ -108,10 +108,12 @@ var brokerSupport = []supportGroup{
 		"sasl.oauthbearer.clock.skew.seconds", "sasl.oauthbearer.jwks.endpoint.refresh.ms",
 		"sasl.oauthbearer.jwks.endpoint.retry.backoff.ms", "sasl.oauthbearer.scope.claim.name",
 		"sasl.oauthbearer.sub.claim.name",
+		// The client side of connections between nodes (cmd/sluice/peer_security.go).
+		"sasl.mechanism.inter.broker.protocol", "ssl.endpoint.identification.algorithm",
 	}},
 	{Honoured, "", []string{"authorizer.class.name", "super.users", "allow.everyone.if.no.acl.found"}},
 	{NotYet, whySecurity, []string{
-		"sasl.mechanism.controller.protocol", "sasl.mechanism.inter.broker.protocol",
+		"sasl.mechanism.controller.protocol", // controller listeners cannot be SASL_* yet
 		"sasl.client.callback.handler.class",
 		"sasl.login.callback.handler.class", "sasl.login.class", "sasl.kerberos.service.name",
 		"ssl.engine.factory.class", "ssl.provider",
@@ -126,7 +128,7 @@ var brokerSupport = []supportGroup{
 		"ssl.protocol",
 	}},
 	{NoEffect, "it configures a part of Kafka's security sluice does not have: JSSE key and trust managers, keystore reloading, the broker's own TLS and SASL clients, Kerberos, OAUTHBEARER token retrieval (a client's side)", []string{
-		"ssl.allow.dn.changes", "ssl.allow.san.changes", "ssl.endpoint.identification.algorithm",
+		"ssl.allow.dn.changes", "ssl.allow.san.changes",
 		"ssl.keymanager.algorithm", "ssl.trustmanager.algorithm", "ssl.secure.random.implementation",
 		"sasl.kerberos.kinit.cmd", "sasl.kerberos.min.time.before.relogin", "sasl.kerberos.ticket.renew.jitter",
 		"sasl.kerberos.ticket.renew.window.factor", "sasl.login.connect.timeout.ms", "sasl.login.read.timeout.ms",

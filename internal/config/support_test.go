@@ -186,20 +186,16 @@ func TestUnsupportedBrokerSettingsRefused(t *testing.T) {
 		props map[string]string
 		key   string
 	}{
-		{map[string]string{"listeners": "SSL://127.0.0.1:9093", "security.inter.broker.protocol": "SSL"}, "security.inter.broker.protocol"},
-		{map[string]string{"listeners": "SASL_PLAINTEXT://127.0.0.1:9093", "security.inter.broker.protocol": "SASL_PLAINTEXT"}, "security.inter.broker.protocol"},
-		{map[string]string{"listeners": "SASL_SSL://127.0.0.1:9093", "inter.broker.listener.name": "SASL_SSL"}, "inter.broker.listener.name"},
 		{map[string]string{"listeners": "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093", "controller.listener.names": "CONTROLLER",
-			"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:SSL"}, "listener.security.protocol.map"},
+			"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_SSL"}, "listener.security.protocol.map"},
 		{map[string]string{"sasl.jaas.config": `org.apache.kafka.common.security.plain.PlainLoginModule required user_a="b";`}, "sasl.jaas.config"},
 		{map[string]string{"listener.name.nosuch.ssl.client.auth": "required"}, "listener.name.nosuch.ssl.client.auth"},
-		{map[string]string{"sasl.mechanism.inter.broker.protocol": "PLAIN"}, "sasl.mechanism.inter.broker.protocol"},
 		{map[string]string{"authorizer.class.name": "kafka.security.authorizer.AclAuthorizer"}, "authorizer.class.name"},
 		{map[string]string{"create.topic.policy.class.name": "com.example.Policy"}, "create.topic.policy.class.name"},
 		{map[string]string{"delegation.token.secret.key": "s3cret"}, "delegation.token.secret.key"},
-		// A broker-only node that would reach the controllers over SSL.
+		// A broker-only node that would reach the controllers over SASL.
 		{map[string]string{"process.roles": "broker", "listeners": "PLAINTEXT://127.0.0.1:9092", "controller.listener.names": "CONTROLLER",
-			"controller.quorum.voters": "2@127.0.0.1:9093", "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:SSL"}, "listener.security.protocol.map"},
+			"controller.quorum.voters": "2@127.0.0.1:9093", "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_PLAINTEXT"}, "listener.security.protocol.map"},
 		{map[string]string{"log.dirs": "/a,/b"}, "log.dirs"},
 		{map[string]string{"compression.type": "zstd"}, "compression.type"},
 		{map[string]string{"group.coordinator.rebalance.protocols": "classic,consumer,share"}, "group.coordinator.rebalance.protocols"},

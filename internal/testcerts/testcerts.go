@@ -59,7 +59,9 @@ func (ca CA) Pool() *x509.CertPool {
 	return p
 }
 
-// Server issues a server certificate for 127.0.0.1, ::1 and localhost.
+// Server issues a server certificate for 127.0.0.1, ::1 and localhost. It is good for client
+// authentication too, as a broker's certificate is when it connects to other brokers over mutual
+// TLS with its listener's keystore.
 func (ca CA) Server() Pair {
 	tmpl := &x509.Certificate{
 		SerialNumber: big.NewInt(2),
@@ -67,7 +69,7 @@ func (ca CA) Server() Pair {
 		NotBefore:    time.Now().Add(-time.Hour),
 		NotAfter:     time.Now().Add(24 * time.Hour),
 		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
 		DNSNames:     []string{"localhost"},
 		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("::1")},
 	}

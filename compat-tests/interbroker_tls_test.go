@@ -1,0 +1,277 @@
+package compattests
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509/pkix"
+	"encoding/base64"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+
+	"sluice/internal/testcerts"
+	"sluice/internal/testcluster"
+)
+
+// secureClusterNode is one node of a cluster whose every listener is TLS.
+type secureClusterNode struct {
+	*testcluster.Node
+	log *testcluster.TailBuffer
+}
+
+// startSecureCluster starts three combined nodes whose only listeners are the client and
+// inter-broker listener (SSL with ssl.client.auth=required, or SASL_SSL with SCRAM-SHA-512
+// between the brokers) and the controller listener (SSL with ssl.client.auth=required), all
+// with certificates of one test CA, each key under its listener's listener.name.<l>. prefix. It returns the nodes and the options a franz-go
+// client needs to reach them.
+func startSecureCluster(t *testing.T, sasl bool) ([]secureClusterNode, []kgo.Opt) {
+	t.Helper()
+	const n = 3
+	dir := t.TempDir()
+	ca := testcerts.NewCA()
+	serverPEM, _, _ := ca.Server().WriteFiles(dir, "server")
+	caFile := filepath.Join(dir, "ca.crt")
+	if err := os.WriteFile(caFile, ca.CertPEM, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	listener, lower := "SSL", "ssl"
+	if sasl {
+		listener, lower = "SASL_SSL", "sasl_ssl"
+	}
+	ports := freePorts(t, 2*n)
+	addr := func(p int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(p)) }
+	var voters []string
+	for i := range n {
+		voters = append(voters, fmt.Sprintf("%d@%s", i+1, addr(ports[n+i])))
+	}
+	common := []string{
+		"controller.listener.names=CONTROLLER",
+		"controller.quorum.voters=" + strings.Join(voters, ","),
+		"listener.security.protocol.map=" + listener + ":" + listener + ",CONTROLLER:SSL",
+		"inter.broker.listener.name=" + listener,
+		"listener.name." + lower + ".ssl.keystore.type=PEM",
+		"listener.name." + lower + ".ssl.keystore.location=" + serverPEM,
+		"listener.name." + lower + ".ssl.truststore.type=PEM",
+		"listener.name." + lower + ".ssl.truststore.location=" + caFile,
+		"listener.name.controller.ssl.keystore.type=PEM",
+		"listener.name.controller.ssl.keystore.location=" + serverPEM,
+		"listener.name.controller.ssl.truststore.type=PEM",
+		"listener.name.controller.ssl.truststore.location=" + caFile,
+		// Mutual TLS between controllers (raft and the brokers' link): each node presents
+		// its listener keystore as a client.
+		"listener.name.controller.ssl.client.auth=required",
+	}
+	if !sasl {
+		// And between brokers on the SSL listener, whose clients then need certificates too.
+		common = append(common, "listener.name.ssl.ssl.client.auth=required")
+	}
+	if sasl {
+		// The brokers' own credentials (username/password), as Kafka's ScramLoginModule reads
+		// them; the credential they are checked against is in the metadata log from the
+		// start (sluice format --add-scram below), as with kafka-storage format.
+		common = append(common,
+			"listener.name.sasl_ssl.sasl.enabled.mechanisms=SCRAM-SHA-512",
+			"sasl.mechanism.inter.broker.protocol=SCRAM-SHA-512",
+			"listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config="+scramModule+
+				` required username="admin" password="admin-secret";`,
+		)
+	}
+	var nodes []secureClusterNode
+	for i := range n {
+		log := &testcluster.TailBuffer{}
+		node, err := testcluster.NewNode(testcluster.NodeConfig{
+			Bin:            sluiceBinary(t),
+			Addr:           addr(ports[i]),
+			ControllerAddr: addr(ports[n+i]),
+			Dir:            filepath.Join(dir, fmt.Sprintf("node-%d", i+1)),
+			Settings: append([]string{
+				fmt.Sprintf("node.id=%d", i+1),
+				fmt.Sprintf("listeners=%s://%s,CONTROLLER://%s", listener, addr(ports[i]), addr(ports[n+i])),
+			}, common...),
+			Output: log,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes = append(nodes, secureClusterNode{node, log})
+	}
+	t.Cleanup(func() {
+		for _, nd := range nodes {
+			nd.Stop()
+			if t.Failed() {
+				out := nd.log.String()
+				if len(out) > maxLogInFailure {
+					out = out[len(out)-maxLogInFailure:]
+				}
+				t.Logf("node %d log:\n%s", nd.ID, out)
+			}
+		}
+	})
+	if sasl {
+		clusterID := base64.RawURLEncoding.EncodeToString([]byte("sluice-scram-tls"))
+		for _, nd := range nodes {
+			argv := nd.Args()
+			out, err := exec.Command(argv[0], append([]string{"format", "--cluster-id", clusterID,
+				"--add-scram", "SCRAM-SHA-512=[name=admin,password=admin-secret]"}, argv[1:]...)...).CombinedOutput()
+			if err != nil {
+				t.Fatalf("sluice format node %d: %v\n%s", nd.ID, err, out)
+			}
+			if !strings.Contains(string(out), "1 SCRAM credential") {
+				t.Fatalf("sluice format node %d: %s", nd.ID, out)
+			}
+		}
+	}
+	for _, nd := range nodes {
+		if err := nd.Launch(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clientTLS := &tls.Config{RootCAs: ca.Pool()}
+	if !sasl {
+		clientTLS.Certificates = []tls.Certificate{ca.Client(pkix.Name{CommonName: "test-client"}).TLS()}
+	}
+	opts := []kgo.Opt{kgo.DialTLSConfig(clientTLS)}
+	if sasl {
+		opts = append(opts, kgo.SASL(scram.Auth{User: "admin", Pass: "admin-secret"}.AsSha512Mechanism()))
+	}
+	// Ready: every node is registered and unfenced, as a client over TLS sees it.
+	var seeds []string
+	for _, nd := range nodes {
+		seeds = append(seeds, nd.Addr)
+	}
+	cl := secureClient(t, seeds, opts)
+	adm := kadm.NewClient(cl)
+	waitFor(t, startDeadline, "all three brokers in Metadata over "+listener, func() error {
+		for _, nd := range nodes {
+			select {
+			case <-nd.Exited():
+				t.Fatalf("node %d exited: %v", nd.ID, nd.ExitErr())
+			default:
+			}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		m, err := adm.BrokerMetadata(ctx)
+		if err != nil {
+			return err
+		}
+		if len(m.Brokers) != n {
+			return fmt.Errorf("%d brokers", len(m.Brokers))
+		}
+		return nil
+	})
+	return nodes, opts
+}
+
+func secureClient(t *testing.T, seeds []string, opts []kgo.Opt, more ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(append(append([]kgo.Opt{kgo.SeedBrokers(seeds...)}, opts...), more...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
+}
+
+// TestInterBrokerTLSCluster: a three-node cluster whose client, inter-broker and controller
+// listeners are all SSL with mutual TLS replicates an RF3 topic (its followers fetch over TLS, its brokers
+// reach the controllers and the controllers each other over TLS), keeps every acks=all record
+// when its leader is killed, and refuses PLAINTEXT on its inter-broker port.
+func TestInterBrokerTLSCluster(t *testing.T) { testSecureClusterFailover(t, false) }
+
+// TestInterBrokerSASLSSLCluster: the same with SASL_SSL and SCRAM-SHA-512 between the brokers.
+func TestInterBrokerSASLSSLCluster(t *testing.T) { testSecureClusterFailover(t, true) }
+
+func testSecureClusterFailover(t *testing.T, sasl bool) {
+	nodes, opts := startSecureCluster(t, sasl)
+	var seeds []string
+	for _, nd := range nodes {
+		seeds = append(seeds, nd.Addr)
+	}
+	const topic, records = "secure-rf3", 300
+	cl := secureClient(t, seeds, opts, kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks()))
+	adm := kadm.NewClient(cl)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, err := adm.CreateTopic(ctx, 1, 3, nil, topic); err != nil {
+		t.Fatal(err)
+	}
+	// All three replicas in sync: the followers fetch from the leader over the TLS listener.
+	var leader int32 = -1
+	waitFor(t, startDeadline, "three in-sync replicas", func() error {
+		td, err := adm.ListTopics(ctx, topic)
+		if err != nil {
+			return err
+		}
+		p, ok := td[topic].Partitions[0]
+		if !ok || len(p.ISR) != 3 {
+			return fmt.Errorf("partition 0: %+v", td[topic].Partitions)
+		}
+		leader = p.Leader
+		return nil
+	})
+	for i := range records {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte(fmt.Sprintf("record-%04d", i))}).FirstErr(); err != nil {
+			t.Fatalf("produce %d: %v", i, err)
+		}
+	}
+
+	// PLAINTEXT to the inter-broker port is refused: no ApiVersions answer comes back.
+	for _, nd := range nodes {
+		if err := testcluster.ProbeApiVersions(nd.Addr); err == nil {
+			t.Errorf("node %d answered ApiVersions over PLAINTEXT on its %s inter-broker listener", nd.ID, map[bool]string{false: "SSL", true: "SASL_SSL"}[sasl])
+		}
+		if err := testcluster.ProbeApiVersions(nd.ControllerAddr); err == nil {
+			t.Errorf("node %d answered ApiVersions over PLAINTEXT on its SSL controller listener", nd.ID)
+		}
+	}
+
+	killed := nodes[leader-1]
+	if err := killed.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	var rest []string
+	for _, nd := range nodes {
+		if nd.ID != leader {
+			rest = append(rest, nd.Addr)
+		}
+	}
+	consumer := secureClient(t, rest, opts, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	got := map[string]bool{}
+	deadline := time.Now().Add(startDeadline)
+	for len(got) < records {
+		if time.Now().After(deadline) {
+			t.Fatalf("read back %d of %d records after killing leader %d", len(got), records, leader)
+		}
+		fctx, fcancel := context.WithTimeout(ctx, 5*time.Second)
+		fs := consumer.PollFetches(fctx)
+		fcancel()
+		fs.EachRecord(func(r *kgo.Record) { got[string(r.Value)] = true })
+	}
+	for i := range records {
+		if v := fmt.Sprintf("record-%04d", i); !got[v] {
+			t.Errorf("acknowledged %s lost after the leader was killed", v)
+		}
+	}
+	// A survivor becomes the leader once the killed node is fenced.
+	waitFor(t, startDeadline, "a new leader among the survivors", func() error {
+		td, err := kadm.NewClient(consumer).ListTopics(ctx, topic)
+		if err != nil {
+			return err
+		}
+		if l := td[topic].Partitions[0].Leader; l == leader || l < 1 {
+			return fmt.Errorf("leader %d (killed %d)", l, leader)
+		}
+		return nil
+	})
+}
