@@ -6,6 +6,7 @@ require (
 	github.com/IBM/sarama v1.61.1
 	github.com/cockroachdb/datadriven v1.0.3
 	github.com/klauspost/compress v1.20.4
+	github.com/pavlo-v-chernykh/keystore-go/v4 v4.5.0
 	github.com/pierrec/lz4/v4 v4.1.33
 	github.com/segmentio/kafka-go v0.4.51
 	github.com/twmb/franz-go v1.22.3
@@ -14,6 +15,7 @@ require (
 	go.etcd.io/raft/v3 v3.7.0
 	golang.org/x/sys v0.49.0
 	google.golang.org/protobuf v1.36.12
+	software.sslmate.com/src/go-pkcs12 v0.7.4
 )
 
 require (

@@ -23,6 +23,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"sluice/authz"
 	"sluice/broker/replica"
 	"sluice/controller"
 	"sluice/logstore"
@@ -39,6 +40,10 @@ func (b *Broker) handleWriteTxnMarkers(ctx context.Context, wreq *wire.Request, 
 	req, ok := wreq.Body.(*kmsg.WriteTxnMarkersRequest)
 	if !ok {
 		respond(nil, errUnexpectedBody)
+		return
+	}
+	if b.authzOn() && !b.allowedCluster(wreq.Conn, authz.OpClusterAction) {
+		respond(writeTxnMarkersDenied(req), nil) // authorize_txn.go
 		return
 	}
 	// Off the connection's goroutine: the answer waits for replication.

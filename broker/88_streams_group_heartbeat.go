@@ -45,12 +45,18 @@ func init() {
 			respond(resp, nil)
 			return
 		}
+		if deny := b.authorizeStreamsHeartbeat(w.Conn, req); deny != nil { // authorize_groups.go
+			respond(deny, nil)
+			return
+		}
 		serveInConnOrder(ctx, w.Conn, func() (kmsg.Response, error) {
 			resp, create, err := b.coord.StreamsGroupHeartbeat(ctx, joinClient(w), req)
 			if err != nil {
 				return nil, err
 			}
-			if len(create) > 0 {
+			if denied := b.streamsCreateDenied(w.Conn, create); len(denied) > 0 {
+				denyStreamsCreate(resp, denied)
+			} else if len(create) > 0 {
 				b.createStreamsInternalTopics(ctx, req.Group, create)
 			}
 			return resp, nil

@@ -34,14 +34,18 @@ package broker
 //	AlterPartitionReassignments, UnregisterBroker: ALTER cluster (clusterOps, checked in Handle)
 //	Describe/AlterClientQuotas  DESCRIBE_CONFIGS / ALTER_CONFIGS cluster (clusterOps)
 //	Describe/AlterUserScramCredentials, DescribeQuorum, Add/RemoveRaftVoter: DESCRIBE / ALTER cluster (clusterOps)
-//	StreamsGroupHeartbeat/Describe: not authorized yet
+//	StreamsGroupHeartbeat       READ group; DESCRIBE on the topology's topics;    GROUP_/TOPIC_AUTHORIZATION_FAILED;
+//	                            CREATE cluster or topic for internal topics       not created, said in MISSING_INTERNAL_TOPICS
+//	StreamsGroupDescribe        DESCRIBE group; DESCRIBE on its topology's topics GROUP_/TOPIC_AUTHORIZATION_FAILED per group
+//	WriteTxnMarkers             CLUSTER_ACTION cluster                            CLUSTER_AUTHORIZATION_FAILED per partition
 //	Transaction APIs            see authorize_txn.go
 //	DeleteRecords               DELETE topic                                      TOPIC_AUTHORIZATION_FAILED
 //	OffsetForLeaderEpoch        DESCRIBE topic; CLUSTER_ACTION for followers      TOPIC_/CLUSTER_AUTHORIZATION_FAILED
 //	DescribeProducers           READ topic                                        TOPIC_AUTHORIZATION_FAILED
 //
 // DescribeCluster is not authorized, as in Kafka; nor are ApiVersions and the SASL APIs.
-// Not authorized yet: WriteTxnMarkers (Kafka: CLUSTER_ACTION).
+// WriteTxnMarkers comes from the transaction coordinators of other nodes (over their peer
+// clients): their principal needs CLUSTER_ACTION, as for follower fetches (super.users).
 //
 // The inter-broker and controller listeners' own APIs (the cluster package) are not
 // authorized: they are for the cluster's nodes.

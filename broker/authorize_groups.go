@@ -6,11 +6,14 @@ package broker
 // TOPIC_AUTHORIZATION_FAILED, as Kafka's KafkaApis does, so the coordinator never sees them.
 
 import (
+	"strings"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"sluice/authz"
 	"sluice/controller"
+	"sluice/coordinator"
 	"sluice/wire"
 )
 
@@ -111,6 +114,8 @@ func (b *Broker) authorizeGroupCall(conn *wire.ConnInfo, req kmsg.Request) (deny
 			resp.ErrorCode = groupDenied
 			return resp, nil
 		}
+	case *kmsg.StreamsGroupDescribeRequest:
+		return b.authorizeStreamsDescribe(conn, r)
 	case *kmsg.ConsumerGroupDescribeRequest:
 		var denied []string
 		kept := r.Groups[:0:0]
@@ -312,4 +317,131 @@ func (b *Broker) splitGroups(conn *wire.ConnInfo, op int8, groups []string) (kep
 		}
 	}
 	return kept, denied
+}
+
+// streamsTopologyTopics are the topics a streams topology names — source, repartition sink,
+// repartition source and changelog topics — which Kafka's KafkaApis requires DESCRIBE on
+// (source topic regexes are not checked, as in Kafka).
+func streamsTopologyTopics(t *kmsg.StreamsGroupHeartbeatRequestTopology) []string {
+	if t == nil {
+		return nil
+	}
+	var out []string
+	for _, s := range t.Subtopologies {
+		out = append(out, s.SourceTopics...)
+		out = append(out, s.RepartitionSinkTopics...)
+		for _, r := range s.RepartitionSourceTopics {
+			out = append(out, r.Topic)
+		}
+		for _, c := range s.StateChangelogTopics {
+			out = append(out, c.Topic)
+		}
+	}
+	return out
+}
+
+// authorizeStreamsHeartbeat is Kafka's check of a StreamsGroupHeartbeat before the coordinator
+// sees it: READ on the group, else GROUP_AUTHORIZATION_FAILED; DESCRIBE on every topic the
+// topology names (when the heartbeat carries one), else TOPIC_AUTHORIZATION_FAILED. It returns
+// the refusal, nil when the heartbeat may go on.
+func (b *Broker) authorizeStreamsHeartbeat(conn *wire.ConnInfo, r *kmsg.StreamsGroupHeartbeatRequest) kmsg.Response {
+	if !b.authzOn() {
+		return nil
+	}
+	resp := r.ResponseKind().(*kmsg.StreamsGroupHeartbeatResponse)
+	if !b.allowedGroup(conn, authz.OpRead, r.Group) {
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		return resp
+	}
+	for _, t := range streamsTopologyTopics(r.Topology) {
+		if !b.allowedTopic(conn, authz.OpDescribe, t) {
+			resp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			return resp
+		}
+	}
+	return nil
+}
+
+// streamsCreateDenied returns the internal topics of a streams heartbeat conn may not create:
+// none with CREATE on the cluster, else those without CREATE on the topic. As in Kafka, when
+// any is refused none is created, and the heartbeat's MISSING_INTERNAL_TOPICS status says so
+// (denyStreamsCreate).
+func (b *Broker) streamsCreateDenied(conn *wire.ConnInfo, topics []coordinator.StreamsInternalTopic) []string {
+	if !b.authzOn() || b.allowedCluster(conn, authz.OpCreate) {
+		return nil
+	}
+	var denied []string
+	for _, t := range topics {
+		if !b.allowedTopic(conn, authz.OpCreate, t.Name) {
+			denied = append(denied, t.Name)
+		}
+	}
+	return denied
+}
+
+// denyStreamsCreate adds to resp's MISSING_INTERNAL_TOPICS status (or a new one) that conn
+// may not create the topics denied, as Kafka's KafkaApis words it.
+func denyStreamsCreate(resp *kmsg.StreamsGroupHeartbeatResponse, denied []string) {
+	detail := "Unauthorized to CREATE on topics " + strings.Join(denied, ", ") + "."
+	for i := range resp.Status {
+		if resp.Status[i].StatusCode == streamsStatusMissingInternalTopics {
+			resp.Status[i].StatusDetail += "; " + detail
+			return
+		}
+	}
+	st := kmsg.NewStreamsGroupHeartbeatResponseStatus()
+	st.StatusCode, st.StatusDetail = streamsStatusMissingInternalTopics, detail
+	resp.Status = append(resp.Status, st)
+}
+
+// streamsStatusMissingInternalTopics is KIP-1071's MISSING_INTERNAL_TOPICS status code.
+const streamsStatusMissingInternalTopics = 3
+
+// streamsDescribeTopicsDenied is Kafka's message for a described streams group whose topology
+// names a topic the caller may not describe.
+const streamsDescribeTopicsDenied = "The described group uses topics that the client is not authorized to describe."
+
+// authorizeStreamsDescribe: DESCRIBE on each group, else its GROUP_AUTHORIZATION_FAILED; a
+// described group whose topology names a topic conn may not describe is answered
+// TOPIC_AUTHORIZATION_FAILED instead of its description, as Kafka does.
+func (b *Broker) authorizeStreamsDescribe(conn *wire.ConnInfo, r *kmsg.StreamsGroupDescribeRequest) (kmsg.Response, func(kmsg.Response)) {
+	kept, denied := b.splitGroups(conn, authz.OpDescribe, r.Groups)
+	r.Groups = kept
+	return nil, func(resp kmsg.Response) {
+		out := resp.(*kmsg.StreamsGroupDescribeResponse)
+		for i := range out.Groups {
+			g := &out.Groups[i]
+			if g.ErrorCode != 0 || g.Topology == nil || b.streamsTopologyDescribable(conn, g.Topology) {
+				continue
+			}
+			d := kmsg.NewStreamsGroupDescribeResponseGroup()
+			d.Group, d.ErrorCode = g.Group, kerr.TopicAuthorizationFailed.Code
+			msg := streamsDescribeTopicsDenied
+			d.ErrorMessage = &msg
+			*g = d
+		}
+		for _, g := range denied {
+			d := kmsg.NewStreamsGroupDescribeResponseGroup()
+			d.Group, d.ErrorCode = g, kerr.GroupAuthorizationFailed.Code
+			out.Groups = append(out.Groups, d)
+		}
+	}
+}
+
+func (b *Broker) streamsTopologyDescribable(conn *wire.ConnInfo, t *kmsg.StreamsGroupDescribeResponseGroupTopology) bool {
+	for _, s := range t.Subtopologies {
+		names := append(append([]string(nil), s.SourceTopics...), s.RepartitionSinkTopics...)
+		for _, r := range s.RepartitionSourceTopics {
+			names = append(names, r.Topic)
+		}
+		for _, c := range s.StateChangelogTopics {
+			names = append(names, c.Topic)
+		}
+		for _, n := range names {
+			if !b.allowedTopic(conn, authz.OpDescribe, n) {
+				return false
+			}
+		}
+	}
+	return true
 }

@@ -2,9 +2,11 @@ package broker
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -320,5 +322,163 @@ func TestAuthorizationTransactions(t *testing.T) {
 	}
 	if codes["tx"] != 0 || codes["other"] != kerr.TransactionalIDAuthorizationFailed.Code {
 		t.Errorf("DescribeTransactions codes %v, want tx ok and other TRANSACTIONAL_ID_AUTHORIZATION_FAILED", codes)
+	}
+}
+
+// TestAuthorizationWriteTxnMarkers: WriteTxnMarkers, the transaction coordinators' own API,
+// needs CLUSTER_ACTION on the cluster (Kafka's KafkaApis.handleWriteTxnMarkersRequest);
+// without it every partition of every marker is answered CLUSTER_AUTHORIZATION_FAILED and
+// nothing is written.
+func TestAuthorizationWriteTxnMarkers(t *testing.T) {
+	tb := startTestBroker(t, map[string]string{"authorizer.class.name": authz.StandardAuthorizerClass})
+	ctx := testContext(t)
+	send := func() *kmsg.WriteTxnMarkersResponse {
+		t.Helper()
+		req := kmsg.NewPtrWriteTxnMarkersRequest()
+		req.Version = 1
+		for _, pid := range []int64{7, 8} {
+			m := kmsg.NewWriteTxnMarkersRequestMarker()
+			m.ProducerID, m.ProducerEpoch, m.Committed = pid, 0, true
+			mt := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
+			mt.Topic, mt.Partitions = "nosuch", []int32{0, 1}
+			m.Topics = append(m.Topics, mt)
+			req.Markers = append(req.Markers, m)
+		}
+		// To the broker itself: the client's own routing would look the topic up first.
+		raw, err := tb.Client.SeedBrokers()[0].Request(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return raw.(*kmsg.WriteTxnMarkersResponse)
+	}
+	codes := func(resp *kmsg.WriteTxnMarkersResponse) (n int, denied int) {
+		for _, m := range resp.Markers {
+			for _, tp := range m.Topics {
+				for _, p := range tp.Partitions {
+					n++
+					if p.ErrorCode == kerr.ClusterAuthorizationFailed.Code {
+						denied++
+					}
+				}
+			}
+		}
+		return n, denied
+	}
+	if n, denied := codes(send()); n != 4 || denied != 4 {
+		t.Fatalf("without CLUSTER_ACTION: %d of %d partitions CLUSTER_AUTHORIZATION_FAILED, want 4 of 4", denied, n)
+	}
+	res, err := tb.Ctrl.CreateACLs(ctx, []authz.ACL{anonACL(authz.ResourceCluster, authz.ClusterName, authz.OpClusterAction)})
+	if err != nil || res[0].Err != nil {
+		t.Fatal(err, res)
+	}
+	tb.Broker.waitForImage(ctx, tb.Ctrl.Image().Offset)
+	resp := send()
+	if n, denied := codes(resp); n != 4 || denied != 0 {
+		t.Fatalf("with CLUSTER_ACTION: %d of %d partitions still refused", denied, n)
+	}
+	if c := resp.Markers[0].Topics[0].Partitions[0].ErrorCode; c != kerr.UnknownTopicOrPartition.Code {
+		t.Fatalf("with CLUSTER_ACTION a marker for an unknown topic: %v, want UNKNOWN_TOPIC_OR_PARTITION", kerr.ErrorForCode(c))
+	}
+}
+
+// TestAuthorizationStreamsGroups: the streams group APIs check what Kafka's KafkaApis checks.
+// StreamsGroupHeartbeat: READ on the group, DESCRIBE on every topic the topology names, and
+// CREATE (on the cluster, else on each topic) for the internal topics it would create — when
+// that is missing the topics are not created and the MISSING_INTERNAL_TOPICS status says so.
+// StreamsGroupDescribe: DESCRIBE on the group, and on the topics of the group's topology.
+func TestAuthorizationStreamsGroups(t *testing.T) {
+	tb := startTestBroker(t, map[string]string{"authorizer.class.name": authz.StandardAuthorizerClass}, streamsVersions())
+	ctx := testContext(t)
+	addACLs := func(acls ...authz.ACL) {
+		t.Helper()
+		res, err := tb.Ctrl.CreateACLs(ctx, acls)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range res {
+			if r.Err != nil {
+				t.Fatalf("creating ACLs: %v %s", r.Err, r.Message)
+			}
+		}
+		tb.Broker.waitForImage(ctx, tb.Ctrl.Image().Offset)
+	}
+	const changelog = "app-store-changelog"
+	addACLs(anonACL(authz.ResourceTopic, "src", authz.OpCreate))
+	if _, err := tb.Admin.CreateTopic(ctx, 2, 1, nil, "src"); err != nil {
+		t.Fatal(err)
+	}
+
+	if resp := streamsJoin(t, tb, "app", "src"); resp.ErrorCode != kerr.GroupAuthorizationFailed.Code {
+		t.Fatalf("heartbeat without READ on the group: %v", kerr.ErrorForCode(resp.ErrorCode))
+	}
+	addACLs(anonACL(authz.ResourceGroup, "app", authz.OpRead))
+	if resp := streamsJoin(t, tb, "app", "src"); resp.ErrorCode != kerr.TopicAuthorizationFailed.Code {
+		t.Fatalf("heartbeat without DESCRIBE on the topology's topics: %v", kerr.ErrorForCode(resp.ErrorCode))
+	}
+	addACLs(anonACL(authz.ResourceTopic, "src", authz.OpDescribe))
+	if resp := streamsJoin(t, tb, "app", "src"); resp.ErrorCode != kerr.TopicAuthorizationFailed.Code {
+		t.Fatalf("heartbeat without DESCRIBE on the changelog: %v", kerr.ErrorForCode(resp.ErrorCode))
+	}
+	addACLs(anonACL(authz.ResourceTopic, changelog, authz.OpDescribe))
+	if err := tb.Admin.FindGroupCoordinators(ctx, "app").Error(); err != nil {
+		t.Fatal(err)
+	}
+	heartbeat := func() *kmsg.StreamsGroupHeartbeatResponse {
+		t.Helper()
+		for {
+			resp := streamsJoin(t, tb, "app", "src")
+			if resp.ErrorCode != kerr.NotCoordinator.Code && resp.ErrorCode != kerr.CoordinatorLoadInProgress.Code {
+				return resp
+			}
+			select {
+			case <-ctx.Done():
+				t.Fatalf("the coordinator never loaded: %s", kerr.ErrorForCode(resp.ErrorCode))
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}
+	resp := heartbeat()
+	if resp.ErrorCode != 0 || len(resp.Status) != 1 || resp.Status[0].StatusCode != streamsStatusMissingInternalTopics ||
+		!strings.Contains(resp.Status[0].StatusDetail, "; Unauthorized to CREATE on topics "+changelog+".") {
+		t.Fatalf("heartbeat without CREATE on the changelog: %v %+v", kerr.ErrorForCode(resp.ErrorCode), resp.Status)
+	}
+	if tb.Ctrl.Image().Topics[changelog] != nil {
+		t.Fatal("the changelog was created without CREATE")
+	}
+	addACLs(anonACL(authz.ResourceTopic, changelog, authz.OpCreate))
+	if resp := heartbeat(); resp.ErrorCode != 0 || strings.Contains(fmt.Sprint(resp.Status), "Unauthorized") {
+		t.Fatalf("heartbeat with CREATE on the changelog: %v %+v", kerr.ErrorForCode(resp.ErrorCode), resp.Status)
+	}
+	if tb.Ctrl.Image().Topics[changelog] == nil {
+		t.Fatal("the changelog was not created with CREATE on it")
+	}
+
+	describe := func() map[string]kmsg.StreamsGroupDescribeResponseGroup {
+		t.Helper()
+		req := kmsg.NewPtrStreamsGroupDescribeRequest()
+		req.Groups = []string{"app", "other"}
+		raw, err := tb.Client.SeedBrokers()[0].Request(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]kmsg.StreamsGroupDescribeResponseGroup{}
+		for _, g := range raw.(*kmsg.StreamsGroupDescribeResponse).Groups {
+			out[g.Group] = g
+		}
+		return out
+	}
+	groups := describe()
+	if g := groups["other"]; g.ErrorCode != kerr.GroupAuthorizationFailed.Code {
+		t.Fatalf("describing a group without DESCRIBE on it: %v", kerr.ErrorForCode(g.ErrorCode))
+	}
+	if g := groups["app"]; g.ErrorCode != 0 || g.Topology == nil || len(g.Members) != 1 {
+		t.Fatalf("describing app: %v %+v", kerr.ErrorForCode(g.ErrorCode), g)
+	}
+	deny := anonACL(authz.ResourceTopic, changelog, authz.OpDescribe)
+	deny.Permission = authz.PermDeny
+	addACLs(deny)
+	g := describe()["app"]
+	if g.ErrorCode != kerr.TopicAuthorizationFailed.Code || g.ErrorMessage == nil || *g.ErrorMessage != streamsDescribeTopicsDenied || len(g.Members) != 0 {
+		t.Fatalf("describing app with its changelog undescribable: %v %+v", kerr.ErrorForCode(g.ErrorCode), g)
 	}
 }

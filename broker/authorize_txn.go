@@ -173,3 +173,26 @@ func (b *Broker) authorizeTxnListing(conn *wire.ConnInfo, req kmsg.Request) func
 	}
 	return nil
 }
+
+// writeTxnMarkersDenied answers a WriteTxnMarkers from a principal without CLUSTER_ACTION on
+// the cluster: every partition of every marker CLUSTER_AUTHORIZATION_FAILED, as Kafka's
+// KafkaApis answers (the request is the transaction coordinators' own, between brokers).
+func writeTxnMarkersDenied(req *kmsg.WriteTxnMarkersRequest) *kmsg.WriteTxnMarkersResponse {
+	resp := req.ResponseKind().(*kmsg.WriteTxnMarkersResponse)
+	for _, m := range req.Markers {
+		rm := kmsg.NewWriteTxnMarkersResponseMarker()
+		rm.ProducerID = m.ProducerID
+		for _, t := range m.Topics {
+			rt := kmsg.NewWriteTxnMarkersResponseMarkerTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewWriteTxnMarkersResponseMarkerTopicPartition()
+				rp.Partition, rp.ErrorCode = p, kerr.ClusterAuthorizationFailed.Code
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			rm.Topics = append(rm.Topics, rt)
+		}
+		resp.Markers = append(resp.Markers, rm)
+	}
+	return resp
+}

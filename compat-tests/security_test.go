@@ -480,8 +480,8 @@ func TestTLSSettingsRefusedAtStart(t *testing.T) {
 		settings []string
 		want     string
 	}{
-		{[]string{listeners, "ssl.keystore.location=/etc/kafka/server.keystore.jks"}, "ssl.keystore.type: JKS keystores are not supported yet"},
-		{[]string{listeners, "ssl.keystore.type=PKCS12", "ssl.keystore.location=/k.p12"}, "ssl.keystore.type: PKCS12 keystores are not supported yet"},
+		{[]string{listeners, "ssl.keystore.location=/etc/kafka/server.keystore.jks"}, "ssl.keystore.password must be set: ssl.keystore.location names a JKS keystore"},
+		{[]string{listeners, "ssl.keystore.type=PKCS12", "ssl.keystore.location=/k.p12", "ssl.keystore.password=x"}, "ssl.keystore.location: open /k.p12"},
 		{[]string{listeners, "ssl.keystore.type=PEM", "ssl.keystore.location=" + serverPEM, "ssl.key.password=x"}, "ssl.key.password is set but the private key"},
 		{[]string{listeners, "ssl.keystore.type=PEM", "ssl.keystore.location=" + serverPEM, "ssl.enabled.protocols=TLSv1.1"}, "ssl.enabled.protocols: TLSv1.1 is not supported"},
 		{[]string{listeners, "ssl.keystore.type=PEM"}, "ssl.keystore.location (or ssl.keystore.certificate.chain and ssl.keystore.key) must be set"},

@@ -80,9 +80,10 @@
 // the reader completes first (at most tlsHandshakeTimeout); on SSL the verified client
 // certificate's subject, as RFC 2253 the way Java prints it, is mapped by
 // ssl.principal.mapping.rules (PrincipalMapper) to the principal, else it is User:ANONYMOUS.
-// BuildTLSConfig reads Kafka's ssl.* keys (PEM only). On a listener with Config.Divert (the
-// controller listener) the handshake happens before the first 4 bytes are sniffed, so a diverted
-// connection (raft) is inside TLS too.
+// BuildTLSConfig reads Kafka's ssl.* keys: PEM, JKS and PKCS12 stores (keystore.go; LoadKeyStore,
+// KeystoreCertificates and TruststorePool serve a TLS client too). On a listener with
+// Config.Divert (the controller listener) the handshake happens before the first 4 bytes are
+// sniffed, so a diverted connection (raft) is inside TLS too.
 //
 // With Config.SASL (SASL_PLAINTEXT, SASL_SSL) the connection must authenticate first, as with
 // Kafka's SaslServerAuthenticator: until it has, the reader reads one frame at a time (the

@@ -157,7 +157,7 @@ func TestBuildTLSConfigRefusals(t *testing.T) {
 		{func(s *TLSSettings) { s.KeystoreType.Value = "JKS" }, "ssl.keystore.type: must be PEM"},
 		{func(s *TLSSettings) {
 			*s = TLSSettings{KeystoreType: Setting{"ssl.keystore.type", "JKS"}, KeystoreLocation: Setting{"ssl.keystore.location", "/k.jks"}}
-		}, "ssl.keystore.type: JKS keystores are not supported yet"},
+		}, "must be set: ssl.keystore.location names a JKS keystore"},
 		{func(s *TLSSettings) { s.KeystoreKey.Value = "" }, "must be set together"},
 		{func(s *TLSSettings) { s.KeyPassword = Setting{"ssl.key.password", "x"} }, "ssl.key.password is set but the private key"},
 		{func(s *TLSSettings) {
@@ -172,7 +172,8 @@ func TestBuildTLSConfigRefusals(t *testing.T) {
 		{func(s *TLSSettings) {
 			s.TruststoreType = Setting{"ssl.truststore.type", "PKCS12"}
 			s.TruststoreLocation = Setting{"ssl.truststore.location", "/t.p12"}
-		}, "ssl.truststore.type: PKCS12 keystores are not supported yet"},
+			s.TruststorePassword = Setting{"ssl.truststore.password", "x"}
+		}, "ssl.truststore.location: open /t.p12"},
 		{func(s *TLSSettings) {
 			s.TruststoreType = Setting{"ssl.truststore.type", "PEM"}
 			s.TruststoreCertificates = Setting{"ssl.truststore.certificates", "junk"}

@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -14,8 +15,8 @@ import (
 // from (with its listener prefix), so errors name what the operator wrote.
 type TLSSettings struct {
 	KeystoreType             Setting // ssl.keystore.type
-	KeystoreLocation         Setting // ssl.keystore.location: a PEM file with the key and the chain
-	KeystorePassword         Setting // ssl.keystore.password: not used with PEM, as in Kafka
+	KeystoreLocation         Setting // ssl.keystore.location: a JKS, PKCS12 or PEM file (PEM: the key and the chain)
+	KeystorePassword         Setting // ssl.keystore.password: JKS and PKCS12 only, as in Kafka
 	KeystoreCertificateChain Setting // ssl.keystore.certificate.chain: PEM, inline
 	KeystoreKey              Setting // ssl.keystore.key: PEM, inline
 	KeyPassword              Setting // ssl.key.password
@@ -40,18 +41,18 @@ func tlsConfigError(s Setting, format string, args ...any) error {
 }
 
 // BuildTLSConfig turns a listener's ssl.* keys into a crypto/tls server configuration, as
-// Kafka's DefaultSslEngineFactory reads them. Only PEM keystores and truststores are read
-// (ssl.keystore.type=PEM, ssl.truststore.type=PEM): JKS and PKCS12 are refused, and so is an
-// encrypted private key (ssl.key.password), which Go's standard library cannot decrypt.
+// Kafka's DefaultSslEngineFactory reads them. Keystores and truststores may be JKS (Kafka's
+// default type), PKCS12 or PEM (files, or PEM given inline); an encrypted PEM private key
+// (ssl.key.password with PEM) is refused, as Go's standard library cannot decrypt it.
 func BuildTLSConfig(s TLSSettings) (*tls.Config, error) {
 	cfg := &tls.Config{}
-	cert, err := loadKeystore(s)
+	certs, err := KeystoreCertificates(s)
 	if err != nil {
 		return nil, err
 	}
-	cfg.Certificates = []tls.Certificate{cert}
+	cfg.Certificates = certs
 
-	pool, err := loadTruststore(s)
+	pool, err := TruststorePool(s)
 	if err != nil {
 		return nil, err
 	}
@@ -79,23 +80,57 @@ func BuildTLSConfig(s TLSSettings) (*tls.Config, error) {
 
 func storeType(s Setting) string { return strings.ToUpper(strings.TrimSpace(s.Value)) }
 
-func refuseStoreType(s Setting) error {
-	return tlsConfigError(s, "%s keystores are not supported yet (no well-kept Go library for them is available to sluice); convert it to PEM and set %s=PEM",
-		storeType(s), s.Key)
-}
-
-func loadKeystore(s TLSSettings) (tls.Certificate, error) {
+// KeystoreCertificates reads the keystore keys of s (ssl.keystore.*, ssl.key.password) into
+// the certificates a TLS server (or, for a client, its client certificate) presents. The
+// keystore must be set. Errors name the key at fault and never a password.
+func KeystoreCertificates(s TLSSettings) ([]tls.Certificate, error) {
 	inline := s.KeystoreCertificateChain.Value != "" || s.KeystoreKey.Value != ""
 	if s.KeystoreLocation.Value == "" && !inline {
-		return tls.Certificate{}, fmt.Errorf("%s (or %s and %s) must be set on a TLS listener: the server needs a certificate",
+		return nil, fmt.Errorf("%s (or %s and %s) must be set on a TLS listener: the server needs a certificate",
 			s.KeystoreLocation.Key, s.KeystoreCertificateChain.Key, s.KeystoreKey.Key)
 	}
-	if t := storeType(s.KeystoreType); t != "PEM" {
-		if inline {
-			return tls.Certificate{}, tlsConfigError(s.KeystoreType, "must be PEM when %s and %s are given, as in Kafka", s.KeystoreCertificateChain.Key, s.KeystoreKey.Key)
+	switch t := storeType(s.KeystoreType); {
+	case t == "PEM":
+		cert, err := loadPEMKeystore(s, inline)
+		if err != nil {
+			return nil, err
 		}
-		return tls.Certificate{}, refuseStoreType(s.KeystoreType)
+		return []tls.Certificate{cert}, nil
+	case inline:
+		return nil, tlsConfigError(s.KeystoreType, "must be PEM when %s and %s are given, as in Kafka", s.KeystoreCertificateChain.Key, s.KeystoreKey.Key)
+	case t != "JKS" && t != "PKCS12":
+		return nil, tlsConfigError(s.KeystoreType, "must be JKS, PKCS12 or PEM, not %q", s.KeystoreType.Value)
 	}
+	if s.KeystorePassword.Value == "" {
+		// As Kafka: "SSL key store is specified, but key store password is not specified".
+		return nil, fmt.Errorf("%s must be set: %s names a %s keystore", s.KeystorePassword.Key, s.KeystoreLocation.Key, storeType(s.KeystoreType))
+	}
+	ks, err := LoadKeyStore(s.KeystoreType.Value, s.KeystoreLocation.Value, s.KeystorePassword.Value, s.KeyPassword.Value)
+	if err != nil {
+		return nil, keyStoreError(err, s.KeystoreLocation, s.KeystorePassword, s.KeyPassword)
+	}
+	if len(ks.Certificates) == 0 {
+		return nil, tlsConfigError(s.KeystoreLocation, "the keystore holds no private key entry")
+	}
+	return ks.Certificates, nil
+}
+
+// keyStoreError names the key an error from LoadKeyStore is about: the store password, the
+// key password (the store password when ssl.key.password is unset), or the location.
+func keyStoreError(err error, location, password, keyPassword Setting) error {
+	switch {
+	case errors.Is(err, ErrStorePassword):
+		return fmt.Errorf("%s: %v (file %s)", password.Key, err, location.Value)
+	case errors.Is(err, ErrKeyPassword):
+		if keyPassword.Value == "" {
+			keyPassword = Setting{Key: password.Key + " (" + keyPassword.Key + " is unset)"}
+		}
+		return fmt.Errorf("%s: %v (file %s)", keyPassword.Key, err, location.Value)
+	}
+	return tlsConfigError(location, "%v", err)
+}
+
+func loadPEMKeystore(s TLSSettings, inline bool) (tls.Certificate, error) {
 	var certPEM, keyPEM []byte
 	var certFrom, keyFrom Setting
 	if inline {
@@ -171,16 +206,35 @@ func loadKeystore(s TLSSettings) (tls.Certificate, error) {
 	return cert, nil
 }
 
-func loadTruststore(s TLSSettings) (*x509.CertPool, error) {
+// TruststorePool reads the truststore keys of s (ssl.truststore.*) into a certificate pool:
+// a server's ClientCAs or a client's RootCAs. With no truststore set it returns nil, meaning
+// the system's roots, as the JVM's default truststore. Errors name the key at fault.
+func TruststorePool(s TLSSettings) (*x509.CertPool, error) {
 	inline := s.TruststoreCertificates.Value != ""
 	if s.TruststoreLocation.Value == "" && !inline {
 		return nil, nil
 	}
-	if storeType(s.TruststoreType) != "PEM" {
-		if inline {
-			return nil, tlsConfigError(s.TruststoreType, "must be PEM when %s is given, as in Kafka", s.TruststoreCertificates.Key)
+	switch t := storeType(s.TruststoreType); {
+	case t == "PEM":
+	case inline:
+		return nil, tlsConfigError(s.TruststoreType, "must be PEM when %s is given, as in Kafka", s.TruststoreCertificates.Key)
+	case t != "JKS" && t != "PKCS12":
+		return nil, tlsConfigError(s.TruststoreType, "must be JKS, PKCS12 or PEM, not %q", s.TruststoreType.Value)
+	default:
+		if s.TruststorePassword.Value == "" {
+			// The JVM can open a truststore without its password (skipping the integrity
+			// check); the Go readers cannot.
+			return nil, fmt.Errorf("%s must be set: sluice checks the integrity of the %s truststore %s", s.TruststorePassword.Key, t, s.TruststoreLocation.Value)
 		}
-		return nil, refuseStoreType(s.TruststoreType)
+		ks, err := LoadTrustStore(t, s.TruststoreLocation.Value, s.TruststorePassword.Value)
+		if err != nil {
+			// A PKCS12 key is decrypted with the store password, so a key error is its error.
+			return nil, keyStoreError(err, s.TruststoreLocation, s.TruststorePassword, s.TruststorePassword)
+		}
+		if len(ks.Trusted) == 0 {
+			return nil, tlsConfigError(s.TruststoreLocation, "the truststore holds no trusted certificate")
+		}
+		return ks.Pool(), nil
 	}
 	if s.TruststorePassword.Value != "" {
 		return nil, fmt.Errorf("%s cannot be set with a PEM truststore, as in Kafka", s.TruststorePassword.Key)
