@@ -29,7 +29,10 @@ func TestRequestPercentageQuota(t *testing.T) {
 	lookPath(t, "java")
 	kafkaJars(t)
 	b := startShortWindowBroker(t)
-	// 0.01% of a thread is 100 µs of handling a second: a few Metadata requests exceed it.
+	// 0.01% of a thread is 100 µs of handling a second. sluice answers a Metadata request on
+	// an empty cluster in a few µs, so how many requests exceed it depends on the machine (40
+	// of them on a loaded one used less than 100 µs and were rightly not throttled): greedy
+	// sends requests back to back until one is answered with a throttle, with a deadline.
 	out, _ := javaTool(t, "", configCommand, "--bootstrap-server", b.Addr, "--alter",
 		"--entity-type", "clients", "--entity-name", "greedy", "--add-config", "request_percentage=0.01")
 	if !strings.Contains(out, "Completed updating config for client greedy.") {
@@ -39,8 +42,9 @@ func TestRequestPercentageQuota(t *testing.T) {
 	if !strings.Contains(out, "request_percentage=0.01") {
 		t.Errorf("--describe does not show the quota:\n%s", out)
 	}
-	// metadataLoop sends n Metadata requests one after another as clientID.
-	metadataLoop := func(clientID string, n int) *throttleCounter {
+	// metadataLoop sends Metadata requests one after another as clientID until one is
+	// throttled (untilThrottled) or n were sent, and returns how many it sent.
+	metadataLoop := func(clientID string, n int, untilThrottled bool) (*throttleCounter, int) {
 		tc := &throttleCounter{}
 		cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr), kgo.ClientID(clientID), kgo.WithHooks(tc))
 		if err != nil {
@@ -49,27 +53,35 @@ func TestRequestPercentageQuota(t *testing.T) {
 		defer cl.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		for i := range n {
+		sent := 0
+		for ; sent < n && !(untilThrottled && tc.n.Load() > 0); sent++ {
 			req := kmsg.NewPtrMetadataRequest()
 			if _, err := cl.Request(ctx, req); err != nil {
-				t.Fatalf("%s: metadata %d: %v", clientID, i, err)
+				if untilThrottled && ctx.Err() != nil {
+					break // the deadline: the caller reports no throttle
+				}
+				t.Fatalf("%s: metadata %d: %v", clientID, sent, err)
 			}
 		}
-		return tc
+		return tc, sent
 	}
-	const n = 40
-	greedy := metadataLoop("greedy", n)
+	// A million requests of even 1 µs each are 10 000 times the quota: greedy must be
+	// throttled long before, whatever the load.
+	const most = 1_000_000
+	start := time.Now()
+	greedy, sent := metadataLoop("greedy", most, true)
 	if greedy.n.Load() == 0 {
-		t.Fatalf("greedy: %d requests, none throttled", n)
+		t.Fatalf("greedy: %d requests in %v, none throttled", sent, time.Since(start))
 	}
 	// Bounded by one quota window (1 s), as Kafka bounds request throttles.
 	if ms := greedy.maxMillis.Load(); ms <= 0 || ms > 1000 {
 		t.Fatalf("greedy: largest throttle %d ms, want 1..1000", ms)
 	}
-	if polite := metadataLoop("polite", n); polite.n.Load() != 0 {
-		t.Fatalf("polite (no quota): %d throttles", polite.n.Load())
+	// The same requests from a client id without a quota are never throttled.
+	if polite, _ := metadataLoop("polite", sent, false); polite.n.Load() != 0 {
+		t.Fatalf("polite (no quota): %d throttles in %d requests", polite.n.Load(), sent)
 	}
-	t.Logf("greedy: %d of %d responses throttled, the largest %d ms", greedy.n.Load(), n, greedy.maxMillis.Load())
+	t.Logf("greedy: throttled %d ms after %d requests in %v", greedy.maxMillis.Load(), sent, time.Since(start))
 }
 
 // servedOnNewConnection opens a connection to addr and reports whether an ApiVersions request on it
