@@ -28,7 +28,8 @@ const (
 	fairMeasure = 30 * time.Second
 	// fairFastP99 bounds fast's p99 produce latency (Produce call → acknowledgement, acks=all,
 	// franz-go's default 10 ms linger). Measured first on the shared 2-core machine (load
-	// average about 12) with slow throttled next to it: p50 6.4 ms, p99 12.4 ms, max 22 ms.
+	// average about 12) with slow throttled next to it: p50 6.3–6.4 ms, p99 11.9–13.3 ms, max
+	// 15–129 ms over three runs.
 	// The bound leaves room for a busier machine; a fast client queued behind slow's
 	// throttled connection would wait for the throttle times instead (hundreds of ms here).
 	fairFastP99 = 100 * time.Millisecond
@@ -71,10 +72,12 @@ func quantile(d []time.Duration, q float64) time.Duration {
 }
 
 // The quota windows are two of one second (Kafka's defaults are eleven): with eleven, the
-// rate is averaged over ten seconds, so a client bursts about ten seconds' worth of quota at
-// once and then waits about as long, in Kafka as here, and a 30 s average depends on how many
-// bursts fall in it. Two windows hold the rate steadily, which is what "within 10% over 30 s"
-// asks of the enforcement.
+// rate is averaged over at least ten seconds, so a client first bursts about ten seconds' worth
+// of quota at once and is then held back for it, and a 30 s average depends on where the bursts
+// fall. Measured with eleven windows (this test, 2026-12-01): slow made 150 kB/s over the 30 s
+// after its unmeasured burst, 25% under the quota, fast unaffected. Kafka's Rate computes the
+// same way (not measured against Kafka here). Two windows hold the rate steadily, which is what
+// "within 10% over 30 s" asks of the enforcement.
 func TestQuotaFairness(t *testing.T) {
 	b := StartBrokerWith(t, BrokerOptions{},
 		"quota.window.num=2",
