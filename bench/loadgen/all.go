@@ -36,6 +36,9 @@ type workload struct {
 	// PprofNode1: take a Go CPU profile of sluice's node 1 (--debug-addr) during the measured
 	// run itself (the rf3 row: the evidence for where a replicated produce's time goes).
 	PprofNode1 bool
+	// Listener is the client listener a tls-mode produce workload uses (listenerSSL,
+	// listenerSASLSSL; "" = PLAINTEXT).
+	Listener string
 }
 
 const (
@@ -142,7 +145,7 @@ func cmdAll(ctx context.Context, args []string) error {
 	fs.StringVar(&cfg.PlotScript, "plot", "bench/plot.py", "matplotlib script that draws the PNG")
 	fs.BoolVar(&cfg.Quick, "quick", false, "small sizes: a smoke run of a few minutes")
 	brokers := fs.String("brokers", "kafka,sluice", "brokers to run, in order")
-	modes := fs.String("modes", "default,fsync,rf3,txn", "modes to run: default and fsync (flush modes, one node), rf3 (three nodes, RF=3, min.insync.replicas=2), txn (transactional producer, one node)")
+	modes := fs.String("modes", "default,fsync,rf3,txn", "modes to run: default and fsync (flush modes, one node), rf3 (three nodes, RF=3, min.insync.replicas=2), txn (transactional producer, one node), tls (PLAINTEXT, SSL and SASL_SSL listeners, one node)")
 	fs.BoolVar(&cfg.Profile, "profile", true, "profile sluice with perf(1) during extra, unmeasured runs")
 	only := fs.String("only", "", "comma-separated workload IDs to run (e.g. 1k-all-p8,100-a1-p8); empty runs all")
 	_ = fs.Parse(args)
@@ -229,6 +232,8 @@ func fullPlan(cfg runConfig, mode string) []workload {
 			{ID: "rf3-1k-all-p1-fixed", Title: fmt.Sprintf("3 nodes, RF=3, min ISR 2, 1 KiB, acks=all, 1 producer, fixed %d records/s", fixedRate), Tool: toolLoadgenProduce,
 				RecordSize: 1024, AcksAll: true, Producers: 1, Rate: fixedRate, NoE2E: true},
 		}
+	case "tls":
+		return tlsPlan()
 	case "txn":
 		return []workload{
 			{ID: "txn-1k-p1", Title: "transactions of 100 × 1 KiB, acks=all, 1 producer", Tool: toolLoadgenTxn, RecordSize: 1024, AcksAll: true, Producers: 1, PerTxn: 100},
@@ -273,15 +278,22 @@ func startBroker(ctx context.Context, cfg runConfig, rep *report, name, mode str
 	slog.Info("starting broker", "broker", name, "mode", mode, "nodes", nodes)
 	var b *brokerProc
 	var err error
-	switch name {
-	case "kafka":
+	switch {
+	case name == "kafka" && mode == "tls":
+		b, err = startKafkaTLS(cfg.KafkaLib, dir)
+	case name == "sluice" && mode == "tls":
+		b, err = startSluiceTLS(cfg.SluiceBin, dir)
+	case name == "kafka":
 		b, err = startKafka(cfg.KafkaLib, dir, nodes, fsyncEach)
-	case "sluice":
+	case name == "sluice":
 		b, err = startSluice(cfg.SluiceBin, dir, nodes, fsyncEach, cfg.Profile && slices.ContainsFunc(plan(cfg, mode), func(w workload) bool { return w.PprofNode1 }))
 	default:
 		err = fmt.Errorf("unknown broker %q", name)
 	}
 	if err != nil {
+		if b != nil {
+			_ = b.stop()
+		}
 		os.RemoveAll(filepath.Join(dir, "data"))
 		return nil, "", err
 	}
@@ -430,8 +442,13 @@ func runWorkload(ctx context.Context, cfg runConfig, b *brokerProc, w workload, 
 	stepStart := time.Now()
 	switch w.Tool {
 	case toolLoadgenProduce:
-		res, err := runProduce(ctx, produceSpec{Brokers: b.Addrs, Topic: topic, Producers: w.Producers,
-			RecordSize: w.RecordSize, AcksAll: w.AcksAll, Duration: durationFor(cfg, mode), E2E: !w.NoE2E, Rate: w.Rate, Sequential: w.Sequential})
+		addrs, security, err := b.client(w.Listener)
+		if err != nil {
+			return fail(err)
+		}
+		res, err := runProduce(ctx, produceSpec{Brokers: addrs, Topic: topic, Producers: w.Producers,
+			RecordSize: w.RecordSize, AcksAll: w.AcksAll, Duration: durationFor(cfg, mode), E2E: !w.NoE2E, Rate: w.Rate, Sequential: w.Sequential,
+			Security: security})
 		if res != nil {
 			r.Records, r.Seconds = res.Records, res.Elapsed.Seconds()
 			r.MiB = float64(res.Bytes) / (1 << 20)

@@ -32,6 +32,10 @@ type brokerProc struct {
 	DebugAddr string
 	cluster   *testcluster.Cluster
 	logs      []*os.File
+	// listeners are further client listeners by name (the tls mode's SSL and SASL_SSL), each
+	// node's address; security are the client options each needs.
+	listeners map[string][]string
+	security  map[string][]kgo.Opt
 }
 
 // commonBrokerProps are set identically on both brokers: six partitions by default, every

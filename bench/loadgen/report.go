@@ -100,7 +100,7 @@ func renderMarkdown(rep *report, png, plotErr string) string {
 		props = append(props, "`"+k+"="+common[k]+"`")
 	}
 	p("%s (with three nodes the replication factors are 3 and the min ISRs 2, `min.insync.replicas=2`). Topics have 6 partitions, replication factor 1 (3 in rf3). Both brokers are started on fresh directories for each flush mode, run side by side, and take turns workload by workload (which goes first alternates), so that load from other users of this shared machine falls on both alike; the broker not being measured is idle. Before every measured step the page cache's dirty pages are written back (`sync`), so that neither broker is throttled for the other's writes, and before every produce step except the one that writes the consumers' backlog the page cache is emptied (`echo 1 > /proc/sys/vm/drop_caches`, when run as root; rows where that was not possible say so), so that neither broker's writes depend on what the other left cached. Each gets an unmeasured warm-up (4 producers, 1 KiB, acks=all, %v) first, so the JVM has compiled its hot paths.\n", strings.Join(props, ", "), cfg.Warmup)
-	p("- Modes: **default** = each broker's own default flush behaviour; **fsync** = an fsync per write on both (`log.flush.interval.messages=1`); **rf3** = three nodes per broker, topics RF=3, `min.insync.replicas=2`, idempotent acks=all producers, default flush (CPU is summed over the three nodes, so CPU s/GiB is the cluster's cost per GiB acknowledged, replication included; peak RSS is the largest node's, every node's in the note); **txn** = one node, transactional producers committing 100 records per transaction.\n")
+	p("- Modes: **default** = each broker's own default flush behaviour; **fsync** = an fsync per write on both (`log.flush.interval.messages=1`); **rf3** = three nodes per broker, topics RF=3, `min.insync.replicas=2`, idempotent acks=all producers, default flush (CPU is summed over the three nodes, so CPU s/GiB is the cluster's cost per GiB acknowledged, replication included; peak RSS is the largest node's, every node's in the note); **txn** = one node, transactional producers committing 100 records per transaction; **tls** = one node with three client listeners, PLAINTEXT, SSL and SASL_SSL with SCRAM-SHA-512 (the same keys on both brokers: `ssl.keystore.type=PEM` and `ssl.truststore.type=PEM` files from internal/testcerts, an ECDSA P-256 server certificate, no client certificates; the SCRAM user created with AlterUserScramCredentials), the 1 KiB acks=all produce rows over each, the end-to-end consumer over the same listener.\n")
 	p("- franz-go loadgen (bench/loadgen, franz-go v1.22.3, client defaults except acks and compression, which is off as in the Java producer's default; values are random bytes; acks=all is idempotent as franz-go and the Java client default, acks=1 is not): "+
 		"one client (own connection) per producer, unthrottled, %v per workload (%v with fsync). "+
 		"Produce latency = `Produce` call → acknowledgement callback per record, so it includes time queued in the client's buffer "+
@@ -125,7 +125,8 @@ func renderMarkdown(rep *report, png, plotErr string) string {
 
 	for _, mode := range cfg.Modes {
 		title := map[string]string{"default": "each broker's default flush", "fsync": "fsync per write (log.flush.interval.messages=1)",
-			"rf3": "three nodes, RF=3, min.insync.replicas=2 (default flush)", "txn": "transactional producer, one node (default flush)"}[mode]
+			"rf3": "three nodes, RF=3, min.insync.replicas=2 (default flush)", "txn": "transactional producer, one node (default flush)",
+			"tls": "PLAINTEXT, SSL and SASL_SSL (SCRAM-SHA-512) listeners of the same one-node broker (default flush)"}[mode]
 		p("## Results: %s\n\n", title)
 		p("| workload | tool | broker | records/s | MiB/s | produce p50 ms | p99 ms | p99.9 ms | e2e p99 ms | broker CPU s (step wall s) | CPU s/GiB | peak RSS MiB | note |\n")
 		p("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
@@ -164,6 +165,9 @@ func renderMarkdown(rep *report, png, plotErr string) string {
 			}
 		}
 		p("\n")
+		if mode == "tls" {
+			renderTLSCost(&b, rep)
+		}
 	}
 	if len(rep.Idle) > 0 {
 		p("RSS right after start (MiB): ")

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -48,6 +50,10 @@ type KafkaOptions struct {
 	// Output, when set, returns the writer for node i's log (default: discarded); the storage
 	// format's output goes there too.
 	Output func(i int) io.Writer
+	// Listeners, when set, returns node i's further client listeners, name → host:port (e.g.
+	// "SSL" → a free port). Each is listed in listeners and advertised.listeners and mapped to
+	// the security protocol of its own name; its ssl.* and sasl.* keys go in Settings.
+	Listeners func(i int) map[string]string
 }
 
 // kafkaLog4j2 keeps Kafka's own logging to warnings on the console.
@@ -120,15 +126,25 @@ func PrepareKafka(opts KafkaOptions) (*Cluster, error) {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, err
 		}
+		listeners, advertised := fmt.Sprintf("PLAINTEXT://%s,CONTROLLER://%s", addr, caddr), "PLAINTEXT://"+addr
+		protocols := "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT"
+		if opts.Listeners != nil {
+			extra := opts.Listeners(i)
+			for _, name := range slices.Sorted(maps.Keys(extra)) {
+				listeners += "," + name + "://" + extra[name]
+				advertised += "," + name + "://" + extra[name]
+				protocols += "," + name + ":" + name
+			}
+		}
 		props := append([]string{
 			"process.roles=broker,controller",
 			fmt.Sprintf("node.id=%d", i+1),
 			"controller.quorum.voters=" + strings.Join(voters, ","),
-			fmt.Sprintf("listeners=PLAINTEXT://%s,CONTROLLER://%s", addr, caddr),
-			"advertised.listeners=PLAINTEXT://" + addr,
+			"listeners=" + listeners,
+			"advertised.listeners=" + advertised,
 			"controller.listener.names=CONTROLLER",
 			"inter.broker.listener.name=PLAINTEXT",
-			"listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+			"listener.security.protocol.map=" + protocols,
 			"log.dirs=" + data,
 		}, KafkaDefaults(n)...)
 		props = append(props, opts.Settings...)
