@@ -387,7 +387,10 @@ func TestAuthorizationWriteTxnMarkers(t *testing.T) {
 // that is missing the topics are not created and the MISSING_INTERNAL_TOPICS status says so.
 // StreamsGroupDescribe: DESCRIBE on the group, and on the topics of the group's topology.
 func TestAuthorizationStreamsGroups(t *testing.T) {
-	tb := startTestBroker(t, map[string]string{"authorizer.class.name": authz.StandardAuthorizerClass}, streamsVersions())
+	tb := startTestBroker(t, map[string]string{"authorizer.class.name": authz.StandardAuthorizerClass,
+		// The first heartbeat answers MISSING_INTERNAL_TOPICS alone, without the initial
+		// rebalance delay's ASSIGNMENT_DELAYED beside it.
+		"group.streams.initial.rebalance.delay.ms": "0"}, streamsVersions())
 	ctx := testContext(t)
 	addACLs := func(acls ...authz.ACL) {
 		t.Helper()
