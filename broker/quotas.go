@@ -102,6 +102,20 @@ func quotaUser(principal string) string {
 	return principal
 }
 
+// resolveRequestQuota is resolveQuota for req's principal (User:ANONYMOUS without a
+// connection) and client id.
+func resolveRequestQuota(im *controller.Image, key string, req *wire.Request) (bound float64, sensor quotaSensor, ok bool) {
+	user := wire.AnonymousPrincipal
+	if req.Conn != nil {
+		user = req.Conn.Principal()
+	}
+	clientID := ""
+	if req.ClientID != nil {
+		clientID = *req.ClientID
+	}
+	return resolveQuota(im, key, quotaUser(user), clientID)
+}
+
 // resolveQuota finds the bound of key for user and clientID in im with Kafka's precedence,
 // and the sensor it is measured by; ok is false when no quota applies.
 func resolveQuota(im *controller.Image, key, user, clientID string) (bound float64, sensor quotaSensor, ok bool) {
@@ -247,15 +261,7 @@ func (q *clientQuotas) wrap(req *wire.Request, respond wire.Respond) wire.Respon
 	default:
 		return respond
 	}
-	user := wire.AnonymousPrincipal
-	if req.Conn != nil {
-		user = req.Conn.Principal()
-	}
-	clientID := ""
-	if req.ClientID != nil {
-		clientID = *req.ClientID
-	}
-	bound, sensor, ok := resolveQuota(q.b.ctrl.Image(), key, quotaUser(user), clientID)
+	bound, sensor, ok := resolveRequestQuota(q.b.ctrl.Image(), key, req)
 	if !ok {
 		return respond
 	}

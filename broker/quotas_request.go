@@ -67,15 +67,7 @@ func (q *clientQuotas) wrapRequestTime(req *wire.Request, respond wire.Respond) 
 	if len(im.Quotas) == 0 {
 		return respond, noRequestQuota
 	}
-	user := wire.AnonymousPrincipal
-	if req.Conn != nil {
-		user = req.Conn.Principal()
-	}
-	clientID := ""
-	if req.ClientID != nil {
-		clientID = *req.ClientID
-	}
-	bound, sensor, ok := resolveQuota(im, controller.QuotaRequestPercentage, quotaUser(user), clientID)
+	bound, sensor, ok := resolveRequestQuota(im, controller.QuotaRequestPercentage, req)
 	if !ok {
 		return respond, noRequestQuota
 	}
