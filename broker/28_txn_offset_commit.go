@@ -21,6 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"sluice/coordinator"
 	"sluice/wire"
 )
 
@@ -65,18 +66,7 @@ func (b *Broker) handleTxnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetC
 			case code == kerr.TransactionAbortable.Code && req.Version < 4:
 				code = kerr.InvalidTxnState.Code
 			}
-			resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
-			for _, t := range req.Topics {
-				rt := kmsg.NewTxnOffsetCommitResponseTopic()
-				rt.Topic = t.Topic
-				for _, p := range t.Partitions {
-					rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
-					rp.Partition, rp.ErrorCode = p.Partition, code
-					rt.Partitions = append(rt.Partitions, rp)
-				}
-				resp.Topics = append(resp.Topics, rt)
-			}
-			return resp, nil
+			return coordinator.TxnOffsetCommitAnswer(req, func(int) int16 { return code }), nil
 		}
 	}
 	return b.coord.TxnOffsetCommit(ctx, req)

@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"sluice/authz"
+	"sluice/coordinator"
 	"sluice/wire"
 )
 
@@ -107,22 +108,12 @@ func (b *Broker) authorizeTxnCall(conn *wire.ConnInfo, req kmsg.Request) kmsg.Re
 		}
 		// Unlike Kafka, which commits the authorized topics, a commit with any topic refused
 		// commits nothing: the other topics are answered OPERATION_NOT_ATTEMPTED.
-		resp := r.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
-		for i, t := range r.Topics {
-			rt := kmsg.NewTxnOffsetCommitResponseTopic()
-			rt.Topic = t.Topic
-			c := topicCodes[i]
-			if c == 0 {
-				c = kerr.OperationNotAttempted.Code
+		return coordinator.TxnOffsetCommitAnswer(r, func(i int) int16 {
+			if topicCodes[i] == 0 {
+				return kerr.OperationNotAttempted.Code
 			}
-			for _, p := range t.Partitions {
-				rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
-				rp.Partition, rp.ErrorCode = p.Partition, c
-				rt.Partitions = append(rt.Partitions, rp)
-			}
-			resp.Topics = append(resp.Topics, rt)
-		}
-		return resp
+			return topicCodes[i]
+		})
 	}
 	return nil
 }

@@ -31,13 +31,7 @@ type txnOffsetKey struct {
 // generation -1 and no member, as Kafka does.
 func (c *Coordinator) TxnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetCommitRequest) (*kmsg.TxnOffsetCommitResponse, error) {
 	errResp := func(code int16) *kmsg.TxnOffsetCommitResponse {
-		r := txnOffsetCommitSkeleton(req)
-		for i := range r.Topics {
-			for j := range r.Topics[i].Partitions {
-				r.Topics[i].Partitions[j].ErrorCode = code
-			}
-		}
-		return r
+		return TxnOffsetCommitAnswer(req, func(int) int16 { return code })
 	}
 	if req.TransactionalID == "" || req.ProducerID < 0 {
 		return errResp(kerr.InvalidRequest.Code), nil
@@ -47,14 +41,17 @@ func (c *Coordinator) TxnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetCo
 	})
 }
 
-func txnOffsetCommitSkeleton(req *kmsg.TxnOffsetCommitRequest) *kmsg.TxnOffsetCommitResponse {
+// TxnOffsetCommitAnswer is the answer to req with every partition of its i-th topic answered
+// code(i): the skeleton a commit fills in (code 0), or a refusal of the whole request.
+func TxnOffsetCommitAnswer(req *kmsg.TxnOffsetCommitRequest, code func(topic int) int16) *kmsg.TxnOffsetCommitResponse {
 	r := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
-	for _, t := range req.Topics {
+	for i, t := range req.Topics {
 		rt := kmsg.NewTxnOffsetCommitResponseTopic()
 		rt.Topic = t.Topic
+		c := code(i)
 		for _, p := range t.Partitions {
 			rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
-			rp.Partition = p.Partition
+			rp.Partition, rp.ErrorCode = p.Partition, c
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		r.Topics = append(r.Topics, rt)
@@ -80,7 +77,7 @@ func (s *shard) txnOffsetCommit(req *kmsg.TxnOffsetCommitRequest, errResp func(i
 		reply(errResp(code))
 		return
 	}
-	resp := txnOffsetCommitSkeleton(req)
+	resp := TxnOffsetCommitAnswer(req, func(int) int16 { return 0 })
 	now := s.now().UnixMilli()
 	type pendingOffset struct {
 		key   txnOffsetKey
