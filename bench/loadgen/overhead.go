@@ -7,7 +7,9 @@ package main
 // request path skips the per-request observation entirely. They run the same produce
 // workloads in turns (which one goes first alternates each round, so load from other users of
 // the machine falls on both alike), and the report gives each round's records/s and the median
-// ratio.
+// ratio, and the broker's CPU time per record (utime+stime of the process over the step). On a
+// shared machine the rate swings with other users' load; the CPU a broker spends per record
+// does much less, so it is the steadier measure of what the metrics cost.
 
 import (
 	"context"
@@ -61,6 +63,8 @@ func cmdOverhead(ctx context.Context, args []string) error {
 		title     string
 		producers int
 		on, off   []float64
+		// onCPU and offCPU are the broker's CPU microseconds per record, per round.
+		onCPU, offCPU []float64
 	}
 	rows := []*row{{title: "1 KiB, acks=all, 4 producers", producers: 4}, {title: "1 KiB, acks=all, 1 producer", producers: 1}}
 	for _, r := range runs {
@@ -81,18 +85,28 @@ func cmdOverhead(ctx context.Context, args []string) error {
 			}
 			for _, i := range order {
 				r := runs[i]
+				pid := r.cluster.Nodes[0].Pid()
+				cpu0, err := procCPU(pid)
+				if err != nil {
+					return err
+				}
 				res, err := runProduce(ctx, produceSpec{Brokers: []string{r.addr}, Topic: "overhead", Producers: w.producers,
 					RecordSize: 1024, AcksAll: true, Duration: *dur})
 				if err != nil {
 					return fmt.Errorf("%s, %s: %w", r.name, w.title, err)
 				}
-				rate := float64(res.Records) / res.Elapsed.Seconds()
-				if i == 0 {
-					w.on = append(w.on, rate)
-				} else {
-					w.off = append(w.off, rate)
+				cpu1, err := procCPU(pid)
+				if err != nil {
+					return err
 				}
-				fmt.Fprintf(os.Stderr, "round %d %s %s: %.0f rec/s\n", round+1, w.title, r.name, rate)
+				rate := float64(res.Records) / res.Elapsed.Seconds()
+				perRecord := (cpu1 - cpu0) / float64(max(res.Records, 1)) * 1e6
+				if i == 0 {
+					w.on, w.onCPU = append(w.on, rate), append(w.onCPU, perRecord)
+				} else {
+					w.off, w.offCPU = append(w.off, rate), append(w.offCPU, perRecord)
+				}
+				fmt.Fprintf(os.Stderr, "round %d %s %s: %.0f rec/s, %.2f µs CPU per record\n", round+1, w.title, r.name, rate, perRecord)
 			}
 		}
 	}
@@ -101,7 +115,11 @@ func cmdOverhead(ctx context.Context, args []string) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "| produce workload (%v steps, %d rounds) | metrics on, rec/s per round | metrics off, rec/s per round | median on / median off |\n|---|---|---|---|\n", *dur, *rounds)
 	for _, w := range rows {
-		fmt.Fprintf(&b, "| %s | %s | %s | %.3f |\n", w.title, rates(w.on), rates(w.off), median(w.on)/median(w.off))
+		fmt.Fprintf(&b, "| %s | %s | %s | %.3f |\n", w.title, formatEach(w.on, "%.0f"), formatEach(w.off, "%.0f"), median(w.on)/median(w.off))
+	}
+	fmt.Fprintf(&b, "\n| produce workload | metrics on, broker CPU µs per record per round | metrics off, broker CPU µs per record per round | median on / median off |\n|---|---|---|---|\n")
+	for _, w := range rows {
+		fmt.Fprintf(&b, "| %s | %s | %s | %.3f |\n", w.title, formatEach(w.onCPU, "%.2f"), formatEach(w.offCPU, "%.2f"), median(w.onCPU)/median(w.offCPU))
 	}
 	fmt.Fprintf(&b, "\n/metrics was scraped %d times (every second) from the broker with metrics on.\n", n)
 	fmt.Print(b.String())
@@ -174,10 +192,11 @@ func scrapeEverySecond(ctx context.Context, url string) int {
 	}
 }
 
-func rates(xs []float64) string {
+// formatEach formats every x with format and joins them with commas.
+func formatEach(xs []float64, format string) string {
 	s := make([]string, len(xs))
 	for i, x := range xs {
-		s[i] = fmt.Sprintf("%.0f", x)
+		s[i] = fmt.Sprintf(format, x)
 	}
 	return strings.Join(s, ", ")
 }
