@@ -97,3 +97,17 @@ func benchProduce(b *testing.B, observe func(key, version int16, elapsed time.Du
 		b.Fatal(err)
 	}
 }
+
+// BenchmarkRequestObserve is what --http-addr adds to each request on its own, without the
+// loopback and scheduling noise of BenchmarkWirePipelinedProduce: the wire layer's time.Now and
+// time.Since around the handler and one histogram observation. Divided by a request's cost
+// (BenchmarkProduce in broker/ is one 16 KiB produce request through the handler and the log),
+// it bounds the metrics' share of the produce path.
+func BenchmarkRequestObserve(b *testing.B) {
+	observe := newRequestMetricsObserver()
+	b.ReportAllocs()
+	for b.Loop() {
+		start := time.Now()
+		observe(0, 9, time.Since(start))
+	}
+}

@@ -67,13 +67,33 @@ func cmdOverhead(ctx context.Context, args []string) error {
 		onCPU, offCPU []float64
 	}
 	rows := []*row{{title: "1 KiB, acks=all, 4 producers", producers: 4}, {title: "1 KiB, acks=all, 1 producer", producers: 1}}
-	for _, r := range runs {
-		if err := createTopic(ctx, []string{r.addr}, "overhead", 6, 1); err != nil {
-			return err
+	// Each step writes to a topic of its own, deleted after it: a step writes gigabytes, and
+	// twenty of them kept would fill the disk.
+	step := 0
+	// produceStep returns the step's result and the broker's CPU seconds during the produce.
+	produceStep := func(r *overheadRun, producers int, d time.Duration) (*produceResult, float64, error) {
+		step++
+		topic := fmt.Sprintf("overhead-%d", step)
+		if err := createTopic(ctx, []string{r.addr}, topic, 6, 1); err != nil {
+			return nil, 0, err
 		}
+		defer deleteTopic(ctx, []string{r.addr}, topic)
+		pid := r.cluster.Nodes[0].Pid()
+		cpu0, err := procCPU(pid)
+		if err != nil {
+			return nil, 0, err
+		}
+		res, err := runProduce(ctx, produceSpec{Brokers: []string{r.addr}, Topic: topic, Producers: producers,
+			RecordSize: 1024, AcksAll: true, Duration: d})
+		if err != nil {
+			return nil, 0, err
+		}
+		cpu1, err := procCPU(pid)
+		return res, cpu1 - cpu0, err
+	}
+	for _, r := range runs {
 		// Unmeasured warm-up, as loadgen all does.
-		if _, err := runProduce(ctx, produceSpec{Brokers: []string{r.addr}, Topic: "overhead", Producers: 4,
-			RecordSize: 1024, AcksAll: true, Duration: 5 * time.Second}); err != nil {
+		if _, _, err := produceStep(r, 4, 5*time.Second); err != nil {
 			return err
 		}
 	}
@@ -85,22 +105,12 @@ func cmdOverhead(ctx context.Context, args []string) error {
 			}
 			for _, i := range order {
 				r := runs[i]
-				pid := r.cluster.Nodes[0].Pid()
-				cpu0, err := procCPU(pid)
-				if err != nil {
-					return err
-				}
-				res, err := runProduce(ctx, produceSpec{Brokers: []string{r.addr}, Topic: "overhead", Producers: w.producers,
-					RecordSize: 1024, AcksAll: true, Duration: *dur})
+				res, cpu, err := produceStep(r, w.producers, *dur)
 				if err != nil {
 					return fmt.Errorf("%s, %s: %w", r.name, w.title, err)
 				}
-				cpu1, err := procCPU(pid)
-				if err != nil {
-					return err
-				}
 				rate := float64(res.Records) / res.Elapsed.Seconds()
-				perRecord := (cpu1 - cpu0) / float64(max(res.Records, 1)) * 1e6
+				perRecord := cpu / float64(max(res.Records, 1)) * 1e6
 				if i == 0 {
 					w.on, w.onCPU = append(w.on, rate), append(w.onCPU, perRecord)
 				} else {
