@@ -32,3 +32,12 @@ PATH="/usr/bin:$PATH" bin/loadgen all "${args[@]}" "$@"
 # listener at all), on the produce rows.
 bin/loadgen overhead -sluice-bin bin/sluice -workdir "${BENCH_WORKDIR:-${TMPDIR:-/tmp}/sluice-bench}/overhead" \
   -out "bench/results/$(date -u +%F)-metrics-overhead.md"
+# The same cost bounded without the machine's noise: the per-request observation alone against
+# one produce request through the handler and the log (in-process benchmarks, 6 runs each).
+overhead_md="bench/results/$(date -u +%F)-metrics-overhead.md"
+{
+  printf '\nIn-process bound (`go test -run ^$ -bench ... -count 6`): the per-request cost of --http-addr (BenchmarkRequestObserve) against one 16 KiB produce request (BenchmarkProduce):\n\n```\n'
+  $GO test -run '^$' -bench 'BenchmarkRequestObserve' -count 6 ./ops/ | grep '^Benchmark'
+  $GO test -run '^$' -bench 'BenchmarkProduce$' -count 6 ./broker/ | grep '^Benchmark'
+  printf '```\n'
+} >> "$overhead_md"
