@@ -61,7 +61,9 @@ func (m *legacyMessage) codec() int { return int(m.attrs & legacyAttrCodec) }
 // errLegacy carries the Kafka code a malformed message set is answered with.
 type errLegacy struct{ code int16 }
 
-func (e errLegacy) Error() string { return "broker: legacy message set: " + kerr.ErrorForCode(e.code).Error() }
+func (e errLegacy) Error() string {
+	return "broker: legacy message set: " + kerr.ErrorForCode(e.code).Error()
+}
 
 var (
 	errLegacyCorrupt  = errLegacy{kerr.CorruptMessage.Code}
