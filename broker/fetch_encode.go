@@ -54,6 +54,10 @@ func (w *appendWriter) Write(p []byte) (int, error) { w.buf = append(w.buf, p...
 func (r *splicedFetchResponse) AppendSpliced(dst []byte) ([]byte, []wire.Splice) {
 	v := r.FetchResponse
 	version := v.Version
+	if version < 4 {
+		// Down-converted records are inline (01_fetch.go); kmsg encodes the old layouts.
+		return v.AppendTo(dst), nil
+	}
 	flexible := version >= 12
 	bodyStart := len(dst)
 	var splices []wire.Splice

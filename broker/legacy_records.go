@@ -27,6 +27,7 @@ package broker
 // Nothing here panics on any input; every length is checked before it is used.
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"hash/crc32"
@@ -35,6 +36,7 @@ import (
 
 	"sluice/internal/batch"
 	"sluice/internal/compress"
+	"sluice/logstore"
 )
 
 // Legacy message layout (Kafka's LegacyRecord), fixed by the protocol.
@@ -332,7 +334,7 @@ func downConvertBatches(data []byte, toMagic byte, fetchOffset int64, decompress
 		codec := h.Compression()
 		if codec == compress.Zstd {
 			if len(out) == 0 {
-				return nil, kerr.UnsupportedCompressionType.Code
+				return []byte{}, kerr.UnsupportedCompressionType.Code
 			}
 			break // send what came before; the next fetch starts here and gets the error
 		}
@@ -342,16 +344,10 @@ func downConvertBatches(data []byte, toMagic byte, fetchOffset int64, decompress
 				break // the log holds only batches it validated; never expected
 			}
 		}
-		unit, err := legacyUnit(&h, records, toMagic, fetchOffset, codec)
-		if err != nil {
+		var full bool
+		if out, full, err = appendLegacyUnits(out, &limit, &h, records, toMagic, fetchOffset, codec); err != nil || full {
 			break
 		}
-		if len(out) == 0 {
-			limit = max(limit, len(unit))
-		} else if len(out)+len(unit) > limit {
-			break
-		}
-		out = append(out, unit...)
 	}
 	if out == nil {
 		out = []byte{}
@@ -359,14 +355,23 @@ func downConvertBatches(data []byte, toMagic byte, fetchOffset int64, decompress
 	return out, 0
 }
 
-// legacyUnit converts one v2 batch (h, and its records section, decompressed) to messages of
-// toMagic: a wrapper holding them all for a compressed batch, else one message per record at
-// or after fetchOffset.
-func legacyUnit(h *batch.Header, records []byte, toMagic byte, fetchOffset int64, codec int) ([]byte, error) {
+// appendLegacyUnits appends one v2 batch (h, and its records section, decompressed) to out
+// as messages of toMagic: one wrapper holding them all for a compressed batch, else one
+// message per record at or after fetchOffset. Each unit (a wrapper or a plain message) must
+// fit within *limit, except the first of the response, which raises *limit to its size; full
+// reports a unit that did not fit, and the conversion stops there.
+func appendLegacyUnits(out []byte, limit *int, h *batch.Header, records []byte, toMagic byte, fetchOffset int64, codec int) (_ []byte, full bool, _ error) {
 	logAppend := toMagic == 1 && h.Attributes&batch.AttrTimestampType != 0
 	attrs := byte(0)
 	if logAppend {
 		attrs = legacyAttrLogAppTs
+	}
+	fits := func(unitStart int) bool {
+		if unitStart == 0 {
+			*limit = max(*limit, len(out))
+			return true
+		}
+		return len(out) <= *limit
 	}
 	wrap := codec != compress.None && !(toMagic == 0 && codec == compress.LZ4)
 	var msgs []byte
@@ -380,26 +385,36 @@ func legacyUnit(h *batch.Header, records []byte, toMagic byte, fetchOffset int64
 		if logAppend {
 			ts = h.MaxTimestamp
 		}
+		if !wrap {
+			start := len(out)
+			out = appendLegacyMessage(out, offset, toMagic, attrs, ts, r.Key, r.Value)
+			if !fits(start) {
+				out, full = out[:start], true
+				return false
+			}
+			return true
+		}
 		msgOffset := offset
-		if wrap && toMagic == 1 {
-			msgOffset = int64(r.OffsetDelta)
+		if toMagic == 1 {
+			msgOffset = int64(r.OffsetDelta) // relative inner offsets
 		}
 		msgs = appendLegacyMessage(msgs, msgOffset, toMagic, attrs, ts, r.Key, r.Value)
 		lastOffset = offset
 		return true
 	})
-	if err != nil {
-		return nil, err
-	}
-	if !wrap || len(msgs) == 0 {
-		return msgs, nil
+	if err != nil || !wrap || len(msgs) == 0 {
+		return out, full, err
 	}
 	value, err := compress.Compress(codec, nil, msgs, 0)
 	if err != nil {
-		return nil, err
+		return out, false, err
 	}
-	ts := h.MaxTimestamp
-	return appendLegacyMessage(nil, lastOffset, toMagic, attrs|byte(codec), ts, nil, value), nil
+	start := len(out)
+	out = appendLegacyMessage(out, lastOffset, toMagic, attrs|byte(codec), h.MaxTimestamp, nil, value)
+	if !fits(start) {
+		return out[:start], true, nil
+	}
+	return out, false, nil
 }
 
 // appendLegacyMessage appends one message of magic (0 or 1) to dst; ts is dropped for magic 0.
@@ -427,4 +442,22 @@ func appendLegacyBytes(dst, v []byte) []byte {
 	}
 	dst = binary.BigEndian.AppendUint32(dst, uint32(len(v)))
 	return append(dst, v...)
+}
+
+// downConvertRead copies a fetch's file slices into memory and converts them to toMagic for an
+// old consumer (downConvertBatches). The slices are what the read allowed (the fetch's byte
+// limits, or one whole first batch), so the copy is bounded by them. A read failure answers the
+// partition KAFKA_STORAGE_ERROR with no records.
+func downConvertRead(slices []logstore.FileSlice, toMagic byte, fetchOffset int64) ([]byte, int16) {
+	var total int64
+	for _, s := range slices {
+		total += s.Length
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, total))
+	for _, s := range slices {
+		if _, err := logstore.WriteSlice(buf, s); err != nil {
+			return []byte{}, kerr.KafkaStorageError.Code
+		}
+	}
+	return downConvertBatches(buf.Bytes(), toMagic, fetchOffset, maxDecompressedBatch)
 }

@@ -200,7 +200,175 @@ func TestConvertMessageSetOutOfOrderInnerOffsets(t *testing.T) {
 	}
 }
 
-// legacyCRCOK reports whether a legacy message's CRC matches (test helper for decoding output).
-func legacyCRCOK(msg []byte) bool {
-	return binary.BigEndian.Uint32(msg[12:]) == crc32.ChecksumIEEE(msg[16:])
+// legacyCRCOK reports whether the CRC of the legacy message at the start of b matches.
+func legacyCRCOK(b []byte) bool {
+	end := 12 + int(binary.BigEndian.Uint32(b[8:]))
+	return binary.BigEndian.Uint32(b[12:]) == crc32.ChecksumIEEE(b[16:end])
+}
+
+// produceV2 appends one v2 batch to topic/0 with Produce v9.
+func produceV2(t *testing.T, tb *testBroker, topic string, records []byte) {
+	t.Helper()
+	req := kmsg.NewPtrProduceRequest()
+	req.Version, req.Acks, req.TimeoutMillis = 9, -1, 10000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Records = records
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	if p := tb.direct(t, req).(*kmsg.ProduceResponse).Topics[0].Partitions[0]; p.ErrorCode != 0 {
+		t.Fatalf("produce: %v", kerr.ErrorForCode(p.ErrorCode))
+	}
+}
+
+// fetchLegacy fetches topic/0 from offset at version v, and returns the partition as a client
+// decodes it from the encoded response.
+func fetchLegacy(t *testing.T, tb *testBroker, v int16, topic string, offset int64, maxBytes int32) kmsg.FetchResponseTopicPartition {
+	t.Helper()
+	req := kmsg.NewPtrFetchRequest()
+	req.Version, req.ReplicaID, req.MaxBytes, req.MaxWaitMillis = v, -1, maxBytes, 0
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewFetchRequestTopicPartition()
+	rp.FetchOffset, rp.PartitionMaxBytes = offset, maxBytes
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp := tb.direct(t, req)
+	enc := resp.(interface{ AppendTo([]byte) []byte }).AppendTo(nil)
+	got := kmsg.NewPtrFetchResponse()
+	got.Version = v
+	if err := got.ReadFrom(enc); err != nil {
+		t.Fatalf("fetch v%d response does not decode: %v", v, err)
+	}
+	if len(got.Topics) != 1 || len(got.Topics[0].Partitions) != 1 {
+		t.Fatalf("fetch v%d: %d topics", v, len(got.Topics))
+	}
+	return got.Topics[0].Partitions[0]
+}
+
+// decodedMessage is a legacy message as an old consumer sees it, wrappers opened.
+type decodedMessage struct {
+	offset  int64
+	magic   byte
+	logTime bool
+	ts      int64
+	key     []byte
+	value   string
+}
+
+// decodeLegacySet opens a fetched message set as an old consumer does (Kafka's legacy deep
+// iteration), checking every CRC.
+func decodeLegacySet(t *testing.T, b []byte) []decodedMessage {
+	t.Helper()
+	var out []decodedMessage
+	for len(b) > 0 {
+		m, rest, err := parseLegacyMessage(b)
+		if err != nil {
+			t.Fatalf("fetched message set does not decode: %v", err)
+		}
+		if !legacyCRCOK(b) {
+			t.Fatal("bad CRC")
+		}
+		b = rest
+		if m.codec() == 0 {
+			out = append(out, decodedMessage{m.offset, m.magic, m.attrs&legacyAttrLogAppTs != 0, m.timestamp, m.key, string(m.value)})
+			continue
+		}
+		inner, err := compress.Decompress(m.codec(), m.value, 1<<20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		msgs := decodeLegacySet(t, inner)
+		base := int64(0)
+		if m.magic == 1 {
+			base = m.offset - msgs[len(msgs)-1].offset
+		}
+		for i := range msgs {
+			msgs[i].offset += base
+			if m.magic != msgs[i].magic {
+				t.Fatalf("inner magic %d in wrapper of magic %d", msgs[i].magic, m.magic)
+			}
+		}
+		out = append(out, msgs...)
+	}
+	return out
+}
+
+// TestFetchLegacyVersionsDownConvert: Fetch v0–v3 used to be unadvertised, so pre-0.11
+// consumers could not read at all. Each version must get the records as messages of the magic
+// it reads (v0–v1: 0, v2–v3: 1) at their offsets, with create times from magic 1, without the
+// record headers, plain and compressed batches alike, and from a fetch offset inside a batch.
+func TestFetchLegacyVersionsDownConvert(t *testing.T) {
+	tb := startTestBroker(t, nil)
+	tb.createTopic(t, "old", 1, nil)
+	ts := time.Now().UnixMilli()
+	produceV2(t, tb, "old", batch.Build(batch.Header{BaseTimestamp: ts, MaxTimestamp: ts + 1, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1},
+		[]batch.Record{{Key: []byte("k"), Value: []byte("a")}, {TimestampDelta: 1, Value: []byte("b")}}))
+	produceV2(t, tb, "old", compressedBatch(t, compress.Gzip, false, "c", "d", "e"))
+	hr := &kgo.Record{Topic: "old", Value: []byte("f"), Timestamp: time.UnixMilli(ts), Headers: []kgo.RecordHeader{{Key: "h", Value: []byte("x")}}}
+	if err := tb.Client.ProduceSync(testContext(t), hr).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	values := []string{"a", "b", "c", "d", "e", "f"}
+	for v := int16(0); v <= 3; v++ {
+		p := fetchLegacy(t, tb, v, "old", 0, 1<<20)
+		if p.ErrorCode != 0 || p.HighWatermark != 6 {
+			t.Fatalf("v%d: %v, HW %d", v, kerr.ErrorForCode(p.ErrorCode), p.HighWatermark)
+		}
+		msgs := decodeLegacySet(t, p.RecordBatches)
+		if len(msgs) != len(values) {
+			t.Fatalf("v%d: %d messages, want %d", v, len(msgs), len(values))
+		}
+		wantMagic := fetchMagic(v)
+		for i, m := range msgs {
+			if m.offset != int64(i) || m.value != values[i] || m.magic != wantMagic {
+				t.Errorf("v%d message %d: offset %d magic %d value %q; want %d, %d, %q", v, i, m.offset, m.magic, m.value, i, wantMagic, values[i])
+			}
+		}
+		if string(msgs[0].key) != "k" || msgs[1].key != nil {
+			t.Errorf("v%d keys %q %v", v, msgs[0].key, msgs[1].key)
+		}
+		if wantMagic == 1 && (msgs[0].ts != ts || msgs[1].ts != ts+1 || msgs[5].ts != ts) {
+			t.Errorf("v%d timestamps %d %d %d; want %d %d %d", v, msgs[0].ts, msgs[1].ts, msgs[5].ts, ts, ts+1, ts)
+		}
+		// From inside the first (uncompressed) batch: the records before the offset are not sent.
+		if msgs := decodeLegacySet(t, fetchLegacy(t, tb, v, "old", 1, 1<<20).RecordBatches); len(msgs) == 0 || msgs[0].offset != 1 {
+			t.Errorf("v%d from offset 1: first message %+v", v, msgs)
+		}
+	}
+}
+
+// TestDownConvertIsBoundedByWhatWasRead: magic 0/1 messages are larger than v2 records, so a
+// converted fetch is cut, at a whole message, at the size of what was read (Kafka's
+// LazyDownConversionRecords), and the next fetch from where it stopped continues the batch.
+// Control batches and zstd are not sent to old consumers.
+func TestDownConvertIsBoundedByWhatWasRead(t *testing.T) {
+	var recs []batch.Record
+	for range 100 {
+		recs = append(recs, batch.Record{Value: []byte("v")})
+	}
+	data := batch.Build(batch.Header{ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1}, recs)
+	out, code := downConvertBatches(data, 1, 0, 1<<20)
+	msgs := decodeLegacySet(t, out)
+	if code != 0 || len(out) > len(data) || len(msgs) == 0 || len(msgs) == 100 {
+		t.Fatalf("converted %d bytes (%d messages) of a %d-byte read; want whole messages within it", len(out), len(msgs), len(data))
+	}
+	next := int64(len(msgs))
+	more, _ := downConvertBatches(data, 1, next, 1<<20)
+	if m := decodeLegacySet(t, more); m[0].offset != next {
+		t.Fatalf("fetch from %d starts at %d", next, m[0].offset)
+	}
+	// One record larger after conversion than the whole read: still sent whole.
+	one := batch.Build(batch.Header{ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1}, recs[:1])
+	if out, _ := downConvertBatches(one, 1, 0, 1<<20); len(decodeLegacySet(t, out)) != 1 {
+		t.Fatal("a single record was not sent")
+	}
+	control := batch.Build(batch.Header{Attributes: batch.AttrControl, ProducerID: 1, BaseSequence: -1}, recs[:1])
+	if out, code := downConvertBatches(control, 1, 0, 1<<20); code != 0 || len(out) != 0 {
+		t.Fatalf("control batch: %d bytes, code %d; want none", len(out), code)
+	}
+	if _, code := downConvertBatches(compressedBatch(t, compress.Zstd, false, "z"), 0, 0, 1<<20); code != kerr.UnsupportedCompressionType.Code {
+		t.Fatalf("zstd: code %d, want UNSUPPORTED_COMPRESSION_TYPE", code)
+	}
 }
