@@ -22,6 +22,7 @@ func Clients() []*Client {
 		{ID: "kafkajs", Name: "kafkajs " + kafkajsVersion + " (npm)", Family: "kafkajs", Prepare: prepareNode, Run: runKafkajs, Quick: "produce-gzip"},
 		{ID: "sarama", Name: "sarama v1.61.1", Family: "sarama", Run: runSarama, Quick: "group"},
 		{ID: "sarama-0.10", Name: "sarama v1.61.1 with Version V0_10_2_0 (old protocol versions)", Family: "sarama", Run: runSaramaOld, Timeout: oldClientTimeout},
+		{ID: "sarama-0.8", Name: "sarama v1.61.1 with Version V0_8_2_0 (magic 0, v0 requests)", Family: "sarama", Run: runSaramaV08, Timeout: oldClientTimeout},
 		{ID: "kafka-go", Name: "segmentio/kafka-go v0.4.51", Family: "kafka-go", Run: runKafkaGo, Quick: "produce-snappy"},
 		javaClient("java-producer", "Java producer (kafka-clients 4.1.1, idempotent)", "producer", "produce-lz4"),
 		javaClient("java-consumer-classic", "Java consumer, classic protocol", "consumer-classic", ""),
