@@ -222,7 +222,11 @@ func appendWrapperRecords(out []legacyRecord, w *legacyMessage, decompressLimit 
 	case w.value == nil:
 		return nil, errLegacyInvalid // "compressed record set with null value"
 	}
-	inner, err := compress.Decompress(w.codec(), w.value, decompressLimit)
+	value := w.value
+	if w.magic == 0 && w.codec() == compress.LZ4 {
+		value = fixLZ4Checksum(value, false)
+	}
+	inner, err := compress.Decompress(w.codec(), value, decompressLimit)
 	if errors.Is(err, compress.ErrTooLarge) {
 		return nil, errLegacyTooLarge
 	} else if err != nil {
@@ -316,8 +320,7 @@ func fetchMagic(version int16) byte {
 // max(len(data), the first converted unit) bytes, converting stops before the first unit that
 // would pass that, so memory and CPU follow what the fetch read. A zstd batch, which no
 // pre-v10 fetcher can decode, answers UNSUPPORTED_COMPRESSION_TYPE, as Kafka did. lz4 under
-// magic 0 is written uncompressed: Kafka wrote it with the pre-KIP-57 broken frame checksum,
-// which sluice's codec does not produce, and uncompressed messages every old reader accepts.
+// magic 0 carries the broken frame checksum old readers expect (fixLZ4Checksum).
 func downConvertBatches(data []byte, toMagic byte, fetchOffset int64, decompressLimit int) ([]byte, int16) {
 	limit := len(data)
 	var out []byte
@@ -373,7 +376,7 @@ func appendLegacyUnits(out []byte, limit *int, h *batch.Header, records []byte, 
 		}
 		return len(out) <= *limit
 	}
-	wrap := codec != compress.None && !(toMagic == 0 && codec == compress.LZ4)
+	wrap := codec != compress.None
 	var msgs []byte
 	var lastOffset int64
 	err := batch.WalkRecords(records, h.RecordCount, func(r batch.RecordInfo) bool {
@@ -408,6 +411,9 @@ func appendLegacyUnits(out []byte, limit *int, h *batch.Header, records []byte, 
 	value, err := compress.Compress(codec, nil, msgs, 0)
 	if err != nil {
 		return out, false, err
+	}
+	if toMagic == 0 && codec == compress.LZ4 {
+		value = fixLZ4Checksum(value, true)
 	}
 	start := len(out)
 	out = appendLegacyMessage(out, lastOffset, toMagic, attrs|byte(codec), h.MaxTimestamp, nil, value)
@@ -460,4 +466,64 @@ func downConvertRead(slices []logstore.FileSlice, toMagic byte, fetchOffset int6
 		}
 	}
 	return downConvertBatches(buf.Bytes(), toMagic, fetchOffset, maxDecompressedBatch)
+}
+
+// Magic 0's lz4 frames (KAFKA-3160): Kafka before 0.10 computed the frame descriptor's header
+// checksum over the frame's magic number too, and kept doing so for magic 0 messages so old
+// readers could check it. A magic 0 wrapper's frame is therefore given the proper checksum
+// before decoding, and a down-converted magic 0 lz4 wrapper the broken one, as Kafka 3.x's
+// KafkaLZ4BlockOutputStream wrote it.
+
+// lz4Descriptor returns where the frame descriptor of an lz4 frame ends (at its header
+// checksum byte), or false when frame does not start with one.
+func lz4Descriptor(frame []byte) (hcAt int, ok bool) {
+	if len(frame) < 7 || binary.LittleEndian.Uint32(frame) != 0x184D2204 {
+		return 0, false
+	}
+	flg := frame[4]
+	hcAt = 6
+	if flg&0x08 != 0 { // content size
+		hcAt += 8
+	}
+	if flg&0x01 != 0 { // dictionary ID
+		hcAt += 4
+	}
+	return hcAt, len(frame) > hcAt
+}
+
+// fixLZ4Checksum returns frame with its header checksum set: over the descriptor alone
+// (proper), or from the frame's start (broken, Kafka's magic 0). frame is copied, not changed.
+func fixLZ4Checksum(frame []byte, broken bool) []byte {
+	hcAt, ok := lz4Descriptor(frame)
+	if !ok {
+		return frame
+	}
+	from := 4
+	if broken {
+		from = 0
+	}
+	out := append([]byte(nil), frame...)
+	out[hcAt] = byte(xxh32(frame[from:hcAt]) >> 8)
+	return out
+}
+
+// xxh32 is xxHash32 with seed 0 for inputs shorter than 16 bytes (an lz4 frame descriptor).
+func xxh32(b []byte) uint32 {
+	const p1, p2, p3, p4, p5 = 2654435761, 2246822519, 3266489917, 668265263, 374761393
+	rotl := func(x uint32, r uint) uint32 { return x<<r | x>>(32-r) }
+	h := uint32(p5) + uint32(len(b))
+	for ; len(b) >= 4; b = b[4:] {
+		h += binary.LittleEndian.Uint32(b) * p3
+		h = rotl(h, 17) * p4
+	}
+	for _, c := range b {
+		h += uint32(c) * p5
+		h = rotl(h, 11) * p1
+	}
+	h ^= h >> 15
+	h *= p2
+	h ^= h >> 13
+	h *= p3
+	h ^= h >> 16
+	return h
 }

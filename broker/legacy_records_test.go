@@ -372,3 +372,31 @@ func TestDownConvertIsBoundedByWhatWasRead(t *testing.T) {
 		t.Fatalf("zstd: code %d, want UNSUPPORTED_COMPRESSION_TYPE", code)
 	}
 }
+
+// TestLZ4Magic0Checksum: magic 0 lz4 wrappers carry Kafka's pre-0.10 header checksum (over
+// the frame magic too), which the lz4 decoder refuses. A produced one used to be
+// CORRUPT_MESSAGE; it must be accepted, and a magic 0 fetch must get the broken checksum back.
+func TestLZ4Magic0Checksum(t *testing.T) {
+	if got := byte(xxh32([]byte{0x60, 0x40}) >> 8); got != 0x82 {
+		t.Fatalf("xxh32 descriptor checksum %#x, want Kafka's 0x82", got)
+	}
+	inner := messageSet(legacyMsg{magic: 0, value: []byte("a")})
+	frame, err := compress.Compress(compress.LZ4, nil, inner, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	broken := fixLZ4Checksum(frame, true)
+	if broken[6] == frame[6] {
+		t.Fatal("broken checksum equals the proper one")
+	}
+	set := legacyMsg{magic: 0, attrs: byte(compress.LZ4), value: broken}.encode(nil)
+	b, err := convertMessageSet(set, 1<<20, 1<<20)
+	if err != nil {
+		t.Fatalf("magic 0 lz4 with the broken checksum: %v", err)
+	}
+	out, code := downConvertBatches(b, 0, 0, 1<<20)
+	m, _, err := parseLegacyMessage(out)
+	if code != 0 || err != nil || m.codec() != compress.LZ4 || m.value[6] != broken[6] {
+		t.Fatalf("down-converted magic 0 lz4: code %d, %v, codec %d; want lz4 with the broken checksum", code, err, m.codec())
+	}
+}
