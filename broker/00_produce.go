@@ -2,10 +2,12 @@ package broker
 
 // Produce, key 0: v0–v13.
 //
-// v0–v2 are advertised but refused per partition with UNSUPPORTED_VERSION, as Kafka 4 does
-// (KAFKA-18659): librdkafka only compresses when the broker lists Produce v0 in ApiVersions.
-// v3 is the first version whose records must be one RecordBatch v2 (magic 2) per partition,
-// the only format sluice's log stores. v13 names topics by ID. When an acks=0 produce fails
+// v0–v2 carry magic 0/1 message sets (v1 adds the throttle time, v2 magic 1's timestamps and
+// the LogAppendTime answer), served as Kafka 3.x served them, though Kafka 4 refuses them
+// (KIP-896): each partition's messages are checked and converted to one v2 batch before the
+// usual checks (legacy_records.go, as Kafka's LogValidator). v3 is the first version whose
+// records must be one RecordBatch v2 (magic 2) per partition, the only format sluice's log
+// stores. v13 names topics by ID. When an acks=0 produce fails
 // the connection is closed, Kafka's only way to tell such a client.
 // acks=0 gets no response; acks=1 is answered after the local append; acks=all after the batch
 // is below the high watermark, i.e. on every ISR member: at once on a sole replica, otherwise
@@ -71,8 +73,6 @@ func (b *Broker) handleProduce(ctx context.Context, wreq *wire.Request, respond 
 
 	topLevelErr := int16(0)
 	switch {
-	case req.Version < 3:
-		topLevelErr = kerr.UnsupportedVersion.Code
 	case req.Acks != 0 && req.Acks != 1 && req.Acks != -1:
 		topLevelErr = kerr.InvalidRequiredAcks.Code
 	case req.TransactionID == nil && hasTransactionalBatch(req):
@@ -186,12 +186,22 @@ func (b *Broker) producePartition(ctx context.Context, im *controller.Image, req
 		return logstore.SyncWait{}, nil
 	}
 	p := rs.partition
-	guard, code := b.verifyTransactionalProduce(ctx, req.TransactionID, rs.topic.Name, p, rp.Records)
+	records := rp.Records
+	if version < 3 {
+		// Magic 0/1 message sets become one v2 batch (legacy_records.go).
+		var err error
+		s := p.settings.Load()
+		if records, err = convertMessageSet(records, s.MaxMessageBytes, max(maxDecompressedBatch, 32*int(s.MaxMessageBytes))); err != nil {
+			out.ErrorCode = legacyCode(err)
+			return logstore.SyncWait{}, nil
+		}
+	}
+	guard, code := b.verifyTransactionalProduce(ctx, req.TransactionID, rs.topic.Name, p, records)
 	if code != 0 {
 		out.ErrorCode = code
 		return logstore.SyncWait{}, nil
 	}
-	res := p.appendAsLeaderGuarded(replica.OriginClient, rs.topic.Internal, rp.Records, version, acks, -1, guard)
+	res := p.appendAsLeaderGuarded(replica.OriginClient, rs.topic.Internal, records, version, acks, -1, guard)
 	if res.errCode != 0 {
 		out.ErrorCode = res.errCode
 		if res.err != nil {

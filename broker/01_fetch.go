@@ -1,6 +1,13 @@
 package broker
 
-// Fetch, key 1: v4–v17.
+// Fetch, key 1: v0–v17.
+//
+// v0–v3 are the versions of consumers that cannot read RecordBatch v2, served as Kafka 3.x
+// served them though Kafka 4 refuses them (KIP-896): the records read are converted down to
+// magic 0 (v0–v1) or magic 1 (v2–v3) in memory, bounded by what was read
+// (legacy_records.go, as Kafka's LazyDownConversionRecords), without transaction markers or
+// record headers, and the response is encoded by kmsg rather than spliced. v3 adds the
+// response's MaxBytes.
 //
 // v4 adds isolation level: read_committed reads stop at the last stable offset (the first
 // offset of an open transaction, or the HW) and list the aborted transactions overlapping the
@@ -43,7 +50,7 @@ import (
 	"sluice/wire"
 )
 
-func init() { register(1, 4, 17, (*Broker).handleFetch) }
+func init() { register(1, 0, 17, (*Broker).handleFetch) }
 
 // maxFetchWait bounds MaxWaitMillis so a parked fetch always answers.
 const maxFetchWait = 5 * time.Minute
@@ -264,6 +271,11 @@ func (b *Broker) fetchResponse(req *kmsg.FetchRequest, sessionID int32, session 
 		// themselves are spliced in from the segment files (fetch_encode.go).
 		if len(r.records) == 0 {
 			p.RecordBatches = []byte{}
+		}
+		if req.Version < 4 && len(r.records) > 0 {
+			// Old consumers read magic 0/1 only: convert in memory, sent inline.
+			p.RecordBatches, p.ErrorCode = downConvertRead(r.records, fetchMagic(req.Version), t.fetchOffset)
+			r.records = nil
 		}
 		if r.diverging != nil {
 			p.DivergingEpoch = *r.diverging

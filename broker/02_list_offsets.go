@@ -1,6 +1,12 @@
 package broker
 
-// ListOffsets, key 2: v1–v10.
+// ListOffsets, key 2: v0–v10.
+//
+// v0 (removed by Kafka 4, KIP-896; served as Kafka 3.x's handleListOffsetRequestV0) answers a
+// list of at most MaxNumOffsets offsets, newest first: for -1 the high watermark followed by
+// the segments' base offsets below it, for -2 the log start offset. Kafka chose segments for
+// any other timestamp by their files' modification times, which sluice does not keep; it
+// answers the one offset v1 would find for the timestamp (none when there is none).
 //
 // Special timestamps: -2 earliest (log start offset), -1 latest (the high watermark; the last
 // stable offset for read_committed), -3 (v7+) the offset of the largest timestamp, -4 (v8+)
@@ -20,7 +26,7 @@ import (
 	"sluice/wire"
 )
 
-func init() { registerSync(2, 1, 10, (*Broker).handleListOffsets) }
+func init() { registerSync(2, 0, 10, (*Broker).handleListOffsets) }
 
 // The special timestamps of ListOffsets.
 const (
@@ -45,6 +51,9 @@ func (b *Broker) handleListOffsets(_ context.Context, conn *wire.ConnInfo, req *
 				p.Timestamp, p.Offset, p.LeaderEpoch, p.ErrorCode = -1, -1, -1, kerr.TopicAuthorizationFailed.Code
 			} else {
 				b.listOffset(im, req, rt.Topic, &rp, &p)
+				if req.Version == 0 {
+					b.listOffsetsV0(im, rt.Topic, &rp, &p)
+				}
 			}
 			t.Partitions = append(t.Partitions, p)
 		}
@@ -93,4 +102,34 @@ func (b *Broker) listOffset(im *controller.Image, req *kmsg.ListOffsetsRequest, 
 			out.Offset, out.Timestamp, out.LeaderEpoch = found.Offset, found.Timestamp, found.LeaderEpoch
 		}
 	}
+}
+
+// listOffsetsV0 fills a v0 answer's OldStyleOffsets, after listOffset found the offset v1
+// would answer (out.Offset), as Kafka 3.x's legacyFetchOffsetsBefore did for a consumer.
+func (b *Broker) listOffsetsV0(im *controller.Image, topic string, rp *kmsg.ListOffsetsRequestTopicPartition, out *kmsg.ListOffsetsResponseTopicPartition) {
+	if out.ErrorCode != 0 {
+		return
+	}
+	limit := int(rp.MaxNumOffsets)
+	var offsets []int64
+	switch {
+	case limit <= 0:
+	case rp.Timestamp == listLatest:
+		rs := b.resolvePartition(im, topic, controller.TopicID{}, false, rp.Partition, true)
+		if rs.errCode != 0 {
+			out.ErrorCode = rs.errCode
+			return
+		}
+		offsets = append(offsets, out.Offset) // the high watermark
+		segs := rs.partition.log.Segments()
+		logStart := rs.partition.log.EarliestOffset().Offset
+		for i := len(segs) - 1; i >= 0 && len(offsets) < limit; i-- {
+			if o := max(segs[i].BaseOffset, logStart); o < offsets[len(offsets)-1] {
+				offsets = append(offsets, o)
+			}
+		}
+	case out.Offset >= 0:
+		offsets = append(offsets, out.Offset)
+	}
+	out.OldStyleOffsets = offsets
 }

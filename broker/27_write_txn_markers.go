@@ -1,6 +1,6 @@
 package broker
 
-// WriteTxnMarkers, key 27: v1–v2 (Kafka 4 removed v0). An inter-broker API: the transaction
+// WriteTxnMarkers, key 27: v0–v2 (Kafka 4 removed v0, KIP-896; v1 only made it flexible). An inter-broker API: the transaction
 // coordinator asks each partition leader to end a producer's transaction with a COMMIT or
 // ABORT marker (Kafka's EndTransactionMarker control batch). v2 adds the marker's
 // TransactionVersion: under TV2 the marker's epoch must be above the producer's (the
@@ -30,7 +30,7 @@ import (
 	"sluice/wire"
 )
 
-func init() { register(27, 1, 2, (*Broker).handleWriteTxnMarkers) }
+func init() { register(27, 0, 2, (*Broker).handleWriteTxnMarkers) }
 
 // writeTxnMarkersTimeout bounds the wait for markers to be replicated when the caller's
 // context has no deadline (Kafka waits request.timeout.ms, 30 s by default).

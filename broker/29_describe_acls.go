@@ -1,6 +1,7 @@
 package broker
 
-// DescribeAcls, key 29: v1–v3 (Kafka 4.x dropped v0, KIP-896).
+// DescribeAcls, key 29: v0–v3. Kafka 4 dropped v0 (KIP-896); served as Kafka 3.x did: a v0
+// filter has no pattern type and matches LITERAL patterns only (kmsg's default).
 //
 // Needs DESCRIBE on the cluster; SECURITY_DISABLED without an authorizer. Answered from this
 // broker's metadata image: the ACLs the filter matches, grouped by resource pattern. A filter
@@ -16,7 +17,7 @@ import (
 	"sluice/wire"
 )
 
-func init() { registerSync(29, 1, 3, (*Broker).handleDescribeACLs) }
+func init() { registerSync(29, 0, 3, (*Broker).handleDescribeACLs) }
 
 func (b *Broker) handleDescribeACLs(_ context.Context, conn *wire.ConnInfo, req *kmsg.DescribeACLsRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.DescribeACLsResponse)

@@ -1,6 +1,7 @@
 package broker
 
-// CreateAcls, key 30: v2–v3 (Kafka 4.x dropped v0–v1, KIP-896).
+// CreateAcls, key 30: v0–v3. Kafka 4 dropped v0–v1 (KIP-896); served as Kafka 3.x did: a v0
+// creation has no pattern type and is LITERAL; v2 is the first flexible version.
 //
 // Needs ALTER on the cluster. Without an authorizer every creation is SECURITY_DISABLED, as
 // Kafka answers. The creations are forwarded to the active controller, which validates them
@@ -17,7 +18,7 @@ import (
 	"sluice/wire"
 )
 
-func init() { registerSync(30, 2, 3, (*Broker).handleCreateACLs) }
+func init() { registerSync(30, 0, 3, (*Broker).handleCreateACLs) }
 
 // securityDisabled is Kafka's message when no authorizer is configured.
 const securityDisabled = "No Authorizer is configured."

@@ -1,6 +1,7 @@
 package broker
 
-// DeleteAcls, key 31: v2–v3 (Kafka 4.x dropped v0–v1, KIP-896).
+// DeleteAcls, key 31: v0–v3. Kafka 4 dropped v0–v1 (KIP-896); served as Kafka 3.x did: a v0
+// filter has no pattern type and matches LITERAL patterns only; v2 is the first flexible version.
 //
 // Needs ALTER on the cluster; SECURITY_DISABLED without an authorizer. Each filter removes
 // every ACL it matches (authz.Filter: ANY and MATCH as Kafka's AclBindingFilter); a filter
@@ -16,7 +17,7 @@ import (
 	"sluice/wire"
 )
 
-func init() { registerSync(31, 2, 3, (*Broker).handleDeleteACLs) }
+func init() { registerSync(31, 0, 3, (*Broker).handleDeleteACLs) }
 
 func (b *Broker) handleDeleteACLs(ctx context.Context, conn *wire.ConnInfo, req *kmsg.DeleteACLsRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.DeleteACLsResponse)

@@ -4,7 +4,8 @@ package broker
 // go from segment files to the socket with sendfile (wire.SplicedResponse) instead of being
 // copied through user space. It produces exactly kmsg's FetchResponse encoding for v4–v17
 // (fetch_encode_test.go compares them), except that UnknownTags, which sluice never sets, are
-// not written.
+// not written. v0–v3 responses carry down-converted records inline (legacy_records.go) and are
+// encoded by kmsg itself.
 
 import (
 	"encoding/binary"
@@ -54,6 +55,10 @@ func (w *appendWriter) Write(p []byte) (int, error) { w.buf = append(w.buf, p...
 func (r *splicedFetchResponse) AppendSpliced(dst []byte) ([]byte, []wire.Splice) {
 	v := r.FetchResponse
 	version := v.Version
+	if version < 4 {
+		// Down-converted records are inline (01_fetch.go); kmsg encodes the old layouts.
+		return v.AppendTo(dst), nil
+	}
 	flexible := version >= 12
 	bodyStart := len(dst)
 	var splices []wire.Splice

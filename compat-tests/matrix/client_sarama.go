@@ -128,6 +128,31 @@ func runSaramaOld(ctx context.Context, e *Env) error {
 	return runSarama(ctx, e)
 }
 
+// runSaramaV08 runs a scenario with sarama configured for Kafka 0.8.2, the oldest protocol it
+// speaks: Produce v0 and Fetch v0 with magic 0 messages (no timestamps), ListOffsets v0,
+// Metadata v0. Consumer groups, admin requests and lz4 need newer versions than 0.8's.
+func runSaramaV08(ctx context.Context, e *Env) error {
+	saramaVersion = sarama.V0_8_2_0
+	defer func() { saramaVersion = sarama.V3_0_0_0 }()
+	switch e.Scenario.ID {
+	case "admin", "configs", "delete-records":
+		return na("admin requests need sarama.Version >= V0_10_0_0")
+	case "keys-headers":
+		return na("record headers need sarama.Version >= V0_11_0_0")
+	case "produce-lz4":
+		return na("lz4 needs sarama.Version >= V0_10_0_0")
+	case "produce-zstd":
+		return na("zstd needs sarama.Version >= V2_1_0_0")
+	case "consume-ts":
+		return na("timestamps need sarama.Version >= V0_10_0_0 (magic 1)")
+	case "group":
+		return na("consumer groups need sarama.Version >= V0_9_0_0")
+	case "transactions", "exactly-once":
+		return na("transactions need sarama.Version >= V0_11_0_0")
+	}
+	return runSarama(ctx, e)
+}
+
 func runSarama(ctx context.Context, e *Env) error {
 	sarama.Logger = log.New(e.Log, "[sarama] ", log.Ltime) // cells run one at a time
 	s := e.Scenario

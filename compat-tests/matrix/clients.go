@@ -17,11 +17,13 @@ func Clients() []*Client {
 	return []*Client{
 		{ID: "franz-go", Name: "franz-go v1.22 (kgo + kadm)", Family: "franz-go", Run: runFranz, Quick: "group"},
 		{ID: "kcat", Name: "kcat (librdkafka, Debian)", Family: "librdkafka", Prepare: needCommand("kcat"), Run: runKcat, Quick: "keys-headers"},
+		{ID: "kcat-0.9", Name: "kcat (librdkafka) with api.version.request=false, broker.version.fallback=0.9.0", Family: "librdkafka", Prepare: needCommand("kcat"), Run: runKcatOld, Timeout: oldClientTimeout},
 		scriptClient("confluent-python", "confluent-kafka-python (librdkafka, Debian)", "librdkafka", "confluent_kafka", "confluent.py", "produce-zstd"),
 		scriptClient("kafka-python", "kafka-python (Debian)", "kafka-python", "kafka", "kafkapython.py", "consume-begin"),
 		{ID: "kafkajs", Name: "kafkajs " + kafkajsVersion + " (npm)", Family: "kafkajs", Prepare: prepareNode, Run: runKafkajs, Quick: "produce-gzip"},
 		{ID: "sarama", Name: "sarama v1.61.1", Family: "sarama", Run: runSarama, Quick: "group"},
 		{ID: "sarama-0.10", Name: "sarama v1.61.1 with Version V0_10_2_0 (old protocol versions)", Family: "sarama", Run: runSaramaOld, Timeout: oldClientTimeout},
+		{ID: "sarama-0.8", Name: "sarama v1.61.1 with Version V0_8_2_0 (magic 0, v0 requests)", Family: "sarama", Run: runSaramaV08, Timeout: oldClientTimeout},
 		{ID: "kafka-go", Name: "segmentio/kafka-go v0.4.51", Family: "kafka-go", Run: runKafkaGo, Quick: "produce-snappy"},
 		javaClient("java-producer", "Java producer (kafka-clients 4.1.1, idempotent)", "producer", "produce-lz4"),
 		javaClient("java-consumer-classic", "Java consumer, classic protocol", "consumer-classic", ""),
@@ -116,7 +118,29 @@ func cliClient(id, name string, run CellFunc, quick string) *Client {
 // --- kcat ---
 
 func kcat(ctx context.Context, e *Env, stdin string, args ...string) (string, error) {
-	return runProgram(ctx, e.Log, e.Dir, nil, stdin, "kcat", append([]string{"-b", e.Addr}, args...)...)
+	args = append(append([]string{"-b", e.Addr}, kcatOldProtocol...), args...)
+	return runProgram(ctx, e.Log, e.Dir, nil, stdin, "kcat", args...)
+}
+
+// kcatOldProtocol are the settings the old-protocol kcat row adds to every run (cells run one
+// at a time): no ApiVersions request, and the versions librdkafka assumes for a Kafka 0.9.0
+// broker (Produce v1 and Fetch v1 with magic 0 messages, ListOffsets v0, Metadata v0, the
+// group APIs' v0), as builds and configurations predating Kafka 0.10 still run.
+var kcatOldProtocol []string
+
+// runKcatOld runs a scenario with kcat speaking Kafka 0.9.0's protocol.
+func runKcatOld(ctx context.Context, e *Env) error {
+	kcatOldProtocol = []string{"-X", "api.version.request=false", "-X", "broker.version.fallback=0.9.0"}
+	defer func() { kcatOldProtocol = nil }()
+	switch e.Scenario.ID {
+	case "produce-zstd":
+		return na("zstd needs a Kafka 2.1 broker version")
+	case "keys-headers":
+		return na("record headers need a Kafka 0.11 broker version")
+	case "consume-ts":
+		return na("offsets by timestamp need a Kafka 0.10.1 broker version")
+	}
+	return runKcat(ctx, e)
 }
 
 func seedValues(from, to int) string {
@@ -163,8 +187,10 @@ func runKcat(ctx context.Context, e *Env) error {
 		for i := 0; i < seedCount; i++ {
 			fmt.Fprintf(&in, "k%d:%s\n", i, payload(i))
 		}
+		// The idempotent producer needs a Kafka 0.11 broker version; the old-protocol row goes without.
+		idempotent := strconv.FormatBool(kcatOldProtocol == nil)
 		if _, err := kcat(ctx, e, in.String(), "-P", "-t", e.Topic, "-p", "0", "-K:", "-z", s.Codec,
-			"-X", "enable.idempotence=true", "-X", "linger.ms=50"); err != nil {
+			"-X", "enable.idempotence="+idempotent, "-X", "linger.ms=50"); err != nil {
 			return err
 		}
 		return e.verifyScenario(ctx)

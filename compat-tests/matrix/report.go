@@ -322,6 +322,6 @@ func knownCause(c Cell) string {
 // oldVersionCause explains how sluice answers the pre-KIP-896 versions old clients send, as
 // observed in the cell logs (sarama configured for Kafka 0.10.2).
 var oldVersionCause = map[int16]string{
-	0: "sluice advertises Produce v0+ but answers UNSUPPORTED_VERSION for the magic 0/1 message sets that v0-v2 carry; serving them means up-converting to v2 batches",
-	1: "sluice serves Fetch from v4, the Kafka 4 floor, and closes the connection on v0-v3 as Kafka 4 does; serving them means down-converting batches to magic 0/1",
+	0: "sluice converts the magic 0/1 message sets of Produce v0-v2 to v2 batches (broker/legacy_records.go)",
+	1: "sluice converts the batches a Fetch v0-v3 reads down to magic 0/1 (broker/legacy_records.go)",
 }
