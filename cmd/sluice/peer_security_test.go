@@ -252,3 +252,44 @@ func TestPeerTLSJKSTruststoreWithoutKeystore(t *testing.T) {
 		t.Error("a controller of a CA outside the JKS truststore was accepted")
 	}
 }
+
+// TestControllerClientSASL: a SASL_PLAINTEXT controller listener gives the link to the
+// controllers and the raft transport a SASL client with sasl.mechanism.controller.protocol and
+// the listener's JAAS username and password; Kafka's default mechanism (GSSAPI), a mechanism the
+// listener does not enable, and a JAAS config without this node's own credentials stop the
+// start naming the key.
+func TestControllerClientSASL(t *testing.T) {
+	const jaas = "listener.name.controller.plain.sasl.jaas.config"
+	props := func(kv ...string) map[string]string {
+		m := map[string]string{"listeners": "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093",
+			"controller.listener.names": "CONTROLLER", "controller.quorum.voters": "1@127.0.0.1:9093",
+			"listener.security.protocol.map":                   "PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_PLAINTEXT",
+			"listener.name.controller.sasl.enabled.mechanisms": "PLAIN",
+		}
+		for i := 0; i < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return m
+	}
+	for _, tc := range []struct {
+		name  string
+		props map[string]string
+		want  string
+	}{
+		{"default mechanism is GSSAPI", props(), "sasl.mechanism.controller.protocol"},
+		{"mechanism not enabled", props("sasl.mechanism.controller.protocol", "SCRAM-SHA-512"), "sasl.enabled.mechanisms"},
+		{"no own credentials", props("sasl.mechanism.controller.protocol", "PLAIN", jaas, plainLoginModule+` required user_ctl="pw";`), jaas},
+	} {
+		if _, err := controllerClient(mustParse(t, tc.props)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want an error naming %s", tc.name, err, tc.want)
+		}
+	}
+	cc, err := controllerClient(mustParse(t, props("sasl.mechanism.controller.protocol", "PLAIN",
+		jaas, plainLoginModule+` required username="ctl" password="pw" user_ctl="pw";`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cc.protocol != "SASL_PLAINTEXT" || cc.tls != nil || cc.sasl == nil || cc.sasl.Name() != "PLAIN" {
+		t.Fatalf("controller client of a SASL_PLAINTEXT listener: %+v", cc)
+	}
+}
