@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -379,4 +380,54 @@ func testSecureClusterFailover(t *testing.T, sasl bool) {
 		}
 		return nil
 	})
+}
+
+// TestBrokerOnlyNodeSASLController: a broker-only node reaches a SASL_PLAINTEXT controller
+// listener (PLAIN, sasl.mechanism.controller.protocol) with its own credentials: it registers
+// (its link to the controller authenticates), follows the metadata log (its raft connection
+// as an observer authenticates), and a topic created through it spans both nodes.
+func TestBrokerOnlyNodeSASLController(t *testing.T) {
+	c := StartClusterWith(t, []string{RoleCombined, RoleBroker}, append(slices.Clone(clusterSettings),
+		"listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_PLAINTEXT",
+		"listener.name.controller.sasl.enabled.mechanisms=PLAIN",
+		"sasl.mechanism.controller.protocol=PLAIN",
+		"listener.name.controller.plain.sasl.jaas.config="+plainModule+
+			` required username="controller" password="controller-secret" user_controller="controller-secret";`,
+	)...)
+	waitFor(t, clusterDeadline, "both brokers in Metadata", func() error {
+		ids, err := liveBrokers(c.Nodes[1].Addr)
+		if err != nil {
+			return err
+		}
+		slices.Sort(ids)
+		if !slices.Equal(ids, []int32{1, 2}) {
+			return fmt.Errorf("brokers %v, want [1 2]", ids)
+		}
+		return nil
+	})
+	adm, _ := clusterAdmin(t, c.Nodes[1].Addr)
+	ctx, cancel := context.WithTimeout(context.Background(), clusterDeadline)
+	defer cancel()
+	if resp, err := adm.CreateTopic(ctx, 2, 2, nil, "sasl-pair"); err != nil || resp.Err != nil {
+		t.Fatalf("create RF 2 through the broker-only node: %v %v", err, resp.Err)
+	}
+	// The broker-only node learns the topic from the metadata log it follows over SASL.
+	waitFor(t, clusterDeadline, "the broker-only node's metadata lists sasl-pair", func() error {
+		td, err := adm.ListTopics(ctx, "sasl-pair")
+		if err != nil {
+			return err
+		}
+		if p := td["sasl-pair"].Partitions; len(p) != 2 || len(p[0].Replicas) != 2 {
+			return fmt.Errorf("partitions %+v", p)
+		}
+		return nil
+	})
+	// A client that does not authenticate gets nothing but ApiVersions from the controller
+	// listener: its DescribeCluster closes the connection.
+	plainClient := secureClient(t, []string{c.ControllerAddrs[0]}, nil)
+	pctx, pcancel := context.WithTimeout(ctx, 3*time.Second)
+	defer pcancel()
+	if _, err := kmsg.NewPtrDescribeClusterRequest().RequestWith(pctx, plainClient); err == nil {
+		t.Error("the SASL_PLAINTEXT controller listener answered DescribeCluster to a client that did not authenticate")
+	}
 }
