@@ -16,8 +16,10 @@ package broker
 //	OffsetCommit                READ group, READ topic                            GROUP_/TOPIC_AUTHORIZATION_FAILED
 //	OffsetFetch                 DESCRIBE group, DESCRIBE topic                    GROUP_/TOPIC_AUTHORIZATION_FAILED
 //	Join/Sync/Heartbeat/Leave   READ group                                        GROUP_AUTHORIZATION_FAILED
-//	DescribeGroups, ConsumerGroupDescribe: DESCRIBE group; ListGroups: DESCRIBE cluster, else
-//	only the groups it may describe; DeleteGroups, OffsetDelete: DELETE group
+//	DescribeGroups: DESCRIBE group; ListGroups: DESCRIBE cluster, else only the groups it may
+//	describe; DeleteGroups, OffsetDelete: DELETE group
+//	ConsumerGroupDescribe       DESCRIBE group; DESCRIBE on its members'          GROUP_/TOPIC_AUTHORIZATION_FAILED per group
+//	                            assigned (current and target) topics
 //	ConsumerGroupHeartbeat      READ group, DESCRIBE on subscribed topics         GROUP_/TOPIC_AUTHORIZATION_FAILED
 //	FindCoordinator             DESCRIBE group / transactional id                 GROUP_/TRANSACTIONAL_ID_AUTHORIZATION_FAILED
 //	InitProducerId              WRITE transactional id; without one IDEMPOTENT_WRITE cluster

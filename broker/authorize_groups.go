@@ -117,27 +117,7 @@ func (b *Broker) authorizeGroupCall(conn *wire.ConnInfo, req kmsg.Request) (deny
 	case *kmsg.StreamsGroupDescribeRequest:
 		return b.authorizeStreamsDescribe(conn, r)
 	case *kmsg.ConsumerGroupDescribeRequest:
-		var denied []string
-		kept := r.Groups[:0:0]
-		for _, g := range r.Groups {
-			if b.allowedGroup(conn, authz.OpDescribe, g) {
-				kept = append(kept, g)
-			} else {
-				denied = append(denied, g)
-			}
-		}
-		if len(denied) == 0 {
-			return nil, nil
-		}
-		r.Groups = kept
-		return nil, func(resp kmsg.Response) {
-			out := resp.(*kmsg.ConsumerGroupDescribeResponse)
-			for _, g := range denied {
-				d := kmsg.NewConsumerGroupDescribeResponseGroup()
-				d.Group, d.ErrorCode = g, groupDenied
-				out.Groups = append(out.Groups, d)
-			}
-		}
+		return b.authorizeConsumerGroupDescribe(conn, r)
 	}
 	return nil, nil
 }
@@ -317,6 +297,56 @@ func (b *Broker) splitGroups(conn *wire.ConnInfo, op int8, groups []string) (kep
 		}
 	}
 	return kept, denied
+}
+
+// consumerDescribeTopicsDenied is Kafka's message for a described consumer group one of whose
+// members is assigned (or has as target) a topic the caller may not describe.
+const consumerDescribeTopicsDenied = "The group has described topic(s) that the client is not authorized to describe."
+
+// authorizeConsumerGroupDescribe is Kafka's KafkaApis.handleConsumerGroupDescribe: DESCRIBE on
+// each group, else its GROUP_AUTHORIZATION_FAILED; then a described group any of whose members'
+// current or target assignment names a topic conn may not describe is answered
+// TOPIC_AUTHORIZATION_FAILED with no members, so neither the topic's name nor who owns which of
+// its partitions leaks. Subscribed topic names are not checked (Kafka checks only the
+// assignments); a topic deleted since it was assigned has no name and is not checked.
+func (b *Broker) authorizeConsumerGroupDescribe(conn *wire.ConnInfo, r *kmsg.ConsumerGroupDescribeRequest) (kmsg.Response, func(kmsg.Response)) {
+	kept, denied := b.splitGroups(conn, authz.OpDescribe, r.Groups)
+	r.Groups = kept
+	return nil, func(resp kmsg.Response) {
+		out := resp.(*kmsg.ConsumerGroupDescribeResponse)
+		for i := range out.Groups {
+			g := &out.Groups[i]
+			if g.ErrorCode != 0 || b.consumerAssignmentsDescribable(conn, g.Members) {
+				continue
+			}
+			d := kmsg.NewConsumerGroupDescribeResponseGroup()
+			d.Group, d.ErrorCode = g.Group, kerr.TopicAuthorizationFailed.Code
+			msg := consumerDescribeTopicsDenied
+			d.ErrorMessage = &msg
+			d.Members = []kmsg.ConsumerGroupDescribeResponseGroupMember{}
+			*g = d
+		}
+		for _, g := range denied {
+			d := kmsg.NewConsumerGroupDescribeResponseGroup()
+			d.Group, d.ErrorCode = g, kerr.GroupAuthorizationFailed.Code
+			out.Groups = append(out.Groups, d)
+		}
+	}
+}
+
+// consumerAssignmentsDescribable reports whether conn may describe every named topic of the
+// members' current and target assignments.
+func (b *Broker) consumerAssignmentsDescribable(conn *wire.ConnInfo, members []kmsg.ConsumerGroupDescribeResponseGroupMember) bool {
+	for _, m := range members {
+		for _, a := range [2]kmsg.Assignment{m.Assignment, m.TargetAssignment} {
+			for _, tp := range a.TopicPartitions {
+				if tp.Topic != "" && !b.allowedTopic(conn, authz.OpDescribe, tp.Topic) {
+					return false
+				}
+			}
+		}
+	}
+	return true
 }
 
 // streamsTopologyTopics are the topics a streams topology names — source, repartition sink,

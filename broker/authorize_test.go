@@ -485,3 +485,96 @@ func TestAuthorizationStreamsGroups(t *testing.T) {
 		t.Fatalf("describing app with its changelog undescribable: %v %+v", kerr.ErrorForCode(g.ErrorCode), g)
 	}
 }
+
+// TestAuthorizationConsumerGroupDescribeTopics: ConsumerGroupDescribe needs DESCRIBE on the
+// group, and, as Kafka's handleConsumerGroupDescribe, DESCRIBE on every topic of its members'
+// assignments: a group assigned a topic the caller may not describe is answered
+// TOPIC_AUTHORIZATION_FAILED with Kafka's message and no members, so the topic's name and its
+// partitions' owners stay hidden. The groups' order and the others' answers are unchanged.
+func TestAuthorizationConsumerGroupDescribeTopics(t *testing.T) {
+	tb := startTestBroker(t, map[string]string{"authorizer.class.name": authz.StandardAuthorizerClass})
+	ctx := testContext(t)
+	addACLs := func(acls ...authz.ACL) {
+		t.Helper()
+		res, err := tb.Ctrl.CreateACLs(ctx, acls)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range res {
+			if r.Err != nil {
+				t.Fatalf("creating ACLs: %v %s", r.Err, r.Message)
+			}
+		}
+		tb.Broker.waitForImage(ctx, tb.Ctrl.Image().Offset)
+	}
+	addACLs(anonACL(authz.ResourceCluster, authz.ClusterName, authz.OpCreate),
+		anonACL(authz.ResourceGroup, "cg", authz.OpRead), anonACL(authz.ResourceGroup, "cg", authz.OpDescribe),
+		anonACL(authz.ResourceTopic, "seen", authz.OpDescribe), anonACL(authz.ResourceTopic, "hidden", authz.OpDescribe))
+	for _, name := range []string{"seen", "hidden"} {
+		if _, err := tb.Admin.CreateTopic(ctx, 2, 1, nil, name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tb.Admin.FindGroupCoordinators(ctx, "cg").Error(); err != nil {
+		t.Fatal(err)
+	}
+	// One KIP-848 member subscribed to both topics, until the coordinator assigns it.
+	for {
+		req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+		req.Group, req.MemberID, req.RebalanceTimeoutMillis = "cg", "m1", 30000
+		req.SubscribedTopicNames = []string{"seen", "hidden"}
+		req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+		raw, err := tb.Client.SeedBrokers()[0].Request(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp := raw.(*kmsg.ConsumerGroupHeartbeatResponse)
+		if resp.ErrorCode == 0 && resp.Assignment != nil && len(resp.Assignment.Topics) == 2 {
+			break
+		}
+		if resp.ErrorCode != 0 && resp.ErrorCode != kerr.NotCoordinator.Code && resp.ErrorCode != kerr.CoordinatorLoadInProgress.Code {
+			t.Fatalf("joining cg: %v", kerr.ErrorForCode(resp.ErrorCode))
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("cg's member was never assigned both topics: %v %+v", kerr.ErrorForCode(resp.ErrorCode), resp.Assignment)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	describe := func() map[string]kmsg.ConsumerGroupDescribeResponseGroup {
+		t.Helper()
+		req := kmsg.NewPtrConsumerGroupDescribeRequest()
+		req.Groups = []string{"cg", "other"}
+		raw, err := tb.Client.SeedBrokers()[0].Request(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]kmsg.ConsumerGroupDescribeResponseGroup{}
+		for _, g := range raw.(*kmsg.ConsumerGroupDescribeResponse).Groups {
+			out[g.Group] = g
+		}
+		return out
+	}
+	groups := describe()
+	if g := groups["other"]; g.ErrorCode != kerr.GroupAuthorizationFailed.Code {
+		t.Fatalf("describing a group without DESCRIBE on it: %v", kerr.ErrorForCode(g.ErrorCode))
+	}
+	if g := groups["cg"]; g.ErrorCode != 0 || len(g.Members) != 1 || len(g.Members[0].Assignment.TopicPartitions) != 2 {
+		t.Fatalf("describing cg with DESCRIBE on both topics: %v %+v", kerr.ErrorForCode(g.ErrorCode), g)
+	}
+
+	deny := anonACL(authz.ResourceTopic, "hidden", authz.OpDescribe)
+	deny.Permission = authz.PermDeny
+	addACLs(deny)
+	groups = describe()
+	g := groups["cg"]
+	if g.ErrorCode != kerr.TopicAuthorizationFailed.Code || g.ErrorMessage == nil || *g.ErrorMessage != consumerDescribeTopicsDenied || len(g.Members) != 0 {
+		t.Fatalf("describing cg with an assigned topic undescribable: %v %+v", kerr.ErrorForCode(g.ErrorCode), g)
+	}
+	if strings.Contains(fmt.Sprintf("%+v", g), "hidden") {
+		t.Fatalf("the refused description names the hidden topic: %+v", g)
+	}
+	if g := groups["other"]; g.ErrorCode != kerr.GroupAuthorizationFailed.Code {
+		t.Fatalf("describing other after the deny: %v", kerr.ErrorForCode(g.ErrorCode))
+	}
+}

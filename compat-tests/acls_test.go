@@ -192,6 +192,64 @@ func TestACLsWithKafkaTools(t *testing.T) {
 			t.Fatalf("bob committing offsets: %v", err)
 		}
 	})
+
+	// Kafka's handleConsumerGroupDescribe: describing a KIP-848 group needs DESCRIBE on the
+	// group and on every topic its members are assigned, so a user cannot learn another
+	// topic's name or who reads it through a group.
+	t.Run("kafka-consumer-groups --describe needs DESCRIBE on the group's topics", func(t *testing.T) {
+		reader := s.client(t, "admin", aclAdminPass, kgo.ConsumeTopics("t", "u"), kgo.ConsumerGroup("shared"),
+			kgo.ServerSideBalancer(), kgo.Balancers(kgo.RangeBalancer()))
+		waitFor(t, 60*time.Second, "the shared group's member is assigned t and u", func() error {
+			described, err := admin.DescribeConsumerGroups(ctx, "shared")
+			if err != nil {
+				return err
+			}
+			d := described["shared"]
+			if d.Err != nil {
+				return d.Err
+			}
+			for _, m := range d.Members {
+				if len(m.Assignment) == 2 {
+					return nil
+				}
+			}
+			pctx, pcancel := context.WithTimeout(ctx, time.Second)
+			reader.PollFetches(pctx) // the consumer heartbeats while it polls
+			pcancel()
+			return fmt.Errorf("members %+v", d.Members)
+		})
+		// alice may describe t (her WRITE implies it) and the group, not u. (The ACLs are
+		// added with kadm: kafka-acls is tested above, and each JVM costs seconds.)
+		allowAlice := func(acl *kadm.ACLBuilder) {
+			t.Helper()
+			res, err := admin.CreateACLs(ctx, acl.Allow("User:alice").Operations(kadm.OpDescribe).ResourcePatternType(kadm.ACLPatternLiteral))
+			if err == nil {
+				for _, r := range res {
+					if r.Err != nil {
+						err = r.Err
+					}
+				}
+			}
+			if err != nil {
+				t.Fatalf("allowing alice: %v", err)
+			}
+		}
+		allowAlice(kadm.NewACLs().Groups("shared"))
+		aliceProps := s.properties(t, "alice", alicePass)
+		stdout, stderr, _ := runCmdErr(javaTimeout, "", lookPath(t, "java"), "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC",
+			"-cp", filepath.Join(kafkaJars(t), "*"), "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
+			"--bootstrap-server", s.sasl, "--command-config", aliceProps, "--describe", "--group", "shared", "--members")
+		if !strings.Contains(stdout+stderr, "TopicAuthorizationException") ||
+			!strings.Contains(stdout+stderr, "The group has described topic(s) that the client is not authorized to describe.") {
+			t.Fatalf("alice's --describe of a group assigned u was not refused with Kafka's TopicAuthorizationException:\n%s\n%s", clip(stdout), clip(stderr))
+		}
+		allowAlice(kadm.NewACLs().Topics("u"))
+		out, _ := javaTool(t, "", "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
+			"--bootstrap-server", s.sasl, "--command-config", aliceProps, "--describe", "--group", "shared", "--members", "--verbose")
+		if !strings.Contains(out, "shared") || !strings.Contains(out, "t:0;u:0") {
+			t.Fatalf("alice's --describe with DESCRIBE on u does not show the member's assignment:\n%s", out)
+		}
+	})
 }
 
 // TestACLAPIsWithoutAuthorizer: with no authorizer configured every request is allowed, as

@@ -5,18 +5,22 @@ import (
 	"crypto/tls"
 	"crypto/x509/pkix"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"sluice/internal/testcerts"
@@ -31,9 +35,10 @@ type secureClusterNode struct {
 
 // startSecureCluster starts three combined nodes whose only listeners are the client and
 // inter-broker listener (SSL with ssl.client.auth=required, or SASL_SSL with SCRAM-SHA-512
-// between the brokers) and the controller listener (SSL with ssl.client.auth=required), all
-// with certificates of one test CA, each key under its listener's listener.name.<l>. prefix. It returns the nodes and the options a franz-go
-// client needs to reach them.
+// between the brokers) and the controller listener (SSL with ssl.client.auth=required, or with
+// sasl SASL_SSL with PLAIN, sasl.mechanism.controller.protocol=PLAIN, and mutual TLS too), all
+// with certificates of one test CA, each key under its listener's listener.name.<l>. prefix.
+// It returns the nodes and the options a franz-go client needs to reach them.
 func startSecureCluster(t *testing.T, sasl bool) ([]secureClusterNode, []kgo.Opt) {
 	t.Helper()
 	const n = 3
@@ -44,9 +49,9 @@ func startSecureCluster(t *testing.T, sasl bool) ([]secureClusterNode, []kgo.Opt
 	if err := os.WriteFile(caFile, ca.CertPEM, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	listener, lower := "SSL", "ssl"
+	listener, lower, controllerProtocol := "SSL", "ssl", "SSL"
 	if sasl {
-		listener, lower = "SASL_SSL", "sasl_ssl"
+		listener, lower, controllerProtocol = "SASL_SSL", "sasl_ssl", "SASL_SSL"
 	}
 	ports := freePorts(t, 2*n)
 	addr := func(p int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(p)) }
@@ -57,7 +62,7 @@ func startSecureCluster(t *testing.T, sasl bool) ([]secureClusterNode, []kgo.Opt
 	common := []string{
 		"controller.listener.names=CONTROLLER",
 		"controller.quorum.voters=" + strings.Join(voters, ","),
-		"listener.security.protocol.map=" + listener + ":" + listener + ",CONTROLLER:SSL",
+		"listener.security.protocol.map=" + listener + ":" + listener + ",CONTROLLER:" + controllerProtocol,
 		"inter.broker.listener.name=" + listener,
 		"listener.name." + lower + ".ssl.keystore.type=PEM",
 		"listener.name." + lower + ".ssl.keystore.location=" + serverPEM,
@@ -84,6 +89,13 @@ func startSecureCluster(t *testing.T, sasl bool) ([]secureClusterNode, []kgo.Opt
 			"sasl.mechanism.inter.broker.protocol=SCRAM-SHA-512",
 			"listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config="+scramModule+
 				` required username="admin" password="admin-secret";`,
+			// The controllers' own links (raft between them, each broker's to them)
+			// authenticate with PLAIN: the JAAS config gives this node's credentials
+			// (username, password) and the users the listener accepts (user_NAME).
+			"listener.name.controller.sasl.enabled.mechanisms=PLAIN",
+			"sasl.mechanism.controller.protocol=PLAIN",
+			"listener.name.controller.plain.sasl.jaas.config="+plainModule+
+				` required username="controller" password="controller-secret" user_controller="controller-secret";`,
 		)
 	}
 	var nodes []secureClusterNode
@@ -189,11 +201,43 @@ func secureClient(t *testing.T, seeds []string, opts []kgo.Opt, more ...kgo.Opt)
 // when its leader is killed, and refuses PLAINTEXT on its inter-broker port.
 func TestInterBrokerTLSCluster(t *testing.T) { testSecureClusterFailover(t, false) }
 
-// TestInterBrokerSASLSSLCluster: the same with SASL_SSL and SCRAM-SHA-512 between the brokers.
+// TestInterBrokerSASLSSLCluster: the same with SASL_SSL and SCRAM-SHA-512 between the brokers
+// and SASL_SSL with PLAIN on the controller listener: the controllers' raft links and the
+// brokers' links to them authenticate, and killing the node that is both the active
+// controller and the partition's leader elects a new controller over them.
 func TestInterBrokerSASLSSLCluster(t *testing.T) { testSecureClusterFailover(t, true) }
+
+// metadataQuorumLeader asks node id, through its broker listener (DescribeQuorum, forwarded to
+// the controllers), which node leads the metadata quorum.
+func metadataQuorumLeader(ctx context.Context, cl *kgo.Client, id int32) (int32, error) {
+	req := kmsg.NewPtrDescribeQuorumRequest()
+	rt := kmsg.NewDescribeQuorumRequestTopic()
+	rt.Topic = "__cluster_metadata"
+	rt.Partitions = []kmsg.DescribeQuorumRequestTopicPartition{kmsg.NewDescribeQuorumRequestTopicPartition()}
+	req.Topics = []kmsg.DescribeQuorumRequestTopic{rt}
+	rctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	kr, err := cl.Broker(int(id)).Request(rctx, req)
+	if err != nil {
+		return -1, err
+	}
+	resp := kr.(*kmsg.DescribeQuorumResponse)
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		return -1, err
+	}
+	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+		return -1, fmt.Errorf("DescribeQuorum answered %d topics", len(resp.Topics))
+	}
+	p := resp.Topics[0].Partitions[0]
+	if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+		return -1, err
+	}
+	return p.LeaderID, nil
+}
 
 func testSecureClusterFailover(t *testing.T, sasl bool) {
 	nodes, opts := startSecureCluster(t, sasl)
+	controllerProtocol := map[bool]string{false: "SSL", true: "SASL_SSL"}[sasl]
 	var seeds []string
 	for _, nd := range nodes {
 		seeds = append(seeds, nd.Addr)
@@ -203,8 +247,36 @@ func testSecureClusterFailover(t *testing.T, sasl bool) {
 	adm := kadm.NewClient(cl)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if _, err := adm.CreateTopic(ctx, 1, 3, nil, topic); err != nil {
+	// The partition's preferred leader is the active controller, so killing that one node
+	// takes both the partition's leader and the quorum's away.
+	var active int32 = -1
+	waitFor(t, startDeadline, "the metadata quorum's leader", func() error {
+		var err error
+		active, err = metadataQuorumLeader(ctx, cl, nodes[0].ID)
+		if err == nil && active < 1 {
+			err = fmt.Errorf("leader %d", active)
+		}
+		return err
+	})
+	create := kmsg.NewPtrCreateTopicsRequest()
+	ct := kmsg.NewCreateTopicsRequestTopic()
+	ct.Topic, ct.NumPartitions, ct.ReplicationFactor = topic, -1, -1
+	ra := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+	ra.Replicas = []int32{active}
+	for _, nd := range nodes {
+		if nd.ID != active {
+			ra.Replicas = append(ra.Replicas, nd.ID)
+		}
+	}
+	ct.ReplicaAssignment = []kmsg.CreateTopicsRequestTopicReplicaAssignment{ra}
+	create.Topics = []kmsg.CreateTopicsRequestTopic{ct}
+	create.TimeoutMillis = 30000
+	cr, err := create.RequestWith(ctx, cl)
+	if err != nil {
 		t.Fatal(err)
+	}
+	if err := kerr.ErrorForCode(cr.Topics[0].ErrorCode); err != nil {
+		t.Fatalf("creating %s on %v: %v", topic, ra.Replicas, err)
 	}
 	// All three replicas in sync: the followers fetch from the leader over the TLS listener.
 	var leader int32 = -1
@@ -216,6 +288,9 @@ func testSecureClusterFailover(t *testing.T, sasl bool) {
 		p, ok := td[topic].Partitions[0]
 		if !ok || len(p.ISR) != 3 {
 			return fmt.Errorf("partition 0: %+v", td[topic].Partitions)
+		}
+		if p.Leader != active {
+			return fmt.Errorf("partition 0 led by %d, not its first replica %d", p.Leader, active)
 		}
 		leader = p.Leader
 		return nil
@@ -232,7 +307,7 @@ func testSecureClusterFailover(t *testing.T, sasl bool) {
 			t.Errorf("node %d answered ApiVersions over PLAINTEXT on its %s inter-broker listener", nd.ID, map[bool]string{false: "SSL", true: "SASL_SSL"}[sasl])
 		}
 		if err := testcluster.ProbeApiVersions(nd.ControllerAddr); err == nil {
-			t.Errorf("node %d answered ApiVersions over PLAINTEXT on its SSL controller listener", nd.ID)
+			t.Errorf("node %d answered ApiVersions over PLAINTEXT on its %s controller listener", nd.ID, controllerProtocol)
 		}
 	}
 
@@ -263,6 +338,37 @@ func testSecureClusterFailover(t *testing.T, sasl bool) {
 			t.Errorf("acknowledged %s lost after the leader was killed", v)
 		}
 	}
+	// The survivors elect a new active controller (over the controller listener's TLS, and
+	// SASL where it is SASL_SSL), which takes a new topic.
+	waitFor(t, startDeadline, "a new active controller among the survivors", func() error {
+		for _, nd := range nodes {
+			if nd.ID == killed.ID {
+				continue
+			}
+			l, err := metadataQuorumLeader(ctx, consumer, nd.ID)
+			if err != nil {
+				return fmt.Errorf("node %d: %w", nd.ID, err)
+			}
+			if l == killed.ID || l < 1 {
+				return fmt.Errorf("node %d sees leader %d (killed %d)", nd.ID, l, killed.ID)
+			}
+		}
+		return nil
+	})
+	waitFor(t, startDeadline, "a topic created after the failover", func() error {
+		cctx, ccancel := context.WithTimeout(ctx, 10*time.Second)
+		defer ccancel()
+		_, err := kadm.NewClient(consumer).CreateTopic(cctx, 1, 2, nil, "after-failover")
+		if errors.Is(err, kerr.TopicAlreadyExists) {
+			return nil
+		}
+		return err
+	})
+	for _, nd := range nodes {
+		if out := nd.log.String(); strings.Contains(out, "SASL authentication failed") {
+			t.Errorf("node %d refused a peer's connection:\n%s", nd.ID, clip(out))
+		}
+	}
 	// A survivor becomes the leader once the killed node is fenced.
 	waitFor(t, startDeadline, "a new leader among the survivors", func() error {
 		td, err := kadm.NewClient(consumer).ListTopics(ctx, topic)
@@ -274,4 +380,54 @@ func testSecureClusterFailover(t *testing.T, sasl bool) {
 		}
 		return nil
 	})
+}
+
+// TestBrokerOnlyNodeSASLController: a broker-only node reaches a SASL_PLAINTEXT controller
+// listener (PLAIN, sasl.mechanism.controller.protocol) with its own credentials: it registers
+// (its link to the controller authenticates), follows the metadata log (its raft connection
+// as an observer authenticates), and a topic created through it spans both nodes.
+func TestBrokerOnlyNodeSASLController(t *testing.T) {
+	c := StartClusterWith(t, []string{RoleCombined, RoleBroker}, append(slices.Clone(clusterSettings),
+		"listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_PLAINTEXT",
+		"listener.name.controller.sasl.enabled.mechanisms=PLAIN",
+		"sasl.mechanism.controller.protocol=PLAIN",
+		"listener.name.controller.plain.sasl.jaas.config="+plainModule+
+			` required username="controller" password="controller-secret" user_controller="controller-secret";`,
+	)...)
+	waitFor(t, clusterDeadline, "both brokers in Metadata", func() error {
+		ids, err := liveBrokers(c.Nodes[1].Addr)
+		if err != nil {
+			return err
+		}
+		slices.Sort(ids)
+		if !slices.Equal(ids, []int32{1, 2}) {
+			return fmt.Errorf("brokers %v, want [1 2]", ids)
+		}
+		return nil
+	})
+	adm, _ := clusterAdmin(t, c.Nodes[1].Addr)
+	ctx, cancel := context.WithTimeout(context.Background(), clusterDeadline)
+	defer cancel()
+	if resp, err := adm.CreateTopic(ctx, 2, 2, nil, "sasl-pair"); err != nil || resp.Err != nil {
+		t.Fatalf("create RF 2 through the broker-only node: %v %v", err, resp.Err)
+	}
+	// The broker-only node learns the topic from the metadata log it follows over SASL.
+	waitFor(t, clusterDeadline, "the broker-only node's metadata lists sasl-pair", func() error {
+		td, err := adm.ListTopics(ctx, "sasl-pair")
+		if err != nil {
+			return err
+		}
+		if p := td["sasl-pair"].Partitions; len(p) != 2 || len(p[0].Replicas) != 2 {
+			return fmt.Errorf("partitions %+v", p)
+		}
+		return nil
+	})
+	// A client that does not authenticate gets nothing but ApiVersions from the controller
+	// listener: its DescribeCluster closes the connection.
+	plainClient := secureClient(t, []string{c.ControllerAddrs[0]}, nil)
+	pctx, pcancel := context.WithTimeout(ctx, 3*time.Second)
+	defer pcancel()
+	if _, err := kmsg.NewPtrDescribeClusterRequest().RequestWith(pctx, plainClient); err == nil {
+		t.Error("the SASL_PLAINTEXT controller listener answered DescribeCluster to a client that did not authenticate")
+	}
 }

@@ -56,11 +56,16 @@
 // handshake and to this node, of a type raft sends between nodes (not one of its local
 // types), and in the frame type that matches it; chunks must follow a header and not exceed
 // its length. Anything else is ErrBadRaftFrame: the connection is closed, the refusal counted
-// and logged at most once per 10 s per kind; the quorum is not affected. The transport itself
-// does not authenticate: on a PLAINTEXT controller listener, as Kafka's, it belongs on a trusted
-// network; on an SSL one every connection is TLS (NetTransportConfig.TLS dials it, the
-// listener handshakes before it sniffs the magic), and ssl.client.auth=required makes peers
-// prove they hold a certificate of the truststore.
+// and logged at most once per 10 s per kind; the quorum is not affected. On a PLAINTEXT
+// controller listener, as Kafka's, the transport belongs on a trusted network; on an SSL one
+// every connection is TLS (NetTransportConfig.TLS dials it, the listener handshakes before it
+// sniffs the magic), and ssl.client.auth=required makes peers prove they hold a certificate of
+// the truststore. On a SASL_PLAINTEXT or SASL_SSL one the dialer authenticates between its
+// hello and the ack (NetTransportConfig.Authenticate and AuthenticateInbound): SaslHandshake v1
+// and SaslAuthenticate v1 requests and their responses, in Kafka's framing (wire/sasl_stream.go),
+// with the listener's mechanisms and credentials; nothing is answered to a hello until then, a
+// refused one gets the SaslAuthenticate error and the connection is closed, and a session
+// that ends (connections.max.reauth.ms) closes the connection for the dialer to redial.
 //
 // Sending: Send (in the driver goroutine) encodes each message at once — raft's messages are
 // not the transport's to keep — and appends it to its peer's queue, bounded at 1024 messages

@@ -344,8 +344,20 @@ type NetTransportConfig struct {
 	// TLS, when set, makes every dialled connection a TLS client connection (the controller
 	// listener's security protocol is SSL); ServerName is filled from each peer's host when
 	// empty. Inbound connections get their TLS from the listener that hands them to ServeConn.
-	TLS    *tls.Config
-	Logger *slog.Logger
+	TLS *tls.Config
+	// Authenticate, when set, authenticates every dialled connection right after its hello,
+	// before the ack is read: the client side of the controller listener's SASL exchange
+	// (wire.AuthenticateSASLStream) when that listener is SASL_PLAINTEXT or SASL_SSL. addr is
+	// the peer's host:port. An error drops the connection; the peer is redialled with backoff.
+	Authenticate func(ctx context.Context, rw io.ReadWriter, addr string) error
+	// AuthenticateInbound, when set, authenticates every inbound connection after its hello
+	// and before it is answered: the server side (wire.SASLConfig.ServeSASLStream), reading
+	// from r and answering on w. It returns when the session ends (zero: never): the
+	// connection is closed then, and its peer redials and authenticates again, as Kafka's
+	// connections.max.reauth.ms has a channel re-authenticate. An error refuses the
+	// connection.
+	AuthenticateInbound func(r io.Reader, w io.Writer) (expires time.Time, err error)
+	Logger              *slog.Logger
 
 	QueueMessages       int           // per-peer queue bound in messages; 0 = 1024
 	QueueBytes          int           // per-peer queue bound in encoded bytes; 0 = 64 MiB
@@ -737,6 +749,15 @@ func (t *NetTransport) ServeConn(conn net.Conn) {
 		t.refuse("refuse-hello", "refused raft connection: not a valid handshake", "remote", conn.RemoteAddr().String(), "err", err)
 		return
 	}
+	var sessionEnds time.Time
+	if t.cfg.AuthenticateInbound != nil {
+		// Before anything is answered, so a peer that does not authenticate learns nothing.
+		if sessionEnds, err = t.cfg.AuthenticateInbound(br, conn); err != nil {
+			t.refuse("refuse-auth", "refused raft connection: SASL authentication failed", "remote", conn.RemoteAddr().String(),
+				"from", h.from, "err", err)
+			return
+		}
+	}
 	status := byte(helloOK)
 	own := t.clusterID()
 	observer := false
@@ -759,6 +780,13 @@ func (t *NetTransport) ServeConn(conn net.Conn) {
 		return
 	}
 	conn.SetDeadline(time.Time{}) // voters that have nothing to say stay connected
+	if !sessionEnds.IsZero() {
+		expire := time.AfterFunc(time.Until(sessionEnds), func() {
+			t.logger.Debug("raft connection's SASL session ended; closing it for the peer to re-authenticate", "from", h.from)
+			conn.Close()
+		})
+		defer expire.Stop()
+	}
 	t.setInbound(h.from, conn)
 	if observer {
 		// The observer's connection carries this voter's messages to it as well.
@@ -1099,6 +1127,12 @@ func (p *netPeer) dial() (net.Conn, error) {
 	if _, err := conn.Write(appendHello(nil, hello{from: t.cfg.NodeID, to: p.id, clusterID: t.clusterID()})); err != nil {
 		conn.Close()
 		return nil, err
+	}
+	if t.cfg.Authenticate != nil {
+		if err := t.cfg.Authenticate(p.ctx, conn, p.addr); err != nil {
+			conn.Close()
+			return nil, fmt.Errorf("SASL: %w", err)
+		}
 	}
 	status, err := readAck(conn)
 	if err != nil {

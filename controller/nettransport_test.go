@@ -28,6 +28,8 @@ type netQuorum struct {
 	snapshotEvery int
 	addrs         map[int32]string // raft listener of each voter; a restarted voter reuses it
 	dirs          map[int32]string
+	// configure, when set, adjusts each voter's transport config (authentication).
+	configure func(*NetTransportConfig)
 
 	mu    sync.Mutex
 	nodes map[int32]*netNode // running nodes
@@ -40,7 +42,11 @@ type netNode struct {
 }
 
 func newNetQuorum(t testing.TB, tick time.Duration, snapshotEvery int, ids ...int32) *netQuorum {
-	q := &netQuorum{t: t, ids: ids, tick: tick, snapshotEvery: snapshotEvery,
+	return newNetQuorumWith(t, nil, tick, snapshotEvery, ids...)
+}
+
+func newNetQuorumWith(t testing.TB, configure func(*NetTransportConfig), tick time.Duration, snapshotEvery int, ids ...int32) *netQuorum {
+	q := &netQuorum{t: t, ids: ids, tick: tick, snapshotEvery: snapshotEvery, configure: configure,
 		addrs: map[int32]string{}, dirs: map[int32]string{}, nodes: map[int32]*netNode{}}
 	listeners := map[int32]net.Listener{}
 	for _, id := range ids {
@@ -72,7 +78,11 @@ func (q *netQuorum) start(id int32) *netNode {
 }
 
 func (q *netQuorum) startOn(id int32, l net.Listener) *netNode {
-	tr, err := NewNetTransport(NetTransportConfig{NodeID: id, Peers: q.addrs, Logger: testLogger()})
+	tcfg := NetTransportConfig{NodeID: id, Peers: q.addrs, Logger: testLogger()}
+	if q.configure != nil {
+		q.configure(&tcfg)
+	}
+	tr, err := NewNetTransport(tcfg)
 	if err != nil {
 		q.t.Fatal(err)
 	}

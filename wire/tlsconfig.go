@@ -78,6 +78,35 @@ func BuildTLSConfig(s TLSSettings) (*tls.Config, error) {
 	return cfg, nil
 }
 
+// BuildClientTLSConfig turns a listener's ssl.* keys into the crypto/tls configuration of a
+// client of that listener, as Kafka's broker builds its own clients of another node: the
+// truststore, read as BuildTLSConfig reads it (JKS, PKCS12 or PEM; none: the system's roots),
+// checks the server; the keystore, when one is set, is offered for mutual TLS; the enabled
+// protocols and cipher suites apply as on the server. The caller sets the server name and
+// host name checking.
+func BuildClientTLSConfig(s TLSSettings) (*tls.Config, error) {
+	cfg := &tls.Config{}
+	if s.KeystoreLocation.Value != "" || s.KeystoreCertificateChain.Value != "" || s.KeystoreKey.Value != "" {
+		certs, err := KeystoreCertificates(s)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Certificates = certs
+	}
+	pool, err := TruststorePool(s)
+	if err != nil {
+		return nil, err
+	}
+	cfg.RootCAs = pool
+	if err := setProtocols(cfg, s.EnabledProtocols); err != nil {
+		return nil, err
+	}
+	if err := setCipherSuites(cfg, s.CipherSuites); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
 func storeType(s Setting) string { return strings.ToUpper(strings.TrimSpace(s.Value)) }
 
 // KeystoreCertificates reads the keystore keys of s (ssl.keystore.*, ssl.key.password) into

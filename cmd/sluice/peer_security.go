@@ -5,7 +5,6 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 
@@ -109,29 +108,17 @@ func tlsSettingsFor(cfg *config.Broker, l config.Listener) wire.TLSSettings {
 	}
 }
 
-// peerTLSConfig is the client TLS for a listener of another node. With a keystore (the node
-// serves that listener itself, or has keys for it) the listener's server configuration is
-// loaded by wire.BuildTLSConfig and turned around: its truststore checks the server, its
-// certificate is offered when the server asks (mutual TLS). Without one (a broker-only node
-// reaching the controllers) only the truststore is read, and only as PEM.
+// peerTLSConfig is the client TLS for a listener of another node, from that listener's
+// ssl.* keys (wire.BuildClientTLSConfig): its truststore checks the server, whatever its type
+// (JKS, PKCS12 or PEM, as the listener's own server side reads it), and its keystore, when
+// this node has one for the listener, is offered when the server asks (mutual TLS); a
+// broker-only node reaching the controllers may have the truststore alone.
 // ssl.endpoint.identification.algorithm=https (Kafka's default) checks the peer's host name;
 // empty checks the chain only, as Kafka does.
 func peerTLSConfig(cfg *config.Broker, l config.Listener) (*tls.Config, error) {
-	s := tlsSettingsFor(cfg, l)
-	c := &tls.Config{MinVersion: tls.VersionTLS12}
-	if s.KeystoreLocation.Value != "" || s.KeystoreKey.Value != "" || s.KeystoreCertificateChain.Value != "" {
-		srv, err := wire.BuildTLSConfig(s)
-		if err != nil {
-			return nil, err
-		}
-		c.Certificates, c.RootCAs = srv.Certificates, srv.ClientCAs
-		c.MinVersion, c.MaxVersion, c.CipherSuites = srv.MinVersion, srv.MaxVersion, srv.CipherSuites
-	} else {
-		pool, err := pemTruststore(s)
-		if err != nil {
-			return nil, err
-		}
-		c.RootCAs = pool
+	c, err := wire.BuildClientTLSConfig(tlsSettingsFor(cfg, l))
+	if err != nil {
+		return nil, err
 	}
 	alg := listenerKey(cfg, l, "ssl.endpoint.identification.algorithm")
 	switch strings.ToLower(strings.TrimSpace(alg.Value)) {
@@ -170,30 +157,6 @@ func verifyChain(raw [][]byte, roots *x509.CertPool) error {
 	}
 	_, err := certs[0].Verify(x509.VerifyOptions{Roots: roots, Intermediates: inter})
 	return err
-}
-
-// pemTruststore reads a PEM truststore for a node that has no keystore for the listener.
-func pemTruststore(s wire.TLSSettings) (*x509.CertPool, error) {
-	data := []byte(s.TruststoreCertificates.Value)
-	from := s.TruststoreCertificates.Key
-	if loc := s.TruststoreLocation.Value; loc != "" {
-		var err error
-		if data, err = os.ReadFile(loc); err != nil {
-			return nil, fmt.Errorf("%s: %v", s.TruststoreLocation.Key, err)
-		}
-		from = s.TruststoreLocation.Key
-	}
-	if len(data) == 0 {
-		return nil, nil // the system's roots
-	}
-	if t := strings.ToUpper(strings.TrimSpace(s.TruststoreType.Value)); t != "PEM" {
-		return nil, fmt.Errorf("%s=%s: without a keystore for this listener sluice reads PEM truststores only", s.TruststoreType.Key, t)
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(data) {
-		return nil, fmt.Errorf("%s: no PEM CERTIFICATE block found", from)
-	}
-	return pool, nil
 }
 
 // peerSASL is the SASL client of a listener: mechKey's mechanism, which the listener must

@@ -1,11 +1,14 @@
 package main
 
 import (
+	"context"
 	"crypto/tls"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"sluice/internal/config"
 	"sluice/internal/testcerts"
@@ -183,5 +186,110 @@ func TestPeerTLSConfig(t *testing.T) {
 	}
 	if err := handshake(cc.tls, "127.0.0.1"); err == nil {
 		t.Error("a peer requiring a client certificate accepted a client with none")
+	}
+}
+
+// TestPeerTLSJKSTruststoreWithoutKeystore: a broker-only node with only a truststore for the
+// controller listener reads it as the listener's server side would, here a JKS file Java's
+// keytool wrote (ssl.truststore.type left at Kafka's default, JKS): it reaches a controller
+// whose certificate the truststore's CA signed, and refuses one of another CA. It was refused
+// at start before ("sluice reads PEM truststores only").
+func TestPeerTLSJKSTruststoreWithoutKeystore(t *testing.T) {
+	dir := t.TempDir()
+	ca := testcerts.NewCA()
+	caFile := filepath.Join(dir, "ca.crt")
+	if err := os.WriteFile(caFile, ca.CertPEM, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	truststore := filepath.Join(dir, "truststore.jks")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if out, err := exec.CommandContext(ctx, "keytool", "-importcert", "-noprompt", "-alias", "ca", "-file", caFile,
+		"-storetype", "JKS", "-keystore", truststore, "-storepass", "trust-pass").CombinedOutput(); err != nil {
+		t.Fatalf("keytool: %v\n%s", err, out)
+	}
+	serve := func(cert tls.Certificate) string {
+		ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ln.Close() })
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				go func() {
+					defer c.Close()
+					_ = c.(*tls.Conn).Handshake()
+				}()
+			}
+		}()
+		return ln.Addr().String()
+	}
+	cc, err := controllerClient(mustParse(t, map[string]string{"process.roles": "broker", "node.id": "4",
+		"listeners": "PLAINTEXT://127.0.0.1:9092", "controller.listener.names": "CONTROLLER",
+		"controller.quorum.voters": "1@127.0.0.1:9093", "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:SSL",
+		"listener.name.controller.ssl.truststore.location": truststore,
+		"listener.name.controller.ssl.truststore.password": "trust-pass"}))
+	if err != nil {
+		t.Fatalf("a broker-only node with a JKS truststore for the controller listener: %v", err)
+	}
+	dial := func(addr string) error {
+		c := cc.tls.Clone()
+		c.ServerName = "127.0.0.1"
+		conn, err := tls.Dial("tcp", addr, c)
+		if err == nil {
+			conn.Close()
+		}
+		return err
+	}
+	if err := dial(serve(ca.Server().TLS())); err != nil {
+		t.Errorf("a controller whose certificate the JKS truststore's CA signed: %v", err)
+	}
+	if err := dial(serve(testcerts.NewCA().Server().TLS())); err == nil {
+		t.Error("a controller of a CA outside the JKS truststore was accepted")
+	}
+}
+
+// TestControllerClientSASL: a SASL_PLAINTEXT controller listener gives the link to the
+// controllers and the raft transport a SASL client with sasl.mechanism.controller.protocol and
+// the listener's JAAS username and password; Kafka's default mechanism (GSSAPI), a mechanism the
+// listener does not enable, and a JAAS config without this node's own credentials stop the
+// start naming the key.
+func TestControllerClientSASL(t *testing.T) {
+	const jaas = "listener.name.controller.plain.sasl.jaas.config"
+	props := func(kv ...string) map[string]string {
+		m := map[string]string{"listeners": "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093",
+			"controller.listener.names": "CONTROLLER", "controller.quorum.voters": "1@127.0.0.1:9093",
+			"listener.security.protocol.map":                   "PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_PLAINTEXT",
+			"listener.name.controller.sasl.enabled.mechanisms": "PLAIN",
+		}
+		for i := 0; i < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return m
+	}
+	for _, tc := range []struct {
+		name  string
+		props map[string]string
+		want  string
+	}{
+		{"default mechanism is GSSAPI", props(), "sasl.mechanism.controller.protocol"},
+		{"mechanism not enabled", props("sasl.mechanism.controller.protocol", "SCRAM-SHA-512"), "sasl.enabled.mechanisms"},
+		{"no own credentials", props("sasl.mechanism.controller.protocol", "PLAIN", jaas, plainLoginModule+` required user_ctl="pw";`), jaas},
+	} {
+		if _, err := controllerClient(mustParse(t, tc.props)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want an error naming %s", tc.name, err, tc.want)
+		}
+	}
+	cc, err := controllerClient(mustParse(t, props("sasl.mechanism.controller.protocol", "PLAIN",
+		jaas, plainLoginModule+` required username="ctl" password="pw" user_ctl="pw";`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cc.protocol != "SASL_PLAINTEXT" || cc.tls != nil || cc.sasl == nil || cc.sasl.Name() != "PLAIN" {
+		t.Fatalf("controller client of a SASL_PLAINTEXT listener: %+v", cc)
 	}
 }

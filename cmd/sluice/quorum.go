@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"slices"
@@ -38,7 +39,11 @@ type quorum struct {
 	transport *controller.NetTransport // nil for a combined node alone (no controller.quorum.voters)
 	link      *cluster.Link            // nil then and on a controller-only node
 	listener  *wire.Server             // nil without a controller listener (a broker-only node)
-	alone     aloneQuorum              // the broker's Metadata when link is nil
+	// raftSASL is the controller listener's SASL (SASL_PLAINTEXT or SASL_SSL), which the
+	// transport's inbound raft connections authenticate with; nil otherwise. Set by listen
+	// before the listener accepts (and so before the transport reads it).
+	raftSASL *wire.SASLConfig
+	alone    aloneQuorum // the broker's Metadata when link is nil
 }
 
 // startQuorum opens the metadata log at dir and, with controller.quorum.voters set or on a
@@ -104,6 +109,21 @@ func startQuorum(cfg *config.Broker, dir string, endpoints []controller.Endpoint
 			Logger: logger.With("component", "raft")}
 		if joiner {
 			tcfg.ClusterID = clusterID
+		}
+		if mech := ctrlClient.sasl; mech != nil {
+			// A SASL_* controller listener: raft connections authenticate as Kafka's
+			// controllers' channels do, with sasl.mechanism.controller.protocol and the
+			// listener's JAAS credentials, and are checked against the listener's users.
+			tcfg.Authenticate = func(ctx context.Context, rw io.ReadWriter, addr string) error {
+				return wire.AuthenticateSASLStream(ctx, rw, mech, addr)
+			}
+			tcfg.AuthenticateInbound = func(r io.Reader, w io.Writer) (time.Time, error) {
+				if q.raftSASL == nil {
+					return time.Time{}, errors.New("this node serves no SASL controller listener")
+				}
+				s, err := q.raftSASL.ServeSASLStream(r, w)
+				return s.Expires, err
+			}
 		}
 		q.transport, err = controller.NewNetTransport(tcfg)
 		if err != nil {
@@ -195,11 +215,14 @@ func (q *quorum) listen(cfg *config.Broker, addrs map[int32]string, memory *wire
 	if err != nil {
 		return err
 	}
+	// SCRAM users are looked up in the metadata image first, as on the broker listeners.
+	withImageScram(sec.sasl, q.ctrl.Image)
+	q.raftSASL = sec.sasl
 	wcfg := wire.Config{
 		SecurityProtocol:   sec.protocol,
 		TLS:                sec.tls,
 		PrincipalMapper:    sec.mapper,
-		SASL:               sec.sasl, // nil: config refuses SASL on controller listeners
+		SASL:               sec.sasl,
 		Addr:               net.JoinHostPort(l.Host, strconv.Itoa(int(l.Port))),
 		ListenerName:       l.Name,
 		MaxRequestBytes:    cfg.SocketRequestMaxBytes,

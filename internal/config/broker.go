@@ -361,28 +361,17 @@ func (b *Broker) checkSupported() error {
 	if err := b.checkSecuritySupported(); err != nil {
 		return err
 	}
-	// A broker-only node connects to the controllers with the protocol of the first
-	// controller listener name, which is not among its own listeners.
-	if len(b.ControllerListeners) > 0 {
-		name := b.ControllerListeners[0]
-		if proto, ok := b.ListenerSecurityProtocolMap[name]; ok && strings.HasPrefix(proto, "SASL_") {
-			return notSupported("listener.security.protocol.map", b.String("listener.security.protocol.map"), fmt.Sprintf(
-				"controller listener %s uses security protocol %s; SASL between controllers is not implemented yet, use SSL (with ssl.client.auth=required for mutual TLS) or PLAINTEXT", name, proto), false)
-		}
-	}
 	// controller.quorum.bootstrap.servers is served in full (KIP-853, cmd/sluice): a node
 	// asks those servers for the voters, and a controller not yet in the quorum joins it as an
 	// observer until AddRaftVoter promotes it.
 	return nil
 }
 
-// checkSecuritySupported refuses the security set-ups sluice does not serve yet: SASL on
-// controller listeners (the raft transport between controllers authenticates by TLS only), a
+// checkSecuritySupported refuses the security set-ups sluice does not serve yet: a
 // broker-wide sasl.jaas.config (Kafka's brokers ignore it with a warning; sluice refuses
 // rather than ignore), and listener.name.NAME. keys naming no listener. The inter-broker
 // client's own settings (mechanism, credentials) are checked where it is built (cmd/sluice).
 func (b *Broker) checkSecuritySupported() error {
-	// SASL on a controller listener: see checkSupported.
 	if b.IsSet("sasl.jaas.config") {
 		return notSupported("sasl.jaas.config", "[hidden]",
 			"a broker reads its SASL users per listener and mechanism: set listener.name.NAME.MECHANISM.sasl.jaas.config (for example listener.name.sasl_ssl.plain.sasl.jaas.config)", false)

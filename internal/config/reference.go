@@ -70,7 +70,7 @@ var refusedValuesNote = map[string]string{
 	"log.dirs":                                  "one directory only: several log directories (JBOD) are not supported yet",
 	"group.consumer.assignors":                  "the first (default) assignor must be `uniform`",
 	"group.coordinator.rebalance.protocols":     "`share` is refused, and `consumer` must be listed (without `streams`, StreamsGroupHeartbeat answers UNSUPPORTED_VERSION)",
-	"listeners":                                 "PLAINTEXT, SSL, SASL_PLAINTEXT and SASL_SSL client listeners; the controller and inter-broker listeners must be PLAINTEXT (TLS and SASL between nodes are not implemented yet)",
+	"listeners":                                 "PLAINTEXT, SSL, SASL_PLAINTEXT and SASL_SSL listeners, the controller and inter-broker listeners included (SASL between nodes with PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512)",
 	"offsets.topic.replication.factor":          "capped at the number of brokers when the offsets topic is created",
 	"transaction.state.log.replication.factor":  "capped at the number of brokers when the transaction state topic is created",
 	"transaction.state.log.min.isr":             "capped at the topic's replication factor when the transaction state topic is created",

@@ -110,10 +110,10 @@ var brokerSupport = []supportGroup{
 		"sasl.oauthbearer.sub.claim.name",
 		// The client side of connections between nodes (cmd/sluice/peer_security.go).
 		"sasl.mechanism.inter.broker.protocol", "ssl.endpoint.identification.algorithm",
+		"sasl.mechanism.controller.protocol",
 	}},
 	{Honoured, "", []string{"authorizer.class.name", "super.users", "allow.everyone.if.no.acl.found"}},
 	{NotYet, whySecurity, []string{
-		"sasl.mechanism.controller.protocol", // controller listeners cannot be SASL_* yet
 		"sasl.client.callback.handler.class",
 		"sasl.login.callback.handler.class", "sasl.login.class", "sasl.kerberos.service.name",
 		"ssl.engine.factory.class", "ssl.provider",

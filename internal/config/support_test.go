@@ -186,16 +186,11 @@ func TestUnsupportedBrokerSettingsRefused(t *testing.T) {
 		props map[string]string
 		key   string
 	}{
-		{map[string]string{"listeners": "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093", "controller.listener.names": "CONTROLLER",
-			"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_SSL"}, "listener.security.protocol.map"},
 		{map[string]string{"sasl.jaas.config": `org.apache.kafka.common.security.plain.PlainLoginModule required user_a="b";`}, "sasl.jaas.config"},
 		{map[string]string{"listener.name.nosuch.ssl.client.auth": "required"}, "listener.name.nosuch.ssl.client.auth"},
 		{map[string]string{"authorizer.class.name": "kafka.security.authorizer.AclAuthorizer"}, "authorizer.class.name"},
 		{map[string]string{"create.topic.policy.class.name": "com.example.Policy"}, "create.topic.policy.class.name"},
 		{map[string]string{"delegation.token.secret.key": "s3cret"}, "delegation.token.secret.key"},
-		// A broker-only node that would reach the controllers over SASL.
-		{map[string]string{"process.roles": "broker", "listeners": "PLAINTEXT://127.0.0.1:9092", "controller.listener.names": "CONTROLLER",
-			"controller.quorum.voters": "2@127.0.0.1:9093", "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_PLAINTEXT"}, "listener.security.protocol.map"},
 		{map[string]string{"log.dirs": "/a,/b"}, "log.dirs"},
 		{map[string]string{"compression.type": "zstd"}, "compression.type"},
 		{map[string]string{"group.coordinator.rebalance.protocols": "classic,consumer,share"}, "group.coordinator.rebalance.protocols"},
@@ -227,6 +222,13 @@ func TestQuorumSettingsAccepted(t *testing.T) {
 		// A combined node of a three-voter quorum.
 		{"node.id": "2", "listeners": "PLAINTEXT://127.0.0.2:9092,CONTROLLER://127.0.0.2:9093", "controller.listener.names": "CONTROLLER",
 			"controller.quorum.voters": "1@127.0.0.1:9093,2@127.0.0.2:9093,3@127.0.0.3:9093"},
+		// SASL on the controller listener (the mechanism and credentials are checked where
+		// the client side is built, cmd/sluice/peer_security.go), and a broker-only node
+		// reaching the controllers over SASL.
+		{"listeners": "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093", "controller.listener.names": "CONTROLLER",
+			"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_SSL", "sasl.mechanism.controller.protocol": "PLAIN"},
+		{"process.roles": "broker", "listeners": "PLAINTEXT://127.0.0.1:9092", "controller.listener.names": "CONTROLLER",
+			"controller.quorum.voters": "2@127.0.0.1:9093", "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_PLAINTEXT"},
 		// A broker-only node and a controller-only node of a static quorum.
 		{"node.id": "4", "process.roles": "broker", "listeners": "PLAINTEXT://127.0.0.4:9092", "controller.listener.names": "CONTROLLER",
 			"controller.quorum.voters": "1@127.0.0.1:9093,2@127.0.0.2:9093,3@127.0.0.3:9093"},
