@@ -40,6 +40,11 @@ type LinkConfig struct {
 	// controller adds it as a learner, so Register learns the cluster ID from the voters
 	// (DescribeCluster on their controller listeners) instead of waiting for the local log.
 	Observer bool
+	// PreviousBrokerEpoch is the broker epoch this node's clean shutdown file held at start
+	// (broker.TakeCleanShutdownEpoch; -1: none, the previous process did not shut down
+	// cleanly). Every registration of this incarnation sends it (BrokerRegistration v3+), so
+	// the controller can tell a clean restart from a crash (KIP-966).
+	PreviousBrokerEpoch int64
 	// Registered, if set, is called once, after the first successful registration: an
 	// observer's transport starts dialling the voters then, when they know it.
 	Registered func()
@@ -392,7 +397,7 @@ func (l *Link) register(ctx context.Context) error {
 
 func (l *Link) registerOnce(ctx context.Context) error {
 	reg := controller.BrokerRegistration{BrokerID: l.cfg.NodeID, ClusterID: l.quorumClusterID(ctx),
-		IncarnationID: l.incarnation, Endpoints: l.cfg.Endpoints, Rack: l.cfg.Rack}
+		IncarnationID: l.incarnation, Endpoints: l.cfg.Endpoints, Rack: l.cfg.Rack, PreviousBrokerEpoch: l.cfg.PreviousBrokerEpoch}
 	var epoch int64
 	err := l.withLeader(ctx, func() error {
 		var err error
@@ -401,6 +406,7 @@ func (l *Link) registerOnce(ctx context.Context) error {
 	}, func(cl *kgo.Client) error {
 		req := kmsg.NewPtrBrokerRegistrationRequest()
 		req.BrokerID, req.ClusterID, req.IncarnationID, req.Rack = reg.BrokerID, reg.ClusterID, reg.IncarnationID, reg.Rack
+		req.PreviousBrokerEpoch = reg.PreviousBrokerEpoch
 		for _, e := range reg.Endpoints {
 			li := kmsg.NewBrokerRegistrationRequestListener()
 			li.Name, li.Host, li.Port, li.SecurityProtocol = e.Listener, e.Host, uint16(e.Port), e.SecurityProtocol

@@ -133,6 +133,9 @@
 // one from the same incarnation ID is a retry and keeps its epoch; one from a new incarnation
 // while the old one's session is live is refused with DUPLICATE_BROKER_REGISTRATION (and the
 // old one probed, evidence.go), and otherwise replaces the old registration in the same entry.
+// A new incarnation whose PreviousBrokerEpoch (its clean shutdown file's) is not the epoch of
+// the registration it replaces shut down uncleanly: the same entry takes it out of every ISR
+// and ELR (KIP-966; elections.go).
 // UnregisterBroker removes a registration (and a broker-only node's learner; unregister.go).
 // CreateACLs and DeleteACLs propose AccessControlEntryRecords and
 // RemoveAccessControlEntryRecords (acls.go); the image's ACLs are an authz.Set.
