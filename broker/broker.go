@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"crypto/tls"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -176,6 +177,13 @@ func New(cfg Config, ctrl Metadata) (*Broker, error) {
 	b.mu.partitions = make(map[topicPartition]*Partition)
 	b.mu.appliedChanged = make(chan struct{})
 	b.offline.init()
+	if mp, err := ReadMetaProperties(cfg.LogDir); err == nil && mp != nil {
+		// The ID a heartbeat names when the directory is offline (offline.go); a directory
+		// without one (tests, a node alone before it claimed it) reports the zero ID.
+		if id, err := base64.RawURLEncoding.DecodeString(mp.DirectoryID); err == nil && len(id) == 16 {
+			copy(b.offline.dirID[:], id)
+		}
+	}
 	b.removeDeletedDirs()
 	b.loadHighWatermarkCheckpoint()
 	if err := b.checkMetadataNotRewound(ctrl.Image()); err != nil {

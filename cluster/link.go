@@ -83,11 +83,16 @@ type Link struct {
 		shuttingDown bool  // ControlledShutdown was called: heartbeats say WantShutDown
 		shouldStop   bool  // the controller answered ShouldShutDown
 		heartbeating bool
+		// offlineLogDirs are the IDs of this broker's failed log directories, sent with
+		// every heartbeat (SetOfflineLogDirs).
+		offlineLogDirs [][16]byte
 		// clusterID is the cluster ID the voters answered an observer (quorumClusterID),
 		// until its own log has one.
 		clusterID string
 	}
 	changed chan struct{} // signalled (capacity 1) when a heartbeat changed mu
+	// kick (capacity 1) asks the heartbeat loop for a heartbeat now (SetOfflineLogDirs).
+	kick chan struct{}
 }
 
 // NewLink returns a link; it sends nothing until Register.
@@ -105,7 +110,7 @@ func NewLink(cfg LinkConfig) (*Link, error) {
 		cfg.Logger = slog.Default()
 	}
 	l := &Link{cfg: cfg, log: cfg.Logger, local: cfg.Controller, clients: map[int32]linkClient{},
-		stop: make(chan struct{}), changed: make(chan struct{}, 1)}
+		stop: make(chan struct{}), changed: make(chan struct{}, 1), kick: make(chan struct{}, 1)}
 	if _, err := rand.Read(l.incarnation[:]); err != nil {
 		return nil, err
 	}
@@ -440,7 +445,7 @@ func (l *Link) registerOnce(ctx context.Context) error {
 func (l *Link) heartbeatOnce(ctx context.Context) (controller.HeartbeatResult, error) {
 	l.mu.Lock()
 	hb := controller.BrokerHeartbeat{BrokerID: l.cfg.NodeID, BrokerEpoch: l.mu.epoch, MetadataOffset: l.local.Image().Offset,
-		WantShutDown: l.mu.shuttingDown}
+		WantShutDown: l.mu.shuttingDown, OfflineLogDirs: l.mu.offlineLogDirs}
 	l.mu.Unlock()
 	var res controller.HeartbeatResult
 	err := l.withLeader(ctx, func() error {
@@ -450,6 +455,7 @@ func (l *Link) heartbeatOnce(ctx context.Context) (controller.HeartbeatResult, e
 	}, func(cl *kgo.Client) error {
 		req := kmsg.NewPtrBrokerHeartbeatRequest()
 		req.BrokerID, req.BrokerEpoch, req.CurrentMetadataOffset, req.WantShutdown = hb.BrokerID, hb.BrokerEpoch, hb.MetadataOffset, hb.WantShutDown
+		req.OfflineLogDirs = hb.OfflineLogDirs
 		resp, err := request(ctx, cl, req)
 		if err != nil {
 			return err
@@ -490,12 +496,32 @@ func (l *Link) heartbeatLoop() {
 		case <-l.stop:
 			return
 		case <-t.C:
+		case <-l.kick:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), l.cfg.HeartbeatInterval)
 		if _, err := l.heartbeatOnce(ctx); err != nil {
 			l.log.Debug("heartbeat failed", "broker", l.cfg.NodeID, "err", err)
 		}
 		cancel()
+	}
+}
+
+// SetOfflineLogDirs sets the log directories this broker reports failed in its heartbeats
+// (BrokerHeartbeat's OfflineLogDirs; none: every directory is online) and, when that changes
+// them, sends a heartbeat at once, as Kafka's BrokerLifecycleManager propagates a directory
+// failure: the controller moves the broker's leadership to other in-sync replicas while any
+// is reported, and lets it lead and rejoin ISRs once none is.
+func (l *Link) SetOfflineLogDirs(dirs [][16]byte) {
+	l.mu.Lock()
+	changed := !slices.Equal(l.mu.offlineLogDirs, dirs)
+	l.mu.offlineLogDirs = slices.Clone(dirs)
+	l.mu.Unlock()
+	if !changed {
+		return
+	}
+	select {
+	case l.kick <- struct{}{}:
+	default:
 	}
 }
 

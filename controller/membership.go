@@ -56,6 +56,9 @@ type BrokerHeartbeat struct {
 	MetadataOffset int64
 	WantFence      bool
 	WantShutDown   bool
+	// OfflineLogDirs are the IDs of the broker's log directories that failed (BrokerHeartbeat
+	// v1+). A sluice broker has one log directory: any entry means its storage is offline.
+	OfflineLogDirs [][16]byte
 }
 
 // HeartbeatResult is the answer to a heartbeat, as of the image after it was handled.
@@ -212,7 +215,18 @@ func (c *Controller) Heartbeat(ctx context.Context, hb BrokerHeartbeat) (Heartbe
 		c.ensureLearner(hb.BrokerID)
 		c.noteHeartbeat(b)
 		var recs []Record
+		offline := len(hb.OfflineLogDirs) > 0
 		switch {
+		case offline && !b.LogDirOffline:
+			// The broker's storage failed: its partitions move to other ISR members, as
+			// Kafka's handleDirectoriesOffline moves those of a failed directory.
+			recs = append(removeBrokerRecords(w, b.ID),
+				&BrokerChangeRecord{BrokerID: b.ID, BrokerEpoch: b.Epoch, LogDirOffline: ptr(true)})
+			c.logger.Warn("broker reports its log directory offline; moving its leadership and ISR memberships to other replicas",
+				"broker", b.ID, "partitions", len(recs)-1)
+		case !offline && b.LogDirOffline:
+			recs = logDirOnlineRecords(w, b.ID)
+			c.logger.Info("broker reports its log directory online again; it may lead and rejoin ISRs", "broker", b.ID)
 		case hb.WantShutDown && !b.Fenced && !b.InControlledShutdown:
 			recs = append(removeBrokerRecords(w, b.ID),
 				&BrokerChangeRecord{BrokerID: b.ID, BrokerEpoch: b.Epoch, InControlledShutdown: ptr(true)})
@@ -307,6 +321,25 @@ func removeBrokerRecords(w *Image, id int32) []Record {
 	return recs
 }
 
+// logDirOnlineRecords mark broker id's log directory online again and, when it is unfenced
+// and not shutting down, elect it in every leaderless partition it may now lead (the last
+// member of an ISR or ELR whose storage failed while no one else was in sync).
+func logDirOnlineRecords(w *Image, id int32) []Record {
+	b := w.Brokers[id]
+	recs := []Record{&BrokerChangeRecord{BrokerID: id, BrokerEpoch: b.Epoch, LogDirOffline: ptr(false)}}
+	if b.Fenced || b.InControlledShutdown {
+		return recs
+	}
+	for _, t := range sortedTopics(w) {
+		for i := range t.Partitions {
+			if rec := unfenceChange(w, t.ID, &t.Partitions[i], id); rec != nil {
+				recs = append(recs, rec)
+			}
+		}
+	}
+	return recs
+}
+
 // uncleanShutdownRecords are the partition changes that take broker id out of leadership,
 // ISRs and ELRs after an unclean shutdown (RegisterBroker).
 func uncleanShutdownRecords(w *Image, id int32) []Record {
@@ -322,10 +355,13 @@ func uncleanShutdownRecords(w *Image, id int32) []Record {
 }
 
 // unfenceRecords unfences broker id and elects a leader for every leaderless partition that
-// now has an active ISR member.
+// now has an active ISR member (none while its log directory is offline).
 func unfenceRecords(w *Image, id int32) []Record {
 	b := w.Brokers[id]
 	recs := []Record{&BrokerChangeRecord{BrokerID: id, BrokerEpoch: b.Epoch, Fenced: ptr(false)}}
+	if b.LogDirOffline {
+		return recs // it leads nothing until its storage is back (logDirOnlineRecords)
+	}
 	for _, t := range sortedTopics(w) {
 		for i := range t.Partitions {
 			if rec := unfenceChange(w, t.ID, &t.Partitions[i], id); rec != nil {
