@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"crypto/tls"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -176,6 +177,13 @@ func New(cfg Config, ctrl Metadata) (*Broker, error) {
 	b.mu.partitions = make(map[topicPartition]*Partition)
 	b.mu.appliedChanged = make(chan struct{})
 	b.offline.init()
+	if mp, err := ReadMetaProperties(cfg.LogDir); err == nil && mp != nil {
+		// The ID a heartbeat names when the directory is offline (offline.go); a directory
+		// without one (tests, a node alone before it claimed it) reports the zero ID.
+		if id, err := base64.RawURLEncoding.DecodeString(mp.DirectoryID); err == nil && len(id) == 16 {
+			copy(b.offline.dirID[:], id)
+		}
+	}
 	b.removeDeletedDirs()
 	b.loadHighWatermarkCheckpoint()
 	if err := b.checkMetadataNotRewound(ctrl.Image()); err != nil {
@@ -256,6 +264,8 @@ func (b *Broker) isDraining() bool {
 
 // Close stops following metadata, unloads the coordinator and closes every partition log,
 // logging one line per phase with its duration. It drains first if Drain was not called.
+// When every log closed without an error, none is offline and the broker is registered (its
+// Metadata has a broker epoch), it then writes the clean shutdown file (clean_shutdown.go).
 func (b *Broker) Close() error {
 	b.Drain()
 	start := time.Now()
@@ -271,7 +281,29 @@ func (b *Broker) Close() error {
 	start = time.Now()
 	n, err := b.closePartitions()
 	b.logger.Info("shutdown phase done", "phase", "logs", "partitions", n, "took", time.Since(start))
-	return err
+	if err != nil {
+		return err
+	}
+	return b.markCleanShutdown()
+}
+
+// markCleanShutdown writes the clean shutdown file after every log closed cleanly, unless a
+// partition is offline (its log may not hold what it acknowledged) or the broker has no
+// broker epoch (not registered, or a node alone, whose Metadata has none).
+func (b *Broker) markCleanShutdown() error {
+	epoch := b.brokerEpoch()
+	if epoch <= 0 {
+		return nil
+	}
+	if left := b.offline.count.Load(); left > 0 {
+		b.logger.Warn("not writing the clean shutdown file: partitions are offline", "offline", left)
+		return nil
+	}
+	if err := writeCleanShutdownFile(b.fs(), b.cfg.LogDir, epoch); err != nil {
+		return fmt.Errorf("writing the clean shutdown file: %w", err)
+	}
+	b.logger.Info("wrote the clean shutdown file", "broker_epoch", epoch)
+	return nil
 }
 
 // closePartitions closes every hosted partition's log, closeWorkers at a time, and returns how

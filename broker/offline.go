@@ -17,6 +17,21 @@ package broker
 // Unlike Kafka, which takes the whole log directory offline and needs a restart to bring it
 // back, sluice takes single partitions offline and brings them back by itself once the file
 // system accepts writes again (space freed, device back).
+//
+// Leadership (reportLogDir): while some partition whose log was open has failed (a write
+// error, not a log that could not be opened at start), the broker reports its log directory
+// offline in every heartbeat (BrokerHeartbeat's OfflineLogDirs, its directory ID from
+// meta.properties), and at once when that starts or ends. The controller then moves the
+// leadership of every partition this broker leads to another in-sync replica and takes it out
+// of every ISR, as Kafka's controller does for a failed directory (controller/membership.go):
+// the other ISR members hold every acknowledged record, so the partitions stay available and
+// lose nothing, where keeping the failed leader would refuse every produce and fetch. The
+// failed partitions keep following the new leaders (their appends fail until the log is
+// Reopened). Once no opened log is failed, the broker reports the directory online; the
+// controller lets it lead and join ISRs again, and its partitions, followers now, rejoin as
+// any follower does: truncate to the leader's epoch, catch up, and the leader's AlterPartition
+// adds them. A sluice broker has one log directory, so a failure of any partition moves all of
+// its partitions, as Kafka moves every partition of the failed directory.
 
 import (
 	"context"
@@ -55,6 +70,12 @@ type offlineSet struct {
 	// reconcile (capacity 1) asks followImages to reconcile again, reopening partitions whose
 	// open failed.
 	reconcile chan struct{}
+	// reportMu orders reportLogDir's reports, so the last one made is the current state. It
+	// is taken before mu, never under it.
+	reportMu sync.Mutex
+	// dirID is the log directory's ID (meta.properties' directory.id; zero without one), the
+	// one the heartbeats name when it is offline.
+	dirID [16]byte
 }
 
 // offlinePartition is why and since when one partition is offline.
@@ -103,6 +124,7 @@ func (b *Broker) markOffline(tp topicPartition, id controller.TopicID, cause err
 	op.topicID, op.cause, op.opened = id, cause, opened
 	op.gen++
 	s.mu.Unlock()
+	b.reportLogDir()
 	if fresh {
 		// A retry that fails again (a partition still unable to open) keeps backing off.
 		select {
@@ -110,6 +132,39 @@ func (b *Broker) markOffline(tp topicPartition, id controller.TopicID, cause err
 		default:
 		}
 	}
+}
+
+// logDirReporter is the Metadata of a broker that heartbeats (cluster.Link): it tells the
+// controller which log directories failed.
+type logDirReporter interface {
+	SetOfflineLogDirs(dirs [][16]byte)
+}
+
+// reportLogDir tells the controller, through the Metadata's heartbeats, whether the log
+// directory is offline: some partition whose log was open has failed (see the top of this
+// file). Safe from any goroutine, including logstore's failure callback (it calls into no log).
+func (b *Broker) reportLogDir() {
+	r, ok := b.ctrl.(logDirReporter)
+	if !ok {
+		return
+	}
+	s := &b.offline
+	s.reportMu.Lock()
+	defer s.reportMu.Unlock()
+	failed := false
+	s.mu.Lock()
+	for _, op := range s.mu.partitions {
+		if op.opened {
+			failed = true
+			break
+		}
+	}
+	s.mu.Unlock()
+	var dirs [][16]byte
+	if failed {
+		dirs = [][16]byte{s.dirID}
+	}
+	r.SetOfflineLogDirs(dirs)
 }
 
 // offlineTopic reports whether tp is offline and for which topic ID.
@@ -158,6 +213,7 @@ func (b *Broker) forgetOffline(tp topicPartition) {
 	if op == nil {
 		return
 	}
+	b.reportLogDir()
 	dir := b.partitionDir(tp)
 	if err := b.discardPartitionDir(dir, op.topicID); err != nil {
 		b.logger.Error("deleting directory of an offline partition whose topic is gone", "partition", tp.String(), "dir", dir, "err", err)
@@ -168,15 +224,17 @@ func (b *Broker) forgetOffline(tp topicPartition) {
 func (b *Broker) markOnline(tp topicPartition, gen uint64) {
 	s := &b.offline
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	op := s.mu.partitions[tp]
 	if op == nil || (gen != 0 && op.gen != gen) {
+		s.mu.Unlock()
 		return
 	}
 	delete(s.mu.partitions, tp)
 	left := s.count.Add(-1)
+	s.mu.Unlock()
 	b.logger.Info("partition back online", "partition", tp.String(), "offline_for", time.Since(op.since).Round(time.Millisecond).String(),
 		"still_offline", left)
+	b.reportLogDir()
 }
 
 // offlineCause returns why tp is offline, or nil.

@@ -25,6 +25,13 @@ import (
 // startTestBrokerFS is startTestBroker with the partition logs on fs.
 func startTestBrokerFS(t *testing.T, fs logstore.FS) *testBroker {
 	t.Helper()
+	return startTestBrokerMeta(t, fs, nil)
+}
+
+// startTestBrokerMeta is startTestBrokerFS with the broker's Metadata wrap(controller) (the
+// controller itself when wrap is nil).
+func startTestBrokerMeta(t *testing.T, fs logstore.FS, wrap func(*controller.Controller) Metadata) *testBroker {
+	t.Helper()
 	logger := slog.New(slog.DiscardHandler)
 	h := &lateHandler{}
 	srv, err := wire.Listen(wire.Config{Addr: "127.0.0.1:0", ListenerName: "PLAINTEXT", Versions: Versions, Logger: logger}, h)
@@ -50,7 +57,11 @@ func startTestBrokerFS(t *testing.T, fs logstore.FS) *testBroker {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = ctrl.Close() })
-	b, err := New(Config{Static: static, LogDir: logDir, Logger: logger, FS: fs}, ctrl)
+	var meta Metadata = ctrl
+	if wrap != nil {
+		meta = wrap(ctrl)
+	}
+	b, err := New(Config{Static: static, LogDir: logDir, Logger: logger, FS: fs}, meta)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,5 +171,61 @@ func TestPartitionWriteErrorGoesOfflineAndRecovers(t *testing.T) {
 	}
 	if last := values[len(values)-1]; last != "after" && last != "lost" {
 		t.Fatalf("last record %q", last)
+	}
+}
+
+// dirReportingMetadata is a controller as a heartbeating broker's Metadata: it records every
+// SetOfflineLogDirs the broker makes (cluster.Link sends them in its heartbeats).
+type dirReportingMetadata struct {
+	*controller.Controller
+	reports chan [][16]byte
+}
+
+func (m *dirReportingMetadata) SetOfflineLogDirs(dirs [][16]byte) {
+	select {
+	case m.reports <- dirs:
+	default:
+	}
+}
+
+// TestStorageFailureReportsLogDirOffline: when a partition's log fails on a write (EIO), the
+// broker reports its log directory offline to the controller (what its heartbeats send as
+// OfflineLogDirs, so the controller moves its leadership to other in-sync replicas), and once
+// the log is reopened it reports the directory online again. Before, the controller never
+// heard of the failure and the partition kept a leader that refused every request.
+func TestStorageFailureReportsLogDirOffline(t *testing.T) {
+	efs := logstore.NewErrorFS(nil)
+	meta := &dirReportingMetadata{reports: make(chan [][16]byte, 64)}
+	tb := startTestBrokerMeta(t, efs, func(c *controller.Controller) Metadata {
+		meta.Controller = c
+		return meta
+	})
+	tb.createTopic(t, "eio", 1, nil)
+	tb.produce(t, "eio", 0, 5)
+	next := func(what string) [][16]byte {
+		t.Helper()
+		select {
+		case d := <-meta.reports:
+			return d
+		case <-time.After(testWait):
+			t.Fatalf("no report: %s", what)
+			return nil
+		}
+	}
+	efs.FailNow(logstore.OpWrite, logstore.ErrIO)
+	if code := produceDirect(t, tb, "eio", "lost"); code != kerr.KafkaStorageError.Code {
+		t.Fatalf("produce after EIO: code %d, want KAFKA_STORAGE_ERROR", code)
+	}
+	if d := next("after the write failed"); len(d) != 1 {
+		t.Fatalf("after the write failed the broker reported offline log directories %v, want its one directory", d)
+	}
+	efs.Heal()
+	for {
+		if d := next("after writes succeed again"); len(d) == 0 {
+			break
+		}
+	}
+	if code := produceDirect(t, tb, "eio", "after"); code != 0 {
+		t.Fatalf("produce after recovery: code %d", code)
 	}
 }

@@ -3,10 +3,12 @@ package cluster
 // BrokerRegistration, key 62: v0–v4.
 //
 // v0: node ID, cluster ID, incarnation ID, listeners, features, rack. v1 IsMigratingZkBroker
-// (refused: there is no ZooKeeper here), v2 log directories and v3 PreviousBrokerEpoch are
-// accepted and not used (the previous epoch matters to Kafka's clean-shutdown detection,
-// which this controller does not do). Features are not checked: every sluice node speaks the
-// same metadata format. Errors: INCONSISTENT_CLUSTER_ID for another cluster,
+// (refused: there is no ZooKeeper here), v2 log directories (accepted and not used), v3
+// PreviousBrokerEpoch: the epoch of the broker's clean shutdown file, -1 when it has none or
+// the request is older than v3; the controller takes a broker whose previous epoch is not its
+// last one out of every ISR and ELR (KIP-966 unclean shutdown detection,
+// controller/membership.go). Features are not checked: every sluice node speaks the same
+// metadata format. Errors: INCONSISTENT_CLUSTER_ID for another cluster,
 // DUPLICATE_BROKER_REGISTRATION when another incarnation of the node ID has a live session (as
 // Kafka's ClusterControlManager refuses it; the active controller's log names the live
 // incarnation),
@@ -29,7 +31,11 @@ func (s *Server) handleBrokerRegistration(ctx context.Context, req *kmsg.BrokerR
 		resp.ErrorCode = kerr.BrokerIDNotRegistered.Code
 		return resp, nil
 	}
-	reg := controller.BrokerRegistration{BrokerID: req.BrokerID, ClusterID: req.ClusterID, IncarnationID: req.IncarnationID, Rack: req.Rack}
+	reg := controller.BrokerRegistration{BrokerID: req.BrokerID, ClusterID: req.ClusterID, IncarnationID: req.IncarnationID, Rack: req.Rack,
+		PreviousBrokerEpoch: -1}
+	if req.Version >= 3 {
+		reg.PreviousBrokerEpoch = req.PreviousBrokerEpoch
+	}
 	for _, l := range req.Listeners {
 		reg.Endpoints = append(reg.Endpoints, controller.Endpoint{Listener: l.Name, Host: l.Host, Port: int32(l.Port), SecurityProtocol: l.SecurityProtocol})
 	}

@@ -3,7 +3,9 @@ package cluster
 // BrokerHeartbeat, key 63: v0–v2.
 //
 // v0: broker ID and epoch, metadata offset, WantFence, WantShutDown. v1 offline log
-// directories and v2 cordoned log directories are accepted and not used. Errors:
+// directories (a tagged field): the controller moves the broker's leadership and ISR
+// memberships to other replicas while it reports any (controller/membership.go). v2 cordoned
+// log directories are accepted and not used. Errors:
 // BROKER_ID_NOT_REGISTERED, STALE_BROKER_EPOCH, NOT_CONTROLLER. The rules are
 // controller/membership.go's.
 //
@@ -27,7 +29,8 @@ func (s *Server) handleBrokerHeartbeat(connCtx context.Context, req *kmsg.Broker
 	ctx, cancel := withTimeout(connCtx, 0)
 	defer cancel()
 	res, err := s.cfg.Controller.Heartbeat(ctx, controller.BrokerHeartbeat{BrokerID: req.BrokerID, BrokerEpoch: req.BrokerEpoch,
-		MetadataOffset: req.CurrentMetadataOffset, WantFence: req.WantFence, WantShutDown: req.WantShutdown})
+		MetadataOffset: req.CurrentMetadataOffset, WantFence: req.WantFence, WantShutDown: req.WantShutdown,
+		OfflineLogDirs: req.OfflineLogDirs})
 	if err != nil {
 		resp.ErrorCode, _ = callError(err)
 		resp.IsFenced = true

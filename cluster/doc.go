@@ -35,8 +35,11 @@
 // controller listener of the active controller (from the image's ControllerID, else each
 // voter in turn), retrying on NOT_CONTROLLER and connection errors with a backoff from 50 ms
 // doubling to 1 s, bounded by the caller's context. Register registers the broker with an
-// incarnation ID made at New and returns once it is registered and unfenced; then a
+// incarnation ID made at New and LinkConfig.PreviousBrokerEpoch (its clean shutdown file's,
+// KIP-966), and returns once it is registered and unfenced; then a
 // goroutine heartbeats every HeartbeatInterval (broker.heartbeat.interval.ms), registering
-// again when the controller answers STALE_BROKER_EPOCH or BROKER_ID_NOT_REGISTERED.
+// again when the controller answers STALE_BROKER_EPOCH or BROKER_ID_NOT_REGISTERED. Every
+// heartbeat carries the log directories SetOfflineLogDirs last named (the broker's storage
+// failed), and a change of them sends one at once.
 // ControlledShutdown heartbeats with WantShutDown until ShouldShutDown.
 package cluster

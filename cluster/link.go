@@ -40,6 +40,11 @@ type LinkConfig struct {
 	// controller adds it as a learner, so Register learns the cluster ID from the voters
 	// (DescribeCluster on their controller listeners) instead of waiting for the local log.
 	Observer bool
+	// PreviousBrokerEpoch is the broker epoch this node's clean shutdown file held at start
+	// (broker.TakeCleanShutdownEpoch; -1: none, the previous process did not shut down
+	// cleanly). Every registration of this incarnation sends it (BrokerRegistration v3+), so
+	// the controller can tell a clean restart from a crash (KIP-966).
+	PreviousBrokerEpoch int64
 	// Registered, if set, is called once, after the first successful registration: an
 	// observer's transport starts dialling the voters then, when they know it.
 	Registered func()
@@ -78,11 +83,16 @@ type Link struct {
 		shuttingDown bool  // ControlledShutdown was called: heartbeats say WantShutDown
 		shouldStop   bool  // the controller answered ShouldShutDown
 		heartbeating bool
+		// offlineLogDirs are the IDs of this broker's failed log directories, sent with
+		// every heartbeat (SetOfflineLogDirs).
+		offlineLogDirs [][16]byte
 		// clusterID is the cluster ID the voters answered an observer (quorumClusterID),
 		// until its own log has one.
 		clusterID string
 	}
 	changed chan struct{} // signalled (capacity 1) when a heartbeat changed mu
+	// kick (capacity 1) asks the heartbeat loop for a heartbeat now (SetOfflineLogDirs).
+	kick chan struct{}
 }
 
 // NewLink returns a link; it sends nothing until Register.
@@ -100,7 +110,7 @@ func NewLink(cfg LinkConfig) (*Link, error) {
 		cfg.Logger = slog.Default()
 	}
 	l := &Link{cfg: cfg, log: cfg.Logger, local: cfg.Controller, clients: map[int32]linkClient{},
-		stop: make(chan struct{}), changed: make(chan struct{}, 1)}
+		stop: make(chan struct{}), changed: make(chan struct{}, 1), kick: make(chan struct{}, 1)}
 	if _, err := rand.Read(l.incarnation[:]); err != nil {
 		return nil, err
 	}
@@ -392,7 +402,7 @@ func (l *Link) register(ctx context.Context) error {
 
 func (l *Link) registerOnce(ctx context.Context) error {
 	reg := controller.BrokerRegistration{BrokerID: l.cfg.NodeID, ClusterID: l.quorumClusterID(ctx),
-		IncarnationID: l.incarnation, Endpoints: l.cfg.Endpoints, Rack: l.cfg.Rack}
+		IncarnationID: l.incarnation, Endpoints: l.cfg.Endpoints, Rack: l.cfg.Rack, PreviousBrokerEpoch: l.cfg.PreviousBrokerEpoch}
 	var epoch int64
 	err := l.withLeader(ctx, func() error {
 		var err error
@@ -401,6 +411,7 @@ func (l *Link) registerOnce(ctx context.Context) error {
 	}, func(cl *kgo.Client) error {
 		req := kmsg.NewPtrBrokerRegistrationRequest()
 		req.BrokerID, req.ClusterID, req.IncarnationID, req.Rack = reg.BrokerID, reg.ClusterID, reg.IncarnationID, reg.Rack
+		req.PreviousBrokerEpoch = reg.PreviousBrokerEpoch
 		for _, e := range reg.Endpoints {
 			li := kmsg.NewBrokerRegistrationRequestListener()
 			li.Name, li.Host, li.Port, li.SecurityProtocol = e.Listener, e.Host, uint16(e.Port), e.SecurityProtocol
@@ -434,7 +445,7 @@ func (l *Link) registerOnce(ctx context.Context) error {
 func (l *Link) heartbeatOnce(ctx context.Context) (controller.HeartbeatResult, error) {
 	l.mu.Lock()
 	hb := controller.BrokerHeartbeat{BrokerID: l.cfg.NodeID, BrokerEpoch: l.mu.epoch, MetadataOffset: l.local.Image().Offset,
-		WantShutDown: l.mu.shuttingDown}
+		WantShutDown: l.mu.shuttingDown, OfflineLogDirs: l.mu.offlineLogDirs}
 	l.mu.Unlock()
 	var res controller.HeartbeatResult
 	err := l.withLeader(ctx, func() error {
@@ -444,6 +455,7 @@ func (l *Link) heartbeatOnce(ctx context.Context) (controller.HeartbeatResult, e
 	}, func(cl *kgo.Client) error {
 		req := kmsg.NewPtrBrokerHeartbeatRequest()
 		req.BrokerID, req.BrokerEpoch, req.CurrentMetadataOffset, req.WantShutdown = hb.BrokerID, hb.BrokerEpoch, hb.MetadataOffset, hb.WantShutDown
+		req.OfflineLogDirs = hb.OfflineLogDirs
 		resp, err := request(ctx, cl, req)
 		if err != nil {
 			return err
@@ -484,12 +496,32 @@ func (l *Link) heartbeatLoop() {
 		case <-l.stop:
 			return
 		case <-t.C:
+		case <-l.kick:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), l.cfg.HeartbeatInterval)
 		if _, err := l.heartbeatOnce(ctx); err != nil {
 			l.log.Debug("heartbeat failed", "broker", l.cfg.NodeID, "err", err)
 		}
 		cancel()
+	}
+}
+
+// SetOfflineLogDirs sets the log directories this broker reports failed in its heartbeats
+// (BrokerHeartbeat's OfflineLogDirs; none: every directory is online) and, when that changes
+// them, sends a heartbeat at once, as Kafka's BrokerLifecycleManager propagates a directory
+// failure: the controller moves the broker's leadership to other in-sync replicas while any
+// is reported, and lets it lead and rejoin ISRs once none is.
+func (l *Link) SetOfflineLogDirs(dirs [][16]byte) {
+	l.mu.Lock()
+	changed := !slices.Equal(l.mu.offlineLogDirs, dirs)
+	l.mu.offlineLogDirs = slices.Clone(dirs)
+	l.mu.Unlock()
+	if !changed {
+		return
+	}
+	select {
+	case l.kick <- struct{}{}:
+	default:
 	}
 }
 

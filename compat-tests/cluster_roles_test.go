@@ -30,6 +30,19 @@ const (
 // listener (c.Nodes[i].Addr is its controller listener, which answers ApiVersions).
 func StartClusterWith(t testing.TB, roles []string, settings ...string) *Cluster {
 	t.Helper()
+	return startClusterNodes(t, roles, nil, settings...)
+}
+
+// clusterNode is what one node of startClusterNodes has beyond the common settings.
+type clusterNode struct {
+	Dir      string   // log.dirs; empty: a fresh temporary directory
+	Settings []string // after the common ones
+}
+
+// startClusterNodes is StartClusterWith with node i+1's own log directory and settings in
+// nodes[i] (where present).
+func startClusterNodes(t testing.TB, roles []string, nodes map[int]clusterNode, settings ...string) *Cluster {
+	t.Helper()
 	n := len(roles)
 	c := &Cluster{}
 	all := freePorts(t, 2*n)
@@ -63,7 +76,8 @@ func StartClusterWith(t testing.TB, roles []string, settings ...string) *Cluster
 			"controller.listener.names=CONTROLLER",
 			"controller.quorum.voters=" + strings.Join(voters, ","),
 		}, settings...)
-		c.Nodes = append(c.Nodes, newBroker(t, BrokerOptions{Port: port}, own...))
+		own = append(own, nodes[i].Settings...)
+		c.Nodes = append(c.Nodes, newBroker(t, BrokerOptions{Port: port, Dir: nodes[i].Dir}, own...))
 	}
 	for i, b := range c.Nodes {
 		if err := b.Launch(); err != nil {

@@ -103,7 +103,7 @@ func readPartitionZero(t *testing.T, addr, topic string) []string {
 }
 
 // TestEligibleLeaderReplicasDescribe: with min.insync.replicas=2 on an RF 2 partition, the
-// follower that dies leaves the ISR for the ELR; when the leader dies too the ISR is empty,
+// follower that stops leaves the ISR for the ELR; when the leader dies too the ISR is empty,
 // both are eligible and the last leader is remembered; the first eligible replica to come
 // back leads with every acknowledged record, and the other rejoins. A second topic with
 // unclean.leader.election.enable=true and min.insync.replicas=1 shows what unclean election
@@ -135,10 +135,14 @@ func TestEligibleLeaderReplicasDescribe(t *testing.T) {
 	produceWithAcks(t, b2.Addr, "elr", kgo.AllISRAcks(), "a", "b", "c")
 	produceWithAcks(t, b2.Addr, "unclean", kgo.AllISRAcks(), "a", "b", "c")
 
-	// The follower dies: the ISR (2) is below min.insync.replicas, so 3, which had every
+	// The follower stops: the ISR (2) is below min.insync.replicas, so 3, which had every
 	// committed record, becomes eligible. On "unclean" one replica is enough: no ELR, and
-	// writes acknowledged by 2 alone are committed there.
-	b3.Kill()
+	// writes acknowledged by 2 alone are committed there. It stops cleanly (SIGTERM): a killed
+	// one would leave the ELR when it registers again (KIP-966 unclean shutdown detection,
+	// unclean_shutdown_test.go), and could not be elected from it below.
+	if !b3.Stop() {
+		t.Fatal("3 did not stop on SIGTERM")
+	}
 	waitDescribe(t, b2.Addr, "elr", "3 in the ELR", map[string]string{"Leader": "2", "Isr": "2", "Elr": "3", "LastKnownElr": ""})
 	waitDescribe(t, b2.Addr, "unclean", "3 out of the ISR", map[string]string{"Leader": "2", "Isr": "2", "Elr": "", "LastKnownElr": ""})
 	produceWithAcks(t, b2.Addr, "unclean", kgo.AllISRAcks(), "only-on-2")
@@ -174,7 +178,8 @@ func TestEligibleLeaderReplicasDescribe(t *testing.T) {
 		t.Fatalf("a second unclean election said:\n%s", out)
 	}
 
-	// 2 comes back and rejoins both ISRs (on "unclean" it truncates what only it had).
+	// 2 comes back and rejoins both ISRs (on "unclean" it truncates what only it had). It was
+	// killed, so on "elr" it leaves the ELR as it registers, before it is back in the ISR.
 	b2.Restart()
 	waitDescribe(t, b3.Addr, "elr", "2 back in the ISR", map[string]string{"Leader": "3", "Isr": "2,3", "Elr": "", "LastKnownElr": ""})
 	waitDescribe(t, b3.Addr, "unclean", "2 back in the ISR", map[string]string{"Leader": "3", "Isr": "2,3", "Elr": "", "LastKnownElr": ""})

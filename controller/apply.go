@@ -151,6 +151,9 @@ func (b *imageBuilder) apply(r Record) error {
 		if r.InControlledShutdown != nil {
 			next.InControlledShutdown = *r.InControlledShutdown
 		}
+		if r.LogDirOffline != nil {
+			next.LogDirOffline = *r.LogDirOffline
+		}
 		img.Brokers[r.BrokerID] = &next
 
 	case *UnregisterBrokerRecord:

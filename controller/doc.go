@@ -115,7 +115,7 @@
 //
 // and a record is: type uint8 | version uint8 (= 1) | JSON payload. The types are:
 // 1 ClusterID, 2 RegisterBroker, 3 Topic, 4 Partition, 5 Config, 6 RemoveTopic,
-// 7 ProducerIDs, 8 BrokerChange (fenced / in controlled shutdown, for one broker epoch),
+// 7 ProducerIDs, 8 BrokerChange (fenced / in controlled shutdown / log directory offline, for one broker epoch),
 // 9 PartitionChange (a partition's new leader, ISR, leader epoch and partition epoch; the
 // partition epoch must grow; with replicas set also its new assignment and the adding and
 // removing replicas of a reassignment, reassign.go), 10 UnregisterBroker, 12
@@ -138,6 +138,12 @@
 // one from the same incarnation ID is a retry and keeps its epoch; one from a new incarnation
 // while the old one's session is live is refused with DUPLICATE_BROKER_REGISTRATION (and the
 // old one probed, evidence.go), and otherwise replaces the old registration in the same entry.
+// A new incarnation whose PreviousBrokerEpoch (its clean shutdown file's) is not the epoch of
+// the registration it replaces shut down uncleanly: the same entry takes it out of every ISR
+// and ELR (KIP-966; elections.go). A heartbeat reporting OfflineLogDirs (the broker's storage
+// failed) moves the broker's leadership and ISR memberships to other replicas and marks its
+// log directory offline, so it is not active (elected nowhere, refused in an ISR) until a
+// heartbeat reports it online again, which elects it where it is the only possible leader.
 // UnregisterBroker removes a registration (and a broker-only node's learner; unregister.go).
 // CreateACLs and DeleteACLs propose AccessControlEntryRecords and
 // RemoveAccessControlEntryRecords (acls.go); the image's ACLs are an authz.Set.

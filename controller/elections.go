@@ -226,9 +226,13 @@ func (c *Controller) tickRebalance() {
 //
 //   - ELR tracking: when the new ISR is smaller than the topic's min.insync.replicas, the
 //     replicas of the current ISR (and the current ELR) that are not in the new ISR become
-//     the ELR. With ELR on, a leader's HW only advances while its ISR is at least
-//     min.insync.replicas (broker/replica), so these replicas hold every committed record.
+//     the ELR, except a replica whose broker came back from an unclean shutdown (below).
+//     With ELR on, a leader's HW only advances while its ISR is at least min.insync.replicas
+//     (broker/replica), so these replicas hold every committed record.
 //     An ISR of at least min.insync.replicas clears the ELR and the last known ELR.
+//   - Unclean shutdown (KIP-966): a broker that registers a new incarnation without proving a
+//     clean shutdown (its PreviousBrokerEpoch is not the epoch it last had) leaves every ISR
+//     and ELR it is in (uncleanShutdownChange); the last known ELR keeps it.
 //   - With ELR on the ISR may become empty (the last ISR member fenced): the partition is
 //     then leaderless and its last leader is kept as LastKnownELR. With ELR off the last ISR
 //     member stays in the ISR instead, so it remembers who has the data.
@@ -309,6 +313,9 @@ type changeOptions struct {
 	// recovered, when set, is the leader recovery state an AlterPartition asks for: true is
 	// RECOVERED, false RECOVERING.
 	recovered *bool
+	// uncleanShutdown are replicas whose broker came back from an unclean shutdown (KIP-966,
+	// membership.go): they may not stay in or enter the ELR (their unflushed tail may be gone).
+	uncleanShutdown []int32
 }
 
 // buildChange is the record that takes p of topic to target, as described above; nil when
@@ -333,7 +340,8 @@ func buildChange(w *Image, topic TopicID, p *PartitionInfo, target partitionTarg
 	var targetELR []int32
 	if elr && int32(len(isr)) < w.MinInsyncReplicas(name) {
 		for _, r := range slices.Concat(p.ELR, p.ISR) {
-			if !slices.Contains(isr, r) && !slices.Contains(targetELR, r) && slices.Contains(target.replicas, r) {
+			if !slices.Contains(isr, r) && !slices.Contains(targetELR, r) && slices.Contains(target.replicas, r) &&
+				!slices.Contains(o.uncleanShutdown, r) {
 				targetELR = append(targetELR, r)
 			}
 		}
@@ -445,6 +453,25 @@ func removeReplicaChange(w *Image, topic TopicID, p *PartitionInfo, id int32) *P
 	target.isr = slices.DeleteFunc(target.isr, func(r int32) bool { return r == id })
 	return buildChange(w, topic, p, target, changeOptions{election: topicElection(w, topic),
 		acceptable: func(r int32) bool { return r != id && w.Brokers[r].active() }})
+}
+
+// uncleanShutdownChange is the change that takes broker id, registering again after an
+// unclean shutdown (membership.go), out of p's leadership, ISR and ELR, as Kafka's
+// ReplicationControlManager.handleBrokerShutdown does for it (KIP-966): its log may have lost
+// an unflushed tail, so it no longer holds every committed record and must not be elected
+// from the ELR. Its LastKnownELR entry (the last leader of a leaderless partition) is kept, as
+// Kafka's balanced recovery keeps it: electing it is already an unclean election, in leader
+// recovery, and after a power loss of every replica it is the only way back. nil when p does
+// not hold id or nothing changes.
+func uncleanShutdownChange(w *Image, topic TopicID, p *PartitionInfo, id int32) *PartitionChangeRecord {
+	if p.Leader != id && !slices.Contains(p.ISR, id) && !slices.Contains(p.ELR, id) {
+		return nil
+	}
+	target := currentTarget(p)
+	target.isr = slices.DeleteFunc(target.isr, func(r int32) bool { return r == id })
+	return buildChange(w, topic, p, target, changeOptions{election: topicElection(w, topic),
+		acceptable:      func(r int32) bool { return r != id && w.Brokers[r].active() },
+		uncleanShutdown: []int32{id}})
 }
 
 // unfenceChange is the election that broker id's unfencing allows in the leaderless p

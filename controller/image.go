@@ -34,11 +34,19 @@ type BrokerInfo struct {
 	// RegisteredOffset is the raft index of the entry that registered this epoch: a fenced
 	// broker is unfenced once its heartbeat reports a metadata offset at least this.
 	RegisteredOffset int64
+	// LogDirOffline: the broker's heartbeats report its log directory offline (a storage
+	// error, BrokerHeartbeat's OfflineLogDirs; membership.go). It leads nothing and is in no
+	// ISR until they report it online again.
+	LogDirOffline bool `json:",omitempty"`
 }
 
 // active reports whether the broker may lead, join an ISR by election and get new replicas:
-// registered, unfenced and not shutting down (Kafka's "active" broker).
-func (b *BrokerInfo) active() bool { return b != nil && !b.Fenced && !b.InControlledShutdown }
+// registered, unfenced, not shutting down (Kafka's "active" broker) and with its log
+// directory online (Kafka's LeaderAcceptor and ISR checks refuse a replica in an offline
+// directory).
+func (b *BrokerInfo) active() bool {
+	return b != nil && !b.Fenced && !b.InControlledShutdown && !b.LogDirOffline
+}
 
 // PartitionInfo is one partition's replica assignment and leadership.
 type PartitionInfo struct {

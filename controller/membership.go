@@ -41,6 +41,11 @@ type BrokerRegistration struct {
 	IncarnationID [16]byte
 	Endpoints     []Endpoint
 	Rack          *string
+	// PreviousBrokerEpoch is the broker epoch the broker's previous process wrote to its clean
+	// shutdown file (KIP-966; -1: none, an unclean shutdown). A new incarnation whose previous
+	// epoch is not the one the controller last gave that broker is treated as coming back
+	// from an unclean shutdown: it leaves every ISR and ELR (see RegisterBroker).
+	PreviousBrokerEpoch int64
 }
 
 // BrokerHeartbeat is a BrokerHeartbeat request (API 63).
@@ -51,6 +56,9 @@ type BrokerHeartbeat struct {
 	MetadataOffset int64
 	WantFence      bool
 	WantShutDown   bool
+	// OfflineLogDirs are the IDs of the broker's log directories that failed (BrokerHeartbeat
+	// v1+). A sluice broker has one log directory: any entry means its storage is offline.
+	OfflineLogDirs [][16]byte
 }
 
 // HeartbeatResult is the answer to a heartbeat, as of the image after it was handled.
@@ -82,6 +90,13 @@ type brokerSession struct {
 // A new incarnation of a fenced broker, or of one whose session expired, gets a new epoch and
 // starts fenced, replacing the old registration in the same entry (an expired but unfenced
 // one's leadership and ISR memberships move first, as on fencing).
+//
+// Unclean shutdown detection (KIP-966, Kafka's ClusterControlManager.registerBroker): with
+// eligible leader replicas on, a new incarnation whose PreviousBrokerEpoch is not the epoch of
+// the registration it replaces (-1, or no registration at all) shut down uncleanly, so its
+// log may have lost records it had acknowledged as a follower; in the same entry it is taken
+// out of every ISR and ELR (uncleanShutdownChange, elections.go), so it cannot be elected from
+// them. One whose previous epoch matches shut down cleanly and keeps its ELR memberships.
 // Per-call problems are *kerr.Error values.
 func (c *Controller) RegisterBroker(ctx context.Context, reg BrokerRegistration) (int64, error) {
 	var epoch int64
@@ -119,11 +134,21 @@ func (c *Controller) RegisterBroker(ctx context.Context, reg BrokerRegistration)
 		delete(c.learnerRemovals, raftID(reg.BrokerID))
 		epoch = 1
 		var recs []Record
+		clean := old != nil && reg.PreviousBrokerEpoch == old.Epoch
 		if old != nil {
 			epoch = old.Epoch + 1
 			if !old.Fenced {
 				c.logger.Info("a new incarnation of a broker whose session expired replaces the old one", "broker", reg.BrokerID, "old_epoch", old.Epoch)
 			}
+		}
+		switch {
+		case !clean && w.elrEnabled():
+			recs = uncleanShutdownRecords(w, reg.BrokerID)
+			if old != nil {
+				c.logger.Warn("broker registers after an unclean shutdown (its previous broker epoch is not its last one); removing it from every ISR and ELR",
+					"broker", reg.BrokerID, "previous_epoch", reg.PreviousBrokerEpoch, "last_epoch", old.Epoch, "partitions", len(recs))
+			}
+		case old != nil:
 			recs = removeBrokerRecords(w, reg.BrokerID)
 		}
 		c.sessions[reg.BrokerID] = &brokerSession{epoch: epoch, lastHeartbeat: c.tickCount}
@@ -190,7 +215,18 @@ func (c *Controller) Heartbeat(ctx context.Context, hb BrokerHeartbeat) (Heartbe
 		c.ensureLearner(hb.BrokerID)
 		c.noteHeartbeat(b)
 		var recs []Record
+		offline := len(hb.OfflineLogDirs) > 0
 		switch {
+		case offline && !b.LogDirOffline:
+			// The broker's storage failed: its partitions move to other ISR members, as
+			// Kafka's handleDirectoriesOffline moves those of a failed directory.
+			recs = append(removeBrokerRecords(w, b.ID),
+				&BrokerChangeRecord{BrokerID: b.ID, BrokerEpoch: b.Epoch, LogDirOffline: ptr(true)})
+			c.logger.Warn("broker reports its log directory offline; moving its leadership and ISR memberships to other replicas",
+				"broker", b.ID, "partitions", len(recs)-1)
+		case !offline && b.LogDirOffline:
+			recs = logDirOnlineRecords(w, b.ID)
+			c.logger.Info("broker reports its log directory online again; it may lead and rejoin ISRs", "broker", b.ID)
 		case hb.WantShutDown && !b.Fenced && !b.InControlledShutdown:
 			recs = append(removeBrokerRecords(w, b.ID),
 				&BrokerChangeRecord{BrokerID: b.ID, BrokerEpoch: b.Epoch, InControlledShutdown: ptr(true)})
@@ -285,11 +321,47 @@ func removeBrokerRecords(w *Image, id int32) []Record {
 	return recs
 }
 
+// logDirOnlineRecords mark broker id's log directory online again and, when it is unfenced
+// and not shutting down, elect it in every leaderless partition it may now lead (the last
+// member of an ISR or ELR whose storage failed while no one else was in sync).
+func logDirOnlineRecords(w *Image, id int32) []Record {
+	b := w.Brokers[id]
+	recs := []Record{&BrokerChangeRecord{BrokerID: id, BrokerEpoch: b.Epoch, LogDirOffline: ptr(false)}}
+	if b.Fenced || b.InControlledShutdown {
+		return recs
+	}
+	for _, t := range sortedTopics(w) {
+		for i := range t.Partitions {
+			if rec := unfenceChange(w, t.ID, &t.Partitions[i], id); rec != nil {
+				recs = append(recs, rec)
+			}
+		}
+	}
+	return recs
+}
+
+// uncleanShutdownRecords are the partition changes that take broker id out of leadership,
+// ISRs and ELRs after an unclean shutdown (RegisterBroker).
+func uncleanShutdownRecords(w *Image, id int32) []Record {
+	var recs []Record
+	for _, t := range sortedTopics(w) {
+		for i := range t.Partitions {
+			if rec := uncleanShutdownChange(w, t.ID, &t.Partitions[i], id); rec != nil {
+				recs = append(recs, rec)
+			}
+		}
+	}
+	return recs
+}
+
 // unfenceRecords unfences broker id and elects a leader for every leaderless partition that
-// now has an active ISR member.
+// now has an active ISR member (none while its log directory is offline).
 func unfenceRecords(w *Image, id int32) []Record {
 	b := w.Brokers[id]
 	recs := []Record{&BrokerChangeRecord{BrokerID: id, BrokerEpoch: b.Epoch, Fenced: ptr(false)}}
+	if b.LogDirOffline {
+		return recs // it leads nothing until its storage is back (logDirOnlineRecords)
+	}
 	for _, t := range sortedTopics(w) {
 		for i := range t.Partitions {
 			if rec := unfenceChange(w, t.ID, &t.Partitions[i], id); rec != nil {

@@ -83,6 +83,9 @@ type BrokerChangeRecord struct {
 	BrokerEpoch          int64 `json:"broker_epoch"`
 	Fenced               *bool `json:"fenced,omitempty"`
 	InControlledShutdown *bool `json:"in_controlled_shutdown,omitempty"`
+	// LogDirOffline, when set, is whether the broker's log directory is offline
+	// (BrokerInfo.LogDirOffline).
+	LogDirOffline *bool `json:"log_dir_offline,omitempty"`
 }
 
 // PartitionChangeRecord changes the leadership of an existing partition (as Kafka's

@@ -242,7 +242,18 @@ func run(args []string) error {
 	if metaProps[len(metaProps)-1] != nil {
 		clusterID = metaProps[len(metaProps)-1].ClusterID
 	}
-	q, err := startQuorum(cfg, metadataLog, endpoints, memory, limits, joiner, clusterID, bootstrap, ctrlClient, logger)
+	// KIP-966: the broker epoch of the previous process's clean shutdown, read and removed
+	// before anything else touches the logs (-1: it did not shut down cleanly).
+	previousEpoch := int64(-1)
+	if cfg.HasRole("broker") {
+		if previousEpoch, err = broker.TakeCleanShutdownEpoch(logDir); err != nil {
+			return fmt.Errorf("log directory %s: %w", logDir, err)
+		}
+		if previousEpoch < 0 {
+			logger.Info("no clean shutdown file: the controller will take this broker out of the eligible leader replicas it was in", "log.dir", logDir)
+		}
+	}
+	q, err := startQuorum(cfg, metadataLog, endpoints, memory, limits, joiner, clusterID, bootstrap, ctrlClient, previousEpoch, logger)
 	if err != nil {
 		return fmt.Errorf("starting controller: %w", err)
 	}

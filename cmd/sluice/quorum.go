@@ -58,9 +58,9 @@ type quorum struct {
 // join. A joiner (joinsDynamicQuorum) bootstraps the voters its bootstrap servers answered and
 // follows the log as an observer (a raft learner once AddRaftVoter is under way) until it is
 // promoted; clusterID (its formatted meta.properties') makes voters of another cluster refuse
-// it.
+// it. previousEpoch is the broker's PreviousBrokerEpoch (its clean shutdown file's, -1 none).
 func startQuorum(cfg *config.Broker, dir string, endpoints []controller.Endpoint, memory *wire.MemoryPool, limits *wire.ConnLimits,
-	joiner bool, clusterID string, bootstrap []controller.Record, ctrlClient peerClient, logger *slog.Logger) (*quorum, error) {
+	joiner bool, clusterID string, bootstrap []controller.Record, ctrlClient peerClient, previousEpoch int64, logger *slog.Logger) (*quorum, error) {
 	q := &quorum{}
 	voters, addrs := quorumVoters(cfg)
 	isController, isBroker := cfg.HasRole("controller"), cfg.HasRole("broker")
@@ -150,8 +150,10 @@ func startQuorum(cfg *config.Broker, dir string, endpoints []controller.Endpoint
 				SessionTimeout:    time.Duration(cfg.BrokerSessionTimeoutMs) * time.Millisecond,
 				Controller:        q.ctrl,
 				Observer:          observer,
-				ClientOpts:        ctrlClient.kgoOpts(),
-				Logger:            logger.With("component", "link"),
+				// The clean shutdown file's epoch (broker.TakeCleanShutdownEpoch), KIP-966.
+				PreviousBrokerEpoch: previousEpoch,
+				ClientOpts:          ctrlClient.kgoOpts(),
+				Logger:              logger.With("component", "link"),
 			}
 			if observer {
 				lc.Registered = q.transport.Connect // the voters know this node once it registered
