@@ -6,11 +6,8 @@ package broker
 // broker, since clients cannot reach controllers) and the brokers with their endpoint on the
 // listener the request arrived on. v1: EndpointType; a broker answers only BROKERS (1), and a
 // request for CONTROLLERS (2) is UNSUPPORTED_ENDPOINT_TYPE, as Kafka's KafkaApis answers it.
-// v2: IncludeFencedBrokers adds fenced brokers, flagged IsFenced. With
-// IncludeClusterAuthorizedOperations every cluster operation is reported, as Kafka does
-// without an authorizer.
-//
-// Not done: authorization.
+// v2: IncludeFencedBrokers adds fenced brokers, flagged IsFenced. IncludeClusterAuthorizedOperations
+// is answered in authorized_operations.go. DescribeCluster itself is not authorized, as in Kafka.
 
 import (
 	"context"
@@ -30,11 +27,6 @@ const (
 	endpointTypeControllers = 2
 )
 
-// clusterOperations is the bit field of the ACL operations Kafka supports on the CLUSTER
-// resource: ALTER(7), DESCRIBE(8), CLUSTER_ACTION(9), DESCRIBE_CONFIGS(10), ALTER_CONFIGS(11),
-// IDEMPOTENT_WRITE(12) and CREATE(5).
-const clusterOperations = 1<<5 | 1<<7 | 1<<8 | 1<<9 | 1<<10 | 1<<11 | 1<<12
-
 func (b *Broker) handleDescribeCluster(_ context.Context, conn *wire.ConnInfo, req *kmsg.DescribeClusterRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.DescribeClusterResponse)
 	resp.EndpointType = endpointTypeBrokers
@@ -50,9 +42,6 @@ func (b *Broker) handleDescribeCluster(_ context.Context, conn *wire.ConnInfo, r
 	im := b.ctrl.Image()
 	resp.ClusterID = im.ClusterID
 	resp.ControllerID = b.nodeID
-	if req.IncludeClusterAuthorizedOperations {
-		resp.ClusterAuthorizedOperations = clusterOperations
-	}
 	ids := make([]int32, 0, len(im.Brokers))
 	for id, br := range im.Brokers {
 		if !br.Fenced || (req.Version >= 2 && req.IncludeFencedBrokers) {

@@ -22,6 +22,7 @@ import (
 	"sluice/wire"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // Config is what the broker needs beyond the metadata image.
@@ -235,6 +236,16 @@ func (b *Broker) Handle(ctx context.Context, req *wire.Request, respond wire.Res
 	}
 	b.quotas.waitUnmuted(ctx, req.Conn)
 	respond, handled := b.quotas.wrapRequestTime(req, b.quotas.wrap(req, respond)) // quotas_request.go
+	// The answers that carry authorized operations get them once answered (authorized_operations.go).
+	if authorizedOperationsKeys[req.Key] {
+		answer := respond
+		respond = func(resp kmsg.Response, err error) {
+			if resp != nil && err == nil {
+				b.fillAuthorizedOperations(req.Conn, req.Body, resp)
+			}
+			answer(resp, err)
+		}
+	}
 	a.handle(b, ctx, req, respond)
 	handled()
 }
