@@ -12,6 +12,7 @@ package broker
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"sluice/coordinator/share"
@@ -19,14 +20,44 @@ import (
 )
 
 func init() {
-	register(76, 1, 1, func(b *Broker, _ context.Context, w *wire.Request, respond wire.Respond) {
+	register(76, 1, 1, func(b *Broker, ctx context.Context, w *wire.Request, respond wire.Respond) {
 		req, ok := w.Body.(*kmsg.ShareGroupHeartbeatRequest)
 		if !ok {
 			respond(nil, errUnexpectedBody)
 			return
 		}
+		if req.MemberEpoch == 0 && b.shares.isOtherGroup(ctx, req.GroupID) {
+			resp := req.ResponseKind().(*kmsg.ShareGroupHeartbeatResponse)
+			resp.ErrorCode = kerr.GroupIDNotFound.Code
+			msg := "Group " + req.GroupID + " is not a share group."
+			resp.ErrorMessage = &msg
+			respond(resp, nil)
+			return
+		}
 		respond(b.shares.heartbeat(w, req), nil)
 	})
+}
+
+// isOtherGroup reports whether id is a group of another kind (classic, consumer, streams) in the
+// group coordinator: a share group may not take its ID, as in Kafka. Asked only when a member
+// joins a share group that does not exist yet.
+func (sg *shareGroups) isOtherGroup(ctx context.Context, id string) bool {
+	sg.mu.Lock()
+	exists := sg.mu.groups.Get(id) != nil
+	sg.mu.Unlock()
+	if exists {
+		return false
+	}
+	resp, err := sg.b.coord.ListGroups(ctx, kmsg.NewPtrListGroupsRequest())
+	if err != nil {
+		return false
+	}
+	for _, g := range resp.Groups {
+		if g.Group == id {
+			return true
+		}
+	}
+	return false
 }
 
 func (sg *shareGroups) heartbeat(w *wire.Request, req *kmsg.ShareGroupHeartbeatRequest) *kmsg.ShareGroupHeartbeatResponse {

@@ -17,10 +17,13 @@ package broker
 import (
 	"context"
 	"io"
+	"sort"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"sluice/broker/replica"
 	"sluice/controller"
@@ -285,3 +288,66 @@ func (sg *shareGroups) closeSessionLocked(group, member string, s *share.Session
 
 // ctxDone reports whether ctx ended.
 func ctxDone(ctx context.Context) bool { return ctx.Err() != nil }
+
+// listGroups answers ListGroups with the coordinator's groups and the share groups (type
+// "share", protocol type "share", state Empty or Stable), under the same state and type filters.
+func (b *Broker) listGroups(ctx context.Context, req *kmsg.ListGroupsRequest) (kmsg.Response, error) {
+	resp, err := b.coord.ListGroups(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	matches := func(filter []string, v string) bool {
+		if len(filter) == 0 {
+			return true
+		}
+		for _, f := range filter {
+			if strings.EqualFold(f, v) {
+				return true
+			}
+		}
+		return false
+	}
+	sg := b.shares
+	sg.mu.Lock()
+	for _, g := range sg.mu.groups.List() {
+		if !matches(req.StatesFilter, g.State()) || !matches(req.TypesFilter, "share") {
+			continue
+		}
+		lg := kmsg.NewListGroupsResponseGroup()
+		lg.Group, lg.ProtocolType, lg.GroupState, lg.GroupType = g.ID, "share", g.State(), "share"
+		resp.Groups = append(resp.Groups, lg)
+	}
+	sg.mu.Unlock()
+	sort.Slice(resp.Groups, func(i, j int) bool { return resp.Groups[i].Group < resp.Groups[j].Group })
+	return resp, nil
+}
+
+// deleteGroups answers DeleteGroups: a share group is deleted (with its share partitions) when
+// it has no members, NON_EMPTY_GROUP otherwise; other groups are the coordinator's.
+func (b *Broker) deleteGroups(ctx context.Context, req *kmsg.DeleteGroupsRequest) (kmsg.Response, error) {
+	resp, err := b.coord.DeleteGroups(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	sg := b.shares
+	sg.mu.Lock()
+	defer sg.mu.Unlock()
+	for i := range resp.Groups {
+		g := &resp.Groups[i]
+		if sg.mu.groups.Get(g.Group) == nil {
+			continue
+		}
+		// A share group ID is not also a consumer group's (the heartbeat keeps them apart), so
+		// the coordinator's answer (not found, or not coordinator before its shard loaded)
+		// does not apply.
+		g.ErrorCode = sg.mu.groups.Delete(g.Group)
+		if g.ErrorCode == 0 {
+			for key := range sg.mu.partitions {
+				if key.group == g.Group {
+					delete(sg.mu.partitions, key)
+				}
+			}
+		}
+	}
+	return resp, nil
+}

@@ -202,7 +202,38 @@ func TestShareGroupOneNode(t *testing.T) {
 		d.Groups[0].Assignor != "simple" || d.Groups[1].ErrorCode != kerr.GroupIDNotFound.Code {
 		t.Fatalf("describe: %+v", d.Groups)
 	}
+	list := func(types ...string) []kmsg.ListGroupsResponseGroup {
+		req := kmsg.NewPtrListGroupsRequest()
+		req.Version, req.TypesFilter = 5, types
+		return tb.direct(t, req).(*kmsg.ListGroupsResponse).Groups
+	}
+	if gs := list("share"); len(gs) != 1 || gs[0].Group != "sg" || gs[0].GroupType != "share" || gs[0].GroupState != "Stable" {
+		t.Fatalf("ListGroups types=share: %+v", gs)
+	}
+	if gs := list("consumer"); len(gs) != 0 {
+		t.Fatalf("ListGroups types=consumer lists %+v", gs)
+	}
+	deleteGroup := func() int16 {
+		req := kmsg.NewPtrDeleteGroupsRequest()
+		req.Version, req.Groups = 2, []string{"sg"}
+		return tb.direct(t, req).(*kmsg.DeleteGroupsResponse).Groups[0].ErrorCode
+	}
+	if code := deleteGroup(); code != kerr.NonEmptyGroup.Code {
+		t.Fatalf("DeleteGroups of a group with members: %v, want NON_EMPTY_GROUP", kerr.ErrorForCode(code))
+	}
 	if hb := a.heartbeat(-1); hb.ErrorCode != 0 || hb.MemberEpoch != -1 {
 		t.Fatalf("leave: %+v", hb)
+	}
+	if hb := b.heartbeat(-1); hb.ErrorCode != 0 || hb.MemberEpoch != -1 {
+		t.Fatalf("leave: %+v", hb)
+	}
+	if gs := list("share"); len(gs) != 1 || gs[0].GroupState != "Empty" {
+		t.Fatalf("ListGroups after both left: %+v", gs)
+	}
+	if code := deleteGroup(); code != 0 {
+		t.Fatalf("DeleteGroups of the empty share group: %v", kerr.ErrorForCode(code))
+	}
+	if gs := list(); len(gs) != 0 {
+		t.Fatalf("ListGroups after the delete: %+v", gs)
 	}
 }
