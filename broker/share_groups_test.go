@@ -202,6 +202,15 @@ func TestShareGroupOneNode(t *testing.T) {
 		d.Groups[0].Assignor != "simple" || d.Groups[1].ErrorCode != kerr.GroupIDNotFound.Code {
 		t.Fatalf("describe: %+v", d.Groups)
 	}
+	// The SPSO is 10 (0-9 accepted; 10 acquired by a, not yet acknowledged), the HW 11: a lag
+	// of 1.
+	offs := tb.direct(t, &kmsg.DescribeShareGroupOffsetsRequest{Version: 1, Groups: []kmsg.DescribeShareGroupOffsetsRequestGroup{{GroupID: "sg"}}}).(*kmsg.DescribeShareGroupOffsetsResponse)
+	if len(offs.Groups) != 1 || len(offs.Groups[0].Topics) != 1 || len(offs.Groups[0].Topics[0].Partitions) != 1 {
+		t.Fatalf("DescribeShareGroupOffsets: %+v", offs)
+	}
+	if p := offs.Groups[0].Topics[0].Partitions[0]; p.StartOffset != 10 || p.Lag != 1 || p.ErrorCode != 0 {
+		t.Fatalf("DescribeShareGroupOffsets partition: %+v, want start offset 10, lag 1", p)
+	}
 	list := func(types ...string) []kmsg.ListGroupsResponseGroup {
 		req := kmsg.NewPtrListGroupsRequest()
 		req.Version, req.TypesFilter = 5, types

@@ -488,3 +488,15 @@ type Holding struct {
 	Member                  string
 	LockDeadline            time.Time
 }
+
+// DoneInWindow counts the ACKNOWLEDGED and ARCHIVED offsets in the window: with the SPSO and
+// the high watermark it gives a share partition's lag (records not yet done, KIP-1226).
+func (p *Partition) DoneInWindow() int {
+	n := 0
+	for i := range p.window {
+		if p.window[i].state.terminal() {
+			n++
+		}
+	}
+	return n
+}
