@@ -246,3 +246,56 @@ func TestShareGroupOneNode(t *testing.T) {
 		t.Fatalf("ListGroups after the delete: %+v", gs)
 	}
 }
+
+// TestShareGroupAlterOffsets sets a new share group's start offset before its first consumer
+// (records produced earlier are then delivered, unlike with the default "latest" start),
+// refuses to alter or delete the offsets of a group with members, and deletes them once empty.
+func TestShareGroupAlterOffsets(t *testing.T) {
+	tb := startTestBroker(t, nil)
+	tb.createTopic(t, "early", 1, nil)
+	topicID := [16]byte(tb.Ctrl.Image().Topics["early"].ID)
+	tb.produce(t, "early", 0, 5)
+	alter := func(offset int64) *kmsg.AlterShareGroupOffsetsResponse {
+		req := kmsg.NewPtrAlterShareGroupOffsetsRequest()
+		req.GroupID = "g2"
+		req.Topics = []kmsg.AlterShareGroupOffsetsRequestTopic{{Topic: "early", Partitions: []kmsg.AlterShareGroupOffsetsRequestTopicPartition{{Partition: 0, StartOffset: offset}}}}
+		return tb.direct(t, req).(*kmsg.AlterShareGroupOffsetsResponse)
+	}
+	deleteOffsets := func() int16 {
+		req := kmsg.NewPtrDeleteShareGroupOffsetsRequest()
+		req.GroupID, req.Topics = "g2", []kmsg.DeleteShareGroupOffsetsRequestTopic{{Topic: "early"}}
+		return tb.direct(t, req).(*kmsg.DeleteShareGroupOffsetsResponse).ErrorCode
+	}
+	startOffset := func() int64 {
+		req := &kmsg.DescribeShareGroupOffsetsRequest{Version: 1, Groups: []kmsg.DescribeShareGroupOffsetsRequestGroup{{GroupID: "g2",
+			Topics: []kmsg.DescribeShareGroupOffsetsRequestGroupTopic{{Topic: "early", Partitions: []int32{0}}}}}}
+		return tb.direct(t, req).(*kmsg.DescribeShareGroupOffsetsResponse).Groups[0].Topics[0].Partitions[0].StartOffset
+	}
+	if r := alter(1); r.ErrorCode != 0 || r.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("alter: %+v", r)
+	}
+	if got := startOffset(); got != 1 {
+		t.Fatalf("start offset %d after the alter, want 1", got)
+	}
+	c := &shareClient{t: t, tb: tb, group: "g2", member: "m"}
+	if hb := c.heartbeat(0, "early"); hb.ErrorCode != 0 {
+		t.Fatalf("heartbeat: %+v", hb)
+	}
+	got, _ := c.fetch(topicID, 100)
+	wantRanges(t, "m", got, [3]int64{1, 4, 1})
+	if r := alter(0); r.ErrorCode != kerr.NonEmptyGroup.Code {
+		t.Fatalf("alter with a member: %v, want NON_EMPTY_GROUP", kerr.ErrorForCode(r.ErrorCode))
+	}
+	if code := deleteOffsets(); code != kerr.NonEmptyGroup.Code {
+		t.Fatalf("delete offsets with a member: %v, want NON_EMPTY_GROUP", kerr.ErrorForCode(code))
+	}
+	if hb := c.heartbeat(-1); hb.ErrorCode != 0 {
+		t.Fatalf("leave: %+v", hb)
+	}
+	if code := deleteOffsets(); code != 0 {
+		t.Fatalf("delete offsets: %v", kerr.ErrorForCode(code))
+	}
+	if got := startOffset(); got != -1 {
+		t.Fatalf("start offset %d after the delete, want -1", got)
+	}
+}

@@ -100,6 +100,17 @@ func (gs *Groups) List() []*Group {
 	return out
 }
 
+// Ensure returns group id, creating it empty if it does not exist (an
+// AlterShareGroupOffsets for a new group, as Kafka creates one).
+func (gs *Groups) Ensure(id string) *Group {
+	g := gs.groups[id]
+	if g == nil {
+		g = &Group{ID: id, members: make(map[string]*Member)}
+		gs.groups[id] = g
+	}
+	return g
+}
+
 // Delete removes an empty group: 0, GROUP_ID_NOT_FOUND or NON_EMPTY_GROUP.
 func (gs *Groups) Delete(id string) int16 {
 	g := gs.groups[id]
