@@ -236,6 +236,10 @@ func (f *delayedShareFetch) attempt() bool {
 			continue
 		}
 		sg.mu.Lock()
+		if read.first > offset {
+			// Records from offset up to the first batch read were compacted away.
+			sp.ArchiveAvailable(offset, read.first-1)
+		}
 		acquired := sp.Acquire(f.member, b.clock.Now(), max(read.first, offset), read.last, remaining)
 		sg.scheduleLocked()
 		sg.mu.Unlock()

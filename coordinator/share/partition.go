@@ -500,3 +500,23 @@ func (p *Partition) DoneInWindow() int {
 	}
 	return n
 }
+
+// ArchiveAvailable archives the AVAILABLE offsets in first..last: a read from first found its
+// first batch only past last, so they hold no record any more (compacted away), and without
+// this the SPSO could never pass them (as Kafka's maybeArchiveStaleBatches). ACQUIRED offsets
+// there are left to their holder's acknowledgement (GAP) or lock timeout. It reports whether
+// anything changed.
+func (p *Partition) ArchiveAvailable(first, last int64) bool {
+	changed := false
+	for offset := max(first, p.startOffset); offset <= last && offset < p.windowEnd(); offset++ {
+		rec := &p.window[offset-p.startOffset]
+		if rec.state == Available {
+			*rec = record{state: Archived, deliveries: rec.deliveries}
+			changed = true
+		}
+	}
+	if changed {
+		p.advanceStart()
+	}
+	return changed
+}

@@ -23,6 +23,7 @@ import (
 //	release-member member=M
 //	advance d=10s         moves the clock, then expires due locks
 //	log-start offset=N
+//	archive-available from=N to=N
 //	show
 func TestPartitionDataDriven(t *testing.T) {
 	datadriven.Walk(t, "testdata/partition", func(t *testing.T, path string) {
@@ -92,6 +93,8 @@ func TestPartitionDataDriven(t *testing.T) {
 				fmt.Fprintf(&out, "expired: %v\n", p.Expire(now))
 			case "log-start":
 				p.AdvanceLogStart(num("offset", 0))
+			case "archive-available":
+				fmt.Fprintf(&out, "archived: %v\n", p.ArchiveAvailable(num("from", 0), num("to", -1)))
 			case "show":
 			default:
 				d.Fatalf(t, "unknown command %q", d.Cmd)
