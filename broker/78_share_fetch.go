@@ -83,6 +83,9 @@ func (sg *shareGroups) fetch(ctx context.Context, req *kmsg.ShareFetchRequest, r
 		if p == nil {
 			p = &shareFetchPartition{tp: tp, resp: kmsg.NewShareFetchResponseTopicPartition()}
 			p.resp.Partition = tp.Partition
+			// Records is not nullable in ShareFetch: Kafka's clients refuse a null (a nil
+			// slice here), so a partition without records carries an empty one.
+			p.resp.Records = []byte{}
 			p.resp.CurrentLeader.LeaderID, p.resp.CurrentLeader.LeaderEpoch = -1, -1
 			parts[tp] = p
 			order = append(order, tp)
@@ -249,7 +252,7 @@ func (f *delayedShareFetch) attempt() bool {
 		fp := f.part(tp)
 		fp.acquired, done = true, true
 		fp.resp.CurrentLeader.LeaderID, fp.resp.CurrentLeader.LeaderEpoch = b.nodeID, snap.LeaderEpoch
-		fp.resp.Records = trimToAcquired(read.records, acquired)
+		fp.resp.Records = append([]byte{}, trimToAcquired(read.records, acquired)...)
 		for _, a := range acquired {
 			ar := kmsg.NewShareFetchResponseTopicPartitionAcquiredRecord()
 			ar.FirstOffset, ar.LastOffset, ar.DeliveryCount = a.FirstOffset, a.LastOffset, a.DeliveryCount

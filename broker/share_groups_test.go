@@ -68,6 +68,11 @@ func (c *shareClient) fetchResult(resp *kmsg.ShareFetchResponse) ([]kmsg.ShareFe
 			if p.ErrorCode != 0 {
 				c.t.Fatalf("%s: ShareFetch partition %d: %v", c.member, p.Partition, kerr.ErrorForCode(p.ErrorCode))
 			}
+			if p.Records == nil {
+				// Encoded as a null, which Kafka's Java client refuses ("non-nullable field
+				// records was serialized as null").
+				c.t.Errorf("%s: partition %d answered with null records", c.member, p.Partition)
+			}
 			acquired = append(acquired, p.AcquiredRecords...)
 			ackCode = p.AcknowledgeErrorCode
 			if len(p.AcquiredRecords) > 0 && len(p.Records) == 0 {
