@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"sluice/authz"
 	"sluice/coordinator/share"
 	"sluice/wire"
 )
@@ -24,6 +25,15 @@ func init() {
 		req, ok := w.Body.(*kmsg.ShareGroupHeartbeatRequest)
 		if !ok {
 			respond(nil, errUnexpectedBody)
+			return
+		}
+		if b.shareGroupDenied(w.Conn, authz.OpRead, req.GroupID) || b.shareTopicsDenied(w.Conn, req.SubscribedTopicNames) {
+			resp := req.ResponseKind().(*kmsg.ShareGroupHeartbeatResponse)
+			resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+			if !b.shareGroupDenied(w.Conn, authz.OpRead, req.GroupID) {
+				resp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			}
+			respond(resp, nil)
 			return
 		}
 		if req.MemberEpoch == 0 && b.shares.isOtherGroup(ctx, req.GroupID) {

@@ -11,16 +11,17 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"sluice/authz"
 	"sluice/wire"
 )
 
 func init() {
-	registerSync(77, 1, 1, func(b *Broker, _ context.Context, _ *wire.ConnInfo, req *kmsg.ShareGroupDescribeRequest) (kmsg.Response, error) {
-		return b.shares.describe(req), nil
+	registerSync(77, 1, 1, func(b *Broker, _ context.Context, conn *wire.ConnInfo, req *kmsg.ShareGroupDescribeRequest) (kmsg.Response, error) {
+		return b.shares.describe(req, func(group string) bool { return b.shareGroupDenied(conn, authz.OpDescribe, group) }), nil
 	})
 }
 
-func (sg *shareGroups) describe(req *kmsg.ShareGroupDescribeRequest) *kmsg.ShareGroupDescribeResponse {
+func (sg *shareGroups) describe(req *kmsg.ShareGroupDescribeRequest, denied func(group string) bool) *kmsg.ShareGroupDescribeResponse {
 	resp := req.ResponseKind().(*kmsg.ShareGroupDescribeResponse)
 	sg.mu.Lock()
 	defer sg.mu.Unlock()
@@ -28,6 +29,11 @@ func (sg *shareGroups) describe(req *kmsg.ShareGroupDescribeRequest) *kmsg.Share
 		g := kmsg.NewShareGroupDescribeResponseGroup()
 		g.GroupID = id
 		g.AuthorizedOperations = -2147483648
+		if denied(id) {
+			g.ErrorCode = kerr.GroupAuthorizationFailed.Code
+			resp.Groups = append(resp.Groups, g)
+			continue
+		}
 		group := sg.mu.groups.Get(id)
 		if group == nil {
 			g.ErrorCode = kerr.GroupIDNotFound.Code

@@ -26,6 +26,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"sluice/authz"
 	"sluice/broker/replica"
 	"sluice/controller"
 	"sluice/coordinator/share"
@@ -39,7 +40,7 @@ func init() {
 			respond(nil, errUnexpectedBody)
 			return
 		}
-		b.shares.fetch(ctx, req, respond)
+		b.shares.fetch(ctx, w.Conn, req, respond)
 	})
 }
 
@@ -51,7 +52,7 @@ type shareFetchPartition struct {
 	acquired bool // carries records
 }
 
-func (sg *shareGroups) fetch(ctx context.Context, req *kmsg.ShareFetchRequest, respond wire.Respond) {
+func (sg *shareGroups) fetch(ctx context.Context, conn *wire.ConnInfo, req *kmsg.ShareFetchRequest, respond wire.Respond) {
 	resp := req.ResponseKind().(*kmsg.ShareFetchResponse)
 	resp.AcquisitionLockTimeoutMillis = int32(sg.partCfg.LockDuration.Milliseconds())
 	group, member := derefString(req.GroupID), derefString(req.MemberID)
@@ -60,9 +61,21 @@ func (sg *shareGroups) fetch(ctx context.Context, req *kmsg.ShareFetchRequest, r
 		respond(resp, nil)
 		return
 	}
+	if sg.b.shareGroupDenied(conn, authz.OpRead, group) {
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		respond(resp, nil)
+		return
+	}
 	var add, forget []share.TopicIDPartition
+	var deniedParts []share.TopicIDPartition
 	hasAcks := false
 	for _, t := range req.Topics {
+		if !sg.b.shareTopicReadable(conn, t.TopicID) {
+			for _, p := range t.Partitions {
+				deniedParts = append(deniedParts, share.TopicIDPartition{TopicID: t.TopicID, Partition: p.Partition})
+			}
+			continue
+		}
 		for _, p := range t.Partitions {
 			if req.Version > 0 || p.PartitionMaxBytes > 0 {
 				add = append(add, share.TopicIDPartition{TopicID: t.TopicID, Partition: p.Partition})
@@ -93,6 +106,11 @@ func (sg *shareGroups) fetch(ctx context.Context, req *kmsg.ShareFetchRequest, r
 		return p
 	}
 
+	for _, tp := range deniedParts {
+		fp := part(tp)
+		fp.resp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+	}
+
 	sg.mu.Lock()
 	out := sg.mu.sessions.Fetch(share.SessionKey{Group: group, Member: member}, req.ShareSessionEpoch, add, forget, hasAcks)
 	if out.Code != 0 {
@@ -103,6 +121,9 @@ func (sg *shareGroups) fetch(ctx context.Context, req *kmsg.ShareFetchRequest, r
 	}
 	wake := sg.closeSessionLocked(group, member, out.Replaced)
 	for _, t := range req.Topics {
+		if !sg.b.shareTopicReadable(conn, t.TopicID) {
+			continue
+		}
 		for _, p := range t.Partitions {
 			if len(p.AcknowledgementBatches) == 0 {
 				continue

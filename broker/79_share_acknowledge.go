@@ -16,23 +16,28 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"sluice/authz"
 	"sluice/controller"
 	"sluice/coordinator/share"
 	"sluice/wire"
 )
 
 func init() {
-	registerSync(79, 1, 2, func(b *Broker, _ context.Context, _ *wire.ConnInfo, req *kmsg.ShareAcknowledgeRequest) (kmsg.Response, error) {
-		return b.shares.acknowledge(req), nil
+	registerSync(79, 1, 2, func(b *Broker, _ context.Context, conn *wire.ConnInfo, req *kmsg.ShareAcknowledgeRequest) (kmsg.Response, error) {
+		return b.shares.acknowledge(conn, req), nil
 	})
 }
 
-func (sg *shareGroups) acknowledge(req *kmsg.ShareAcknowledgeRequest) *kmsg.ShareAcknowledgeResponse {
+func (sg *shareGroups) acknowledge(conn *wire.ConnInfo, req *kmsg.ShareAcknowledgeRequest) *kmsg.ShareAcknowledgeResponse {
 	resp := req.ResponseKind().(*kmsg.ShareAcknowledgeResponse)
 	resp.AcquisitionLockTimeoutMillis = int32(sg.partCfg.LockDuration.Milliseconds())
 	group, member := derefString(req.GroupID), derefString(req.MemberID)
 	if group == "" || member == "" {
 		resp.ErrorCode = kerr.InvalidRequest.Code
+		return resp
+	}
+	if sg.b.shareGroupDenied(conn, authz.OpRead, group) {
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
 		return resp
 	}
 	im := sg.b.ctrl.Image()
@@ -47,7 +52,15 @@ func (sg *shareGroups) acknowledge(req *kmsg.ShareAcknowledgeRequest) *kmsg.Shar
 	for _, t := range req.Topics {
 		rt := kmsg.NewShareAcknowledgeResponseTopic()
 		rt.TopicID = t.TopicID
+		readable := sg.b.shareTopicReadable(conn, t.TopicID)
 		for _, p := range t.Partitions {
+			if !readable {
+				rp := kmsg.NewShareAcknowledgeResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = p.Partition, kerr.TopicAuthorizationFailed.Code
+				rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = -1, -1
+				rt.Partitions = append(rt.Partitions, rp)
+				continue
+			}
 			batches := make([]share.AckBatch, 0, len(p.AcknowledgementBatches))
 			for _, ab := range p.AcknowledgementBatches {
 				batches = append(batches, share.AckBatch{FirstOffset: ab.FirstOffset, LastOffset: ab.LastOffset, Types: ackTypes(ab.AcknowledgeTypes)})

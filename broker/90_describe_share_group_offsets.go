@@ -14,17 +14,18 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"sluice/authz"
 	"sluice/controller"
 	"sluice/wire"
 )
 
 func init() {
-	registerSync(90, 0, 1, func(b *Broker, _ context.Context, _ *wire.ConnInfo, req *kmsg.DescribeShareGroupOffsetsRequest) (kmsg.Response, error) {
-		return b.shares.describeOffsets(req), nil
+	registerSync(90, 0, 1, func(b *Broker, _ context.Context, conn *wire.ConnInfo, req *kmsg.DescribeShareGroupOffsetsRequest) (kmsg.Response, error) {
+		return b.shares.describeOffsets(req, func(group string) bool { return b.shareGroupDenied(conn, authz.OpDescribe, group) }), nil
 	})
 }
 
-func (sg *shareGroups) describeOffsets(req *kmsg.DescribeShareGroupOffsetsRequest) *kmsg.DescribeShareGroupOffsetsResponse {
+func (sg *shareGroups) describeOffsets(req *kmsg.DescribeShareGroupOffsetsRequest, denied func(group string) bool) *kmsg.DescribeShareGroupOffsetsResponse {
 	resp := req.ResponseKind().(*kmsg.DescribeShareGroupOffsetsResponse)
 	im := sg.b.ctrl.Image()
 	sg.mu.Lock()
@@ -32,6 +33,11 @@ func (sg *shareGroups) describeOffsets(req *kmsg.DescribeShareGroupOffsetsReques
 	for _, rg := range req.Groups {
 		g := kmsg.NewDescribeShareGroupOffsetsResponseGroup()
 		g.GroupID = rg.GroupID
+		if denied(rg.GroupID) {
+			g.ErrorCode = kerr.GroupAuthorizationFailed.Code
+			resp.Groups = append(resp.Groups, g)
+			continue
+		}
 		if sg.mu.groups.Get(rg.GroupID) == nil {
 			g.ErrorCode = kerr.GroupIDNotFound.Code
 			msg := "Group " + rg.GroupID + " not found."

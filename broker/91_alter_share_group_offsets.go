@@ -14,16 +14,27 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"sluice/authz"
 	"sluice/controller"
 	"sluice/coordinator/share"
 	"sluice/wire"
 )
 
 func init() {
-	registerSync(91, 0, 0, func(b *Broker, _ context.Context, _ *wire.ConnInfo, req *kmsg.AlterShareGroupOffsetsRequest) (kmsg.Response, error) {
+	registerSync(91, 0, 0, func(b *Broker, _ context.Context, conn *wire.ConnInfo, req *kmsg.AlterShareGroupOffsetsRequest) (kmsg.Response, error) {
+		if b.shareGroupDenied(conn, authz.OpRead, req.GroupID) {
+			resp := req.ResponseKind().(*kmsg.AlterShareGroupOffsetsResponse)
+			resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+			return resp, nil
+		}
 		return b.shares.alterOffsets(req), nil
 	})
-	registerSync(92, 0, 0, func(b *Broker, _ context.Context, _ *wire.ConnInfo, req *kmsg.DeleteShareGroupOffsetsRequest) (kmsg.Response, error) {
+	registerSync(92, 0, 0, func(b *Broker, _ context.Context, conn *wire.ConnInfo, req *kmsg.DeleteShareGroupOffsetsRequest) (kmsg.Response, error) {
+		if b.shareGroupDenied(conn, authz.OpDelete, req.GroupID) {
+			resp := req.ResponseKind().(*kmsg.DeleteShareGroupOffsetsResponse)
+			resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+			return resp, nil
+		}
 		return b.shares.deleteOffsets(req), nil
 	})
 }
