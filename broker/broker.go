@@ -267,6 +267,7 @@ func (b *Broker) Close() error {
 	b.fetchers.close() // after followImages: no partition is added to a fetcher any more
 	b.txnCoord.Close()
 	b.coord.Close()
+	b.shares.close()
 	b.peers.close()
 	// After the last append: the HWs a restart resumes from (clean shutdown).
 	b.checkpointHighWatermarks()

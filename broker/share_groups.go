@@ -62,6 +62,8 @@ type shareGroups struct {
 		// timer fires at timerAt, the earliest lock or member deadline when it was armed.
 		timer   replica.Timer
 		timerAt time.Time
+		// closed is set at broker shutdown: no timer is armed any more.
+		closed bool
 	}
 }
 
@@ -138,7 +140,7 @@ func (sg *shareGroups) scheduleLocked() {
 			next, found = t, true
 		}
 	}
-	if !found {
+	if !found || sg.mu.closed {
 		return
 	}
 	if sg.mu.timer != nil && !sg.mu.timerAt.After(next) {
@@ -151,9 +153,24 @@ func (sg *shareGroups) scheduleLocked() {
 	sg.mu.timer = sg.b.clock.AfterFunc(max(next.Sub(sg.b.clock.Now()), 0), sg.expire)
 }
 
+// close stops the timer at broker shutdown.
+func (sg *shareGroups) close() {
+	sg.mu.Lock()
+	defer sg.mu.Unlock()
+	sg.mu.closed = true
+	if sg.mu.timer != nil {
+		sg.mu.timer.Stop()
+		sg.mu.timer = nil
+	}
+}
+
 // expire runs the due lock and member timeouts.
 func (sg *shareGroups) expire() {
 	sg.mu.Lock()
+	if sg.mu.closed {
+		sg.mu.Unlock()
+		return
+	}
 	sg.mu.timer = nil
 	now := sg.b.clock.Now()
 	var wake []topicPartition
