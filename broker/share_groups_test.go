@@ -304,3 +304,29 @@ func TestShareGroupAlterOffsets(t *testing.T) {
 		t.Fatalf("start offset %d after the delete, want -1", got)
 	}
 }
+
+// TestShareGroupLockTimeoutWakesFetch: a member's records whose acquisition lock times out
+// are handed to another member's share fetch that was already waiting for records, with a
+// delivery count of 2 (the broker's lock timer wakes the parked fetch).
+func TestShareGroupLockTimeoutWakesFetch(t *testing.T) {
+	tb := startTestBroker(t, map[string]string{"group.share.record.lock.duration.ms": "1000"})
+	tb.createTopic(t, "locks", 1, nil)
+	topicID := [16]byte(tb.Ctrl.Image().Topics["locks"].ID)
+	a := &shareClient{t: t, tb: tb, group: "lg", member: "a"}
+	b := &shareClient{t: t, tb: tb, group: "lg", member: "b"}
+	a.heartbeat(0, "locks")
+	b.heartbeat(0, "locks")
+	a.fetch(topicID, 10) // starts the share partition at the high watermark, 0
+	tb.produce(t, "locks", 0, 3)
+	got, _ := a.fetch(topicID, 10)
+	wantRanges(t, "a", got, [3]int64{0, 2, 1})
+	b.fetch(topicID, 10) // opens b's session; nothing to acquire
+	waiting := tb.serveDirect(testContext(t), t, b.fetchReq(topicID, 10, 25_000))
+	select {
+	case resp := <-waiting:
+		got, _ := b.fetchResult(resp.(*kmsg.ShareFetchResponse))
+		wantRanges(t, "b after a's locks timed out", got, [3]int64{0, 2, 2})
+	case <-time.After(testWait):
+		t.Fatal("the waiting share fetch never answered")
+	}
+}
