@@ -1,7 +1,7 @@
 # sluice — the two commands a fresh machine needs are `make run` and `make test`.
 GO ?= go
 
-.PHONY: build run test unit deps franz franz-cluster vet fmt-check clean compat cluster chaos chaos-full
+.PHONY: build run test unit deps franz franz-cluster vet fmt-check clean compat cluster chaos chaos-full share-java
 
 # The commit is stamped into `sluice --version` (Go's own VCS stamping may be off: GOFLAGS).
 SLUICE_COMMIT := $(shell git rev-parse --short=12 HEAD 2>/dev/null)$(shell git diff --quiet HEAD 2>/dev/null || echo +dirty)
@@ -60,6 +60,12 @@ franz: build
 
 clean:
 	rm -rf bin
+
+# Kafka 4.4's Java KafkaShareConsumer against sluice (compat-tests/share_java_test.go, KIP-932
+# share groups): three consumers sharing a partition exactly once, release/reject/archive at
+# the delivery limit, a killed consumer's records redelivered. About 90 s, so not in make test.
+share-java: build
+	SLUICE_BIN=$(CURDIR)/bin/sluice $(GO) test -count=1 -tags sharejava -run TestShareGroupsJava -v ./compat-tests/
 
 # sluice vs Apache Kafka 4.4.0 on this machine, same run, same load; writes bench/results/<date>.md
 # and .png. Not part of `make test`. BENCH_QUICK=1 is a smoke run of a few minutes; the full run

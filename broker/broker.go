@@ -75,6 +75,8 @@ type Broker struct {
 	}
 
 	coord *coordinator.Coordinator
+	// shares is the share group state on this node (share_groups.go).
+	shares *shareGroups
 	// coordinatorLoaded are the __consumer_offsets partitions whose shards are loaded (or
 	// loading) here. Owned by the reconcile goroutine.
 	coordinatorLoaded map[int32]*offsetsPartitionLog
@@ -191,6 +193,7 @@ func New(cfg Config, ctrl Metadata) (*Broker, error) {
 		return nil, err
 	}
 	b.coord = newCoordinator(b)
+	b.shares = newShareGroups(b)
 	b.coordinatorLoaded = make(map[int32]*offsetsPartitionLog)
 	b.txnCoord = newTxnCoordinator(b)
 	b.txnLoaded = make(map[int32]txnLoaded)
@@ -285,6 +288,7 @@ func (b *Broker) Close() error {
 	b.fetchers.close() // after followImages: no partition is added to a fetcher any more
 	b.txnCoord.Close()
 	b.coord.Close()
+	b.shares.close()
 	b.peers.close()
 	// After the last append: the HWs a restart resumes from (clean shutdown).
 	b.checkpointHighWatermarks()

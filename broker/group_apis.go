@@ -43,11 +43,12 @@ func init() {
 	registerGroupAPI(15, 0, 6, func(c *coordinator.Coordinator, ctx context.Context, _ *wire.Request, req *kmsg.DescribeGroupsRequest) (kmsg.Response, error) {
 		return c.DescribeGroups(ctx, req)
 	})
-	registerGroupAPI(16, 0, 5, func(c *coordinator.Coordinator, ctx context.Context, _ *wire.Request, req *kmsg.ListGroupsRequest) (kmsg.Response, error) {
-		return c.ListGroups(ctx, req)
+	// ListGroups and DeleteGroups also cover the share groups (share_groups.go).
+	registerGroupAPIBroker(16, 0, 5, func(b *Broker, ctx context.Context, _ *wire.Request, req *kmsg.ListGroupsRequest) (kmsg.Response, error) {
+		return b.listGroups(ctx, req)
 	})
-	registerGroupAPI(42, 0, 2, func(c *coordinator.Coordinator, ctx context.Context, _ *wire.Request, req *kmsg.DeleteGroupsRequest) (kmsg.Response, error) {
-		return c.DeleteGroups(ctx, req)
+	registerGroupAPIBroker(42, 0, 2, func(b *Broker, ctx context.Context, _ *wire.Request, req *kmsg.DeleteGroupsRequest) (kmsg.Response, error) {
+		return b.deleteGroups(ctx, req)
 	})
 	registerGroupAPI(47, 0, 0, func(c *coordinator.Coordinator, ctx context.Context, _ *wire.Request, req *kmsg.OffsetDeleteRequest) (kmsg.Response, error) {
 		return c.OffsetDelete(ctx, req)
@@ -62,6 +63,14 @@ func init() {
 
 // registerGroupAPI registers an API served by the group coordinator on its own goroutine.
 func registerGroupAPI[Req kmsg.Request](key, minVersion, maxVersion int16, call func(c *coordinator.Coordinator, ctx context.Context, w *wire.Request, req Req) (kmsg.Response, error)) {
+	registerGroupAPIBroker(key, minVersion, maxVersion, func(b *Broker, ctx context.Context, w *wire.Request, req Req) (kmsg.Response, error) {
+		return call(b.coord, ctx, w, req)
+	})
+}
+
+// registerGroupAPIBroker is registerGroupAPI for a call that needs more of the broker than its
+// coordinator.
+func registerGroupAPIBroker[Req kmsg.Request](key, minVersion, maxVersion int16, call func(b *Broker, ctx context.Context, w *wire.Request, req Req) (kmsg.Response, error)) {
 	register(key, minVersion, maxVersion, func(b *Broker, ctx context.Context, w *wire.Request, respond wire.Respond) {
 		req, ok := w.Body.(Req)
 		if !ok {
@@ -74,7 +83,7 @@ func registerGroupAPI[Req kmsg.Request](key, minVersion, maxVersion int16, call 
 			return
 		}
 		serveInConnOrder(ctx, w.Conn, func() (kmsg.Response, error) {
-			resp, err := call(b.coord, ctx, w, req)
+			resp, err := call(b, ctx, w, req)
 			if post != nil && err == nil && resp != nil {
 				post(resp)
 			}

@@ -54,7 +54,7 @@ const (
 	whyJava        = "sluice cannot load Java classes"
 	whyTiered      = "sluice has no tiered storage"
 	whyTuning      = "a Kafka tuning setting; sluice sizes this itself"
-	whyShare       = "share groups (KIP-932) are not implemented yet"
+	whyShare       = "sluice's share groups (KIP-932) use the simple assignor, keep their state in memory on one node and take no per-group config overrides yet, which these bound or tune"
 	whyQuotas      = "controller mutation and log-dir move quotas are not implemented yet"
 	whyMetrics     = "sluice has no metrics reporters yet"
 	whyMetadataLog = "the metadata log's segmenting and snapshots are sluice's own"
@@ -199,13 +199,17 @@ var brokerSupport = []supportGroup{
 	{NotYet, "two-phase commit with an external transaction manager (KIP-939) is not implemented yet", []string{
 		"transaction.two.phase.commit.enable",
 	}},
+	{Honoured, "", []string{
+		"group.share.delivery.count.limit", "group.share.heartbeat.interval.ms", "group.share.max.share.sessions",
+		"group.share.max.size", "group.share.partition.max.record.locks", "group.share.record.lock.duration.ms",
+		"group.share.session.timeout.ms",
+	}},
 	{NoEffect, whyShare, []string{
-		"group.share.assignors", "group.share.delivery.count.limit", "group.share.enable",
-		"group.share.heartbeat.interval.ms", "group.share.max.heartbeat.interval.ms",
-		"group.share.max.record.lock.duration.ms", "group.share.max.session.timeout.ms", "group.share.max.share.sessions",
-		"group.share.max.size", "group.share.min.heartbeat.interval.ms", "group.share.min.record.lock.duration.ms",
-		"group.share.min.session.timeout.ms", "group.share.partition.max.record.locks", "group.share.record.lock.duration.ms",
-		"group.share.session.timeout.ms", "share.coordinator.append.linger.ms",
+		"group.share.assignors", "group.share.enable",
+		"group.share.max.heartbeat.interval.ms",
+		"group.share.max.record.lock.duration.ms", "group.share.max.session.timeout.ms",
+		"group.share.min.heartbeat.interval.ms", "group.share.min.record.lock.duration.ms",
+		"group.share.min.session.timeout.ms", "share.coordinator.append.linger.ms",
 		"share.coordinator.cold.partition.snapshot.interval.ms", "share.coordinator.load.buffer.size",
 		"share.coordinator.snapshot.update.records.per.snapshot", "share.coordinator.state.topic.compression.codec",
 		"share.coordinator.state.topic.min.isr", "share.coordinator.state.topic.num.partitions",
@@ -340,7 +344,7 @@ var valueRefusals = map[string]func(value string) string{
 		for _, p := range ParseList(v) {
 			switch p {
 			case "share":
-				return "share groups (KIP-932) are not implemented yet"
+				return "share groups (KIP-932) are served without being listed here; listing \"share\" is not supported"
 			}
 		}
 		if !slices.Contains(ParseList(v), "consumer") {

@@ -1,0 +1,113 @@
+package broker
+
+// ShareGroupHeartbeat, key 76: v1 (KIP-932 share groups, GA in Kafka 4.1; v0 was the early
+// access version, which Kafka 4.1+ clients no longer send).
+//
+// The share group coordinator (share_groups.go, coordinator/share/group.go) keeps the group in
+// memory with the simple assignor: every member is given every partition of the topics it
+// subscribes to, and the records of a partition are shared among them by the share partitions.
+// A member that leaves (MemberEpoch -1) or misses group.share.session.timeout.ms of
+// heartbeats has its acquired records released and its share session closed.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"sluice/authz"
+	"sluice/coordinator/share"
+	"sluice/wire"
+)
+
+func init() {
+	register(76, 1, 1, func(b *Broker, ctx context.Context, w *wire.Request, respond wire.Respond) {
+		req, ok := w.Body.(*kmsg.ShareGroupHeartbeatRequest)
+		if !ok {
+			respond(nil, errUnexpectedBody)
+			return
+		}
+		if b.shareGroupDenied(w.Conn, authz.OpRead, req.GroupID) || b.shareTopicsDenied(w.Conn, req.SubscribedTopicNames) {
+			resp := req.ResponseKind().(*kmsg.ShareGroupHeartbeatResponse)
+			resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+			if !b.shareGroupDenied(w.Conn, authz.OpRead, req.GroupID) {
+				resp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			}
+			respond(resp, nil)
+			return
+		}
+		if req.MemberEpoch == 0 && b.shares.isOtherGroup(ctx, req.GroupID) {
+			resp := req.ResponseKind().(*kmsg.ShareGroupHeartbeatResponse)
+			resp.ErrorCode = kerr.GroupIDNotFound.Code
+			msg := "Group " + req.GroupID + " is not a share group."
+			resp.ErrorMessage = &msg
+			respond(resp, nil)
+			return
+		}
+		respond(b.shares.heartbeat(w, req), nil)
+	})
+}
+
+// isOtherGroup reports whether id is a group of another kind (classic, consumer, streams) in the
+// group coordinator: a share group may not take its ID, as in Kafka. Asked only when a member
+// joins a share group that does not exist yet.
+func (sg *shareGroups) isOtherGroup(ctx context.Context, id string) bool {
+	sg.mu.Lock()
+	exists := sg.mu.groups.Get(id) != nil
+	sg.mu.Unlock()
+	if exists {
+		return false
+	}
+	resp, err := sg.b.coord.ListGroups(ctx, kmsg.NewPtrListGroupsRequest())
+	if err != nil {
+		return false
+	}
+	for _, g := range resp.Groups {
+		if g.Group == id {
+			return true
+		}
+	}
+	return false
+}
+
+func (sg *shareGroups) heartbeat(w *wire.Request, req *kmsg.ShareGroupHeartbeatRequest) *kmsg.ShareGroupHeartbeatResponse {
+	resp := req.ResponseKind().(*kmsg.ShareGroupHeartbeatResponse)
+	client := joinClient(w)
+	sg.mu.Lock()
+	now := sg.b.clock.Now()
+	res := sg.mu.groups.Heartbeat(now, imageTopics{sg.b.ctrl}, share.HeartbeatRequest{
+		Group: req.GroupID, Member: req.MemberID, MemberEpoch: req.MemberEpoch, RackID: req.RackID,
+		Subscribed: req.SubscribedTopicNames, ClientID: client.ClientID, ClientHost: client.ClientHost,
+	})
+	var wake []topicPartition
+	if res.Left != "" {
+		sg.mu.sessions.RemoveMember(req.GroupID, res.Left)
+		wake = sg.releaseMemberLocked(req.GroupID, res.Left)
+	}
+	sg.scheduleLocked()
+	sg.mu.Unlock()
+	sg.wake(wake)
+
+	resp.ErrorCode = res.Code
+	if res.Message != "" {
+		msg := res.Message
+		resp.ErrorMessage = &msg
+	}
+	if res.Code != 0 {
+		return resp
+	}
+	member := req.MemberID
+	resp.MemberID = &member
+	resp.MemberEpoch = res.MemberEpoch
+	resp.HeartbeatIntervalMillis = int32(sg.heartbeatInterval.Milliseconds())
+	if res.SendAssigned {
+		a := kmsg.NewShareGroupHeartbeatResponseAssignment()
+		for _, tp := range res.Assignment {
+			t := kmsg.NewShareGroupHeartbeatResponseAssignmentTopicPartition()
+			t.TopicID, t.Partitions = tp.TopicID, tp.Partitions
+			a.TopicPartitions = append(a.TopicPartitions, t)
+		}
+		resp.Assignment = &a
+	}
+	return resp
+}

@@ -1,0 +1,370 @@
+package broker
+
+// Share groups (KIP-932) on this node: the share group coordinator (membership, the simple
+// assignor), the share session cache and the share partitions, all in memory for now
+// (coordinator/share holds the pure state machines; this file is their driver). One mutex
+// guards all of it: every ShareGroupHeartbeat, ShareFetch and ShareAcknowledge takes it for
+// the state change only, never across a log read's I/O wait or a long poll. Lock timeouts and
+// member session timeouts fire from one clock timer armed at the earliest deadline; what they
+// release wakes the share fetches parked in the broker's purgatory on those partitions.
+//
+// Not yet: the share state is not written to __share_group_state, so a restart forgets
+// acknowledgements and delivery counts (the SPSO restarts from share.auto.offset.reset); the
+// group-level configs (share.auto.offset.reset, share.record.lock.duration.ms, ...) are not
+// stored: every group uses the broker defaults, and a new share partition starts at the high
+// watermark ("latest", Kafka's default).
+
+import (
+	"context"
+	"io"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"sluice/broker/replica"
+	"sluice/controller"
+	"sluice/coordinator/share"
+	"sluice/internal/batch"
+	"sluice/logstore"
+)
+
+// sharePartitionReadBytes bounds one share partition's log read per ShareFetch: the records
+// are copied into the response (a share fetch returns only the batches it acquired).
+const sharePartitionReadBytes = 1 << 20
+
+// shareDefaultMaxRecords is the records a ShareFetch v0 (which has no MaxRecords) may acquire.
+const shareDefaultMaxRecords = 500
+
+// sharePartitionKey names one share partition: a group's view of one topic partition.
+type sharePartitionKey struct {
+	group     string
+	topicID   controller.TopicID
+	partition int32
+}
+
+// shareGroups is this node's share group state.
+type shareGroups struct {
+	b                 *Broker
+	partCfg           share.Config
+	heartbeatInterval time.Duration
+
+	mu struct {
+		sync.Mutex
+		groups   *share.Groups
+		sessions *share.Sessions
+		// partitions are the share partitions led here, created by the first ShareFetch that
+		// names them. Bounded by groups × partitions of their subscribed topics.
+		partitions map[sharePartitionKey]*share.Partition
+		// timer fires at timerAt, the earliest lock or member deadline when it was armed.
+		timer   replica.Timer
+		timerAt time.Time
+		// closed is set at broker shutdown: no timer is armed any more.
+		closed bool
+	}
+}
+
+func newShareGroups(b *Broker) *shareGroups {
+	s := b.cfg.Static
+	ms := func(n int32) time.Duration { return time.Duration(n) * time.Millisecond }
+	sg := &shareGroups{
+		b: b,
+		partCfg: share.Config{
+			MaxInFlight:      int(s.Int32("group.share.partition.max.record.locks")),
+			MaxDeliveryCount: int(s.Int32("group.share.delivery.count.limit")),
+			LockDuration:     ms(s.Int32("group.share.record.lock.duration.ms")),
+		},
+		heartbeatInterval: ms(s.Int32("group.share.heartbeat.interval.ms")),
+	}
+	sg.mu.groups = share.NewGroups(share.GroupConfig{
+		SessionTimeout:    ms(s.Int32("group.share.session.timeout.ms")),
+		HeartbeatInterval: sg.heartbeatInterval,
+		MaxSize:           int(s.Int32("group.share.max.size")),
+	})
+	sg.mu.sessions = share.NewSessions(int(s.Int32("group.share.max.share.sessions")))
+	sg.mu.partitions = make(map[sharePartitionKey]*share.Partition)
+	return sg
+}
+
+// partitionLocked returns the share partition for key, creating it at the partition's high
+// watermark (share.auto.offset.reset=latest) the first time. REQUIRES: mu held.
+func (sg *shareGroups) partitionLocked(key sharePartitionKey, snap replica.Snapshot) *share.Partition {
+	sp := sg.mu.partitions[key]
+	if sp == nil {
+		var err error
+		sp, err = share.NewPartition(sg.partCfg, snap.HighWatermark)
+		if err != nil {
+			return nil // the config was validated at startup; unreachable
+		}
+		sg.mu.partitions[key] = sp
+	}
+	sp.AdvanceLogStart(snap.LogStart)
+	return sp
+}
+
+// releaseMemberLocked gives back every record member of group holds, on every share partition
+// of the group, and returns the partitions to wake. REQUIRES: mu held.
+func (sg *shareGroups) releaseMemberLocked(group, member string) []topicPartition {
+	var wake []topicPartition
+	im := sg.b.ctrl.Image()
+	for key, sp := range sg.mu.partitions {
+		if key.group == group && sp.ReleaseMember(member) {
+			if t := im.TopicsByID[key.topicID]; t != nil {
+				wake = append(wake, topicPartition{t.Name, key.partition})
+			}
+		}
+	}
+	return wake
+}
+
+// wake re-evaluates the share fetches parked on these partitions.
+func (sg *shareGroups) wake(tps []topicPartition) {
+	for _, tp := range tps {
+		sg.b.purgatory.Wake(tp)
+	}
+}
+
+// scheduleLocked arms the timer for the earliest lock or member deadline, if it is earlier than
+// the one armed. REQUIRES: mu held.
+func (sg *shareGroups) scheduleLocked() {
+	var next time.Time
+	found := false
+	if t, ok := sg.mu.groups.NextExpiry(); ok {
+		next, found = t, true
+	}
+	for _, sp := range sg.mu.partitions {
+		if t, ok := sp.NextDeadline(); ok && (!found || t.Before(next)) {
+			next, found = t, true
+		}
+	}
+	if !found || sg.mu.closed {
+		return
+	}
+	if sg.mu.timer != nil && !sg.mu.timerAt.After(next) {
+		return // armed for earlier already; it re-arms when it fires
+	}
+	if sg.mu.timer != nil {
+		sg.mu.timer.Stop()
+	}
+	sg.mu.timerAt = next
+	sg.mu.timer = sg.b.clock.AfterFunc(max(next.Sub(sg.b.clock.Now()), 0), sg.expire)
+}
+
+// close stops the timer at broker shutdown.
+func (sg *shareGroups) close() {
+	sg.mu.Lock()
+	defer sg.mu.Unlock()
+	sg.mu.closed = true
+	if sg.mu.timer != nil {
+		sg.mu.timer.Stop()
+		sg.mu.timer = nil
+	}
+}
+
+// expire runs the due lock and member timeouts.
+func (sg *shareGroups) expire() {
+	sg.mu.Lock()
+	if sg.mu.closed {
+		sg.mu.Unlock()
+		return
+	}
+	sg.mu.timer = nil
+	now := sg.b.clock.Now()
+	var wake []topicPartition
+	for _, gone := range sg.mu.groups.Expire(now) {
+		sg.mu.sessions.RemoveMember(gone.Group, gone.Member)
+		wake = append(wake, sg.releaseMemberLocked(gone.Group, gone.Member)...)
+	}
+	im := sg.b.ctrl.Image()
+	for key, sp := range sg.mu.partitions {
+		if sp.Expire(now) {
+			if t := im.TopicsByID[key.topicID]; t != nil {
+				wake = append(wake, topicPartition{t.Name, key.partition})
+			}
+		}
+	}
+	sg.scheduleLocked()
+	sg.mu.Unlock()
+	sg.wake(wake)
+}
+
+// shareRead is one share partition's log read for a ShareFetch: the bytes of whole batches and
+// the offsets they span.
+type shareRead struct {
+	records     []byte
+	first, last int64 // base offset of the first batch, last offset of the last; last < first if none
+	errCode     int16
+}
+
+// readForShare reads up to maxBytes of p's log from offset, below visible, into memory.
+func readForShare(p *Partition, offset, visible int64, maxBytes int64) shareRead {
+	out := shareRead{first: 0, last: -1}
+	if offset >= visible {
+		return out
+	}
+	res, err := p.log.Read(offset, maxBytes, visible, true)
+	if err != nil {
+		out.errCode = storageErrorCode(err)
+		return out
+	}
+	buf := make([]byte, 0, res.Bytes)
+	for _, s := range res.Slices {
+		start := len(buf)
+		buf = buf[:start+int(s.Length)]
+		if _, err := s.File.ReadAt(buf[start:], s.Position); err != nil && err != io.EOF {
+			out.errCode = storageErrorCode(logstore.ErrCorruptBatch)
+			return out
+		}
+	}
+	out.records = buf
+	first := true
+	for rest := buf; len(rest) >= batch.HeaderSize; {
+		h, err := batch.ParseHeader(rest)
+		if err != nil || h.Size() > int64(len(rest)) {
+			break
+		}
+		if first {
+			out.first, first = h.BaseOffset, false
+		}
+		out.last = h.LastOffset()
+		rest = rest[h.Size():]
+	}
+	if first {
+		out.records = nil
+	}
+	return out
+}
+
+// trimToAcquired keeps the batches of records that hold an acquired offset.
+func trimToAcquired(records []byte, acquired []share.AcquiredRange) []byte {
+	var out []byte
+	for rest := records; len(rest) >= batch.HeaderSize; {
+		h, err := batch.ParseHeader(rest)
+		if err != nil || h.Size() > int64(len(rest)) {
+			break
+		}
+		for _, a := range acquired {
+			if a.FirstOffset <= h.LastOffset() && a.LastOffset >= h.BaseOffset {
+				out = append(out, rest[:h.Size()]...)
+				break
+			}
+		}
+		rest = rest[h.Size():]
+	}
+	return out
+}
+
+// shareAckResult applies one partition's acknowledgements for member and returns the code to
+// answer, waking the partition's parked fetches when records became available again.
+// REQUIRES: mu held.
+func (sg *shareGroups) acknowledgeLocked(group, member string, im *controller.Image, topicID controller.TopicID, partition int32, batches []share.AckBatch, allowRenew bool) (code int16, woke *topicPartition) {
+	if code := share.ValidateAckBatches(batches, allowRenew); code != 0 {
+		return code, nil
+	}
+	topic := im.TopicsByID[topicID]
+	if topic == nil {
+		return kerr.UnknownTopicID.Code, nil
+	}
+	if partition < 0 || int(partition) >= len(topic.Partitions) {
+		return kerr.UnknownTopicOrPartition.Code, nil
+	}
+	sp := sg.mu.partitions[sharePartitionKey{group, topicID, partition}]
+	if sp == nil {
+		// Nothing was ever acquired here on this node.
+		return kerr.InvalidRecordState.Code, nil
+	}
+	now := sg.b.clock.Now()
+	sp.Expire(now)
+	if code := sp.Acknowledge(member, now, batches); code != 0 {
+		return code, nil
+	}
+	return 0, &topicPartition{topic.Name, partition}
+}
+
+// closeSessionLocked releases member's records on the closed session's partitions (Kafka's
+// releaseSession) and returns the partitions to wake. REQUIRES: mu held.
+func (sg *shareGroups) closeSessionLocked(group, member string, s *share.Session) []topicPartition {
+	if s == nil {
+		return nil
+	}
+	var wake []topicPartition
+	im := sg.b.ctrl.Image()
+	for _, tp := range s.Partitions {
+		sp := sg.mu.partitions[sharePartitionKey{group, controller.TopicID(tp.TopicID), tp.Partition}]
+		if sp != nil && sp.ReleaseMember(member) {
+			if t := im.TopicsByID[controller.TopicID(tp.TopicID)]; t != nil {
+				wake = append(wake, topicPartition{t.Name, tp.Partition})
+			}
+		}
+	}
+	return wake
+}
+
+// ctxDone reports whether ctx ended.
+func ctxDone(ctx context.Context) bool { return ctx.Err() != nil }
+
+// listGroups answers ListGroups with the coordinator's groups and the share groups (type
+// "share", protocol type "share", state Empty or Stable), under the same state and type filters.
+func (b *Broker) listGroups(ctx context.Context, req *kmsg.ListGroupsRequest) (kmsg.Response, error) {
+	resp, err := b.coord.ListGroups(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	matches := func(filter []string, v string) bool {
+		if len(filter) == 0 {
+			return true
+		}
+		for _, f := range filter {
+			if strings.EqualFold(f, v) {
+				return true
+			}
+		}
+		return false
+	}
+	sg := b.shares
+	sg.mu.Lock()
+	for _, g := range sg.mu.groups.List() {
+		if !matches(req.StatesFilter, g.State()) || !matches(req.TypesFilter, "share") {
+			continue
+		}
+		lg := kmsg.NewListGroupsResponseGroup()
+		lg.Group, lg.ProtocolType, lg.GroupState, lg.GroupType = g.ID, "share", g.State(), "share"
+		resp.Groups = append(resp.Groups, lg)
+	}
+	sg.mu.Unlock()
+	sort.Slice(resp.Groups, func(i, j int) bool { return resp.Groups[i].Group < resp.Groups[j].Group })
+	return resp, nil
+}
+
+// deleteGroups answers DeleteGroups: a share group is deleted (with its share partitions) when
+// it has no members, NON_EMPTY_GROUP otherwise; other groups are the coordinator's.
+func (b *Broker) deleteGroups(ctx context.Context, req *kmsg.DeleteGroupsRequest) (kmsg.Response, error) {
+	resp, err := b.coord.DeleteGroups(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	sg := b.shares
+	sg.mu.Lock()
+	defer sg.mu.Unlock()
+	for i := range resp.Groups {
+		g := &resp.Groups[i]
+		if sg.mu.groups.Get(g.Group) == nil {
+			continue
+		}
+		// A share group ID is not also a consumer group's (the heartbeat keeps them apart), so
+		// the coordinator's answer (not found, or not coordinator before its shard loaded)
+		// does not apply.
+		g.ErrorCode = sg.mu.groups.Delete(g.Group)
+		if g.ErrorCode == 0 {
+			for key := range sg.mu.partitions {
+				if key.group == g.Group {
+					delete(sg.mu.partitions, key)
+				}
+			}
+		}
+	}
+	return resp, nil
+}
