@@ -40,7 +40,7 @@ func kafkaLib(t *testing.T) string {
 		t.Fatalf("fetch-kafka.sh: %v\n%s", err, stderr.String())
 	}
 	lib := strings.TrimSpace(string(out))
-	if _, err := os.Stat(filepath.Join(lib, "kafka_2.13-4.1.1.jar")); err != nil {
+	if _, err := os.Stat(filepath.Join(lib, "kafka_2.13-4.4.0.jar")); err != nil {
 		entries, _ := filepath.Glob(filepath.Join(lib, "kafka_2.13-*.jar"))
 		if len(entries) == 0 {
 			t.Fatalf("no kafka_2.13 jar in %s", lib)

@@ -23,7 +23,7 @@ func Clients() []*Client {
 		{ID: "sarama", Name: "sarama v1.61.1", Family: "sarama", Run: runSarama, Quick: "group"},
 		{ID: "sarama-0.10", Name: "sarama v1.61.1 with Version V0_10_2_0 (old protocol versions)", Family: "sarama", Run: runSaramaOld, Timeout: oldClientTimeout},
 		{ID: "kafka-go", Name: "segmentio/kafka-go v0.4.51", Family: "kafka-go", Run: runKafkaGo, Quick: "produce-snappy"},
-		javaClient("java-producer", "Java producer (kafka-clients 4.1.1, idempotent)", "producer", "produce-lz4"),
+		javaClient("java-producer", "Java producer (kafka-clients 4.4.0, idempotent)", "producer", "produce-lz4"),
 		javaClient("java-consumer-classic", "Java consumer, classic protocol", "consumer-classic", ""),
 		javaClient("java-consumer-848", "Java consumer, consumer protocol (KIP-848)", "consumer-848", "group"),
 		javaClient("java-admin", "Java Admin client", "admin", ""),
@@ -37,7 +37,7 @@ func Clients() []*Client {
 		cliClient("dump-log", "kafka-dump-log (DumpLogSegments)", runDumpLog, ""),
 		cliClient("producer-perf", "kafka-producer-perf-test", runProducerPerf, ""),
 		cliClient("consumer-perf", "kafka-consumer-perf-test", runConsumerPerf, ""),
-		{ID: "streams", Name: "Kafka Streams 4.1.1 word count", Family: "java", Prepare: prepareJava, Run: runStreams, Timeout: 150 * time.Second},
+		{ID: "streams", Name: "Kafka Streams 4.4.0 word count", Family: "java", Prepare: prepareJava, Run: runStreams, Timeout: 150 * time.Second},
 	}
 }
 
