@@ -45,23 +45,42 @@ func TestDescribeTopicPartitionsELR(t *testing.T) {
 }
 
 // TestApiVersionsFinalizesELR: from v3 ApiVersions supports and finalizes
-// eligible.leader.replicas.version 1, as a new Kafka 4.x cluster does.
+// eligible.leader.replicas.version 1, as a new Kafka 4.x cluster does, with the image's offset
+// as the finalized features epoch; a FeatureLevelRecord's level replaces a default, and a
+// level of 0 leaves the feature out of the finalized set (share.version by default).
 func TestApiVersionsFinalizesELR(t *testing.T) {
 	req := kmsg.NewPtrApiVersionsRequest()
 	req.Version = 3
 	req.ClientSoftwareName, req.ClientSoftwareVersion = "test", "1"
-	resp, err := (*Broker)(nil).handleApiVersions(context.Background(), nil, req)
+	b := &Broker{ctrl: newFakeMetadata(&controller.Image{Offset: 42})}
+	resp, err := b.handleApiVersions(context.Background(), nil, req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := resp.(*kmsg.ApiVersionsResponse)
 	supported := slices.IndexFunc(r.SupportedFeatures, func(f kmsg.ApiVersionsResponseSupportedFeature) bool {
-		return f.Name == "eligible.leader.replicas.version" && f.MinVersion == 0 && f.MaxVersion == 1
+		return f.Name == "eligible.leader.replicas.version" && f.MinVersion == 1 && f.MaxVersion == 1
 	})
 	finalized := slices.IndexFunc(r.FinalizedFeatures, func(f kmsg.ApiVersionsResponseFinalizedFeature) bool {
 		return f.Name == "eligible.leader.replicas.version" && f.MinVersionLevel == 1 && f.MaxVersionLevel == 1
 	})
-	if supported < 0 || finalized < 0 {
-		t.Fatalf("supported %+v finalized %+v", r.SupportedFeatures, r.FinalizedFeatures)
+	if supported < 0 || finalized < 0 || r.FinalizedFeaturesEpoch != 42 {
+		t.Fatalf("supported %+v finalized %+v epoch %d", r.SupportedFeatures, r.FinalizedFeatures, r.FinalizedFeaturesEpoch)
+	}
+	var names []string
+	for _, f := range r.FinalizedFeatures {
+		names = append(names, f.Name)
+	}
+	want := []string{"eligible.leader.replicas.version", "group.version", "kraft.version", "metadata.version", "streams.version", "transaction.version"}
+	if !slices.Equal(names, want) {
+		t.Fatalf("finalized %v, want %v", names, want)
+	}
+
+	b.ctrl = newFakeMetadata(&controller.Image{Offset: 43, FeatureLevels: map[string]int16{"streams.version": 0}})
+	resp, _ = b.handleApiVersions(context.Background(), nil, req)
+	for _, f := range resp.(*kmsg.ApiVersionsResponse).FinalizedFeatures {
+		if f.Name == "streams.version" {
+			t.Fatalf("streams.version finalized at 0 is still listed: %+v", f)
+		}
 	}
 }
