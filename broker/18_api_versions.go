@@ -1,6 +1,6 @@
 package broker
 
-// ApiVersions, key 18: v0–v4.
+// ApiVersions, key 18: v0–v5.
 //
 // The list comes from the API table, so the versions advertised are exactly those implemented.
 // An unsupported ApiVersions version never reaches here: the wire layer answers it at v0 with
@@ -28,7 +28,7 @@ import (
 	"sluice/wire"
 )
 
-func init() { registerSync(18, 0, 4, (*Broker).handleApiVersions) }
+func init() { registerSync(18, 0, 5, (*Broker).handleApiVersions) }
 
 // clientSoftwarePattern is Kafka's rule for ClientSoftwareName and ClientSoftwareVersion.
 var clientSoftwarePattern = regexp.MustCompile(`^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$`)
@@ -37,6 +37,17 @@ func (b *Broker) handleApiVersions(_ context.Context, _ *wire.ConnInfo, req *kms
 	resp := req.ResponseKind().(*kmsg.ApiVersionsResponse)
 	if req.Version >= 3 && (!clientSoftwarePattern.MatchString(req.ClientSoftwareName) || !clientSoftwarePattern.MatchString(req.ClientSoftwareVersion)) {
 		resp.ErrorCode = kerr.InvalidRequest.Code
+		return resp, nil
+	}
+	if req.Version >= 5 {
+		if (req.ClusterID == nil) != (req.NodeID == -1) {
+			resp.ErrorCode = kerr.InvalidRequest.Code
+			return resp, nil
+		}
+		if req.ClusterID != nil && (*req.ClusterID != b.ctrl.Image().ClusterID || req.NodeID != b.nodeID) {
+			resp.ErrorCode = kerr.RebootstrapRequired.Code
+			return resp, nil
+		}
 	}
 	for _, v := range Versions() {
 		resp.ApiKeys = append(resp.ApiKeys, kmsg.ApiVersionsResponseApiKey{ApiKey: v.Key, MinVersion: v.Min, MaxVersion: v.Max})
@@ -45,8 +56,10 @@ func (b *Broker) handleApiVersions(_ context.Context, _ *wire.ConnInfo, req *kms
 		im := b.ctrl.Image()
 		resp.FinalizedFeaturesEpoch = im.FinalizedFeaturesEpoch()
 		for _, f := range controller.Features {
-			resp.SupportedFeatures = append(resp.SupportedFeatures,
-				kmsg.ApiVersionsResponseSupportedFeature{Name: f.Name, MinVersion: f.MinLevel, MaxVersion: f.MaxLevel})
+			if req.Version >= 4 || f.MinLevel > 0 {
+				resp.SupportedFeatures = append(resp.SupportedFeatures,
+					kmsg.ApiVersionsResponseSupportedFeature{Name: f.Name, MinVersion: f.MinLevel, MaxVersion: f.MaxLevel})
+			}
 			if l := im.FinalizedLevel(f.Name); l > 0 {
 				resp.FinalizedFeatures = append(resp.FinalizedFeatures,
 					kmsg.ApiVersionsResponseFinalizedFeature{Name: f.Name, MinVersionLevel: l, MaxVersionLevel: l})

@@ -84,3 +84,48 @@ func TestApiVersionsFinalizesELR(t *testing.T) {
 		}
 	}
 }
+
+// TestApiVersionsV5ChecksClusterAndNode: v5 (KIP-1242) refuses a cluster ID without a node ID
+// (or the reverse) with INVALID_REQUEST and a cluster or node that is not this one with
+// REBOOTSTRAP_REQUIRED, each as the code alone, as Kafka 4.4's KafkaApis answers; the right
+// pair, or neither, gets the API keys. Below v4 a supported range starting at 0 is left out.
+func TestApiVersionsV5ChecksClusterAndNode(t *testing.T) {
+	b := &Broker{nodeID: 2, ctrl: newFakeMetadata(&controller.Image{ClusterID: "c1", Offset: 7})}
+	ask := func(version int16, cluster *string, node int32) *kmsg.ApiVersionsResponse {
+		req := kmsg.NewPtrApiVersionsRequest()
+		req.Version, req.ClusterID, req.NodeID = version, cluster, node
+		req.ClientSoftwareName, req.ClientSoftwareVersion = "test", "1"
+		resp, err := b.handleApiVersions(context.Background(), nil, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.(*kmsg.ApiVersionsResponse)
+	}
+	c1, c2 := "c1", "c2"
+	for _, tc := range []struct {
+		cluster *string
+		node    int32
+		code    int16
+	}{
+		{nil, -1, 0},
+		{&c1, 2, 0},
+		{&c1, -1, kerr.InvalidRequest.Code},
+		{nil, 2, kerr.InvalidRequest.Code},
+		{&c2, 2, kerr.RebootstrapRequired.Code},
+		{&c1, 3, kerr.RebootstrapRequired.Code},
+	} {
+		r := ask(5, tc.cluster, tc.node)
+		if r.ErrorCode != tc.code || (tc.code == 0) != (len(r.ApiKeys) > 0) {
+			t.Errorf("cluster %v node %d: code %d with %d API keys, want code %d", tc.cluster, tc.node, r.ErrorCode, len(r.ApiKeys), tc.code)
+		}
+	}
+	has := func(r *kmsg.ApiVersionsResponse, name string) bool {
+		return slices.ContainsFunc(r.SupportedFeatures, func(f kmsg.ApiVersionsResponseSupportedFeature) bool { return f.Name == name })
+	}
+	if r := ask(3, nil, -1); has(r, "share.version") || !has(r, "transaction.version") {
+		t.Errorf("v3 supported features %+v: want share.version (min 0) left out", r.SupportedFeatures)
+	}
+	if r := ask(4, nil, -1); !has(r, "share.version") {
+		t.Errorf("v4 supported features %+v: want share.version", r.SupportedFeatures)
+	}
+}
