@@ -512,7 +512,7 @@ func runDumpLog(ctx context.Context, e *Env) error {
 		return na("kafka-dump-log reads segment files; it is run on the produce and keys/headers scenarios")
 	}
 	seg := filepath.Join(e.DataDir, e.Topic+"-0", "00000000000000000000.log")
-	out, err := e.Tools.Java(ctx, e, "", "kafka.tools.DumpLogSegments", "--files", seg, "--print-data-log", "--deep-iteration")
+	out, err := e.Tools.Java(ctx, e, "", "org.apache.kafka.tools.DumpLogSegments", "--files", seg, "--print-data-log", "--deep-iteration")
 	if err != nil {
 		return err
 	}
