@@ -312,7 +312,7 @@ func runConsoleProducer(ctx context.Context, e *Env) error {
 		for i := 0; i < seedCount; i++ {
 			fmt.Fprintf(&in, "k%d\t%s\n", i, payload(i))
 		}
-		args := append(base, "--property", "parse.key=true", "--producer-property", "linger.ms=100")
+		args := append(base, "--reader-property", "parse.key=true", "--command-property", "linger.ms=100")
 		if s.Codec != "none" {
 			args = append(args, "--compression-codec", s.Codec)
 		}
@@ -325,7 +325,7 @@ func runConsoleProducer(ctx context.Context, e *Env) error {
 		for i := 0; i < 3; i++ {
 			fmt.Fprintf(&in, "h:y%d,trace:t%d\tck%d\tc%d\n", i, i, i, i)
 		}
-		if _, err := e.Tools.Java(ctx, e, in.String(), cls, append(base, "--property", "parse.key=true", "--property", "parse.headers=true")...); err != nil {
+		if _, err := e.Tools.Java(ctx, e, in.String(), cls, append(base, "--reader-property", "parse.key=true", "--reader-property", "parse.headers=true")...); err != nil {
 			return err
 		}
 		return e.VerifyKeysHeaders(ctx, true)
@@ -361,8 +361,8 @@ func runConsoleConsumer(ctx context.Context, e *Env) error {
 		return na("the console consumer cannot start at a timestamp (--offset takes a number, earliest or latest)")
 	case "keys-headers":
 		out, err := e.Tools.Java(ctx, e, "", cls, append(base, "--from-beginning", "--max-messages", "3",
-			"--property", "print.key=true", "--property", "print.headers=true", "--property", "key.separator=|",
-			"--property", "headers.separator=,")...)
+			"--formatter-property", "print.key=true", "--formatter-property", "print.headers=true", "--formatter-property", "key.separator=|",
+			"--formatter-property", "headers.separator=,")...)
 		if err != nil {
 			return err
 		}
