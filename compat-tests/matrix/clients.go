@@ -432,7 +432,7 @@ func runKafkaConfigs(ctx context.Context, e *Env) error {
 	if e.Scenario.ID != "configs" {
 		return na("kafka-configs administers configs only")
 	}
-	const cls = "kafka.admin.ConfigCommand"
+	const cls = "org.apache.kafka.tools.ConfigCommand"
 	bs := []string{"--bootstrap-server", e.Addr, "--entity-type", "topics", "--entity-name", e.Topic}
 	if _, err := e.Tools.Java(ctx, e, "", cls, append(bs, "--alter", "--add-config", "retention.ms=3600000")...); err != nil {
 		return err
