@@ -24,7 +24,8 @@ func javaToolFails(t *testing.T, class string, args ...string) (string, string) 
 // TestKafkaFeaturesTool drives UpdateFeatures and the features of ApiVersions with Kafka 4.4's
 // kafka-features (FeatureCommand): describe lists every feature sluice knows with its
 // supported range and finalized level, an upgrade to a level sluice serves succeeds, and a
-// level it does not serve is refused with Kafka's message.
+// level it does not serve is refused with Kafka's message (the other refusals are
+// controller/features_test.go's, without a JVM each).
 func TestKafkaFeaturesTool(t *testing.T) {
 	b := StartBroker(t)
 	const tool = "org.apache.kafka.tools.FeatureCommand"
@@ -53,16 +54,13 @@ func TestKafkaFeaturesTool(t *testing.T) {
 	if want := "Invalid update version 1 for feature transaction.version. Local controller 1 only supports versions 2"; !strings.Contains(stdout+stderr, want) {
 		t.Errorf("downgrade transaction.version=1 lacks %q:\nstdout:\n%s\nstderr:\n%s", want, stdout, clip(stderr))
 	}
-	stdout, stderr = javaToolFails(t, tool, "--bootstrap-server", b.Addr, "upgrade", "--feature", "share.version=1")
-	if want := "Invalid update version 1 for feature share.version. Local controller 1 does not support this feature."; !strings.Contains(stdout+stderr, want) {
-		t.Errorf("upgrade share.version=1 lacks %q:\nstdout:\n%s\nstderr:\n%s", want, stdout, clip(stderr))
-	}
 }
 
 // TestBrokerLoggersTool lists and changes sluice's log components with Kafka 4.4's
 // kafka-configs --entity-type broker-loggers: the components are listed at the process's
 // level, --add-config wire=DEBUG makes the wire component log at DEBUG at once (a connection
-// closed for a bad frame is logged), and --delete-config reverts it to the root's level.
+// closed for a bad frame is logged), and --delete-config reverts it to the root's level. The
+// refusals are broker/broker_loggers_test.go's, without a JVM each.
 func TestBrokerLoggersTool(t *testing.T) {
 	b := StartBroker(t)
 	const tool = "org.apache.kafka.tools.ConfigCommand"
@@ -101,10 +99,6 @@ func TestBrokerLoggersTool(t *testing.T) {
 		return nil
 	})
 
-	stdout, stderr := javaToolFails(t, tool, "--bootstrap-server", b.Addr, "--entity-type", "broker-loggers", "--entity-name", "1", "--alter", "--add-config", "wire=LOUD")
-	if want := "Cannot set the log level of wire to LOUD as it is not a supported log level. Valid log levels are DEBUG, ERROR, FATAL, INFO, TRACE, WARN"; !strings.Contains(stdout+stderr, want) {
-		t.Errorf("wire=LOUD lacks %q:\nstdout:\n%s\nstderr:\n%s", want, stdout, clip(stderr))
-	}
 	javaTool(t, "", tool, "--bootstrap-server", b.Addr, "--entity-type", "broker-loggers", "--entity-name", "1", "--alter", "--delete-config", "wire")
 	if out := describe(); !regexp.MustCompile(`(?m)^\s*wire=INFO\b`).MatchString(out) {
 		t.Errorf("after --delete-config wire:\n%s", out)
