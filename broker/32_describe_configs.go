@@ -14,8 +14,10 @@ package broker
 // v3+: ConfigType, and Documentation when IncludeDocumentation. An unknown topic is
 // UNKNOWN_TOPIC_OR_PARTITION, an illegal topic name INVALID_TOPIC_EXCEPTION.
 //
-// Not done: BROKER_LOGGER, CLIENT_METRICS and GROUP resources (answered INVALID_REQUEST),
-// authorization.
+// BROKER_LOGGER: this node's id lists the root logger and every log component with its
+// current level (broker_loggers.go), as Kafka lists its log4j loggers.
+//
+// Not done: CLIENT_METRICS and GROUP resources (answered INVALID_REQUEST).
 
 import (
 	"context"
@@ -78,6 +80,8 @@ func (b *Broker) describeResource(im *controller.Image, resourceType int8, name 
 			return nil, kerr.InvalidRequest.Code, strPtr("Unexpected broker id, expected " + itoa32(b.nodeID) + " or empty string, but received " + name)
 		}
 		return b.brokerConfigEntries(im, names), 0, nil
+	case resourceBrokerLogger:
+		return b.brokerLoggerEntries(name, names)
 	default:
 		return nil, kerr.InvalidRequest.Code, strPtr("Unsupported resource type: " + kmsg.ConfigResourceType(resourceType).String())
 	}

@@ -11,7 +11,10 @@ package broker
 // INVALID_CONFIG; a broker key that cannot change dynamically is INVALID_REQUEST. v1 is v0
 // with flexible encoding. ValidateOnly checks everything and changes nothing.
 //
-// Not done: BROKER_LOGGER, CLIENT_METRICS and GROUP resources (INVALID_REQUEST), authorization.
+// BROKER_LOGGER (this node's id): SET a logger's level or DELETE it, applied on this broker
+// at once and not persisted, as Kafka's RuntimeLoggerManager does (broker_loggers.go).
+//
+// Not done: CLIENT_METRICS and GROUP resources (INVALID_REQUEST).
 
 import (
 	"context"
@@ -46,6 +49,21 @@ func (b *Broker) handleIncrementalAlterConfigs(ctx context.Context, conn *wire.C
 			if c.Op != kmsg.IncrementalAlterConfigOpDelete && c.Value == nil {
 				nulls = append(nulls, c.Name)
 			}
+		}
+		if r.resourceType == resourceBrokerLogger {
+			// Kafka checks these and applies them on the broker, not through the controller.
+			if duplicateKeys(names) {
+				r.fail(kerr.InvalidRequest.Code, "Error due to duplicate config keys")
+			} else if len(nulls) > 0 {
+				r.fail(kerr.InvalidRequest.Code, "Null value not supported for : "+strings.Join(nulls, ", "))
+			}
+			if r.code == 0 {
+				if code, msg := b.alterBrokerLoggers(r.name, rr.Configs, req.ValidateOnly); code != 0 {
+					r.fail(code, msg)
+				}
+			}
+			r.handled = true
+			continue
 		}
 		b.checkAlterKeys(r, names, nulls)
 		if r.code != 0 {

@@ -289,6 +289,8 @@ type alterResource struct {
 	replaceAll   bool
 	code         int16
 	message      *string
+	// handled: the resource was answered without the controller (a BROKER_LOGGER).
+	handled bool
 }
 
 func (r *alterResource) fail(code int16, message string) {
@@ -395,7 +397,7 @@ func (b *Broker) alterConfigs(ctx context.Context, rs []alterResource, validateO
 	var reqs []controller.AlterConfigs
 	var idx []int
 	for i, r := range rs {
-		if r.code != 0 {
+		if r.code != 0 || r.handled {
 			continue
 		}
 		if r.resourceType == resourceBroker {

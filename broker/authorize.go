@@ -167,6 +167,7 @@ var clusterOps = map[int16]int8{
 	50: authz.OpDescribe,        // DescribeUserScramCredentials
 	51: authz.OpAlter,           // AlterUserScramCredentials
 	55: authz.OpDescribe,        // DescribeQuorum
+	57: authz.OpAlter,           // UpdateFeatures
 	64: authz.OpAlter,           // UnregisterBroker
 	80: authz.OpAlter,           // AddRaftVoter
 	81: authz.OpAlter,           // RemoveRaftVoter
@@ -226,6 +227,8 @@ func (b *Broker) clusterDenied(req *wire.Request) kmsg.Response {
 			add(u.Name)
 		}
 	case *kmsg.DescribeQuorumResponse:
+		r.ErrorCode = code
+	case *kmsg.UpdateFeaturesResponse:
 		r.ErrorCode = code
 	case *kmsg.AddRaftVoterResponse:
 		r.ErrorCode = code

@@ -18,6 +18,7 @@ import (
 	"sluice/controller"
 	"sluice/coordinator"
 	"sluice/internal/config"
+	"sluice/internal/loglevels"
 	"sluice/logstore"
 	"sluice/wire"
 
@@ -49,6 +50,10 @@ type Config struct {
 	// PeerTLS is the inter-broker listener's client TLS (nil without TLS), for the
 	// connections that watch a leader's liveness (leader_hints.go), which send no requests.
 	PeerTLS *tls.Config
+	// LogLevels are the run-time levels of the process's log components, the BROKER_LOGGER
+	// config resource (broker_loggers.go); nil: that resource lists only a root logger that
+	// cannot change.
+	LogLevels *loglevels.Levels
 }
 
 // Broker serves Kafka requests over the partitions this node hosts.

@@ -4,7 +4,7 @@ package compattests
 // c with replica.selector.class=org.apache.kafka.common.replica.RackAwareReplicaSelector, a
 // partition led by node 1 (rack a) and replicated to nodes 2 (b) and 3 (c), and consumers
 // with client.rack=b: franz-go (kgo.Rack) and Apache Kafka's Java consumer (ConsoleConsumer
-// with --consumer-property client.rack=b), and librdkafka (kcat -X client.rack=b).
+// with --command-property client.rack=b), and librdkafka (kcat -X client.rack=b).
 
 import (
 	"context"
@@ -278,7 +278,7 @@ func TestFollowerFetchRackAware(t *testing.T) {
 	javaBefore := [4]float64{0, fetches(1), fetches(2), fetches(3)}
 	out, stderr := javaTool(t, "", consoleConsumerClass, "--bootstrap-server", strings.Join(c.Bootstrap(), ","),
 		"--topic", topic, "--partition", "0", "--offset", "earliest", "--max-messages", strconv.Itoa(len(produced)),
-		"--timeout-ms", "60000", "--consumer-property", "client.rack=b")
+		"--timeout-ms", "60000", "--command-property", "client.rack=b")
 	if !strings.Contains(stderr, fmt.Sprintf("Processed a total of %d messages", len(produced))) {
 		t.Fatalf("ConsoleConsumer with client.rack=b:\n%s", clip(stderr))
 	}

@@ -39,7 +39,7 @@ func TestGroupsJava(t *testing.T) {
 		start := time.Now()
 		out, stderr := javaTool(t, "", consoleConsumerClass, "--bootstrap-server", b.Addr, "--topic", topic,
 			"--group", group, "--from-beginning", "--max-messages", strconv.Itoa(n), "--timeout-ms", "45000",
-			"--consumer-property", "group.protocol="+protocol)
+			"--command-property", "group.protocol="+protocol)
 		// A JVM run takes 2-5s; far longer is worth a look at what the client and broker said.
 		if d := time.Since(start); d > 15*time.Second {
 			t.Logf("ConsoleConsumer (%s, group %s) took %v; its stderr:\n%s\nbroker log lines naming the group:\n%s",

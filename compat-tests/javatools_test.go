@@ -137,14 +137,14 @@ func TestJavaTools(t *testing.T) {
 			fmt.Fprintf(&in, "key%02d:line %02d from the console\n", i, i)
 		}
 		javaTool(t, in.String(), "org.apache.kafka.tools.ConsoleProducer", "--bootstrap-server", b.Addr,
-			"--topic", topic, "--compression-codec", "gzip", "--property", "parse.key=true", "--property", "key.separator=:")
+			"--topic", topic, "--compression-codec", "gzip", "--reader-property", "parse.key=true", "--reader-property", "key.separator=:")
 		if attrs := firstBatchAttributes(t, b.Addr, topic); attrs&0x07 != 1 {
 			t.Errorf("ConsoleProducer --compression-codec gzip: first stored batch has attributes %#x, want codec 1", attrs)
 		}
 
 		out, stderr := javaTool(t, "", "org.apache.kafka.tools.consumer.ConsoleConsumer", "--bootstrap-server", b.Addr,
 			"--topic", topic, "--partition", "0", "--offset", "earliest", "--max-messages", fmt.Sprint(n),
-			"--timeout-ms", "30000", "--property", "print.key=true", "--property", "key.separator=:")
+			"--timeout-ms", "30000", "--formatter-property", "print.key=true", "--formatter-property", "key.separator=:")
 		if out != in.String() {
 			t.Errorf("ConsoleConsumer printed:\n%s\nwant:\n%s\nstderr:\n%s", clip(out), clip(in.String()), clip(stderr))
 		}

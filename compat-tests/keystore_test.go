@@ -107,10 +107,10 @@ func TestKeystoreJKSMutualTLS(t *testing.T) {
 			fmt.Fprintf(&in, "jks message %02d\n", i)
 		}
 		javaTool(t, in.String(), "org.apache.kafka.tools.ConsoleProducer", "--bootstrap-server", sslAddr,
-			"--topic", topic, "--producer.config", props)
+			"--topic", topic, "--command-config", props)
 		out, stderr := javaTool(t, "", "org.apache.kafka.tools.consumer.ConsoleConsumer", "--bootstrap-server", sslAddr,
 			"--topic", topic, "--partition", "0", "--offset", "earliest", "--max-messages", strconv.Itoa(n),
-			"--timeout-ms", "30000", "--consumer.config", props)
+			"--timeout-ms", "30000", "--command-config", props)
 		if out != in.String() {
 			t.Fatalf("ConsoleConsumer printed:\n%s\nwant:\n%s\nstderr:\n%s", clip(out), clip(in.String()), clip(stderr))
 		}

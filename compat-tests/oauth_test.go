@@ -262,10 +262,10 @@ func TestOAuthBearerJavaConsole(t *testing.T) {
 		fmt.Fprintf(&in, "oauth message %02d\n", i)
 	}
 	javaTool(t, in.String(), "org.apache.kafka.tools.ConsoleProducer", "--bootstrap-server", s.unsecured,
-		"--topic", topic, "--producer.config", props)
+		"--topic", topic, "--command-config", props)
 	out, stderr := javaTool(t, "", "org.apache.kafka.tools.consumer.ConsoleConsumer", "--bootstrap-server", s.unsecured,
 		"--topic", topic, "--partition", "0", "--offset", "earliest", "--max-messages", strconv.Itoa(n),
-		"--timeout-ms", "30000", "--consumer.config", props)
+		"--timeout-ms", "30000", "--command-config", props)
 	if out != in.String() {
 		t.Fatalf("ConsoleConsumer printed:\n%s\nwant:\n%s\nstderr:\n%s", clip(out), clip(in.String()), clip(stderr))
 	}
@@ -354,10 +354,10 @@ func TestOAuthBearerSignedJavaConsole(t *testing.T) {
 		fmt.Fprintf(&in, "signed message %02d\n", i)
 	}
 	javaToolWithProperties(t, allowed, in.String(), "org.apache.kafka.tools.ConsoleProducer", "--bootstrap-server", s.signed,
-		"--topic", topic, "--producer.config", props)
+		"--topic", topic, "--command-config", props)
 	out, stderr := javaToolWithProperties(t, allowed, "", "org.apache.kafka.tools.consumer.ConsoleConsumer", "--bootstrap-server", s.signed,
 		"--topic", topic, "--partition", "0", "--offset", "earliest", "--max-messages", strconv.Itoa(n),
-		"--timeout-ms", "30000", "--consumer.config", props)
+		"--timeout-ms", "30000", "--command-config", props)
 	if out != in.String() {
 		t.Fatalf("ConsoleConsumer printed:\n%s\nwant:\n%s\nstderr:\n%s", clip(out), clip(in.String()), clip(stderr))
 	}

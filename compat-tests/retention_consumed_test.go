@@ -42,9 +42,9 @@ func TestRetentionConsumedSingleNode(t *testing.T) {
 	b := StartBrokerWith(t, BrokerOptions{Flags: []string{"--http-addr", addr}}, "log.retention.check.interval.ms=200")
 	run := consumedRun{nodes: []*Broker{b}, bases: []string{"http://" + addr}, rf: 1}
 	run.setGroups = func(t *testing.T, topic string) {
-		javaTool(t, "", "kafka.admin.ConfigCommand", "--bootstrap-server", b.Addr, "--entity-type", "topics",
+		javaTool(t, "", "org.apache.kafka.tools.ConfigCommand", "--bootstrap-server", b.Addr, "--entity-type", "topics",
 			"--entity-name", topic, "--alter", "--add-config", "retention.consumed.groups=[g1,g2]")
-		out, _ := javaTool(t, "", "kafka.admin.ConfigCommand", "--bootstrap-server", b.Addr, "--entity-type", "topics",
+		out, _ := javaTool(t, "", "org.apache.kafka.tools.ConfigCommand", "--bootstrap-server", b.Addr, "--entity-type", "topics",
 			"--entity-name", topic, "--describe")
 		if !strings.Contains(out, "retention.consumed.groups=g1,g2") {
 			t.Fatalf("kafka-configs --describe does not show the setting:\n%s", out)

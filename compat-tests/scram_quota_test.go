@@ -27,7 +27,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 )
 
-const configCommand = "kafka.admin.ConfigCommand"
+const configCommand = "org.apache.kafka.tools.ConfigCommand"
 
 // startScramQuotaBroker is a sluice with a PLAINTEXT listener (for the tools) and a
 // SASL_PLAINTEXT listener with SCRAM-SHA-256 and SCRAM-SHA-512 whose JAAS config lists no

@@ -59,6 +59,8 @@ type imageBuilder struct {
 	// scramOwned and quotasOwned: Image.Scram and Image.Quotas were cloned by this builder
 	// (their inner maps are cloned on every change, never shared for writing).
 	scramOwned, quotasOwned bool
+	// featuresOwned: Image.FeatureLevels was cloned by this builder.
+	featuresOwned bool
 }
 
 func newImageBuilder(base *Image) *imageBuilder {
@@ -292,6 +294,8 @@ func (b *imageBuilder) apply(r Record) error {
 
 	case *ClientQuotaRecord:
 		return b.applyQuota(r)
+	case *FeatureLevelRecord:
+		return b.applyFeatureLevel(r)
 	case *AccessControlEntryRecord, *RemoveAccessControlEntryRecord:
 		return b.applyACL(r)
 
@@ -345,6 +349,8 @@ type imageSnapshot struct {
 	// ACLs were added after version 1 without a version change: an older reader ignores
 	// them, a newer one reads their absence as no ACLs.
 	ACLs []authz.ACL `json:"acls,omitempty"`
+	// FeatureLevels were added the same way: absent is no FeatureLevelRecord yet.
+	FeatureLevels map[string]int16 `json:"feature_levels,omitempty"`
 }
 
 // encodeImage serializes the state machine (not ControllerID, which is not replicated state).
@@ -358,6 +364,7 @@ func encodeImage(im *Image) []byte {
 		Scram:          im.Scram,
 		Quotas:         snapshotQuotas(im.Quotas),
 		ACLs:           im.ACLs.All(),
+		FeatureLevels:  im.FeatureLevels,
 	}
 	for _, ep := range im.VoterEndpoints {
 		s.VoterEndpoints = append(s.VoterEndpoints, ep)
@@ -425,6 +432,9 @@ func decodeImage(data []byte) (*Image, error) {
 		im.Scram = s.Scram
 	}
 	im.Quotas = restoreQuotas(s.Quotas)
+	if len(s.FeatureLevels) > 0 {
+		im.FeatureLevels = s.FeatureLevels
+	}
 	if len(s.ACLs) > 0 {
 		acls := im.ACLs.Clone()
 		for _, a := range s.ACLs {

@@ -121,7 +121,9 @@
 // removing replicas of a reassignment, reassign.go), 10 UnregisterBroker, 12
 // UserScramCredential and 13 RemoveUserScramCredential (a user's SCRAM salt, stored key,
 // server key and iterations per mechanism, scram.go), 16 ClientQuota (one quota key of one
-// user/client-id/ip entity, quotas.go) — see records.go. Empty entries (a new leader's) and raft
+// user/client-id/ip entity, quotas.go), 14 AccessControlEntry and 15
+// RemoveAccessControlEntry (acls.go), 17 FeatureLevel (one feature's finalized level, 0 for
+// none; a feature without one is at its default, features.go) — see records.go. Empty entries (a new leader's) and raft
 // configuration changes carry no records. A record that does not fit the state (e.g. a
 // partition of an unknown topic) is skipped identically on every node. The state machine is
 // a pure function of the records and the raft index of the entry carrying each: a

@@ -114,6 +114,10 @@ type Image struct {
 	// ACLs are the access control entries (acls.go); nil is none. Never modified once
 	// published (authz.Set's invariant).
 	ACLs *authz.Set
+	// FeatureLevels are the levels FeatureLevelRecords finalized (features.go): feature name
+	// -> level, 0 for a feature removed from the finalized set. A feature without an entry
+	// is at its default (Image.FinalizedLevel). May be nil.
+	FeatureLevels map[string]int16
 
 	// defaults are the active controller's static election configs (Config), carried from
 	// image to image by the builder; they are not part of the replicated state (records

@@ -33,6 +33,8 @@ const (
 	// (acls.go).
 	RecordAccessControlEntry       RecordType = 14
 	RecordRemoveAccessControlEntry RecordType = 15
+	// RecordFeatureLevel is Kafka's FeatureLevelRecord (features.go).
+	RecordFeatureLevel RecordType = 17
 )
 
 // recordVersion is the version of every record's JSON payload. Decoders accept versions up to
@@ -211,6 +213,8 @@ func newRecord(t RecordType) Record {
 		return new(AccessControlEntryRecord)
 	case RecordRemoveAccessControlEntry:
 		return new(RemoveAccessControlEntryRecord)
+	case RecordFeatureLevel:
+		return new(FeatureLevelRecord)
 	}
 	return nil
 }

@@ -40,7 +40,7 @@ func kafkaLib(t *testing.T) string {
 		t.Fatalf("fetch-kafka.sh: %v\n%s", err, stderr.String())
 	}
 	lib := strings.TrimSpace(string(out))
-	if _, err := os.Stat(filepath.Join(lib, "kafka_2.13-4.1.1.jar")); err != nil {
+	if _, err := os.Stat(filepath.Join(lib, "kafka_2.13-4.4.0.jar")); err != nil {
 		entries, _ := filepath.Glob(filepath.Join(lib, "kafka_2.13-*.jar"))
 		if len(entries) == 0 {
 			t.Fatalf("no kafka_2.13 jar in %s", lib)
@@ -72,16 +72,39 @@ type dumpedBatch struct {
 
 var dumpBatchRe = regexp.MustCompile(`baseOffset: (\d+) lastOffset: (\d+) count: (\d+) .*partitionLeaderEpoch: (-?\d+) .*position: (\d+) .* size: (\d+) magic: 2 compresscodec: \w+ crc: \d+ isvalid: (\w+)`)
 
+var (
+	nonConsecutiveRe = regexp.MustCompile(`^Non-consecutive offsets in (\S+\.log)$`)
+	followedByRe     = regexp.MustCompile(`^\s+(-?\d+) is followed by (\d+)$`)
+)
+
 // parseDump extracts the batch lines of DumpLogSegments per file and fails on any line that
 // reports a problem.
 func parseDump(t *testing.T, out string) map[string][]dumpedBatch {
 	t.Helper()
 	res := map[string][]dumpedBatch{}
 	var file string
+	// nonConsecutiveBase is the base offset of the segment whose "Non-consecutive offsets"
+	// report is being read, -2 outside one.
+	nonConsecutiveBase := int64(-2)
 	sc := bufio.NewScanner(strings.NewReader(out))
 	sc.Buffer(make([]byte, 1<<20), 1<<24)
 	for sc.Scan() {
 		line := sc.Text()
+		// Kafka 4.4's DumpLogSegments (the Java port of the Scala tool) starts its
+		// consecutive-offset check at -1 for every file, so any segment whose base offset is
+		// not 0 is reported as "-1 is followed by <base offset>" (the Scala tool of 4.1 skipped
+		// the first record). That one pair says nothing about the segment; any other does.
+		if m := nonConsecutiveRe.FindStringSubmatch(line); m != nil {
+			nonConsecutiveBase, _ = strconv.ParseInt(strings.TrimSuffix(filepath.Base(m[1]), ".log"), 10, 64)
+			continue
+		}
+		if m := followedByRe.FindStringSubmatch(line); m != nil && nonConsecutiveBase >= 0 {
+			if m[1] == "-1" && m[2] == strconv.FormatInt(nonConsecutiveBase, 10) {
+				continue
+			}
+			t.Fatalf("kafka-dump-log reported non-consecutive offsets: %q\nfull output:\n%s", line, tail(out, 4000))
+		}
+		nonConsecutiveBase = -2
 		low := strings.ToLower(line)
 		for _, bad := range []string{"mismatch", "exception", "error", "not found", "out of order", "corrupt", "isvalid: false", "invalid", "non-consecutive"} {
 			if strings.Contains(low, bad) {
@@ -185,7 +208,7 @@ func TestKafkaDumpLogReadsSluiceSegments(t *testing.T) {
 		base := strings.TrimSuffix(n, ".log")
 		files = append(files, n, base+".index", base+".timeindex")
 	}
-	out := runJava(t, ctx, lib, "kafka.tools.DumpLogSegments", "--deep-iteration", "--files", strings.Join(files, ","))
+	out := runJava(t, ctx, lib, "org.apache.kafka.tools.DumpLogSegments", "--deep-iteration", "--files", strings.Join(files, ","))
 	dumped := parseDump(t, out)
 	var got []dumpedBatch
 	sort.Strings(names)
@@ -212,7 +235,7 @@ func TestKafkaDumpLogReadsSluiceSegments(t *testing.T) {
 			indexes = append(indexes, f)
 		}
 	}
-	out = runJava(t, ctx, lib, "kafka.tools.DumpLogSegments", "--index-sanity-check", "--files", strings.Join(indexes, ","))
+	out = runJava(t, ctx, lib, "org.apache.kafka.tools.DumpLogSegments", "--index-sanity-check", "--files", strings.Join(indexes, ","))
 	if n := strings.Count(out, "passed sanity check"); n+strings.Count(out, "is empty") < len(indexes) {
 		t.Fatalf("only %d of %d indexes passed Kafka's sanity check:\n%s", n, len(indexes), out)
 	}
@@ -362,7 +385,7 @@ func TestSluiceOpensKafkaWrittenLog(t *testing.T) {
 		t.Fatalf("want Kafka to have written several segments, got %v", logs)
 	}
 	dumpAll := func() []dumpedBatch {
-		out := runJava(t, ctx, lib, "kafka.tools.DumpLogSegments", "--files", strings.Join(kafkaFiles(), ","))
+		out := runJava(t, ctx, lib, "org.apache.kafka.tools.DumpLogSegments", "--files", strings.Join(kafkaFiles(), ","))
 		dumped := parseDump(t, out)
 		var all []dumpedBatch
 		for _, n := range kafkaFiles() {
@@ -522,7 +545,7 @@ func TestKafkaDumpLogReadsSluiceTxnIndex(t *testing.T) {
 	if len(txnFiles) < 2 || len(want) < 3 {
 		t.Fatalf("want aborts in several segments: %d .txnindex files, %d aborts", len(txnFiles), len(want))
 	}
-	out := runJava(t, ctx, lib, "kafka.tools.DumpLogSegments", "--files", strings.Join(txnFiles, ","))
+	out := runJava(t, ctx, lib, "org.apache.kafka.tools.DumpLogSegments", "--files", strings.Join(txnFiles, ","))
 	var got []AbortedTxn
 	for _, m := range dumpTxnRe.FindAllStringSubmatch(out, -1) {
 		n := func(i int) int64 { v, _ := strconv.ParseInt(m[i], 10, 64); return v }
@@ -531,7 +554,7 @@ func TestKafkaDumpLogReadsSluiceTxnIndex(t *testing.T) {
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("kafka-dump-log read %+v, sluice wrote %+v\n%s", got, want, tail(out, 3000))
 	}
-	out = runJava(t, ctx, lib, "kafka.tools.DumpLogSegments", "--deep-iteration", "--files", strings.Join(logs, ","))
+	out = runJava(t, ctx, lib, "org.apache.kafka.tools.DumpLogSegments", "--deep-iteration", "--files", strings.Join(logs, ","))
 	commits, aborts := strings.Count(out, "endTxnMarker: COMMIT"), strings.Count(out, "endTxnMarker: ABORT")
 	if commits != 3 || aborts != 3 {
 		t.Fatalf("kafka-dump-log decoded %d COMMIT and %d ABORT markers, want 3 and 3\n%s", commits, aborts, tail(out, 3000))
@@ -584,7 +607,7 @@ func TestSluiceOpensKafkaWrittenTxnIndex(t *testing.T) {
 	if len(txnFiles) == 0 {
 		t.Fatalf("Kafka wrote no .txnindex in %s", partDir)
 	}
-	out := runJava(t, ctx, lib, "kafka.tools.DumpLogSegments", "--files", strings.Join(txnFiles, ","))
+	out := runJava(t, ctx, lib, "org.apache.kafka.tools.DumpLogSegments", "--files", strings.Join(txnFiles, ","))
 	var want []AbortedTxn
 	for _, m := range dumpTxnRe.FindAllStringSubmatch(out, -1) {
 		n := func(i int) int64 { v, _ := strconv.ParseInt(m[i], 10, 64); return v }

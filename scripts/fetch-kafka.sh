@@ -3,7 +3,7 @@
 # outside the repository and prints the directory that holds them. Idempotent: a second run with
 # the jars present does nothing. Used by tests (kafka-dump-log, CLI tools) and by benchmarks.
 set -euo pipefail
-KAFKA_VERSION="${KAFKA_VERSION:-4.1.1}"
+KAFKA_VERSION="${KAFKA_VERSION:-4.4.0}"
 CACHE="${SLUICE_CACHE:-$HOME/.cache/sluice}"
 DIR="$CACHE/kafka-$KAFKA_VERSION"
 if [ -f "$DIR/.complete" ]; then

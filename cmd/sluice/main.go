@@ -39,6 +39,7 @@ import (
 	"sluice/broker"
 	"sluice/controller"
 	"sluice/internal/config"
+	"sluice/internal/loglevels"
 	"sluice/ops"
 	"sluice/wire"
 )
@@ -114,8 +115,11 @@ func run(args []string) error {
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
 		return fmt.Errorf("--log-level: %w", err)
 	}
+	// The base handler lets every level through; logLevels filters per component, so
+	// kafka-configs --entity-type broker-loggers can change a component's level at run time.
+	logLevels := loglevels.New(level)
 	var handler slog.Handler
-	switch opts := (&slog.HandlerOptions{Level: level}); *logFormat {
+	switch opts := (&slog.HandlerOptions{Level: loglevels.LevelTrace}); *logFormat {
 	case "text":
 		handler = slog.NewTextHandler(os.Stderr, opts)
 	case "json":
@@ -123,7 +127,7 @@ func run(args []string) error {
 	default:
 		return fmt.Errorf("--log-format %q: want text or json", *logFormat)
 	}
-	logger := slog.New(handler)
+	logger := slog.New(logLevels.Handler(handler))
 	slog.SetDefault(logger)
 
 	// From here on a shutdown signal is queued, not fatal: one that arrives during start is
@@ -297,7 +301,7 @@ func run(args []string) error {
 	bootstrapDone(metadataDir, logger)
 
 	b, err := broker.New(broker.Config{Static: cfg, LogDir: logDir, Logger: logger.With("component", "broker"),
-		CacheWindowBytes: *cacheWindow, PeerClientOpts: brokerClient.kgoOpts(), PeerTLS: brokerClient.tls}, ctrl)
+		CacheWindowBytes: *cacheWindow, PeerClientOpts: brokerClient.kgoOpts(), PeerTLS: brokerClient.tls, LogLevels: logLevels}, ctrl)
 	if err != nil {
 		return fmt.Errorf("starting broker: %w", err)
 	}

@@ -25,7 +25,7 @@ func Clients() []*Client {
 		{ID: "sarama-0.10", Name: "sarama v1.61.1 with Version V0_10_2_0 (old protocol versions)", Family: "sarama", Run: runSaramaOld, Timeout: oldClientTimeout},
 		{ID: "sarama-0.8", Name: "sarama v1.61.1 with Version V0_8_2_0 (magic 0, v0 requests)", Family: "sarama", Run: runSaramaV08, Timeout: oldClientTimeout},
 		{ID: "kafka-go", Name: "segmentio/kafka-go v0.4.51", Family: "kafka-go", Run: runKafkaGo, Quick: "produce-snappy"},
-		javaClient("java-producer", "Java producer (kafka-clients 4.1.1, idempotent)", "producer", "produce-lz4"),
+		javaClient("java-producer", "Java producer (kafka-clients 4.4.0, idempotent)", "producer", "produce-lz4"),
 		javaClient("java-consumer-classic", "Java consumer, classic protocol", "consumer-classic", ""),
 		javaClient("java-consumer-848", "Java consumer, consumer protocol (KIP-848)", "consumer-848", "group"),
 		javaClient("java-admin", "Java Admin client", "admin", ""),
@@ -39,7 +39,7 @@ func Clients() []*Client {
 		cliClient("dump-log", "kafka-dump-log (DumpLogSegments)", runDumpLog, ""),
 		cliClient("producer-perf", "kafka-producer-perf-test", runProducerPerf, ""),
 		cliClient("consumer-perf", "kafka-consumer-perf-test", runConsumerPerf, ""),
-		{ID: "streams", Name: "Kafka Streams 4.1.1 word count", Family: "java", Prepare: prepareJava, Run: runStreams, Timeout: 150 * time.Second},
+		{ID: "streams", Name: "Kafka Streams 4.4.0 word count", Family: "java", Prepare: prepareJava, Run: runStreams, Timeout: 150 * time.Second},
 	}
 }
 
@@ -338,7 +338,7 @@ func runConsoleProducer(ctx context.Context, e *Env) error {
 		for i := 0; i < seedCount; i++ {
 			fmt.Fprintf(&in, "k%d\t%s\n", i, payload(i))
 		}
-		args := append(base, "--property", "parse.key=true", "--producer-property", "linger.ms=100")
+		args := append(base, "--reader-property", "parse.key=true", "--command-property", "linger.ms=100")
 		if s.Codec != "none" {
 			args = append(args, "--compression-codec", s.Codec)
 		}
@@ -351,7 +351,7 @@ func runConsoleProducer(ctx context.Context, e *Env) error {
 		for i := 0; i < 3; i++ {
 			fmt.Fprintf(&in, "h:y%d,trace:t%d\tck%d\tc%d\n", i, i, i, i)
 		}
-		if _, err := e.Tools.Java(ctx, e, in.String(), cls, append(base, "--property", "parse.key=true", "--property", "parse.headers=true")...); err != nil {
+		if _, err := e.Tools.Java(ctx, e, in.String(), cls, append(base, "--reader-property", "parse.key=true", "--reader-property", "parse.headers=true")...); err != nil {
 			return err
 		}
 		return e.VerifyKeysHeaders(ctx, true)
@@ -387,8 +387,8 @@ func runConsoleConsumer(ctx context.Context, e *Env) error {
 		return na("the console consumer cannot start at a timestamp (--offset takes a number, earliest or latest)")
 	case "keys-headers":
 		out, err := e.Tools.Java(ctx, e, "", cls, append(base, "--from-beginning", "--max-messages", "3",
-			"--property", "print.key=true", "--property", "print.headers=true", "--property", "key.separator=|",
-			"--property", "headers.separator=,")...)
+			"--formatter-property", "print.key=true", "--formatter-property", "print.headers=true", "--formatter-property", "key.separator=|",
+			"--formatter-property", "headers.separator=,")...)
 		if err != nil {
 			return err
 		}
@@ -458,7 +458,7 @@ func runKafkaConfigs(ctx context.Context, e *Env) error {
 	if e.Scenario.ID != "configs" {
 		return na("kafka-configs administers configs only")
 	}
-	const cls = "kafka.admin.ConfigCommand"
+	const cls = "org.apache.kafka.tools.ConfigCommand"
 	bs := []string{"--bootstrap-server", e.Addr, "--entity-type", "topics", "--entity-name", e.Topic}
 	if _, err := e.Tools.Java(ctx, e, "", cls, append(bs, "--alter", "--add-config", "retention.ms=3600000")...); err != nil {
 		return err
@@ -538,7 +538,7 @@ func runDumpLog(ctx context.Context, e *Env) error {
 		return na("kafka-dump-log reads segment files; it is run on the produce and keys/headers scenarios")
 	}
 	seg := filepath.Join(e.DataDir, e.Topic+"-0", "00000000000000000000.log")
-	out, err := e.Tools.Java(ctx, e, "", "kafka.tools.DumpLogSegments", "--files", seg, "--print-data-log", "--deep-iteration")
+	out, err := e.Tools.Java(ctx, e, "", "org.apache.kafka.tools.DumpLogSegments", "--files", seg, "--print-data-log", "--deep-iteration")
 	if err != nil {
 		return err
 	}

@@ -366,8 +366,10 @@ func (p *proxy) close() {
 	}
 }
 
-// kafka4Floor is the oldest version of each API that Apache Kafka 4.1 serves
-// (ApiKeys.oldestVersion() in kafka-clients 4.1.1, after KIP-896); APIs not listed start at 0.
+// kafka4Floor is the oldest version of each API that Apache Kafka 4.x serves
+// (ApiKeys.oldestVersion() in kafka-clients 4.4.0, the same as in 4.1.1, after KIP-896; the
+// share group APIs 76–79, which sluice does not serve, are left out); APIs not listed start
+// at 0.
 var kafka4Floor = map[int16]int16{
 	0: 3, 1: 4, 2: 1, 8: 2, 9: 1, 19: 2, 20: 1, 23: 2, 27: 1, 29: 1, 30: 1, 31: 1, 32: 1,
 	34: 1, 35: 1, 38: 1, 39: 1, 40: 1, 41: 1, 56: 2,

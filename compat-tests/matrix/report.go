@@ -173,7 +173,7 @@ func Report(cells []Cell, suite *SuiteResult, logs string, elapsed time.Duration
 
 	fmt.Fprintf(&b, "\n## Old request versions (KIP-896)\n\n")
 	fmt.Fprintf(&b, "Kafka 4.0 stopped serving request versions older than Kafka 2.1's (KIP-896). The harness's proxy records every request header each client sends; ")
-	fmt.Fprintf(&b, "these clients sent versions below Apache Kafka 4.1's floor. A version sluice does not serve gets UNSUPPORTED_VERSION (or a closed connection), so the affected cells above fail; cells that pass while sending them show that sluice serves them.\n\n")
+	fmt.Fprintf(&b, "these clients sent versions below Apache Kafka 4.4's floor. A version sluice does not serve gets UNSUPPORTED_VERSION (or a closed connection), so the affected cells above fail; cells that pass while sending them show that sluice serves them.\n\n")
 	fmt.Fprintf(&b, "| client / tool | old versions sent | served by sluice |\n|---|---|---|\n")
 	anyOld := false
 	for _, cl := range clients {

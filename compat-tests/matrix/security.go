@@ -486,7 +486,7 @@ func secConsoleProducer(ctx context.Context, e *Env) error {
 		return err
 	}
 	if _, err := e.Tools.Java(ctx, e, secInput(), "org.apache.kafka.tools.ConsoleProducer", "--bootstrap-server", addr, "--topic", e.Topic,
-		"--producer.config", props, "--property", "parse.key=true", "--property", "key.separator=:"); err != nil {
+		"--command-config", props, "--reader-property", "parse.key=true", "--reader-property", "key.separator=:"); err != nil {
 		return err
 	}
 	return e.verifySecurity(ctx)
@@ -504,8 +504,8 @@ func secConsoleConsumer(ctx context.Context, e *Env) error {
 		return err
 	}
 	out, err := e.Tools.Java(ctx, e, "", "org.apache.kafka.tools.consumer.ConsoleConsumer", "--bootstrap-server", addr, "--topic", e.Topic,
-		"--consumer.config", props, "--from-beginning", "--max-messages", strconv.Itoa(secRecords), "--timeout-ms", "20000",
-		"--property", "print.key=true", "--property", "key.separator=:")
+		"--command-config", props, "--from-beginning", "--max-messages", strconv.Itoa(secRecords), "--timeout-ms", "20000",
+		"--formatter-property", "print.key=true", "--formatter-property", "key.separator=:")
 	if err != nil {
 		return err
 	}
