@@ -195,7 +195,7 @@ func New(cfg Config, ctrl Metadata) (*Broker, error) {
 		b.closePartitions()
 		return nil, err
 	}
-	b.done.Add(8)
+	b.done.Add(9)
 	go alterSender.run()
 	go b.storageRecoveryLoop()
 	go b.followImages(initial)
@@ -204,6 +204,7 @@ func New(cfg Config, ctrl Metadata) (*Broker, error) {
 	go b.highWatermarkCheckpointLoop()
 	go b.isrExpirationLoop()
 	go b.watchPeers() // leader_hints.go
+	go b.every(idleFileSweepInterval, idleFileSweepInterval, closeIdleSegmentFiles)
 	return b, nil
 }
 
