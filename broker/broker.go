@@ -35,7 +35,7 @@ type Config struct {
 	// CacheWindowBytes is logstore.Options.CacheWindowBytes for every partition's log.
 	CacheWindowBytes int64
 	// MaxHostedPartitions bounds the partition replicas a broker may host: creates past it are
-	// refused. 0 derives it from the open-file limit (maxHostedPartitions); negative: none.
+	// refused. 0 or negative: none (maxHostedPartitions).
 	MaxHostedPartitions int
 	// Clock is the time of replicas (replica.lag.time.max.ms) and delayed operations; nil is
 	// the wall clock. Tests inject a replica.ManualClock.

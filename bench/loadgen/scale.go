@@ -286,32 +286,44 @@ func runScale(ctx context.Context, cfg scaleConfig, name string) (r scaleResult)
 	return r
 }
 
-// timeCreate creates topic with n partitions (replication factor 1) and waits until Metadata
-// shows before+n partitions led.
+// maxTopicPartitions is the most partitions one CreateTopics request creates here: Kafka's
+// controller refuses a request of more than 10,000 records (MAX_RECORDS_PER_USER_OP; a topic
+// is one record plus one per partition), and sluice does the same.
+const maxTopicPartitions = 5000
+
+// timeCreate creates n partitions (replication factor 1) as topics of at most
+// maxTopicPartitions, one CreateTopics request each in turn, and waits until Metadata shows
+// before+n partitions led. A name of topic-<i> per request.
 func timeCreate(ctx context.Context, cl *kgo.Client, topic string, n, before int, timeout time.Duration) createRow {
 	row := createRow{Topic: topic, Partitions: n}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	req := kmsg.NewPtrCreateTopicsRequest()
-	req.TimeoutMillis = int32(timeout.Milliseconds())
-	t := kmsg.NewCreateTopicsRequestTopic()
-	t.Topic, t.NumPartitions, t.ReplicationFactor = topic, int32(n), 1
-	req.Topics = append(req.Topics, t)
 	start := time.Now()
-	resp, err := req.RequestWith(ctx, cl)
+	for i, left := 0, n; left > 0; i++ {
+		req := kmsg.NewPtrCreateTopicsRequest()
+		req.TimeoutMillis = int32(timeout.Milliseconds())
+		t := kmsg.NewCreateTopicsRequestTopic()
+		t.Topic, t.NumPartitions, t.ReplicationFactor = topic, int32(min(left, maxTopicPartitions)), 1
+		if n > maxTopicPartitions {
+			t.Topic = fmt.Sprintf("%s-%d", topic, i)
+		}
+		left -= int(t.NumPartitions)
+		req.Topics = append(req.Topics, t)
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			row.Err = err.Error()
+			return row
+		}
+		if len(resp.Topics) != 1 {
+			row.Err = fmt.Sprintf("CreateTopics answered %d topics", len(resp.Topics))
+			return row
+		}
+		if err := kerrOf(resp.Topics[0].ErrorCode); err != nil {
+			row.Err = fmt.Sprintf("CreateTopics: %v %s", err, strPtr(resp.Topics[0].ErrorMessage))
+			return row
+		}
+	}
 	row.RequestSec = time.Since(start).Seconds()
-	if err != nil {
-		row.Err = err.Error()
-		return row
-	}
-	if len(resp.Topics) != 1 {
-		row.Err = fmt.Sprintf("CreateTopics answered %d topics", len(resp.Topics))
-		return row
-	}
-	if err := kerrOf(resp.Topics[0].ErrorCode); err != nil {
-		row.Err = fmt.Sprintf("CreateTopics: %v %s", err, strPtr(resp.Topics[0].ErrorMessage))
-		return row
-	}
 	last := 0
 	for {
 		led, err := ledPartitions(ctx, cl)
@@ -513,6 +525,7 @@ func renderScale(cfg scaleConfig, started, finished time.Time, rs []scaleResult,
 			fmt.Fprintf(&b, "**Error:** %s\n\n", r.Err)
 		}
 		fmt.Fprintf(&b, "Process limit: %s. Before any topic: %d descriptors, RSS %.0f MiB. Log: %s\n\n", r.NoFileLimit, r.FDsBefore, r.RSSBeforeMiB, r.LogPath)
+		fmt.Fprintf(&b, "Topics of at most %d partitions, one CreateTopics request each, in turn (Kafka refuses a request of more than 10,000 records).\n\n", maxTopicPartitions)
 		b.WriteString("| topic | partitions | CreateTopics answered | every partition led | total after |\n|---|---|---|---|---|\n")
 		for _, c := range r.Creates {
 			fmt.Fprintf(&b, "| %s | %d | %.2f s | %.2f s | %d |%s\n", c.Topic, c.Partitions, c.RequestSec, c.ReadySec, c.TotalAfter, errCell(c.Err))
