@@ -210,6 +210,8 @@ func runScale(ctx context.Context, cfg scaleConfig, name string) (r scaleResult)
 		}
 	}
 	r.Partitions = total
+	r.RampReached = total // what it holds, should a later step fail before the ramp
+	r.RampStop = "the ramp did not run"
 
 	// Every partition idle: what they hold.
 	r.FDsAfter = countFDs(b.pid())
@@ -248,7 +250,6 @@ func runScale(ctx context.Context, cfg scaleConfig, name string) (r scaleResult)
 		return r
 	}
 
-	r.RampReached = total
 	if cfg.RampTo <= total {
 		r.RampStop = "no ramp"
 		return r
@@ -546,6 +547,9 @@ func renderScale(cfg scaleConfig, started, finished time.Time, rs []scaleResult,
 				fmt.Fprintf(&b, "| %s | %.2f s | %.2f s | %d | %d | %.0f MiB |%s\n", c.Topic, c.RequestSec, c.ReadySec, c.TotalAfter, c.FDs, c.RSSMiB, errCell(c.Err))
 			}
 			b.WriteString("\n")
+		}
+		if len(r.Ramp) == 0 && r.RampStop != "" {
+			fmt.Fprintf(&b, "Ramp towards %d partitions: %s; it held %d.\n\n", cfg.RampTo, r.RampStop, r.RampReached)
 		}
 		if r.ProfileTop != "" {
 			fmt.Fprintf(&b, "CPU profile of the largest create (%s):\n\n```\n%s\n```\n\n", r.ProfilePath, r.ProfileTop)
