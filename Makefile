@@ -76,6 +76,18 @@ BENCH_ARGS ?=
 bench:
 	BENCH_QUICK=$(BENCH_QUICK) bench/run.sh $(BENCH_ARGS)
 
+# Partitions at scale (issue 20): one node of sluice and of Apache Kafka 4.4.0, CreateTopics of
+# 1,000/5,000/10,000 partitions, Metadata for all of them, descriptors and RSS, restarts (clean
+# and kill -9) and a ramp towards 100,000 partitions. Writes bench/results/<date>-scale.md; about
+# 10 minutes. SCALE_ARGS passes flags to `loadgen scale` (e.g. -brokers sluice -ramp-budget 10m).
+SCALE_ARGS ?=
+.PHONY: bench-scale
+bench-scale:
+	$(GO) build -o bin/sluice ./cmd/sluice
+	$(GO) build -o bin/loadgen ./bench/loadgen
+	bin/loadgen scale -kafka-lib "$$(KAFKA_VERSION=4.4.0 scripts/fetch-kafka.sh)" -sluice-bin bin/sluice \
+	  -workdir "$${TMPDIR:-/tmp}/sluice-bench-scale" -out bench/results $(SCALE_ARGS)
+
 # The client compatibility matrix: every client and tool (franz-go, kcat, confluent-kafka-python,
 # kafka-python, kafkajs, sarama, kafka-go, Java clients, Kafka's CLI tools, Kafka Streams) through
 # the same scenarios against a real sluice, plus franz-go's live-broker suite. Installs the

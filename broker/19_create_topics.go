@@ -15,9 +15,10 @@ package broker
 //
 // __cluster_metadata cannot be created (TOPIC_AUTHORIZATION_FAILED, as Kafka answers).
 //
-// A topic that would make a broker host more partition replicas than maxHostedPartitions (from
-// the open-file limit) is refused with POLICY_VIOLATION, as Kafka refuses creates past its own
-// partition limits, and nothing of it is created; CreatePartitions and auto-creation likewise.
+// A topic that would make a broker host more partition replicas than maxHostedPartitions (none
+// unless Config.MaxHostedPartitions sets one) is refused with POLICY_VIOLATION, as Kafka
+// refuses creates past its own partition limits, and nothing of it is created;
+// CreatePartitions and auto-creation likewise.
 //
 // Not done: CreateTopicPolicy (create.topic.policy.class.name), controller mutation quotas.
 
@@ -32,7 +33,6 @@ import (
 
 	"sluice/authz"
 	"sluice/controller"
-	"sluice/logstore"
 	"sluice/wire"
 )
 
@@ -234,16 +234,11 @@ func (b *Broker) fillCreateTopicResult(im *controller.Image, out *kmsg.CreateTop
 }
 
 // maxHostedPartitions is the most partition replicas a broker may host (0 = no bound), which
-// CreateTopics, CreatePartitions and auto-creation must not pass: Config.MaxHostedPartitions,
-// or else one per segment file the process's file cache keeps open, so that every hosted
-// partition can keep its active segment open and the rest of the descriptor limit stays free
-// for client connections.
+// CreateTopics, CreatePartitions and auto-creation must not pass: Config.MaxHostedPartitions
+// when set, else none. The descriptor limit does not bound partitions: segment files are
+// opened through the process's file cache, which keeps at most its limit open and closes idle
+// ones, so partitions beyond it cost reopens, not descriptors (issue 20: the bound derived
+// from the file limit stopped a node at 10,000 partitions under `ulimit -n` 20,000).
 func (b *Broker) maxHostedPartitions() int {
-	switch n := b.cfg.MaxHostedPartitions; {
-	case n > 0:
-		return n
-	case n < 0:
-		return 0
-	}
-	return logstore.DefaultFileCache().Limit()
+	return max(b.cfg.MaxHostedPartitions, 0)
 }

@@ -38,7 +38,7 @@ type Config struct {
 	// CacheWindowBytes is logstore.Options.CacheWindowBytes for every partition's log.
 	CacheWindowBytes int64
 	// MaxHostedPartitions bounds the partition replicas a broker may host: creates past it are
-	// refused. 0 derives it from the open-file limit (maxHostedPartitions); negative: none.
+	// refused. 0 or negative: none (maxHostedPartitions).
 	MaxHostedPartitions int
 	// Clock is the time of replicas (replica.lag.time.max.ms) and delayed operations; nil is
 	// the wall clock. Tests inject a replica.ManualClock.
@@ -212,7 +212,7 @@ func New(cfg Config, ctrl Metadata) (*Broker, error) {
 		b.closePartitions()
 		return nil, err
 	}
-	b.done.Add(8)
+	b.done.Add(9)
 	go alterSender.run()
 	go b.storageRecoveryLoop()
 	go b.followImages(initial)
@@ -221,6 +221,7 @@ func New(cfg Config, ctrl Metadata) (*Broker, error) {
 	go b.highWatermarkCheckpointLoop()
 	go b.isrExpirationLoop()
 	go b.watchPeers() // leader_hints.go
+	go b.every(idleFileSweepInterval, idleFileSweepInterval, closeIdleSegmentFiles)
 	return b, nil
 }
 

@@ -36,7 +36,7 @@ func FuzzPartitionMetadataKeepsData(f *testing.F) {
 			t.Fatal(err)
 		}
 		b := &Broker{cfg: Config{LogDir: logDir}, logger: slog.New(slog.DiscardHandler)}
-		claimErr := b.claimPartitionDir(dir, id)
+		_, claimErr := b.claimPartitionDir(dir, id)
 		_, statErr := os.Stat(segment)
 		parsed, parseErr := parsePartitionMetadata(data)
 		if parseErr == nil && parsed != id {

@@ -151,6 +151,15 @@ func (b *Broker) openPartitions(jobs []openJob) {
 	}
 }
 
+// idleFileSweepInterval is how often segment files unused since the previous sweep are closed
+// (logstore.FileCache.CloseIdle): an idle partition holds no descriptor after one to two
+// intervals, and one in use keeps its files open.
+const idleFileSweepInterval = 30 * time.Second
+
+// closeIdleSegmentFiles closes the idle segment files of the process-wide cache every log of
+// this process opens through.
+func closeIdleSegmentFiles() { logstore.DefaultFileCache().CloseIdle() }
+
 // openProgressInterval is how often openPartitions reports its progress.
 const openProgressInterval = 5 * time.Second
 
@@ -179,16 +188,23 @@ func runBounded(workers, n int, fn func(i int)) {
 // openPartition opens (or creates) the log of tp and starts hosting it.
 func (b *Broker) openPartition(tp topicPartition, id controller.TopicID, cfg logstore.Config, settings *config.TopicSettings) (*Partition, error) {
 	dir := b.partitionDir(tp)
-	if err := b.claimPartitionDir(dir, id); err != nil {
+	created, err := b.claimPartitionDir(dir, id)
+	if err != nil {
 		return nil, fmt.Errorf("partition %s: %w", tp, err)
 	}
-	log, err := logstore.Open(dir, cfg, logstore.Options{
+	opts := logstore.Options{
 		FS:               b.cfg.FS,
 		Logger:           b.logger.With("partition", tp.String()),
 		Decompress:       compress.Decoder(maxDecompressedBatch), // exact timestamp lookups inside compressed batches
 		CacheWindowBytes: b.cfg.CacheWindowBytes,
 		OnFailure:        func(err error) { b.markOffline(tp, id, err, true) },
-	})
+	}
+	if created {
+		// partition.metadata was written without fsyncs: the log makes it durable before its
+		// first data is (with the directory's entries, which it defers as well).
+		opts.BeforeFirstSync = func() error { return syncFile(b.fs(), filepath.Join(dir, partitionMetadataFile)) }
+	}
+	log, err := logstore.Open(dir, cfg, opts)
 	if err != nil {
 		return nil, fmt.Errorf("open partition %s: %w", tp, err)
 	}
@@ -221,39 +237,84 @@ func (b *Broker) removePartition(tp topicPartition) {
 	}
 }
 
-// claimPartitionDir makes dir belong to topic id. A directory whose partition.metadata names
+// claimPartitionDir makes dir belong to topic id. created reports a directory made here (it
+// did not exist, or was a deleted topic's and was discarded): its partition.metadata is written
+// without fsyncs, as Kafka writes it asynchronously, and must be fsynced before the log's first
+// data fsync (Options.BeforeFirstSync); until then the directory holds nothing durable that
+// the file would have to protect. Creating thousands of partitions then costs no fsync each.
+//
+// Otherwise: claimPartitionDir makes dir belong to topic id. A directory whose partition.metadata names
 // another topic ID is a leftover of a deleted topic of the same name and is discarded, as Kafka
 // does — only on a positively parsed, different ID. A directory without the file, or with an
 // empty one, keeps its data and gets the file (re)written. A file that cannot be read or
 // parsed is an error naming it: the caller takes the partition offline and deletes nothing.
-func (b *Broker) claimPartitionDir(dir string, id controller.TopicID) error {
+func (b *Broker) claimPartitionDir(dir string, id controller.TopicID) (created bool, err error) {
 	path := filepath.Join(dir, partitionMetadataFile)
 	existing, err := readSmallFile(path, maxPartitionMetadataBytes)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
+		if _, serr := os.Stat(dir); errors.Is(serr, fs.ErrNotExist) {
+			created = true
+		}
 	case err != nil:
-		return err
+		return false, err
 	default:
 		onDisk, perr := parsePartitionMetadata(existing)
 		switch {
 		case perr == nil && onDisk == id:
-			return nil
+			return false, nil
 		case perr == nil:
 			b.logger.Warn("discarding the partition directory of a deleted topic with the same name", "dir", dir,
 				"dirTopicID", base64.RawURLEncoding.EncodeToString(onDisk[:]), "topicID", base64.RawURLEncoding.EncodeToString(id[:]))
 			if err := b.discardPartitionDir(dir, onDisk); err != nil {
-				return err
+				return false, err
 			}
+			created = true
 		case errors.Is(perr, errNoPartitionMetadata):
 			b.logger.Warn("partition.metadata is empty: keeping the directory's data and rewriting the file", "file", path)
 		default:
-			return &fs.PathError{Op: "parse", Path: path, Err: perr}
+			return false, &fs.PathError{Op: "parse", Path: path, Err: perr}
 		}
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return false, err
+	}
+	if created {
+		return true, writeFileNoSync(b.fs(), dir, partitionMetadataFile, encodePartitionMetadata(id))
+	}
+	return false, logstore.WriteFileAtomic(b.fs(), dir, partitionMetadataFile, encodePartitionMetadata(id))
+}
+
+// writeFileNoSync writes data to dir/name through name.tmp and a rename, without fsyncs. A
+// crash before something fsyncs it may leave the file missing or empty (claimPartitionDir
+// rewrites both); the .tmp leftover is removed by the log's open.
+func writeFileNoSync(fsys logstore.FS, dir, name string, data []byte) error {
+	tmp := filepath.Join(dir, name+".tmp")
+	f, err := fsys.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
 		return err
 	}
-	return logstore.WriteFileAtomic(b.fs(), dir, partitionMetadataFile, encodePartitionMetadata(id))
+	if _, err := f.WriteAt(data, 0); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return fsys.Rename(tmp, filepath.Join(dir, name))
+}
+
+// syncFile fsyncs the file at path.
+func syncFile(fsys logstore.FS, path string) error {
+	f, err := fsys.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // readSmallFile reads a file expected to be small; one longer than limit is an error.

@@ -2,7 +2,6 @@ package compattests
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io/fs"
 	"net"
@@ -13,12 +12,11 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // fdLimit is the open-file limit (soft and hard) the brokers of these tests run under. sluice
-// gives half of it to segment files and bounds hosted partitions by that half (128 here).
+// gives half of it to segment files (128 here); hosted partitions are not bounded by it.
 const fdLimit = 256
 
 // startBrokerWithFileLimit is StartBroker with the process's RLIMIT_NOFILE set to nofile (soft
@@ -38,11 +36,11 @@ func startBrokerWithFileLimit(t *testing.T, nofile int, settings ...string) *Bro
 // that, creates reported success for partitions it never opened, accept() failed for new
 // clients, and the broker failed at every restart with "too many open files".
 //
-// Under a 256-descriptor limit: 100 partitions of several segments each (well over a thousand
-// segment files) are created, produced to and read back; a create past the hosted-partition
-// bound gets POLICY_VIOLATION and nothing of it exists; twenty new clients connect while all of
-// that is open; after a kill -9 the broker restarts under the same limit and every
-// acknowledged record reads back.
+// Under a 256-descriptor limit: 150 partitions of several segments each (well over a thousand
+// segment files; more partitions than the 128 files the cache keeps open, which until issue 20
+// was also the most partitions CreateTopics admitted) are created, produced to and read back;
+// twenty new clients connect while all of that is open; after a kill -9 the broker restarts
+// under the same limit and every acknowledged record reads back.
 func TestFdLimitManyPartitionsSurviveRestart(t *testing.T) {
 	b := startBrokerWithFileLimit(t, fdLimit, "auto.create.topics.enable=false")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -62,7 +60,7 @@ func TestFdLimitManyPartitionsSurviveRestart(t *testing.T) {
 
 	// Small segments: each partition gets several, so the files far exceed the limit.
 	segment := "4096"
-	topics := map[string]int32{"fd-a": 60, "fd-b": 40}
+	topics := map[string]int32{"fd-a": 60, "fd-b": 40, "fd-c": 50}
 	for name, n := range topics {
 		resp, err := adm.CreateTopic(ctx, n, 1, map[string]*string{"internal.segment.bytes": &segment}, name)
 		if err != nil || resp.Err != nil {
@@ -94,24 +92,6 @@ func TestFdLimitManyPartitionsSurviveRestart(t *testing.T) {
 	}
 	for from := 0; from < perPartition/2; from += 10 { // one ~2.5 KB batch per partition each
 		produce(cl, from, from+10)
-	}
-
-	// A create past the bound (128 hosted partitions; 100 are) is refused and leaves nothing.
-	over, _ := adm.CreateTopic(ctx, 50, 1, nil, "fd-over")
-	if !errors.Is(over.Err, kerr.PolicyViolation) {
-		t.Fatalf("create of 50 more partitions past the bound: %v %q, want POLICY_VIOLATION", over.Err, over.ErrMessage)
-	}
-	listed, err := adm.ListTopics(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, ok := listed["fd-over"]; ok {
-		t.Fatal("the refused topic is listed")
-	}
-	// Growing a topic past the bound is refused the same way.
-	grow, _ := adm.UpdatePartitions(ctx, 90, "fd-b")
-	if !errors.Is(grow["fd-b"].Err, kerr.PolicyViolation) {
-		t.Fatalf("grow past the bound: %v", grow["fd-b"].Err)
 	}
 
 	// New clients connect and are served while every partition is open and written.

@@ -343,10 +343,10 @@ func planCreatePartitions(w *Image, cp CreatePartitions, rng *rand.Rand) ([]Reco
 }
 
 // hostedReplicas counts the partition replicas each broker hosts: those of the working image
-// plus those admitted so far in one request. A broker opens a log for each replica it hosts,
-// and the number it can keep serving is bounded by its open-file limit; Kafka has no such
-// per-broker bound, so a create past it is refused as Kafka refuses creates past its own
-// limits (MAX_PARTITIONS_PER_BATCH): POLICY_VIOLATION, creating nothing of the topic.
+// plus those admitted so far in one request, for a broker that sets a bound on them (the
+// broker's Config.MaxHostedPartitions; none by default, as Kafka has none). A create past it is
+// refused as Kafka refuses creates past its own limits (MAX_PARTITIONS_PER_BATCH):
+// POLICY_VIOLATION, creating nothing of the topic.
 type hostedReplicas map[int32]int
 
 // admit adds the replicas of recs' PartitionRecords, or refuses them all if a broker would
@@ -372,7 +372,7 @@ func (h *hostedReplicas) admit(w *Image, recs []Record, limit int) *validationEr
 	}
 	for broker, n := range adding {
 		if have := (*h)[broker]; have+n > limit {
-			return fail(kerr.PolicyViolation, "Unable to add %d partition replica(s) to broker %d: it hosts %d and its limit is %d (derived from its open-file limit).", n, broker, have, limit)
+			return fail(kerr.PolicyViolation, "Unable to add %d partition replica(s) to broker %d: it hosts %d and its limit is %d.", n, broker, have, limit)
 		}
 	}
 	for broker, n := range adding {

@@ -61,6 +61,11 @@ type Options struct {
 	// FileCache bounds the segment files open at once (nil = DefaultFileCache(), shared by
 	// the process). Segment files are reopened on use after the cache closed them.
 	FileCache *FileCache
+	// BeforeFirstSync, if set, is called once before the first fsync of appended data of a
+	// log that Open created (no segment existed), ahead of the directory fsyncs deferred with
+	// it (see "Creation" in the package doc): the owner makes its own files in the directory
+	// durable there (the broker's partition.metadata). An error fails that fsync.
+	BeforeFirstSync func() error
 }
 
 // AppendResult describes a successful append.

@@ -136,8 +136,25 @@
 // end and the batches after it are replayed. Checkpoints are rewritten only when they
 // changed.
 //
+// # Creation
+//
+// Open of a directory without segments creates the first segment's files and fsyncs nothing:
+// an empty log needs nothing durable (a crash that loses the directory's entries leaves an
+// empty or missing directory, which Open makes a log again). The fsyncs are deferred to the
+// first fsync of appended data, on every path that makes data durable (Flush, group commit,
+// a roll's, close): Options.BeforeFirstSync (the owner's own files, e.g. partition.metadata),
+// then the directory (the segment's entries) and its parent (the directory's own entry), once,
+// before the data's fsync. The same holds on reopening a log of one empty segment without a
+// recovery-point checkpoint (never flushed). Checkpoints whose absence reads back the same are
+// not written: no leader-epoch-checkpoint while there are no epochs, no
+// log-start-offset-checkpoint while the log start is the first segment's base, and no
+// recovery-point-offset-checkpoint for a log of one empty segment; the latter is written at
+// the latest on the first roll, since its presence marks a directory sluice wrote (see the
+// hole rule above). An idle created partition thus costs no fsync to create, close or reopen.
+//
 // Ordering rules that make every crash point recoverable: a new segment's directory entry is
-// fsynced before anything depends on it; the log start checkpoint is written before segments
+// fsynced before anything depends on it (for a created log's first segment, its first data
+// fsync); the log start checkpoint is written before segments
 // are deleted; truncation lowers the recovery point checkpoint before cutting, deletes the
 // newest segments first, and fsyncs the cut before returning.
 //
@@ -266,7 +283,9 @@
 // one per process sized to half of RLIMIT_NOFILE, whose soft limit is raised to the hard one
 // first). Each operation on a segment file pins it, reopening it by path if the cache closed
 // it; idle files are closed, least recently used first (clock), when the cache is full. A
-// FileSlice's File is such a file: WriteSlice pins it for the whole sendfile. The bound can be
+// FileSlice's File is such a file: WriteSlice pins it for the whole sendfile. Open hands the
+// descriptors recovery used back to the cache, and FileCache.CloseIdle (the broker calls it
+// periodically) closes files unused since its previous call, so idle partitions hold none. The bound can be
 // passed only while more files than it are pinned at the same moment. Files written and closed
 // at once (checkpoints, snapshots) are outside the cache.
 package logstore

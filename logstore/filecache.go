@@ -108,6 +108,37 @@ func DefaultFileCache() *FileCache {
 	return defaultCache
 }
 
+// CloseIdle closes the descriptors of the files that no operation used since the previous
+// CloseIdle and none uses now, and returns how many it closed; such a file is reopened on its
+// next use. Called periodically (the broker does, every few tens of seconds), it leaves idle
+// partitions holding no descriptors while the files in use stay open.
+func (c *FileCache) CloseIdle() int {
+	c.mu.Lock()
+	var victims []File
+	for i := 0; i < len(c.mu.open); {
+		v := c.mu.open[i]
+		if !v.mu.TryLock() {
+			i++ // about to be used
+			continue
+		}
+		if v.pins > 0 || v.referenced {
+			v.referenced = false
+			v.mu.Unlock()
+			i++
+			continue
+		}
+		victims = append(victims, v.f)
+		v.f = nil
+		c.removeLocked(v) // the last file moves into slot i
+		v.mu.Unlock()
+	}
+	c.mu.closing += len(victims)
+	c.evictions.Add(int64(len(victims)))
+	c.mu.Unlock()
+	c.closeVictims(victims)
+	return len(victims)
+}
+
 // openFile opens path with flag (which may create or truncate it) and returns it as a cached
 // file, open and unpinned. Later reopens use O_RDWR without O_CREATE or O_TRUNC.
 func (c *FileCache) openFile(fsys FS, path string, flag int, perm os.FileMode) (*cachedFile, error) {
@@ -306,6 +337,20 @@ func (cf *cachedFile) unpin() {
 	if f != nil {
 		cf.cache.closeVictims([]File{f}) // Close already returned; as os.File, the last user closes
 	}
+}
+
+// release closes cf's descriptor now if no operation uses it; the next one reopens it.
+func (cf *cachedFile) release() {
+	cf.mu.Lock()
+	if cf.f == nil || cf.pins > 0 || cf.closed {
+		cf.mu.Unlock()
+		return
+	}
+	f := cf.f
+	cf.f = nil
+	cf.cache.removeForClose(cf)
+	cf.mu.Unlock()
+	cf.cache.closeVictims([]File{f})
 }
 
 // markRemoved records that the file was unlinked (see removed).

@@ -164,7 +164,9 @@ func (l *Log) syncTo(target int64, gen, incarnation uint64) error {
 			err = ErrClosed
 		} else {
 			began := time.Now()
-			err = f.Sync()
+			if err = l.syncCreated(); err == nil {
+				err = f.Sync()
+			}
 			observeFlush(time.Since(began))
 		}
 		if err == nil && rs != nil {

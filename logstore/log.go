@@ -38,6 +38,11 @@ type Log struct {
 	snapshots []int64
 	// recoveryPoint: every batch below it is fsynced, and the checkpoint file says so (or less).
 	recoveryPoint int64
+	// recoveryPointOnDisk: the recovery point checkpoint file exists. A created log writes it
+	// only on its first roll: recovery takes a file's presence as the mark of a directory
+	// sluice wrote (a hole before a later segment is then a lost tail), and a hole needs two
+	// segments.
+	recoveryPointOnDisk bool
 	// checkpointedLogStart is the value in log-start-offset-checkpoint (-1 if unknown).
 	checkpointedLogStart int64
 	// producersDirty: producers changed since the last snapshot was written.
@@ -55,6 +60,17 @@ type Log struct {
 	groupCommit atomic.Bool
 	// pendingRoll is the latest background fsync of a rolled segment (nil if none yet).
 	pendingRoll atomic.Pointer[rollSync]
+	// created holds what a log Open created defers to its first fsync of appended data:
+	// Options.BeforeFirstSync and the fsyncs of the directory (the new segment's entries)
+	// and of its parent (the directory's own entry). Nothing depends on an empty log's
+	// entries being durable; appended data does, from its first fsync on.
+	created struct {
+		mu sync.Mutex // serializes syncCreated
+		// pending: the deferred fsyncs have not been done yet. Set by load, cleared (under
+		// mu) once they succeeded.
+		pending atomic.Bool
+		before  func() error
+	}
 	// cacheWindow is Options.CacheWindowBytes; dropBehind is guarded by appendMu.
 	cacheWindow int64
 	dropBehind  dropBehindState
@@ -112,6 +128,7 @@ type pendingClose struct {
 func Open(dir string, cfg Config, opts Options) (*Log, error) {
 	l := &Log{dir: dir, fs: opts.FS, now: opts.Now, logger: opts.Logger, decompress: opts.Decompress, hdrBuf: make([]byte, batch.HeaderSize),
 		cacheWindow: opts.CacheWindowBytes, onFailure: opts.OnFailure}
+	l.created.before = opts.BeforeFirstSync
 	if l.fs == nil {
 		l.fs = OSFS{}
 	}
@@ -137,7 +154,38 @@ func Open(dir string, cfg Config, opts Options) (*Log, error) {
 		}
 		return nil, fmt.Errorf("logstore: open %s: %w", dir, err)
 	}
+	// A partition is idle until used: the descriptors recovery opened go back to the cache
+	// now and are reopened on first use, so thousands of idle partitions hold none.
+	for _, seg := range l.mu.segments {
+		seg.releaseFiles()
+	}
 	return l, nil
+}
+
+// syncCreated does the fsyncs a created log deferred (see Log.created), once; every fsync
+// that makes appended data durable calls it first.
+func (l *Log) syncCreated() error {
+	if !l.created.pending.Load() {
+		return nil
+	}
+	l.created.mu.Lock()
+	defer l.created.mu.Unlock()
+	if !l.created.pending.Load() {
+		return nil
+	}
+	if l.created.before != nil {
+		if err := l.created.before(); err != nil {
+			return err
+		}
+	}
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		return err
+	}
+	if err := l.fs.SyncDir(filepath.Dir(l.dir)); err != nil {
+		return err
+	}
+	l.created.pending.Store(false)
+	return nil
 }
 
 // fail records a write failure; the log refuses further mutations until Reopen. The sticky
@@ -709,6 +757,11 @@ func (l *Log) rollLocked(newBase int64) error {
 			return err
 		}
 	}
+	if !l.recoveryPointOnDisk {
+		if err := l.checkpointRecoveryPointLocked(l.recoveryPoint); err != nil {
+			return err
+		}
+	}
 	seg, err := openSegmentFiles(l.fs, l.dir, newBase, true, &l.mu.cfg)
 	if err != nil {
 		return err
@@ -719,6 +772,9 @@ func (l *Log) rollLocked(newBase int64) error {
 	// separate directory fsync here cost 10-30 ms per roll under load, with the partition's
 	// appends (and the connection's later requests) waiting.
 	prevRoll := l.pendingRoll.Load()
+	if err := l.syncCreated(); err != nil { // before the rolled segment's fsync marks it durable
+		return err
+	}
 	if !old.empty() {
 		// Registered before the new segment is published: a group-commit fsync of the new
 		// segment then also waits for this one (see syncTo).
@@ -810,7 +866,7 @@ func (l *Log) checkpointRecoveryPointLocked(rp int64) error {
 	if err := WriteFileAtomic(l.fs, l.dir, recoveryPointFile, encodeOffsetCheckpoint(l.dir, rp)); err != nil {
 		return err
 	}
-	l.recoveryPoint = rp
+	l.recoveryPoint, l.recoveryPointOnDisk = rp, true
 	return nil
 }
 
@@ -877,9 +933,17 @@ func (l *Log) flushLocked() error {
 		return err
 	}
 	l.mu.RLock()
-	seg, logEnd := l.active(), l.mu.logEnd
+	seg, logEnd, logStart := l.active(), l.mu.logEnd, l.mu.logStart
 	gen := l.flushGen()
 	l.mu.RUnlock()
+	if l.created.pending.Load() {
+		if logEnd == logStart {
+			return nil // a created log nothing was appended to: nothing to make durable
+		}
+		if err := l.syncCreated(); err != nil {
+			return err
+		}
+	}
 	if err := seg.syncAll(); err != nil {
 		return err
 	}
@@ -935,6 +999,9 @@ func (l *Log) closeFlushLocked() error {
 	}
 	if err := l.flushLocked(); err != nil {
 		return err
+	}
+	if l.created.pending.Load() {
+		return nil // created and never written: no state to snapshot (see flushLocked)
 	}
 	if n := len(l.snapshots); n == 0 || l.snapshots[n-1] != logEnd || l.producersDirty {
 		if err := l.writeSnapshotLocked(logEnd); err != nil {

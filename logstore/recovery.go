@@ -105,9 +105,9 @@ func (l *Log) load() error {
 		}
 		l.initNewSegment(seg)
 		l.mu.segments = []*segment{seg}
-		if err := l.fs.SyncDir(l.dir); err != nil {
-			return err
-		}
+		// The directory fsyncs wait for the first fsync of appended data (syncCreated):
+		// creating thousands of partitions must not cost thousands of fsyncs.
+		l.created.pending.Store(true)
 	}
 	lostTail := false         // recovery cut bytes off some segment
 	var rebuildTxn []*segment // segments whose .txnindex is rebuilt from their markers
@@ -227,12 +227,17 @@ func (l *Log) load() error {
 	l.flush.flushedOffset = logEnd
 	// Rewrite only the checkpoints that changed: opening thousands of cleanly closed
 	// partitions should not cost thousands of fsyncs.
-	if !bytes.Equal(l.mu.epochs.encode(), epochData) {
+	// None is written whose absence reads back the same: no epochs, the log start at the first
+	// segment's base, and, for a log of one empty segment, no recovery point. A created
+	// partition, and its restarts while idle, cost no checkpoint fsyncs.
+	emptyLog := len(segs) == 1 && segs[0].nextOffset == segs[0].baseOffset
+	if !bytes.Equal(l.mu.epochs.encode(), epochData) && !(epochData == nil && len(l.mu.epochs.entries) == 0) {
 		if err := l.writeEpochCheckpointLocked(); err != nil {
 			return err
 		}
 	}
-	if !lsOK || lsRead != logStart {
+	lsSame := lsOK && lsRead == logStart || !lsOK && logStart == segs[0].baseOffset // absent reads back as the base
+	if !lsSame {
 		if err := l.checkpointLogStartLocked(logStart); err != nil {
 			return err
 		}
@@ -240,10 +245,17 @@ func (l *Log) load() error {
 	l.checkpointedLogStart = logStart
 	l.loadFirstDirty()
 	l.recoveryPoint = logEnd
-	if !rpOK || rpRead != logEnd {
+	rpSame := rpOK && rpRead == logEnd || !rpOK && emptyLog
+	if !rpSame {
 		if err := l.checkpointRecoveryPointLocked(logEnd); err != nil {
 			return err
 		}
+	}
+	l.recoveryPointOnDisk = l.recoveryPointOnDisk || rpOK
+	if emptyLog && !rpOK {
+		// Never flushed since it was created (every flush of data checkpoints the recovery
+		// point): its entries may not be durable yet; the first fsync of data makes them so.
+		l.created.pending.Store(true)
 	}
 	// Segments removed above no longer need their index rebuilt.
 	rebuildTxn = slices.DeleteFunc(rebuildTxn, func(s *segment) bool { return !slices.Contains(segs, s) })
@@ -398,8 +410,10 @@ func (l *Log) recoverSegment(seg *segment, size, durableBelow int64) (truncated 
 			return false, err
 		}
 	}
-	if err := seg.syncAll(); err != nil {
-		return false, err
+	if size > 0 { // an empty segment has nothing to make durable
+		if err := seg.syncAll(); err != nil {
+			return false, err
+		}
 	}
 	return end < size, nil
 }

@@ -217,6 +217,16 @@ func (s *segment) syncAll() error {
 	return nil
 }
 
+// releaseFiles gives the descriptors of the segment's cached files back to the cache (an idle
+// file is reopened on its next use).
+func (s *segment) releaseFiles() {
+	for _, f := range s.files() {
+		if cf, ok := f.(*cachedFile); ok {
+			cf.release()
+		}
+	}
+}
+
 // closeAll closes the segment's files (a file in use is closed when its operation ends).
 func (s *segment) closeAll() error {
 	var first error

@@ -10,6 +10,8 @@
 //	loadgen txn -brokers HOST:PORT -topic T [-producers 1 -per-txn 100 -size 1024 -debug]
 //	loadgen limits -dir DIR                                        disk and loopback ceilings
 //	loadgen overhead -sluice-bin bin/sluice [-rounds 3 -duration 10s -out F]   metrics on vs off
+//	loadgen scale -kafka-lib DIR -sluice-bin bin/sluice [-sizes 1000,5000,10000 -ramp-to 100000]
+//	                                           partitions at scale: create, Metadata, restart
 //
 // `all` starts each broker in turn on a fresh data directory under -workdir (Kafka in KRaft
 // combined mode, formatted with its StorageTool), runs the same workloads against each, first
@@ -40,7 +42,7 @@ import (
 func main() {
 	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, nil)))
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: loadgen all|produce|consume|txn|limits|overhead [flags]")
+		fmt.Fprintln(os.Stderr, "usage: loadgen all|produce|consume|txn|limits|overhead|scale [flags]")
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -59,6 +61,8 @@ func main() {
 		err = cmdLimits(os.Args[2:])
 	case "overhead":
 		err = cmdOverhead(ctx, os.Args[2:])
+	case "scale":
+		err = cmdScale(ctx, os.Args[2:])
 	default:
 		err = fmt.Errorf("unknown command %q", os.Args[1])
 	}
