@@ -12,8 +12,8 @@ package broker
 // enforcement (quotas.go) uses the new values from the next request on. v1 is v0 with
 // flexible encoding.
 //
-// Not done: authorization (ALTER_CONFIGS on the cluster); request_percentage,
-// controller_mutation_rate and connection_creation_rate are stored, not enforced.
+// Enforcement: quotas.go (byte rates), quotas_request.go (request_percentage),
+// quotas_conn.go (connection_creation_rate), quotas_mutation.go (controller_mutation_rate).
 
 import (
 	"context"

@@ -244,6 +244,7 @@ func (b *Broker) Handle(ctx context.Context, req *wire.Request, respond wire.Res
 		return
 	}
 	b.quotas.waitUnmuted(ctx, req.Conn)
+	respond = b.quotas.wrapMutations(req, respond)                                 // quotas_mutation.go
 	respond, handled := b.quotas.wrapRequestTime(req, b.quotas.wrap(req, respond)) // quotas_request.go
 	// The answers that carry authorized operations get them once answered (authorized_operations.go).
 	if authorizedOperationsKeys[req.Key] {

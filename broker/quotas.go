@@ -23,9 +23,9 @@ package broker
 //
 // All of it is here; the produce and fetch handlers know nothing of quotas (Broker.Handle
 // wraps them). request_percentage is quotas_request.go, connection_creation_rate per IP
-// quotas_conn.go (with the accept loop in wire). Not done: Kafka's empty fetch response while
-// throttled (the records are sent and the connection muted) and controller_mutation_rate
-// (stored and described, not enforced).
+// quotas_conn.go (with the accept loop in wire), controller_mutation_rate quotas_mutation.go.
+// Not done: Kafka's empty fetch response while throttled (the records are sent and the
+// connection muted).
 
 import (
 	"context"
@@ -72,7 +72,13 @@ type clientQuotas struct {
 		// time are dropped by sweepLocked (and when the connection is next served).
 		muted     map[*wire.ConnInfo]time.Time
 		lastSweep time.Time
+		// buckets holds each sensor's controller mutation meter (quotas_mutation.go). Bounded
+		// like meters: a bucket that has refilled to its burst is dropped (a new one starts full).
+		buckets map[quotaSensor]*tokenBucket
 	}
+	// mutationSamples and mutationWindow are controller.quota.window.num and .size.seconds.
+	mutationSamples int
+	mutationWindow  time.Duration
 }
 
 type quotaMeter struct {
@@ -91,6 +97,9 @@ func newClientQuotas(b *Broker) *clientQuotas {
 	}
 	q.mu.meters = map[quotaSensor]*quotaMeter{}
 	q.mu.muted = map[*wire.ConnInfo]time.Time{}
+	q.mu.buckets = map[quotaSensor]*tokenBucket{}
+	q.mutationSamples = max(int(b.cfg.Static.Int32("controller.quota.window.num")), 1)
+	q.mutationWindow = max(time.Duration(b.cfg.Static.Int32("controller.quota.window.size.seconds"))*time.Second, time.Second)
 	return q
 }
 
@@ -192,6 +201,11 @@ func (q *clientQuotas) sweepLocked(now time.Time) {
 	for s, m := range q.mu.meters {
 		if now.Sub(m.lastUsed) >= idle {
 			delete(q.mu.meters, s)
+		}
+	}
+	for s, tb := range q.mu.buckets {
+		if tb.fullBy(now) {
+			delete(q.mu.buckets, s)
 		}
 	}
 	for c, until := range q.mu.muted {

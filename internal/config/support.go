@@ -55,7 +55,7 @@ const (
 	whyTiered      = "sluice has no tiered storage"
 	whyTuning      = "a Kafka tuning setting; sluice sizes this itself"
 	whyShare       = "sluice's share groups (KIP-932) use the simple assignor, keep their state in memory on one node and take no per-group config overrides yet, which these bound or tune"
-	whyQuotas      = "controller mutation and log-dir move quotas are not implemented yet"
+	whyQuotas      = "log-dir move quotas are not implemented (sluice does not move replicas between log dirs: AlterReplicaLogDirs is not served)"
 	whyMetrics     = "sluice has no metrics reporters yet"
 	whyMetadataLog = "the metadata log's segmenting and snapshots are sluice's own"
 )
@@ -232,8 +232,8 @@ var brokerSupport = []supportGroup{
 	{NoEffect, "sluice does not serve regular-expression subscriptions of the consumer protocol yet", []string{
 		"group.consumer.regex.refresh.interval.ms",
 	}},
+	{Honoured, "", []string{"controller.quota.window.num", "controller.quota.window.size.seconds"}}, // broker/quotas_mutation.go
 	{NoEffect, whyQuotas, []string{
-		"controller.quota.window.num", "controller.quota.window.size.seconds",
 		"alter.log.dirs.replication.quota.window.num", "alter.log.dirs.replication.quota.window.size.seconds",
 	}},
 	{NoEffect, whyMetrics, []string{
