@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -135,5 +136,42 @@ func TestControllerMutationQuotaPermissive(t *testing.T) {
 	respond(del.ResponseKind(), nil)
 	if len(deleted.Topics) != 1 || deleted.Topics[0].ErrorCode != kerr.ThrottlingQuotaExceeded.Code {
 		t.Fatalf("DeleteTopics in debt: %+v", deleted.Topics)
+	}
+}
+
+// TestControllerMutationQuotaServed: through the broker's request path, a client whose
+// default-client quota is 1 partition per second (a burst of 11) creates a 12-partition topic
+// and then has its next topic refused THROTTLING_QUOTA_EXCEEDED with a throttle.
+func TestControllerMutationQuotaServed(t *testing.T) {
+	tb := startTestBroker(t, nil)
+	ctx := testContext(t)
+	res, err := tb.Admin.AlterClientQuotas(ctx, []kadm.AlterClientQuotaEntry{{
+		Entity: kadm.ClientQuotaEntity{{Type: "client-id"}},
+		Ops:    []kadm.AlterClientQuotaOp{{Key: controller.QuotaControllerMutationRate, Value: 1}},
+	}})
+	if err != nil || res[0].Err != nil {
+		t.Fatal(err, res)
+	}
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.TimeoutMillis = 30000
+	for _, name := range []string{"big", "next"} {
+		rt := kmsg.NewCreateTopicsRequestTopic()
+		rt.Topic, rt.NumPartitions, rt.ReplicationFactor = name, 12, 1
+		req.Topics = append(req.Topics, rt)
+	}
+	raw, err := tb.Client.Request(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp := raw.(*kmsg.CreateTopicsResponse)
+	codes := map[string]int16{}
+	for _, rt := range resp.Topics {
+		codes[rt.Topic] = rt.ErrorCode
+	}
+	if codes["big"] != 0 || codes["next"] != kerr.ThrottlingQuotaExceeded.Code {
+		t.Fatalf("answers %v, want big created and next THROTTLING_QUOTA_EXCEEDED", codes)
+	}
+	if resp.ThrottleMillis != 1000 { // 12 taken from 11: 1 in debt at 1 per second
+		t.Fatalf("throttle_time_ms %d, want 1000", resp.ThrottleMillis)
 	}
 }
