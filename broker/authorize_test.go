@@ -17,6 +17,22 @@ import (
 
 const anonymous = "User:ANONYMOUS"
 
+// addACLs creates acls through the controller and waits until the broker serves them.
+func (tb *testBroker) addACLs(t testing.TB, acls ...authz.ACL) {
+	t.Helper()
+	ctx := testContext(t)
+	res, err := tb.Ctrl.CreateACLs(ctx, acls)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range res {
+		if r.Err != nil {
+			t.Fatalf("creating ACLs: %v %s", r.Err, r.Message)
+		}
+	}
+	tb.Broker.waitForImage(ctx, tb.Ctrl.Image().Offset)
+}
+
 func anonACL(rt int8, name string, op int8) authz.ACL {
 	return authz.ACL{ResourceType: rt, ResourceName: name, PatternType: authz.PatternLiteral, Principal: anonymous,
 		Host: "*", Operation: op, Permission: authz.PermAllow}
@@ -28,19 +44,7 @@ func anonACL(rt int8, name string, op int8) authz.ACL {
 func TestAuthorizationEnforced(t *testing.T) {
 	tb := startTestBroker(t, map[string]string{"authorizer.class.name": authz.StandardAuthorizerClass}, kgo.AllowAutoTopicCreation())
 	ctx := testContext(t)
-	addACLs := func(acls ...authz.ACL) {
-		t.Helper()
-		res, err := tb.Ctrl.CreateACLs(ctx, acls)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range res {
-			if r.Err != nil {
-				t.Fatalf("creating ACLs: %v %s", r.Err, r.Message)
-			}
-		}
-		tb.Broker.waitForImage(ctx, tb.Ctrl.Image().Offset)
-	}
+	addACLs := func(acls ...authz.ACL) { t.Helper(); tb.addACLs(t, acls...) }
 
 	// Nothing allowed yet: CreateTopics is refused per topic.
 	res, err := tb.Admin.CreateTopics(ctx, 1, 1, nil, "a")
@@ -392,19 +396,7 @@ func TestAuthorizationStreamsGroups(t *testing.T) {
 		// rebalance delay's ASSIGNMENT_DELAYED beside it.
 		"group.streams.initial.rebalance.delay.ms": "0"}, streamsVersions())
 	ctx := testContext(t)
-	addACLs := func(acls ...authz.ACL) {
-		t.Helper()
-		res, err := tb.Ctrl.CreateACLs(ctx, acls)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range res {
-			if r.Err != nil {
-				t.Fatalf("creating ACLs: %v %s", r.Err, r.Message)
-			}
-		}
-		tb.Broker.waitForImage(ctx, tb.Ctrl.Image().Offset)
-	}
+	addACLs := func(acls ...authz.ACL) { t.Helper(); tb.addACLs(t, acls...) }
 	const changelog = "app-store-changelog"
 	addACLs(anonACL(authz.ResourceTopic, "src", authz.OpCreate))
 	if _, err := tb.Admin.CreateTopic(ctx, 2, 1, nil, "src"); err != nil {
@@ -494,19 +486,7 @@ func TestAuthorizationStreamsGroups(t *testing.T) {
 func TestAuthorizationConsumerGroupDescribeTopics(t *testing.T) {
 	tb := startTestBroker(t, map[string]string{"authorizer.class.name": authz.StandardAuthorizerClass})
 	ctx := testContext(t)
-	addACLs := func(acls ...authz.ACL) {
-		t.Helper()
-		res, err := tb.Ctrl.CreateACLs(ctx, acls)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range res {
-			if r.Err != nil {
-				t.Fatalf("creating ACLs: %v %s", r.Err, r.Message)
-			}
-		}
-		tb.Broker.waitForImage(ctx, tb.Ctrl.Image().Offset)
-	}
+	addACLs := func(acls ...authz.ACL) { t.Helper(); tb.addACLs(t, acls...) }
 	addACLs(anonACL(authz.ResourceCluster, authz.ClusterName, authz.OpCreate),
 		anonACL(authz.ResourceGroup, "cg", authz.OpRead), anonACL(authz.ResourceGroup, "cg", authz.OpDescribe),
 		anonACL(authz.ResourceTopic, "seen", authz.OpDescribe), anonACL(authz.ResourceTopic, "hidden", authz.OpDescribe))

@@ -54,12 +54,6 @@ func (b *Broker) clusterAuthorizedOperations(conn *wire.ConnInfo) int32 {
 // fillAuthorizedOperations completes resp, the answer to req, with the authorized operations
 // req asked for.
 func (b *Broker) fillAuthorizedOperations(conn *wire.ConnInfo, req kmsg.Request, resp kmsg.Response) {
-	group := func(code int16, id string) (int32, bool) {
-		if code != 0 {
-			return 0, false
-		}
-		return b.authorizedOperations(conn, authz.ResourceGroup, id), true
-	}
 	switch r := req.(type) {
 	case *kmsg.MetadataRequest:
 		m, ok := resp.(*kmsg.MetadataResponse)
@@ -90,35 +84,38 @@ func (b *Broker) fillAuthorizedOperations(conn *wire.ConnInfo, req kmsg.Request,
 		}
 	case *kmsg.DescribeGroupsRequest:
 		if d, ok := resp.(*kmsg.DescribeGroupsResponse); ok && r.Version >= 3 && r.IncludeAuthorizedOperations {
-			for i := range d.Groups {
-				if ops, ok := group(d.Groups[i].ErrorCode, d.Groups[i].Group); ok {
-					d.Groups[i].AuthorizedOperations = ops
-				}
-			}
+			b.fillGroupOperations(conn, len(d.Groups), func(i int) (int16, string, *int32) {
+				return d.Groups[i].ErrorCode, d.Groups[i].Group, &d.Groups[i].AuthorizedOperations
+			})
 		}
 	case *kmsg.ConsumerGroupDescribeRequest:
 		if d, ok := resp.(*kmsg.ConsumerGroupDescribeResponse); ok && r.IncludeAuthorizedOperations {
-			for i := range d.Groups {
-				if ops, ok := group(d.Groups[i].ErrorCode, d.Groups[i].Group); ok {
-					d.Groups[i].AuthorizedOperations = ops
-				}
-			}
+			b.fillGroupOperations(conn, len(d.Groups), func(i int) (int16, string, *int32) {
+				return d.Groups[i].ErrorCode, d.Groups[i].Group, &d.Groups[i].AuthorizedOperations
+			})
 		}
 	case *kmsg.StreamsGroupDescribeRequest:
 		if d, ok := resp.(*kmsg.StreamsGroupDescribeResponse); ok && r.IncludeAuthorizedOperations {
-			for i := range d.Groups {
-				if ops, ok := group(d.Groups[i].ErrorCode, d.Groups[i].Group); ok {
-					d.Groups[i].AuthorizedOperations = ops
-				}
-			}
+			b.fillGroupOperations(conn, len(d.Groups), func(i int) (int16, string, *int32) {
+				return d.Groups[i].ErrorCode, d.Groups[i].Group, &d.Groups[i].AuthorizedOperations
+			})
 		}
 	case *kmsg.ShareGroupDescribeRequest:
 		if d, ok := resp.(*kmsg.ShareGroupDescribeResponse); ok && r.IncludeAuthorizedOperations {
-			for i := range d.Groups {
-				if ops, ok := group(d.Groups[i].ErrorCode, d.Groups[i].GroupID); ok {
-					d.Groups[i].AuthorizedOperations = ops
-				}
-			}
+			b.fillGroupOperations(conn, len(d.Groups), func(i int) (int16, string, *int32) {
+				return d.Groups[i].ErrorCode, d.Groups[i].GroupID, &d.Groups[i].AuthorizedOperations
+			})
+		}
+	}
+}
+
+// fillGroupOperations sets the authorized operations of each of n described groups that was
+// answered without an error (Kafka leaves a failed group's field at its default); group(i) is
+// the i-th group's code, ID and field.
+func (b *Broker) fillGroupOperations(conn *wire.ConnInfo, n int, group func(i int) (code int16, id string, ops *int32)) {
+	for i := range n {
+		if code, id, ops := group(i); code == 0 {
+			*ops = b.authorizedOperations(conn, authz.ResourceGroup, id)
 		}
 	}
 }

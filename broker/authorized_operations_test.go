@@ -29,10 +29,7 @@ func TestAuthorizedOperations(t *testing.T) {
 	ctx := testContext(t)
 	acls := []authz.ACL{anonACL(authz.ResourceCluster, authz.ClusterName, authz.OpCreate),
 		anonACL(authz.ResourceTopic, "t", authz.OpRead), anonACL(authz.ResourceGroup, "g", authz.OpRead)}
-	if res, err := tb.Ctrl.CreateACLs(ctx, acls); err != nil || res[0].Err != nil {
-		t.Fatal(err, res)
-	}
-	tb.Broker.waitForImage(ctx, tb.Ctrl.Image().Offset)
+	tb.addACLs(t, acls...)
 	if _, err := tb.Admin.CreateTopic(ctx, 1, 1, nil, "t"); err != nil {
 		t.Fatal(err)
 	}
@@ -81,10 +78,7 @@ func TestAuthorizedOperations(t *testing.T) {
 		t.Errorf("DescribeTopicPartitions t: %b, want %b", got, readAndDescribe)
 	}
 
-	if res, err := tb.Ctrl.CreateACLs(ctx, []authz.ACL{anonACL(authz.ResourceCluster, authz.ClusterName, authz.OpDescribe)}); err != nil || res[0].Err != nil {
-		t.Fatal(err, res)
-	}
-	tb.Broker.waitForImage(ctx, tb.Ctrl.Image().Offset)
+	tb.addACLs(t, anonACL(authz.ResourceCluster, authz.ClusterName, authz.OpDescribe))
 	dc := kmsg.NewPtrDescribeClusterRequest()
 	dc.IncludeClusterAuthorizedOperations = true
 	if got, want := request(dc).(*kmsg.DescribeClusterResponse).ClusterAuthorizedOperations, opBits(authz.OpCreate, authz.OpDescribe); got != want {

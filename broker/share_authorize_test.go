@@ -13,20 +13,7 @@ import (
 // group and topic ACLs Kafka's KafkaApis checks, and a refused request changes nothing.
 func TestAuthorizationShareGroups(t *testing.T) {
 	tb := startTestBroker(t, map[string]string{"authorizer.class.name": authz.StandardAuthorizerClass})
-	ctx := testContext(t)
-	addACLs := func(acls ...authz.ACL) {
-		t.Helper()
-		res, err := tb.Ctrl.CreateACLs(ctx, acls)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range res {
-			if r.Err != nil {
-				t.Fatalf("creating ACLs: %v %s", r.Err, r.Message)
-			}
-		}
-		tb.Broker.waitForImage(ctx, tb.Ctrl.Image().Offset)
-	}
+	addACLs := func(acls ...authz.ACL) { t.Helper(); tb.addACLs(t, acls...) }
 	addACLs(anonACL(authz.ResourceTopic, "guarded", authz.OpCreate))
 	tb.createTopic(t, "guarded", 1, nil)
 	topicID := [16]byte(tb.Ctrl.Image().Topics["guarded"].ID)
