@@ -451,6 +451,14 @@ func planAlterConfigs(w *Image, ac AlterConfigs) ([]Record, *validationError) {
 		}
 		current = w.BrokerConfigs[ac.ResourceName]
 		validate = validateBrokerConfig
+	case ResourceGroup:
+		// The broker validates group configs against its group.* bounds before it asks
+		// (GroupConfig.validate in Kafka needs the broker's config); here only the name.
+		if ac.ResourceName == "" {
+			return nil, fail(kerr.InvalidRequest, "Group resource name must not be empty.")
+		}
+		current = w.GroupConfigs[ac.ResourceName]
+		validate = func(string, string) error { return nil }
 	default:
 		return nil, fail(kerr.InvalidRequest, "Unexpected resource type %d.", ac.ResourceType)
 	}
