@@ -7,6 +7,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"sluice/authz"
 )
 
 // alterGroupConfigs sends one IncrementalAlterConfigs for group and returns its code and message.
@@ -194,5 +196,46 @@ func TestShareGroupRecordLockDurationConfig(t *testing.T) {
 		wantRanges(t, "b after a's 1 s locks timed out", got, [3]int64{0, 2, 2})
 	case <-time.After(testWait):
 		t.Fatal("the waiting share fetch never answered: the group's lock duration was not used")
+	}
+}
+
+// TestAuthorizationGroupConfigs: describing a group's configs needs DESCRIBE_CONFIGS on the
+// group and altering them ALTER_CONFIGS on it, else GROUP_AUTHORIZATION_FAILED, as in Kafka.
+func TestAuthorizationGroupConfigs(t *testing.T) {
+	tb := startTestBroker(t, map[string]string{"authorizer.class.name": authz.StandardAuthorizerClass})
+	ctx := testContext(t)
+	addACLs := func(acls ...authz.ACL) {
+		t.Helper()
+		res, err := tb.Ctrl.CreateACLs(ctx, acls)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range res {
+			if r.Err != nil {
+				t.Fatalf("creating ACLs: %v %s", r.Err, r.Message)
+			}
+		}
+		tb.Broker.waitForImage(ctx, tb.Ctrl.Image().Offset)
+	}
+	describeCode := func() int16 {
+		req := kmsg.NewPtrDescribeConfigsRequest()
+		req.Version = 4
+		r := kmsg.NewDescribeConfigsRequestResource()
+		r.ResourceType, r.ResourceName = kmsg.ConfigResourceTypeGroupConfig, "g"
+		req.Resources = append(req.Resources, r)
+		return tb.direct(t, req).(*kmsg.DescribeConfigsResponse).Resources[0].ErrorCode
+	}
+	if code, _ := alterGroupConfigs(t, tb, "g", false, setOp("share.auto.offset.reset", "earliest")); code != kerr.GroupAuthorizationFailed.Code {
+		t.Fatalf("alter without ALTER_CONFIGS: %v", kerr.ErrorForCode(code))
+	}
+	if code := describeCode(); code != kerr.GroupAuthorizationFailed.Code {
+		t.Fatalf("describe without DESCRIBE_CONFIGS: %v", kerr.ErrorForCode(code))
+	}
+	addACLs(anonACL(authz.ResourceGroup, "g", authz.OpAlterConfigs), anonACL(authz.ResourceGroup, "g", authz.OpDescribeConfigs))
+	if code, msg := alterGroupConfigs(t, tb, "g", false, setOp("share.auto.offset.reset", "earliest")); code != 0 {
+		t.Fatalf("alter with ALTER_CONFIGS: %v %s", kerr.ErrorForCode(code), msg)
+	}
+	if code := describeCode(); code != 0 {
+		t.Fatalf("describe with DESCRIBE_CONFIGS: %v", kerr.ErrorForCode(code))
 	}
 }
