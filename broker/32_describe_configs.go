@@ -17,7 +17,10 @@ package broker
 // BROKER_LOGGER: this node's id lists the root logger and every log component with its
 // current level (broker_loggers.go), as Kafka lists its log4j loggers.
 //
-// Not done: CLIENT_METRICS and GROUP resources (answered INVALID_REQUEST).
+// GROUP: the group config keys sluice honours (group_configs.go), each with the group's
+// override (GROUP_CONFIG) or the default (DEFAULT_CONFIG); the group need not exist.
+//
+// Not done: CLIENT_METRICS resources (answered INVALID_REQUEST).
 
 import (
 	"context"
@@ -82,6 +85,11 @@ func (b *Broker) describeResource(im *controller.Image, resourceType int8, name 
 		return b.brokerConfigEntries(im, names), 0, nil
 	case resourceBrokerLogger:
 		return b.brokerLoggerEntries(name, names)
+	case resourceGroup:
+		if name == "" {
+			return nil, kerr.InvalidRequest.Code, strPtr("Group resource name must not be empty.")
+		}
+		return b.groupConfigEntries(im.GroupConfigs[name], names), 0, nil
 	default:
 		return nil, kerr.InvalidRequest.Code, strPtr("Unsupported resource type: " + kmsg.ConfigResourceType(resourceType).String())
 	}

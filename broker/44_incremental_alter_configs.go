@@ -14,7 +14,11 @@ package broker
 // BROKER_LOGGER (this node's id): SET a logger's level or DELETE it, applied on this broker
 // at once and not persisted, as Kafka's RuntimeLoggerManager does (broker_loggers.go).
 //
-// Not done: CLIENT_METRICS and GROUP resources (INVALID_REQUEST).
+// GROUP (a group ID): the group config keys sluice honours, checked against this broker's
+// group.share.* bounds and stored as ConfigRecords (group_configs.go); other group keys are
+// refused INVALID_CONFIG.
+//
+// Not done: CLIENT_METRICS resources (INVALID_REQUEST).
 
 import (
 	"context"
@@ -74,6 +78,8 @@ func (b *Broker) handleIncrementalAlterConfigs(ctx context.Context, conn *wire.C
 			if t := im.Topics[r.name]; t != nil {
 				current = t.Configs
 			}
+		} else if r.resourceType == resourceGroup {
+			current = im.GroupConfigs[r.name]
 		} else {
 			current = im.BrokerConfigs[r.name]
 		}

@@ -350,6 +350,10 @@ func (b *Broker) checkAlterResourceName(r *alterResource) {
 		if _, code, msg := b.parseBrokerResource(r.name); code != 0 {
 			r.fail(code, *msg)
 		}
+	case resourceGroup:
+		if r.name == "" {
+			r.fail(kerr.InvalidRequest.Code, "Group resource name must not be empty.")
+		}
 	case resourceTopic:
 		if r.name == "" {
 			// As Kafka's ControllerConfigurationValidator words it.
@@ -402,6 +406,12 @@ func (b *Broker) alterConfigs(ctx context.Context, rs []alterResource, validateO
 		}
 		if r.resourceType == resourceBroker {
 			if code, msg := brokerConfigProblem(r.ops); code != 0 {
+				rs[i].fail(code, msg)
+				continue
+			}
+		}
+		if r.resourceType == resourceGroup {
+			if code, msg := b.groupConfigProblem(r.ops); code != 0 {
 				rs[i].fail(code, msg)
 				continue
 			}

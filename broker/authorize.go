@@ -130,13 +130,18 @@ type aclMetadata interface {
 var _ aclMetadata = (*controller.Controller)(nil)
 
 // configResourceDenied is the code for a config resource conn may not act on with op
-// (ALTER_CONFIGS or DESCRIBE_CONFIGS): topics need it on the topic, brokers on the cluster.
+// (ALTER_CONFIGS or DESCRIBE_CONFIGS): topics need it on the topic, groups on the group,
+// brokers on the cluster.
 func (b *Broker) configResourceDenied(conn *wire.ConnInfo, op, resourceType int8, name string) int16 {
 	switch {
 	case !b.authzOn():
 	case resourceType == resourceTopic:
 		if !b.allowedTopic(conn, op, name) {
 			return kerr.TopicAuthorizationFailed.Code
+		}
+	case resourceType == resourceGroup:
+		if !b.allowedGroup(conn, op, name) {
+			return kerr.GroupAuthorizationFailed.Code
 		}
 	case resourceType == resourceBroker || resourceType == resourceBrokerLogger:
 		if !b.allowedCluster(conn, op) {

@@ -9,10 +9,10 @@ package broker
 // release wakes the share fetches parked in the broker's purgatory on those partitions.
 //
 // Not yet: the share state is not written to __share_group_state, so a restart forgets
-// acknowledgements and delivery counts (the SPSO restarts from share.auto.offset.reset); the
-// group-level configs (share.auto.offset.reset, share.record.lock.duration.ms, ...) are not
-// stored: every group uses the broker defaults, and a new share partition starts at the high
-// watermark ("latest", Kafka's default).
+// acknowledgements and delivery counts (the SPSO restarts from share.auto.offset.reset).
+// Group configs (group_configs.go): share.auto.offset.reset (earliest, latest) and
+// share.record.lock.duration.ms are honoured per group; the other share.* group keys are
+// refused, so every group uses the broker's values for them.
 
 import (
 	"context"
@@ -89,18 +89,30 @@ func newShareGroups(b *Broker) *shareGroups {
 	return sg
 }
 
-// partitionLocked returns the share partition for key, creating it at the partition's high
-// watermark (share.auto.offset.reset=latest) the first time. REQUIRES: mu held.
+// partitionLocked returns the share partition for key, creating it the first time at the
+// partition's log start when the group's share.auto.offset.reset is earliest, else at its high
+// watermark (latest, Kafka's default). The group's share.record.lock.duration.ms, when set,
+// applies to the locks taken from now on. REQUIRES: mu held.
 func (sg *shareGroups) partitionLocked(key sharePartitionKey, snap replica.Snapshot) *share.Partition {
+	earliest, lockMs := shareGroupOverrides(sg.b.ctrl.Image(), key.group)
 	sp := sg.mu.partitions[key]
 	if sp == nil {
+		start := snap.HighWatermark
+		if earliest {
+			start = snap.LogStart
+		}
 		var err error
-		sp, err = share.NewPartition(sg.partCfg, snap.HighWatermark)
+		sp, err = share.NewPartition(sg.partCfg, start)
 		if err != nil {
 			return nil // the config was validated at startup; unreachable
 		}
 		sg.mu.partitions[key] = sp
 	}
+	cfg := sg.partCfg
+	if lockMs > 0 {
+		cfg.LockDuration = time.Duration(lockMs) * time.Millisecond
+	}
+	_ = sp.SetConfig(cfg) // valid: the broker's limits, and a lock duration checked when set
 	sp.AdvanceLogStart(snap.LogStart)
 	return sp
 }

@@ -2,7 +2,8 @@ package cluster
 
 // IncrementalAlterConfigs, key 44: v0–v1; AlterConfigs, key 33: v0–v2.
 //
-// Topic (2) and broker (4) resources. Incremental: op 0 SET and 1 DELETE; APPEND (2) and
+// Topic (2), broker (4) and group (32) resources (the controller stores only the group keys
+// sluice honours). Incremental: op 0 SET and 1 DELETE; APPEND (2) and
 // SUBTRACT (3) need the key's list semantics, which the forwarding broker resolves into a SET
 // before it calls (the controller's AlterConfigs takes only set/delete), so here they are
 // INVALID_REQUEST. Legacy AlterConfigs replaces the resource's whole set of overrides.

@@ -268,6 +268,25 @@ func (b *imageBuilder) apply(r Record) error {
 				delete(img.BrokerConfigs, r.ResourceName)
 				delete(b.ownedBrokerConfigs, r.ResourceName)
 			}
+		case ResourceGroup:
+			if r.ResourceName == "" {
+				return fmt.Errorf("%w: config for an empty group ID", ErrInvalidRecord)
+			}
+			gc := make(map[string]map[string]string, len(img.GroupConfigs)+1)
+			for k, v := range img.GroupConfigs {
+				gc[k] = v
+			}
+			m := cloneMap(gc[r.ResourceName])
+			if m == nil {
+				m = map[string]string{}
+			}
+			setOrDelete(m, r.Key, r.Value)
+			if len(m) == 0 {
+				delete(gc, r.ResourceName)
+			} else {
+				gc[r.ResourceName] = m
+			}
+			img.GroupConfigs = gc
 		default:
 			return fmt.Errorf("%w: config resource type %d", ErrInvalidRecord, r.ResourceType)
 		}
@@ -335,12 +354,14 @@ const imageSnapshotVersion = 1
 
 // imageSnapshot is the serialized form of an Image kept in snapshot files.
 type imageSnapshot struct {
-	Version        int                          `json:"version"`
-	Offset         int64                        `json:"offset"`
-	ClusterID      string                       `json:"cluster_id"`
-	Brokers        []*BrokerInfo                `json:"brokers"`
-	Topics         []*TopicInfo                 `json:"topics"`
-	BrokerConfigs  map[string]map[string]string `json:"broker_configs"`
+	Version       int                          `json:"version"`
+	Offset        int64                        `json:"offset"`
+	ClusterID     string                       `json:"cluster_id"`
+	Brokers       []*BrokerInfo                `json:"brokers"`
+	Topics        []*TopicInfo                 `json:"topics"`
+	BrokerConfigs map[string]map[string]string `json:"broker_configs"`
+	// GroupConfigs were added after version 1 without a version change, as ACLs were.
+	GroupConfigs   map[string]map[string]string `json:"group_configs,omitempty"`
 	NextProducerID int64                        `json:"next_producer_id"`
 	VoterEndpoints []VoterEndpoint              `json:"voter_endpoints,omitempty"`
 	// Scram: user -> mechanism -> credential; Quotas: every entity's quota values.
@@ -360,6 +381,7 @@ func encodeImage(im *Image) []byte {
 		Offset:         im.Offset,
 		ClusterID:      im.ClusterID,
 		BrokerConfigs:  im.BrokerConfigs,
+		GroupConfigs:   im.GroupConfigs,
 		NextProducerID: im.NextProducerID,
 		Scram:          im.Scram,
 		Quotas:         snapshotQuotas(im.Quotas),
@@ -427,6 +449,9 @@ func decodeImage(data []byte) (*Image, error) {
 	}
 	for k, v := range s.BrokerConfigs {
 		im.BrokerConfigs[k] = v
+	}
+	if len(s.GroupConfigs) > 0 {
+		im.GroupConfigs = s.GroupConfigs
 	}
 	if len(s.Scram) > 0 {
 		im.Scram = s.Scram

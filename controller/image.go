@@ -101,6 +101,10 @@ type Image struct {
 	// BrokerConfigs holds dynamic broker configs: key "" is the cluster-wide default
 	// resource, "1" the broker with node.id 1.
 	BrokerConfigs map[string]map[string]string
+	// GroupConfigs holds dynamic group configs by group ID (ConfigRecords of ResourceGroup).
+	// May be nil; its maps are never written after the image is published (the builder clones
+	// the outer and the changed inner map on every change).
+	GroupConfigs map[string]map[string]string
 	// NextProducerID is the first producer ID not yet handed out.
 	NextProducerID int64
 	// VoterEndpoints are the controller endpoints of voters (and demoted voters) recorded by

@@ -2,10 +2,12 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -432,6 +434,26 @@ func (c *Controller) AlterConfigs(ctx context.Context, reqs []AlterConfigs, vali
 	return submitEach(ctx, c, req, results, failUnfailed)
 }
 
+// validateGroupConfig admits only the group keys sluice honours, with a value of the right
+// shape, so a request that reaches the controller without the broker's checks (the controller
+// listener) cannot store a key nothing reads. The broker checks the group.share.* bounds.
+func validateGroupConfig(key, value string) error {
+	switch key {
+	case "share.auto.offset.reset":
+		if value != "earliest" && value != "latest" {
+			return fmt.Errorf("sluice takes share.auto.offset.reset earliest or latest, not %q", value)
+		}
+	case "share.record.lock.duration.ms":
+		n, err := strconv.ParseInt(strings.TrimSpace(value), 10, 32)
+		if err != nil || n < 1000 {
+			return fmt.Errorf("share.record.lock.duration.ms must be an integer of at least 1000, not %q", value)
+		}
+	default:
+		return fmt.Errorf("sluice does not honour the group config %s, so it refuses to store it", key)
+	}
+	return nil
+}
+
 func planAlterConfigs(w *Image, ac AlterConfigs) ([]Record, *validationError) {
 	var current map[string]string
 	validate := validateTopicConfig
@@ -451,6 +473,14 @@ func planAlterConfigs(w *Image, ac AlterConfigs) ([]Record, *validationError) {
 		}
 		current = w.BrokerConfigs[ac.ResourceName]
 		validate = validateBrokerConfig
+	case ResourceGroup:
+		// The broker validates group configs against its group.* bounds before it asks
+		// (GroupConfig.validate in Kafka needs the broker's config); here only the name.
+		if ac.ResourceName == "" {
+			return nil, fail(kerr.InvalidRequest, "Group resource name must not be empty.")
+		}
+		current = w.GroupConfigs[ac.ResourceName]
+		validate = validateGroupConfig
 	default:
 		return nil, fail(kerr.InvalidRequest, "Unexpected resource type %d.", ac.ResourceType)
 	}

@@ -147,6 +147,8 @@ type PartitionRecord struct {
 const (
 	ResourceTopic  int8 = 2
 	ResourceBroker int8 = 4
+	// ResourceGroup is a consumer, share or streams group (KIP-848/KIP-932), by group ID.
+	ResourceGroup int8 = 32
 )
 
 // ConfigRecord sets (Value non-nil) or deletes (Value nil) one dynamic config key. For

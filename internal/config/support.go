@@ -54,7 +54,7 @@ const (
 	whyJava        = "sluice cannot load Java classes"
 	whyTiered      = "sluice has no tiered storage"
 	whyTuning      = "a Kafka tuning setting; sluice sizes this itself"
-	whyShare       = "sluice's share groups (KIP-932) use the simple assignor, keep their state in memory on one node and take no per-group config overrides yet, which these bound or tune"
+	whyShare       = "sluice's share groups (KIP-932) use the simple assignor, keep their state in memory on one node and take only two per-group overrides (share.auto.offset.reset, share.record.lock.duration.ms); these bound or tune what they do not take"
 	whyQuotas      = "log-dir move quotas are not implemented (sluice does not move replicas between log dirs: AlterReplicaLogDirs is not served)"
 	whyMetrics     = "sluice has no metrics reporters yet"
 	whyMetadataLog = "the metadata log's segmenting and snapshots are sluice's own"
@@ -203,12 +203,13 @@ var brokerSupport = []supportGroup{
 		"group.share.delivery.count.limit", "group.share.heartbeat.interval.ms", "group.share.max.share.sessions",
 		"group.share.max.size", "group.share.partition.max.record.locks", "group.share.record.lock.duration.ms",
 		"group.share.session.timeout.ms",
+		// They bound a group's share.record.lock.duration.ms (broker/group_configs.go).
+		"group.share.max.record.lock.duration.ms", "group.share.min.record.lock.duration.ms",
 	}},
 	{NoEffect, whyShare, []string{
 		"group.share.assignors", "group.share.enable",
-		"group.share.max.heartbeat.interval.ms",
-		"group.share.max.record.lock.duration.ms", "group.share.max.session.timeout.ms",
-		"group.share.min.heartbeat.interval.ms", "group.share.min.record.lock.duration.ms",
+		"group.share.max.heartbeat.interval.ms", "group.share.max.session.timeout.ms",
+		"group.share.min.heartbeat.interval.ms",
 		"group.share.min.session.timeout.ms", "share.coordinator.append.linger.ms",
 		"share.coordinator.cold.partition.snapshot.interval.ms", "share.coordinator.load.buffer.size",
 		"share.coordinator.snapshot.update.records.per.snapshot", "share.coordinator.state.topic.compression.codec",

@@ -1,0 +1,241 @@
+package broker
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"sluice/authz"
+)
+
+// alterGroupConfigs sends one IncrementalAlterConfigs for group and returns its code and message.
+func alterGroupConfigs(t *testing.T, tb *testBroker, group string, validateOnly bool, cfgs ...kmsg.IncrementalAlterConfigsRequestResourceConfig) (int16, string) {
+	t.Helper()
+	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	req.Version, req.ValidateOnly = 1, validateOnly
+	r := kmsg.NewIncrementalAlterConfigsRequestResource()
+	r.ResourceType, r.ResourceName, r.Configs = kmsg.ConfigResourceTypeGroupConfig, group, cfgs
+	req.Resources = append(req.Resources, r)
+	resp := tb.direct(t, req).(*kmsg.IncrementalAlterConfigsResponse)
+	if len(resp.Resources) != 1 {
+		t.Fatalf("IncrementalAlterConfigs answered %d resources", len(resp.Resources))
+	}
+	msg := ""
+	if resp.Resources[0].ErrorMessage != nil {
+		msg = *resp.Resources[0].ErrorMessage
+	}
+	return resp.Resources[0].ErrorCode, msg
+}
+
+func setOp(key, value string) kmsg.IncrementalAlterConfigsRequestResourceConfig {
+	c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+	c.Name, c.Op, c.Value = key, kmsg.IncrementalAlterConfigOpSet, kmsg.StringPtr(value)
+	return c
+}
+
+func deleteOp(key string) kmsg.IncrementalAlterConfigsRequestResourceConfig {
+	c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+	c.Name, c.Op = key, kmsg.IncrementalAlterConfigOpDelete
+	return c
+}
+
+// describeGroupConfigs returns group's described entries by name.
+func describeGroupConfigs(t *testing.T, tb *testBroker, group string) map[string]kmsg.DescribeConfigsResponseResourceConfig {
+	t.Helper()
+	req := kmsg.NewPtrDescribeConfigsRequest()
+	req.Version = 4
+	r := kmsg.NewDescribeConfigsRequestResource()
+	r.ResourceType, r.ResourceName = kmsg.ConfigResourceTypeGroupConfig, group
+	req.Resources = append(req.Resources, r)
+	resp := tb.direct(t, req).(*kmsg.DescribeConfigsResponse)
+	if len(resp.Resources) != 1 || resp.Resources[0].ErrorCode != 0 {
+		t.Fatalf("DescribeConfigs of group %s: %+v", group, resp.Resources)
+	}
+	out := map[string]kmsg.DescribeConfigsResponseResourceConfig{}
+	for _, c := range resp.Resources[0].Configs {
+		out[c.Name] = c
+	}
+	return out
+}
+
+func wantGroupConfig(t *testing.T, got map[string]kmsg.DescribeConfigsResponseResourceConfig, key, value string, source kmsg.ConfigSource) {
+	t.Helper()
+	c, ok := got[key]
+	if !ok {
+		t.Fatalf("%s not described: %+v", key, got)
+	}
+	if c.Value == nil || *c.Value != value || c.Source != source {
+		t.Fatalf("%s = %v from %v, want %q from %v", key, c.Value, c.Source, value, source)
+	}
+}
+
+// TestGroupConfigsDescribeAlter: the GROUP config resource is described with the defaults,
+// takes the keys sluice honours (validated against the broker's group.share.* bounds, with
+// Kafka's codes), refuses the rest naming them, changes nothing under ValidateOnly, and
+// reverts a key on DELETE. It was answered INVALID_REQUEST.
+func TestGroupConfigsDescribeAlter(t *testing.T) {
+	tb := startTestBroker(t, nil)
+	got := describeGroupConfigs(t, tb, "g")
+	wantGroupConfig(t, got, "share.auto.offset.reset", "latest", kmsg.ConfigSourceDefaultConfig)
+	wantGroupConfig(t, got, "share.record.lock.duration.ms", "30000", kmsg.ConfigSourceDefaultConfig)
+
+	if code, msg := alterGroupConfigs(t, tb, "g", true, setOp("share.auto.offset.reset", "earliest")); code != 0 {
+		t.Fatalf("validate only: %v %s", kerr.ErrorForCode(code), msg)
+	}
+	wantGroupConfig(t, describeGroupConfigs(t, tb, "g"), "share.auto.offset.reset", "latest", kmsg.ConfigSourceDefaultConfig)
+
+	if code, msg := alterGroupConfigs(t, tb, "g", false, setOp("share.auto.offset.reset", "earliest"), setOp("share.record.lock.duration.ms", "20000")); code != 0 {
+		t.Fatalf("set: %v %s", kerr.ErrorForCode(code), msg)
+	}
+	got = describeGroupConfigs(t, tb, "g")
+	wantGroupConfig(t, got, "share.auto.offset.reset", "earliest", kmsg.ConfigSourceGroupConfig)
+	wantGroupConfig(t, got, "share.record.lock.duration.ms", "20000", kmsg.ConfigSourceGroupConfig)
+	if m := tb.Ctrl.Image().GroupConfigs["g"]; m["share.auto.offset.reset"] != "earliest" {
+		t.Fatalf("metadata image group configs: %+v", tb.Ctrl.Image().GroupConfigs)
+	}
+	wantGroupConfig(t, describeGroupConfigs(t, tb, "other"), "share.auto.offset.reset", "latest", kmsg.ConfigSourceDefaultConfig)
+
+	for _, tc := range []struct {
+		key, value, msgHas string
+	}{
+		{"no.such.key", "1", "Unknown group config name: no.such.key"},
+		{"consumer.session.timeout.ms", "45000", "consumer.session.timeout.ms"},
+		{"share.isolation.level", "read_committed", "share.isolation.level"},
+		{"share.auto.offset.reset", "by_duration:PT1H", "by_duration"},
+		{"share.auto.offset.reset", "sometimes", "Invalid value sometimes"},
+		{"share.record.lock.duration.ms", "500", "at least 1000"},
+		{"share.record.lock.duration.ms", "10000", "greater than or equal to group.share.min.record.lock.duration.ms"},
+		{"share.record.lock.duration.ms", "70000", "less than or equal to group.share.max.record.lock.duration.ms"},
+		{"share.record.lock.duration.ms", "x", "Invalid value x"},
+	} {
+		code, msg := alterGroupConfigs(t, tb, "g", false, setOp(tc.key, tc.value))
+		if code != kerr.InvalidConfig.Code || !strings.Contains(msg, tc.msgHas) {
+			t.Errorf("%s=%s: %v %q, want INVALID_CONFIG naming %q", tc.key, tc.value, kerr.ErrorForCode(code), msg, tc.msgHas)
+		}
+	}
+	if code, _ := alterGroupConfigs(t, tb, "", false, setOp("share.auto.offset.reset", "earliest")); code != kerr.InvalidRequest.Code {
+		t.Errorf("empty group name: %v, want INVALID_REQUEST", kerr.ErrorForCode(code))
+	}
+	// A refused resource changed nothing.
+	wantGroupConfig(t, describeGroupConfigs(t, tb, "g"), "share.record.lock.duration.ms", "20000", kmsg.ConfigSourceGroupConfig)
+
+	if code, msg := alterGroupConfigs(t, tb, "g", false, deleteOp("share.auto.offset.reset")); code != 0 {
+		t.Fatalf("delete: %v %s", kerr.ErrorForCode(code), msg)
+	}
+	wantGroupConfig(t, describeGroupConfigs(t, tb, "g"), "share.auto.offset.reset", "latest", kmsg.ConfigSourceDefaultConfig)
+
+	// The legacy AlterConfigs replaces the group's whole config.
+	req := kmsg.NewPtrAlterConfigsRequest()
+	req.Version = 2
+	r := kmsg.NewAlterConfigsRequestResource()
+	r.ResourceType, r.ResourceName = kmsg.ConfigResourceTypeGroupConfig, "g"
+	c := kmsg.NewAlterConfigsRequestResourceConfig()
+	c.Name, c.Value = "share.auto.offset.reset", kmsg.StringPtr("earliest")
+	r.Configs = append(r.Configs, c)
+	req.Resources = append(req.Resources, r)
+	if resp := tb.direct(t, req).(*kmsg.AlterConfigsResponse); resp.Resources[0].ErrorCode != 0 {
+		t.Fatalf("AlterConfigs: %+v", resp.Resources[0])
+	}
+	got = describeGroupConfigs(t, tb, "g")
+	wantGroupConfig(t, got, "share.auto.offset.reset", "earliest", kmsg.ConfigSourceGroupConfig)
+	wantGroupConfig(t, got, "share.record.lock.duration.ms", "30000", kmsg.ConfigSourceDefaultConfig)
+}
+
+// TestShareGroupAutoOffsetResetEarliest: a share group whose share.auto.offset.reset is
+// earliest is delivered the records produced before its first fetch; the share partition
+// started at the high watermark whatever the group config said.
+func TestShareGroupAutoOffsetResetEarliest(t *testing.T) {
+	tb := startTestBroker(t, nil)
+	tb.createTopic(t, "early-cfg", 1, nil)
+	topicID := [16]byte(tb.Ctrl.Image().Topics["early-cfg"].ID)
+	tb.produce(t, "early-cfg", 0, 5)
+	if code, msg := alterGroupConfigs(t, tb, "eg", false, setOp("share.auto.offset.reset", "earliest")); code != 0 {
+		t.Fatalf("set: %v %s", kerr.ErrorForCode(code), msg)
+	}
+	a := &shareClient{t: t, tb: tb, group: "eg", member: "a"}
+	a.heartbeat(0, "early-cfg")
+	got, _ := a.fetch(topicID, 10)
+	wantRanges(t, "a", got, [3]int64{0, 4, 1})
+
+	// Another group keeps the default: latest.
+	b := &shareClient{t: t, tb: tb, group: "lg", member: "b"}
+	b.heartbeat(0, "early-cfg")
+	got, _ = b.fetch(topicID, 10)
+	wantRanges(t, "b", got)
+}
+
+// TestShareGroupRecordLockDurationConfig: a group's share.record.lock.duration.ms (1 s) times
+// out a member's locks, though the broker's default (60 s) would hold them past the test's
+// wait; the broker's value was used for every group.
+func TestShareGroupRecordLockDurationConfig(t *testing.T) {
+	tb := startTestBroker(t, map[string]string{
+		"group.share.record.lock.duration.ms":     "60000",
+		"group.share.min.record.lock.duration.ms": "1000",
+	})
+	tb.createTopic(t, "glocks", 1, nil)
+	topicID := [16]byte(tb.Ctrl.Image().Topics["glocks"].ID)
+	if code, msg := alterGroupConfigs(t, tb, "lg", false, setOp("share.record.lock.duration.ms", "1000")); code != 0 {
+		t.Fatalf("set: %v %s", kerr.ErrorForCode(code), msg)
+	}
+	a := &shareClient{t: t, tb: tb, group: "lg", member: "a"}
+	b := &shareClient{t: t, tb: tb, group: "lg", member: "b"}
+	a.heartbeat(0, "glocks")
+	b.heartbeat(0, "glocks")
+	a.fetch(topicID, 10) // starts the share partition at the high watermark, 0
+	tb.produce(t, "glocks", 0, 3)
+	got, _ := a.fetch(topicID, 10)
+	wantRanges(t, "a", got, [3]int64{0, 2, 1})
+	b.fetch(topicID, 10) // opens b's session; nothing to acquire
+	waiting := tb.serveDirect(testContext(t), t, b.fetchReq(topicID, 10, 25_000))
+	select {
+	case resp := <-waiting:
+		got, _ := b.fetchResult(resp.(*kmsg.ShareFetchResponse))
+		wantRanges(t, "b after a's 1 s locks timed out", got, [3]int64{0, 2, 2})
+	case <-time.After(testWait):
+		t.Fatal("the waiting share fetch never answered: the group's lock duration was not used")
+	}
+}
+
+// TestAuthorizationGroupConfigs: describing a group's configs needs DESCRIBE_CONFIGS on the
+// group and altering them ALTER_CONFIGS on it, else GROUP_AUTHORIZATION_FAILED, as in Kafka.
+func TestAuthorizationGroupConfigs(t *testing.T) {
+	tb := startTestBroker(t, map[string]string{"authorizer.class.name": authz.StandardAuthorizerClass})
+	ctx := testContext(t)
+	addACLs := func(acls ...authz.ACL) {
+		t.Helper()
+		res, err := tb.Ctrl.CreateACLs(ctx, acls)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range res {
+			if r.Err != nil {
+				t.Fatalf("creating ACLs: %v %s", r.Err, r.Message)
+			}
+		}
+		tb.Broker.waitForImage(ctx, tb.Ctrl.Image().Offset)
+	}
+	describeCode := func() int16 {
+		req := kmsg.NewPtrDescribeConfigsRequest()
+		req.Version = 4
+		r := kmsg.NewDescribeConfigsRequestResource()
+		r.ResourceType, r.ResourceName = kmsg.ConfigResourceTypeGroupConfig, "g"
+		req.Resources = append(req.Resources, r)
+		return tb.direct(t, req).(*kmsg.DescribeConfigsResponse).Resources[0].ErrorCode
+	}
+	if code, _ := alterGroupConfigs(t, tb, "g", false, setOp("share.auto.offset.reset", "earliest")); code != kerr.GroupAuthorizationFailed.Code {
+		t.Fatalf("alter without ALTER_CONFIGS: %v", kerr.ErrorForCode(code))
+	}
+	if code := describeCode(); code != kerr.GroupAuthorizationFailed.Code {
+		t.Fatalf("describe without DESCRIBE_CONFIGS: %v", kerr.ErrorForCode(code))
+	}
+	addACLs(anonACL(authz.ResourceGroup, "g", authz.OpAlterConfigs), anonACL(authz.ResourceGroup, "g", authz.OpDescribeConfigs))
+	if code, msg := alterGroupConfigs(t, tb, "g", false, setOp("share.auto.offset.reset", "earliest")); code != 0 {
+		t.Fatalf("alter with ALTER_CONFIGS: %v %s", kerr.ErrorForCode(code), msg)
+	}
+	if code := describeCode(); code != 0 {
+		t.Fatalf("describe with DESCRIBE_CONFIGS: %v", kerr.ErrorForCode(code))
+	}
+}
