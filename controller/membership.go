@@ -307,18 +307,23 @@ func sortedTopics(im *Image) []*TopicInfo {
 	return ts
 }
 
-// removeBrokerRecords are the partition changes that take broker id out of leadership and
-// ISRs (see the rules at the top of this file), for fencing or controlled shutdown.
-func removeBrokerRecords(w *Image, id int32) []Record {
-	var recs []Record
+// partitionChanges appends to recs the change(w, topic, partition, id) of every partition
+// that has one, in topic-name order.
+func partitionChanges(recs []Record, w *Image, id int32, change func(*Image, TopicID, *PartitionInfo, int32) *PartitionChangeRecord) []Record {
 	for _, t := range sortedTopics(w) {
 		for i := range t.Partitions {
-			if rec := removeReplicaChange(w, t.ID, &t.Partitions[i], id); rec != nil {
+			if rec := change(w, t.ID, &t.Partitions[i], id); rec != nil {
 				recs = append(recs, rec)
 			}
 		}
 	}
 	return recs
+}
+
+// removeBrokerRecords are the partition changes that take broker id out of leadership and
+// ISRs (see the rules at the top of this file), for fencing or controlled shutdown.
+func removeBrokerRecords(w *Image, id int32) []Record {
+	return partitionChanges(nil, w, id, removeReplicaChange)
 }
 
 // logDirOnlineRecords mark broker id's log directory online again and, when it is unfenced
@@ -330,28 +335,13 @@ func logDirOnlineRecords(w *Image, id int32) []Record {
 	if b.Fenced || b.InControlledShutdown {
 		return recs
 	}
-	for _, t := range sortedTopics(w) {
-		for i := range t.Partitions {
-			if rec := unfenceChange(w, t.ID, &t.Partitions[i], id); rec != nil {
-				recs = append(recs, rec)
-			}
-		}
-	}
-	return recs
+	return partitionChanges(recs, w, id, unfenceChange)
 }
 
 // uncleanShutdownRecords are the partition changes that take broker id out of leadership,
 // ISRs and ELRs after an unclean shutdown (RegisterBroker).
 func uncleanShutdownRecords(w *Image, id int32) []Record {
-	var recs []Record
-	for _, t := range sortedTopics(w) {
-		for i := range t.Partitions {
-			if rec := uncleanShutdownChange(w, t.ID, &t.Partitions[i], id); rec != nil {
-				recs = append(recs, rec)
-			}
-		}
-	}
-	return recs
+	return partitionChanges(nil, w, id, uncleanShutdownChange)
 }
 
 // unfenceRecords unfences broker id and elects a leader for every leaderless partition that
@@ -362,14 +352,7 @@ func unfenceRecords(w *Image, id int32) []Record {
 	if b.LogDirOffline {
 		return recs // it leads nothing until its storage is back (logDirOnlineRecords)
 	}
-	for _, t := range sortedTopics(w) {
-		for i := range t.Partitions {
-			if rec := unfenceChange(w, t.ID, &t.Partitions[i], id); rec != nil {
-				recs = append(recs, rec)
-			}
-		}
-	}
-	return recs
+	return partitionChanges(recs, w, id, unfenceChange)
 }
 
 // tickSessions advances the driver's clock by one tick and, on the active controller, fences
