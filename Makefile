@@ -88,6 +88,18 @@ bench-scale:
 	bin/loadgen scale -kafka-lib "$$(KAFKA_VERSION=4.4.0 scripts/fetch-kafka.sh)" -sluice-bin bin/sluice \
 	  -workdir "$${TMPDIR:-/tmp}/sluice-bench-scale" -out bench/results $(SCALE_ARGS)
 
+# Many client connections (issue 20): one node of sluice and of Apache Kafka 4.4.0 in turn,
+# 10,000 connections opened and held idle (memory and descriptors per connection), then 2,000 of
+# them sending Metadata every 500 ms while the rest stay idle (latency, CPU, peak RSS). Writes
+# bench/results/<date>-conns.md; about 3 minutes. CONNS_ARGS passes flags to `loadgen conns`.
+CONNS_ARGS ?=
+.PHONY: bench-conns
+bench-conns:
+	$(GO) build -o bin/sluice ./cmd/sluice
+	$(GO) build -o bin/loadgen ./bench/loadgen
+	bin/loadgen conns -kafka-lib "$$(KAFKA_VERSION=4.4.0 scripts/fetch-kafka.sh)" -sluice-bin bin/sluice \
+	  -workdir "$${TMPDIR:-/tmp}/sluice-bench-conns" -out bench/results $(CONNS_ARGS)
+
 # The client compatibility matrix: every client and tool (franz-go, kcat, confluent-kafka-python,
 # kafka-python, kafkajs, sarama, kafka-go, Java clients, Kafka's CLI tools, Kafka Streams) through
 # the same scenarios against a real sluice, plus franz-go's live-broker suite. Installs the

@@ -42,7 +42,7 @@ import (
 func main() {
 	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, nil)))
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: loadgen all|produce|consume|txn|limits|overhead|scale [flags]")
+		fmt.Fprintln(os.Stderr, "usage: loadgen all|produce|consume|txn|limits|overhead|scale|conns [flags]")
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -63,6 +63,8 @@ func main() {
 		err = cmdOverhead(ctx, os.Args[2:])
 	case "scale":
 		err = cmdScale(ctx, os.Args[2:])
+	case "conns":
+		err = cmdConns(ctx, os.Args[2:])
 	default:
 		err = fmt.Errorf("unknown command %q", os.Args[1])
 	}
