@@ -10,9 +10,10 @@ package broker
 //
 // Not yet: the share state is not written to __share_group_state, so a restart forgets
 // acknowledgements and delivery counts (the SPSO restarts from share.auto.offset.reset).
-// Group configs (group_configs.go): share.auto.offset.reset (earliest, latest) and
-// share.record.lock.duration.ms are honoured per group; the other share.* group keys are
-// refused, so every group uses the broker's values for them.
+// Group configs (group_configs.go): share.auto.offset.reset (earliest, latest),
+// share.record.lock.duration.ms and share.isolation.level (share_isolation.go) are honoured per
+// group; the other share.* group keys are refused, so every group uses the broker's values for
+// them.
 
 import (
 	"context"
@@ -208,11 +209,15 @@ func (sg *shareGroups) expire() {
 type shareRead struct {
 	records     []byte
 	first, last int64 // base offset of the first batch, last offset of the last; last < first if none
-	errCode     int16
+	// aborted are the aborted transactions overlapping the read (read_committed only).
+	aborted []logstore.AbortedTxn
+	errCode int16
 }
 
-// readForShare reads up to maxBytes of p's log from offset, below visible, into memory.
-func readForShare(p *Partition, offset, visible int64, maxBytes int64) shareRead {
+// readForShare reads up to maxBytes of p's log from offset, below visible, into memory; with
+// readCommitted (visible is then the LSO) it also collects the aborted transactions the read
+// overlaps, as a read_committed Fetch does.
+func readForShare(p *Partition, offset, visible int64, maxBytes int64, readCommitted bool) shareRead {
 	out := shareRead{first: 0, last: -1}
 	if offset >= visible {
 		return out
@@ -232,6 +237,9 @@ func readForShare(p *Partition, offset, visible int64, maxBytes int64) shareRead
 		}
 	}
 	out.records = buf
+	if readCommitted && len(res.Slices) > 0 {
+		out.aborted = p.log.AbortedTransactionsInRead(offset, res, visible)
+	}
 	first := true
 	for rest := buf; len(rest) >= batch.HeaderSize; {
 		h, err := batch.ParseHeader(rest)
