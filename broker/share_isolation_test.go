@@ -7,6 +7,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"sluice/coordinator/share"
+	"sluice/internal/batch"
+	"sluice/logstore"
 )
 
 // shareConsumeUntil polls a franz-go share consumer (records accepted on the next poll) until
@@ -102,4 +106,66 @@ func TestShareGroupReadCommitted(t *testing.T) {
 	if want := []string{"c0", "c1", "c2", "c3", "o0"}; !slices.Equal(rc, want) {
 		t.Errorf("read_committed share group received %q, want the committed records %q", rc, want)
 	}
+}
+
+// testBatches builds a log read of v2 batches: each spec is base offset, record count, producer
+// ID and attributes.
+func testBatches(specs ...[4]int64) []byte {
+	var out []byte
+	for _, s := range specs {
+		recs := make([]batch.Record, s[1])
+		for i := range recs {
+			recs[i].Value = []byte("v")
+		}
+		out = append(out, batch.Build(batch.Header{BaseOffset: s[0], Magic: 2, LastOffsetDelta: int32(s[1] - 1),
+			ProducerID: s[2], Attributes: int16(s[3]), RecordCount: int32(s[1])}, recs)...)
+	}
+	return out
+}
+
+// TestAbortedBatchRanges: the data batches of an aborted transaction are those of its producer,
+// transactional, starting within its span; control batches, other producers' batches and the
+// same producer's later transactions are not.
+func TestAbortedBatchRanges(t *testing.T) {
+	const txn, ctl = batch.AttrTransactional, batch.AttrTransactional | batch.AttrControl
+	records := testBatches(
+		[4]int64{0, 3, 7, txn},  // aborted
+		[4]int64{3, 1, 7, ctl},  // its ABORT marker
+		[4]int64{4, 1, -1, 0},   // not transactional
+		[4]int64{5, 2, 8, txn},  // another producer's, committed
+		[4]int64{7, 1, 7, txn},  // producer 7's next transaction, aborted too
+		[4]int64{8, 1, 7, txn},  // ... the same transaction
+		[4]int64{9, 1, 7, ctl},  // its marker
+		[4]int64{10, 1, 7, txn}, // producer 7's third transaction, not aborted
+	)
+	aborted := []logstore.AbortedTxn{
+		{ProducerID: 7, FirstOffset: 0, LastOffset: 3},
+		{ProducerID: 7, FirstOffset: 7, LastOffset: 9},
+	}
+	got := abortedBatchRanges(records, aborted)
+	want := []share.OffsetRange{{FirstOffset: 0, LastOffset: 2}, {FirstOffset: 7, LastOffset: 7}, {FirstOffset: 8, LastOffset: 8}}
+	if !slices.Equal(got, want) {
+		t.Fatalf("abortedBatchRanges = %v, want %v", got, want)
+	}
+	if got := abortedBatchRanges(records, nil); got != nil {
+		t.Fatalf("no aborted transactions: %v", got)
+	}
+	if got := abortedBatchRanges(records[:20], aborted); got != nil {
+		t.Fatalf("a torn batch: %v", got)
+	}
+}
+
+// FuzzAbortedBatchRanges: bytes read from the log are untrusted; whatever they hold, nothing
+// panics and every range found is a batch of the aborted producer.
+func FuzzAbortedBatchRanges(f *testing.F) {
+	f.Add(testBatches([4]int64{0, 3, 7, batch.AttrTransactional}), int64(7), int64(0), int64(3))
+	f.Add([]byte{}, int64(0), int64(0), int64(0))
+	f.Fuzz(func(t *testing.T, records []byte, pid, first, last int64) {
+		got := abortedBatchRanges(records, []logstore.AbortedTxn{{ProducerID: pid, FirstOffset: first, LastOffset: last}})
+		for _, r := range got {
+			if r.FirstOffset < first || r.FirstOffset > last {
+				t.Fatalf("range %v starts outside the aborted transaction %d-%d", r, first, last)
+			}
+		}
+	})
 }
