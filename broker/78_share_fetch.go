@@ -306,7 +306,10 @@ func (f *delayedShareFetch) attempt() bool {
 		fp := f.part(tp)
 		fp.acquired, done = true, true
 		fp.resp.CurrentLeader.LeaderID, fp.resp.CurrentLeader.LeaderEpoch = b.nodeID, snap.LeaderEpoch
-		fp.resp.Records = append([]byte{}, trimToAcquired(read.records, acquired)...)
+		fp.resp.Records = trimToAcquired(read.records, acquired)
+		if fp.resp.Records == nil {
+			fp.resp.Records = []byte{} // not nullable in ShareFetch
+		}
 		for _, a := range acquired {
 			ar := kmsg.NewShareFetchResponseTopicPartitionAcquiredRecord()
 			ar.FirstOffset, ar.LastOffset, ar.DeliveryCount = a.FirstOffset, a.LastOffset, a.DeliveryCount

@@ -258,21 +258,38 @@ func readForShare(p *Partition, offset, visible int64, maxBytes int64, readCommi
 	return out
 }
 
-// trimToAcquired keeps the batches of records that hold an acquired offset.
+// trimToAcquired keeps the batches of records that hold an acquired offset. When they are one
+// run of batches, as usual, it returns that part of records without copying (the read's buffer
+// is the fetch's own); otherwise a new slice with the kept batches.
 func trimToAcquired(records []byte, acquired []share.AcquiredRange) []byte {
 	var out []byte
+	runStart, runEnd := -1, -1 // the contiguous kept run so far, while out is nil
+	pos := 0
 	for rest := records; len(rest) >= batch.HeaderSize; {
 		h, err := batch.ParseHeader(rest)
-		if err != nil || h.Size() > int64(len(rest)) {
+		if err != nil || h.Size() > int64(len(rest)) || h.Size() <= 0 {
 			break
 		}
+		size := int(h.Size())
 		for _, a := range acquired {
 			if a.FirstOffset <= h.LastOffset() && a.LastOffset >= h.BaseOffset {
-				out = append(out, rest[:h.Size()]...)
+				switch {
+				case out != nil:
+					out = append(out, rest[:size]...)
+				case runStart < 0:
+					runStart, runEnd = pos, pos+size
+				case runEnd == pos:
+					runEnd = pos + size
+				default: // a gap: copy the run so far and go on copying
+					out = append(append([]byte{}, records[runStart:runEnd]...), rest[:size]...)
+				}
 				break
 			}
 		}
-		rest = rest[h.Size():]
+		rest, pos = rest[size:], pos+size
+	}
+	if out == nil && runStart >= 0 {
+		return records[runStart:runEnd:runEnd]
 	}
 	return out
 }

@@ -169,3 +169,23 @@ func FuzzAbortedBatchRanges(f *testing.F) {
 		}
 	})
 }
+
+// TestTrimToAcquired: a share fetch answers with the batches holding acquired offsets; one run
+// of them is the read's own bytes, uncopied, and batches around a gap are joined.
+func TestTrimToAcquired(t *testing.T) {
+	b0, b1, b2 := testBatches([4]int64{0, 2, -1, 0}), testBatches([4]int64{2, 2, -1, 0}), testBatches([4]int64{4, 2, -1, 0})
+	records := slices.Concat(b0, b1, b2)
+	acq := func(first, last int64) share.AcquiredRange {
+		return share.AcquiredRange{FirstOffset: first, LastOffset: last, DeliveryCount: 1}
+	}
+	got := trimToAcquired(records, []share.AcquiredRange{acq(1, 3)})
+	if !slices.Equal(got, slices.Concat(b0, b1)) || &got[0] != &records[0] {
+		t.Errorf("one run: got %d bytes (copied: %v), want the first two batches uncopied", len(got), len(got) > 0 && &got[0] != &records[0])
+	}
+	if got := trimToAcquired(records, []share.AcquiredRange{acq(0, 0), acq(5, 5)}); !slices.Equal(got, slices.Concat(b0, b2)) {
+		t.Errorf("around a gap: got %d bytes, want batches 0 and 2", len(got))
+	}
+	if got := trimToAcquired(records, []share.AcquiredRange{acq(9, 9)}); got != nil {
+		t.Errorf("nothing acquired in the read: got %d bytes", len(got))
+	}
+}
