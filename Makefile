@@ -88,6 +88,18 @@ bench-scale:
 	bin/loadgen scale -kafka-lib "$$(KAFKA_VERSION=4.4.0 scripts/fetch-kafka.sh)" -sluice-bin bin/sluice \
 	  -workdir "$${TMPDIR:-/tmp}/sluice-bench-scale" -out bench/results $(SCALE_ARGS)
 
+# Share groups (issue 17, KIP-932): one node of Apache Kafka 4.4.0 (share.version=1) and of
+# sluice, a backlog on 1 and 4 partitions consumed by 4 franz-go share consumers; records/s and
+# the ShareAcknowledge (FlushAcks) round trip. Writes bench/results/<date>-share.md; a few
+# minutes. SHARE_ARGS passes flags to `loadgen share` (e.g. -brokers sluice -profile-seconds 10).
+SHARE_ARGS ?=
+.PHONY: bench-share
+bench-share:
+	$(GO) build -o bin/sluice ./cmd/sluice
+	$(GO) build -o bin/loadgen ./bench/loadgen
+	bin/loadgen share -kafka-lib "$$(KAFKA_VERSION=4.4.0 scripts/fetch-kafka.sh)" -sluice-bin bin/sluice \
+	  -workdir "$${TMPDIR:-/tmp}/sluice-bench-share" -out bench/results $(SHARE_ARGS)
+
 # The client compatibility matrix: every client and tool (franz-go, kcat, confluent-kafka-python,
 # kafka-python, kafkajs, sarama, kafka-go, Java clients, Kafka's CLI tools, Kafka Streams) through
 # the same scenarios against a real sluice, plus franz-go's live-broker suite. Installs the
