@@ -12,9 +12,10 @@ package broker
 //
 // Group IDs are one namespace for every group type, as in Kafka: a group of one type does not
 // take another type's ID. Against a share group's ID, JoinGroup answers
-// INCONSISTENT_GROUP_PROTOCOL and ConsumerGroupHeartbeat GROUP_ID_NOT_FOUND ("Group <id> is not
-// a consumer group"), as Kafka's GroupMetadataManager (classicGroupJoin,
-// getOrMaybeCreateConsumerGroup) does; the reverse, ShareGroupHeartbeat against a classic,
+// INCONSISTENT_GROUP_PROTOCOL, ConsumerGroupHeartbeat GROUP_ID_NOT_FOUND ("Group <id> is not a
+// consumer group") and StreamsGroupHeartbeat GROUP_ID_NOT_FOUND ("Group <id> is not a streams
+// group."), as Kafka's GroupMetadataManager (classicGroupJoin, getOrMaybeCreateConsumerGroup,
+// castToStreamsGroup) does; the reverse, ShareGroupHeartbeat against a classic,
 // consumer or streams group's ID, is GROUP_ID_NOT_FOUND "Group <id> is not a share group."
 // (76_share_group_heartbeat.go). The share groups are this node's: a consumer group joining
 // through another node's coordinator does not see them (share groups are served on one node).

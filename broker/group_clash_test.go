@@ -28,13 +28,14 @@ func retryWhileLoading[Resp kmsg.Response](ctx context.Context, t *testing.T, tb
 }
 
 // TestGroupIDClash: group IDs are one namespace, as in Kafka 4.4. A classic JoinGroup for a
-// share group's ID is answered INCONSISTENT_GROUP_PROTOCOL and a ConsumerGroupHeartbeat
-// GROUP_ID_NOT_FOUND "Group <id> is not a consumer group" (both took the ID before: the
+// share group's ID is answered INCONSISTENT_GROUP_PROTOCOL, a ConsumerGroupHeartbeat
+// GROUP_ID_NOT_FOUND "Group <id> is not a consumer group" and a StreamsGroupHeartbeat
+// GROUP_ID_NOT_FOUND "Group <id> is not a streams group." (all took the ID before: the
 // coordinator did not know the share groups); a ShareGroupHeartbeat for a classic or KIP-848
 // consumer group's ID is GROUP_ID_NOT_FOUND "Group <id> is not a share group.", whatever the
 // member epoch.
 func TestGroupIDClash(t *testing.T) {
-	tb := startTestBroker(t, nil)
+	tb := startTestBroker(t, nil, streamsVersions())
 	tb.createTopic(t, "clash", 1, nil)
 	ctx := testContext(t)
 	// FindCoordinator loads the groups' coordinator shards.
@@ -75,6 +76,9 @@ func TestGroupIDClash(t *testing.T) {
 	r := retryWhileLoading(ctx, t, tb, consumerHeartbeat("sg"), hbCode)
 	if r.ErrorCode != kerr.GroupIDNotFound.Code || r.ErrorMessage == nil || *r.ErrorMessage != "Group sg is not a consumer group" {
 		t.Errorf("ConsumerGroupHeartbeat for share group sg: %v %v, want GROUP_ID_NOT_FOUND \"Group sg is not a consumer group\"", kerr.ErrorForCode(r.ErrorCode), r.ErrorMessage)
+	}
+	if r := streamsJoin(t, tb, "sg", "clash"); r.ErrorCode != kerr.GroupIDNotFound.Code || r.ErrorMessage == nil || *r.ErrorMessage != "Group sg is not a streams group." {
+		t.Errorf("StreamsGroupHeartbeat for share group sg: %v %v, want GROUP_ID_NOT_FOUND \"Group sg is not a streams group.\"", kerr.ErrorForCode(r.ErrorCode), r.ErrorMessage)
 	}
 
 	// A KIP-848 consumer group and a classic one, then share members naming them.
