@@ -63,7 +63,8 @@ clean:
 
 # Kafka 4.4's Java KafkaShareConsumer against sluice (compat-tests/share_java_test.go, KIP-932
 # share groups): three consumers sharing a partition exactly once, release/reject/archive at
-# the delivery limit, a killed consumer's records redelivered. About 90 s, so not in make test.
+# the delivery limit, a killed consumer's records redelivered, a read_committed group skipping a
+# Java transactional producer's aborted records. About 90 s, so not in make test.
 share-java: build
 	SLUICE_BIN=$(CURDIR)/bin/sluice $(GO) test -count=1 -tags sharejava -run TestShareGroupsJava -v ./compat-tests/
 
