@@ -63,7 +63,8 @@ clean:
 
 # Kafka 4.4's Java KafkaShareConsumer against sluice (compat-tests/share_java_test.go, KIP-932
 # share groups): three consumers sharing a partition exactly once, release/reject/archive at
-# the delivery limit, a killed consumer's records redelivered. About 90 s, so not in make test.
+# the delivery limit, a killed consumer's records redelivered, a read_committed group skipping a
+# Java transactional producer's aborted records. About 90 s, so not in make test.
 share-java: build
 	SLUICE_BIN=$(CURDIR)/bin/sluice $(GO) test -count=1 -tags sharejava -run TestShareGroupsJava -v ./compat-tests/
 
@@ -99,6 +100,17 @@ bench-conns:
 	$(GO) build -o bin/loadgen ./bench/loadgen
 	bin/loadgen conns -kafka-lib "$$(KAFKA_VERSION=4.4.0 scripts/fetch-kafka.sh)" -sluice-bin bin/sluice \
 	  -workdir "$${TMPDIR:-/tmp}/sluice-bench-conns" -out bench/results $(CONNS_ARGS)
+# Share groups (issue 17, KIP-932): one node of Apache Kafka 4.4.0 (share.version=1) and of
+# sluice, a backlog on 1 and 4 partitions consumed by 4 franz-go share consumers; records/s and
+# the ShareAcknowledge (FlushAcks) round trip. Writes bench/results/<date>-share.md; a few
+# minutes. SHARE_ARGS passes flags to `loadgen share` (e.g. -brokers sluice -profile-seconds 10).
+SHARE_ARGS ?=
+.PHONY: bench-share
+bench-share:
+	$(GO) build -o bin/sluice ./cmd/sluice
+	$(GO) build -o bin/loadgen ./bench/loadgen
+	bin/loadgen share -kafka-lib "$$(KAFKA_VERSION=4.4.0 scripts/fetch-kafka.sh)" -sluice-bin bin/sluice \
+	  -workdir "$${TMPDIR:-/tmp}/sluice-bench-share" -out bench/results $(SHARE_ARGS)
 
 # The client compatibility matrix: every client and tool (franz-go, kcat, confluent-kafka-python,
 # kafka-python, kafkajs, sarama, kafka-go, Java clients, Kafka's CLI tools, Kafka Streams) through
