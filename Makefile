@@ -100,6 +100,7 @@ bench-conns:
 	$(GO) build -o bin/loadgen ./bench/loadgen
 	bin/loadgen conns -kafka-lib "$$(KAFKA_VERSION=4.4.0 scripts/fetch-kafka.sh)" -sluice-bin bin/sluice \
 	  -workdir "$${TMPDIR:-/tmp}/sluice-bench-conns" -out bench/results $(CONNS_ARGS)
+
 # Share groups (issue 17, KIP-932): one node of Apache Kafka 4.4.0 (share.version=1) and of
 # sluice, a backlog on 1 and 4 partitions consumed by 4 franz-go share consumers; records/s and
 # the ShareAcknowledge (FlushAcks) round trip. Writes bench/results/<date>-share.md; a few
