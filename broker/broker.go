@@ -65,6 +65,9 @@ type Broker struct {
 	// authorizer decides every request when authorizer.class.name is set; nil allows all
 	// (authorize.go).
 	authorizer *authz.Authorizer
+	// metadataCache is the Metadata answer's topics for the newest image answered from
+	// (03_metadata.go).
+	metadataCache atomic.Pointer[metadataTopics]
 
 	mu struct {
 		sync.RWMutex

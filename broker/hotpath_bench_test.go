@@ -163,6 +163,19 @@ func BenchmarkMetadataAllTopics(b *testing.B) {
 	for i := range topics {
 		tb.createTopic(b, "meta-"+strconv.Itoa(i), partitions, nil)
 	}
+	// The broker opens new partitions in the background; timed before, the loop would share
+	// the CPU with that.
+	deadline := time.Now().Add(2 * time.Minute)
+	for i := range topics {
+		for p := range int32(partitions) {
+			for tb.Broker.partition("meta-"+strconv.Itoa(i), p) == nil {
+				if time.Now().After(deadline) {
+					b.Fatalf("meta-%d/%d not hosted", i, p)
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+		}
+	}
 	req := kmsg.NewPtrMetadataRequest()
 	req.SetVersion(12)
 	var buf []byte
