@@ -101,6 +101,18 @@ bench-conns:
 	bin/loadgen conns -kafka-lib "$$(KAFKA_VERSION=4.4.0 scripts/fetch-kafka.sh)" -sluice-bin bin/sluice \
 	  -workdir "$${TMPDIR:-/tmp}/sluice-bench-conns" -out bench/results $(CONNS_ARGS)
 
+# OpenMessaging Benchmark's 1-topic-100-partitions-1kb shape (issue 20): one node of sluice and
+# of Apache Kafka 4.4.0 in turn, 4 producers and 4 group consumers of 1 KiB records on 100
+# partitions, at a fixed 10,000 records/s and unthrottled; publish and end-to-end latency.
+# Writes bench/results/<date>-omb.md; about 5 minutes. OMB_ARGS passes flags to `loadgen omb`.
+OMB_ARGS ?=
+.PHONY: bench-omb
+bench-omb:
+	$(GO) build -o bin/sluice ./cmd/sluice
+	$(GO) build -o bin/loadgen ./bench/loadgen
+	bin/loadgen omb -kafka-lib "$$(KAFKA_VERSION=4.4.0 scripts/fetch-kafka.sh)" -sluice-bin bin/sluice \
+	  -workdir "$${TMPDIR:-/tmp}/sluice-bench-omb" -out bench/results $(OMB_ARGS)
+
 # Share groups (issue 17, KIP-932): one node of Apache Kafka 4.4.0 (share.version=1) and of
 # sluice, a backlog on 1 and 4 partitions consumed by 4 franz-go share consumers; records/s and
 # the ShareAcknowledge (FlushAcks) round trip. Writes bench/results/<date>-share.md; a few

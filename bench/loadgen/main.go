@@ -44,7 +44,7 @@ import (
 func main() {
 	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, nil)))
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: loadgen all|produce|consume|txn|limits|overhead|scale|conns|share [flags]")
+		fmt.Fprintln(os.Stderr, "usage: loadgen all|produce|consume|txn|limits|overhead|scale|conns|share|omb [flags]")
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -67,6 +67,8 @@ func main() {
 		err = cmdScale(ctx, os.Args[2:])
 	case "conns":
 		err = cmdConns(ctx, os.Args[2:])
+	case "omb":
+		err = cmdOMB(ctx, os.Args[2:])
 	case "share":
 		err = cmdShare(ctx, os.Args[2:])
 	default:
