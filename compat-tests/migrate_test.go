@@ -1,0 +1,385 @@
+package compattests
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"sluice/internal/testcluster"
+)
+
+// migrateOffsetsPartitions is offsets.topic.num.partitions on both sides: small, so Kafka and
+// sluice start quickly, and not sluice's default, so the test shows migrate checks it.
+const migrateOffsetsPartitions = "4"
+
+// readRecord is what a consumer observes of one record.
+type readRecord struct {
+	Offset    int64
+	Key       string
+	Value     string
+	Headers   string
+	Timestamp int64
+}
+
+// TestMigrateFromKafka loads a real Apache Kafka 4.4 broker (KRaft, one node) with a plain, a
+// compacted and a multi-partition topic of several segments, records with keys, headers and
+// timestamps, a classic and a KIP-848 consumer group with committed offsets, an ACL and a
+// topic config; stops it; runs `sluice migrate --from-kafka` on its log directory (a dry run
+// first, which must change nothing); starts sluice on the result and checks what a user
+// sees: every record at the same offset with the same bytes, the same topic IDs and configs,
+// the groups' committed offsets and lag, and a consumer of the group resuming at its
+// committed position.
+func TestMigrateFromKafka(t *testing.T) {
+	lib := kafkaJars(t)
+	base := t.TempDir()
+	kc, err := testcluster.StartKafka(testcluster.KafkaOptions{Nodes: 1, Lib: lib, BaseDir: base,
+		JVMOpts:  []string{"-Xmx512m", "-Xms256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true"},
+		Settings: []string{"offsets.topic.num.partitions=" + migrateOffsetsPartitions, "group.consumer.min.session.timeout.ms=1000"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(kc.Close)
+	kafkaDir := kc.Nodes[0].Dir
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+
+	adm, cl, err := kc.Admin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	topics := map[string]struct {
+		partitions int32
+		configs    map[string]*string
+	}{
+		"mig-plain":     {1, nil},
+		"mig-compacted": {3, map[string]*string{"cleanup.policy": kadm.StringPtr("compact")}},
+		// 1 MiB is Kafka 4's smallest segment.bytes: ~2.4 MiB a partition makes three segments.
+		"mig-multi": {4, map[string]*string{"segment.bytes": kadm.StringPtr("1048576"), "retention.ms": kadm.StringPtr("604800000")}},
+	}
+	for name, tp := range topics {
+		if _, err := adm.CreateTopic(ctx, tp.partitions, 1, tp.configs, name); err != nil {
+			t.Fatalf("create %s: %v", name, err)
+		}
+	}
+	if _, err := adm.CreateACLs(ctx, kadm.NewACLs().Allow("User:alice").Topics("mig-plain").Operations(kadm.OpRead).ResourcePatternType(kadm.ACLPatternLiteral)); err != nil {
+		t.Fatal(err)
+	}
+	prod, err := kgo.NewClient(kgo.SeedBrokers(kc.Bootstrap()...), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.ProducerBatchMaxBytes(64<<10), kgo.ProducerBatchCompression(kgo.NoCompression()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	base0 := time.Now().Add(-time.Hour).UnixMilli()
+	var recs []*kgo.Record
+	for i := range 40 {
+		recs = append(recs, &kgo.Record{Topic: "mig-plain", Key: []byte(fmt.Sprintf("k%d", i)), Value: []byte(fmt.Sprintf("plain value %d", i)),
+			Headers:   []kgo.RecordHeader{{Key: "h", Value: []byte(fmt.Sprint(i))}, {Key: "empty"}},
+			Timestamp: time.UnixMilli(base0 + int64(i))})
+	}
+	for i := range 60 {
+		recs = append(recs, &kgo.Record{Topic: "mig-compacted", Partition: int32(i % 3), Key: []byte(fmt.Sprintf("key-%d", i%7)),
+			Value: []byte(fmt.Sprintf("compacted %d", i)), Timestamp: time.UnixMilli(base0 + 1000 + int64(i))})
+	}
+	recs = append(recs, &kgo.Record{Topic: "mig-compacted", Key: []byte("tombstone")}) // a null value
+	big := strings.Repeat("x", 4000)
+	for i := range 2400 {
+		recs = append(recs, &kgo.Record{Topic: "mig-multi", Partition: int32(i % 4), Key: []byte(fmt.Sprint(i)),
+			Value: []byte(fmt.Sprintf("%d %s", i, big)), Headers: []kgo.RecordHeader{{Key: "n", Value: []byte(fmt.Sprint(i))}}})
+	}
+	if err := prod.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+
+	// Groups: a classic member and a KIP-848 member consume part of their topic and commit.
+	consumeAndCommit := func(group, topic string, n int, opts ...kgo.Opt) {
+		t.Helper()
+		c, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(kc.Bootstrap()...), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
+			kgo.DisableAutoCommit(), kgo.FetchMaxBytes(1 << 10)}, opts...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		var got []*kgo.Record
+		for len(got) < n {
+			fs := c.PollRecords(ctx, n-len(got))
+			if err := fs.Err0(); err != nil {
+				t.Fatalf("%s: %v", group, err)
+			}
+			got = append(got, fs.Records()...)
+		}
+		if err := c.CommitRecords(ctx, got...); err != nil {
+			t.Fatalf("%s: commit: %v", group, err)
+		}
+		c.LeaveGroup()
+	}
+	consumeAndCommit("mig-classic", "mig-plain", 15)
+	consumeAndCommit("mig-848", "mig-multi", 30, kgo.Balancers(kgo.StickyBalancer()), kgo.ServerSideBalancer())
+	// A group that only commits (kadm, no member): offsets for every partition of mig-multi.
+	commits := kadm.Offsets{}
+	for p := range int32(4) {
+		commits.Add(kadm.Offset{Topic: "mig-multi", Partition: p, At: int64(10 + p), LeaderEpoch: -1, Metadata: "meta"})
+	}
+	if err := adm.CommitAllOffsets(ctx, "mig-admin", commits); err != nil {
+		t.Fatal(err)
+	}
+
+	want := migrateSnapshot(t, ctx, adm, cl, kc.Bootstrap(), []string{"mig-plain", "mig-compacted", "mig-multi"},
+		[]string{"mig-classic", "mig-848", "mig-admin"})
+	cl.Close()
+	if !kc.Nodes[0].Stop() {
+		t.Fatal("kafka did not stop within its deadline")
+	}
+	if _, err := os.Stat(filepath.Join(kafkaDir, "__cluster_metadata-0")); err != nil {
+		t.Fatal(err)
+	}
+
+	bin := sluiceBinary(t)
+	setArgs := []string{"--set", "log.dirs=" + kafkaDir, "--set", "node.id=1", "--set", "offsets.topic.num.partitions=" + migrateOffsetsPartitions}
+	before := dirListing(t, kafkaDir)
+	out, err := exec.Command(bin, append([]string{"migrate", "--from-kafka", kafkaDir, "--dry-run"}, setArgs...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("migrate --dry-run: %v\n%s", err, out)
+	}
+	t.Logf("dry run:\n%s", out)
+	for _, s := range []string{"mig-plain", "mig-compacted", "mig-multi", "__consumer_offsets", "dry run"} {
+		if !strings.Contains(string(out), s) {
+			t.Errorf("dry run output does not mention %q", s)
+		}
+	}
+	if after := dirListing(t, kafkaDir); !slices.Equal(before, after) {
+		t.Fatalf("--dry-run changed the directory:\nbefore %v\nafter  %v", before, after)
+	}
+	// The node's settings must agree with Kafka's: a different offsets.topic.num.partitions
+	// would map groups to other partitions, and is refused.
+	if out, err := exec.Command(bin, "migrate", "--from-kafka", kafkaDir, "--set", "log.dirs="+kafkaDir, "--set", "node.id=1").CombinedOutput(); err == nil ||
+		!strings.Contains(string(out), "offsets.topic.num.partitions") {
+		t.Fatalf("migrate with offsets.topic.num.partitions 50 against Kafka's %s: err %v\n%s", migrateOffsetsPartitions, err, out)
+	}
+	out, err = exec.Command(bin, append([]string{"migrate", "--from-kafka", kafkaDir}, setArgs...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("migrate: %v\n%s", err, out)
+	}
+	t.Logf("migrate:\n%s", out)
+
+	b := StartBrokerWith(t, BrokerOptions{Dir: kafkaDir}, "node.id=1", "offsets.topic.num.partitions="+migrateOffsetsPartitions)
+	scl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer scl.Close()
+	sadm := kadm.NewClient(scl)
+	var got migrateState
+	waitFor(t, 60*time.Second, "sluice serves the migrated groups", func() error {
+		got = migrateSnapshot(t, ctx, sadm, scl, []string{b.Addr}, []string{"mig-plain", "mig-compacted", "mig-multi"},
+			[]string{"mig-classic", "mig-848", "mig-admin"})
+		if got.GroupOffsets != want.GroupOffsets {
+			return fmt.Errorf("group offsets\n got %s\nwant %s", got.GroupOffsets, want.GroupOffsets)
+		}
+		return nil
+	})
+	if got.TopicIDs != want.TopicIDs {
+		t.Errorf("topic IDs\n got %s\nwant %s", got.TopicIDs, want.TopicIDs)
+	}
+	if got.Configs != want.Configs {
+		t.Errorf("topic configs\n got %s\nwant %s", got.Configs, want.Configs)
+	}
+	if got.Lag != want.Lag {
+		t.Errorf("lag\n got %s\nwant %s", got.Lag, want.Lag)
+	}
+	if got.ACLs != want.ACLs {
+		t.Errorf("ACLs\n got %s\nwant %s", got.ACLs, want.ACLs)
+	}
+	for tp, w := range want.Records {
+		g := got.Records[tp]
+		if !slices.Equal(g, w) {
+			t.Errorf("%s: %d records read back, want %d; first difference: %s", tp, len(g), len(w), firstDiff(g, w))
+		}
+	}
+
+	// A member of the classic group resumes at the committed position.
+	c, err := kgo.NewClient(kgo.SeedBrokers(b.Addr), kgo.ConsumerGroup("mig-classic"), kgo.ConsumeTopics("mig-plain"), kgo.DisableAutoCommit())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fetches := c.PollRecords(ctx, 1)
+	if err := fetches.Err0(); err != nil {
+		t.Fatal(err)
+	}
+	if r := fetches.Records(); len(r) == 0 || r[0].Offset != 15 || string(r[0].Key) != "k15" {
+		t.Fatalf("the resumed member's first record: %v, want offset 15, key k15", r)
+	}
+	c.Close()
+
+	// The other way: a record sluice appended to an adopted segment, read by Kafka's
+	// DumpLogSegments from the stopped sluice's partition directory.
+	if err := scl.ProduceSync(ctx, &kgo.Record{Topic: "mig-plain", Key: []byte("after"), Value: []byte("written by sluice")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	scl.Close()
+	if !b.Stop() {
+		t.Fatal("sluice did not stop within its deadline")
+	}
+	dump, _ := javaTool(t, "", "org.apache.kafka.tools.DumpLogSegments", "--deep-iteration", "--print-data-log",
+		"--files", filepath.Join(kafkaDir, "mig-plain-0", "00000000000000000000.log"))
+	for _, s := range []string{"offset: 0 ", "payload: plain value 0", "offset: 40 ", "payload: written by sluice"} {
+		if !strings.Contains(dump, s) {
+			t.Errorf("DumpLogSegments does not show %q:\n%s", s, clip(dump))
+		}
+	}
+}
+
+// migrateState is what a user sees of a cluster, rendered as comparable text.
+type migrateState struct {
+	TopicIDs, Configs, GroupOffsets, Lag, ACLs string
+	Records                                    map[string][]readRecord // "topic/partition" → records
+}
+
+func migrateSnapshot(t *testing.T, ctx context.Context, adm *kadm.Client, cl *kgo.Client, seeds []string, topics, groups []string) migrateState {
+	t.Helper()
+	var st migrateState
+	td, err := adm.ListTopics(ctx, topics...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, tp := range td.Sorted() {
+		ids = append(ids, fmt.Sprintf("%s=%s/%d", tp.Topic, tp.ID, len(tp.Partitions)))
+	}
+	st.TopicIDs = strings.Join(ids, " ")
+	rc, err := adm.DescribeTopicConfigs(ctx, topics...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfgs []string
+	for _, r := range rc {
+		for _, c := range r.Configs {
+			if c.Source == 1 /* DYNAMIC_TOPIC_CONFIG */ {
+				cfgs = append(cfgs, fmt.Sprintf("%s:%s=%s", r.Name, c.Key, c.MaybeValue()))
+			}
+		}
+	}
+	slices.Sort(cfgs)
+	st.Configs = strings.Join(cfgs, " ")
+	var offs, lags []string
+	for _, g := range groups {
+		fo, err := adm.FetchOffsets(ctx, g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fo.Each(func(o kadm.OffsetResponse) {
+			offs = append(offs, fmt.Sprintf("%s:%s/%d@%d(%s)", g, o.Topic, o.Partition, o.At, o.Metadata))
+		})
+		lag, err := adm.Lag(ctx, g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, dl := range lag {
+			for _, l := range dl.Lag.Sorted() {
+				lags = append(lags, fmt.Sprintf("%s:%s/%d lag %d", g, l.Topic, l.Partition, l.Lag))
+			}
+		}
+	}
+	slices.Sort(offs)
+	slices.Sort(lags)
+	st.GroupOffsets, st.Lag = strings.Join(offs, " "), strings.Join(lags, " ")
+	acls, err := adm.DescribeACLs(ctx, kadm.NewACLs().AnyResource().Operations(kadm.OpAny).ResourcePatternType(kadm.ACLPatternAny))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var as []string
+	for _, r := range acls {
+		for _, d := range r.Described {
+			as = append(as, fmt.Sprintf("%s %s %s %s %s", d.Type, d.Name, d.Principal, d.Operation, d.Permission))
+		}
+	}
+	slices.Sort(as)
+	st.ACLs = strings.Join(as, " ")
+
+	// Every record of every partition, from the log start, with a fresh client.
+	ends, err := adm.ListEndOffsets(ctx, topics...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts := map[string]map[int32]kgo.Offset{}
+	remaining := 0
+	ends.Each(func(o kadm.ListedOffset) {
+		if parts[o.Topic] == nil {
+			parts[o.Topic] = map[int32]kgo.Offset{}
+		}
+		parts[o.Topic][o.Partition] = kgo.NewOffset().AtStart()
+		if o.Offset > 0 {
+			remaining++
+		}
+	})
+	st.Records = map[string][]readRecord{}
+	rd, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumePartitions(parts))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	done := map[string]bool{}
+	for len(done) < remaining {
+		fs := rd.PollFetches(ctx)
+		if err := fs.Err0(); err != nil {
+			t.Fatal(err)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			tp := fmt.Sprintf("%s/%d", r.Topic, r.Partition)
+			var hs []string
+			for _, h := range r.Headers {
+				hs = append(hs, h.Key+"="+string(h.Value))
+			}
+			v := string(r.Value)
+			if r.Value == nil {
+				v = "<null>"
+			}
+			st.Records[tp] = append(st.Records[tp], readRecord{r.Offset, string(r.Key), v, strings.Join(hs, ","), r.Timestamp.UnixMilli()})
+			if end, ok := ends.Lookup(r.Topic, r.Partition); ok && r.Offset+1 >= end.Offset {
+				done[tp] = true
+			}
+		})
+	}
+	return st
+}
+
+func firstDiff(got, want []readRecord) string {
+	for i := range min(len(got), len(want)) {
+		if got[i] != want[i] {
+			return fmt.Sprintf("at %d: got %+v, want %+v", i, got[i], want[i])
+		}
+	}
+	return "one is a prefix of the other"
+}
+
+// dirListing is every file under dir with its size and modification time.
+func dirListing(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		out = append(out, fmt.Sprintf("%s %d %d", path, info.Size(), info.ModTime().UnixNano()))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
