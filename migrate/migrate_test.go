@@ -278,7 +278,7 @@ func kafkaDir(t *testing.T) string {
 
 func prepare(t *testing.T, dirs ...string) (*Plan, error) {
 	t.Helper()
-	return Prepare(Options{KafkaDirs: dirs, LogDir: dirs[0], MetadataDir: dirs[0], NodeID: 1, OffsetsTopicPartitions: 50})
+	return Prepare(Options{KafkaDirs: dirs, LogDir: dirs[0], MetadataDir: dirs[0], NodeID: 1, OffsetsTopicPartitions: 50, TransactionTopicPartitions: 50})
 }
 
 func TestPrepareAndApply(t *testing.T) {

@@ -31,8 +31,11 @@ type Options struct {
 	LogDir, MetadataDir string
 	// NodeID is the sluice node's node.id.
 	NodeID int32
-	// OffsetsTopicPartitions is the node's offsets.topic.num.partitions.
-	OffsetsTopicPartitions int32
+	// OffsetsTopicPartitions and TransactionTopicPartitions are the node's
+	// offsets.topic.num.partitions and transaction.state.log.num.partitions: a group or
+	// transactional ID maps to a partition by the partition count, so they must equal the
+	// partition counts of Kafka's __consumer_offsets and __transaction_state.
+	OffsetsTopicPartitions, TransactionTopicPartitions int32
 	// CheckAllCRCs checks every batch's CRC in every segment, not only in the segments Kafka's
 	// recovery would scan (those above the recovery point).
 	CheckAllCRCs bool
@@ -216,6 +219,10 @@ func Prepare(opts Options) (*Plan, error) {
 		if t.Name == "__consumer_offsets" && int32(len(t.partitions)) != opts.OffsetsTopicPartitions {
 			problem("__consumer_offsets has %d partitions, the node's offsets.topic.num.partitions is %d: set offsets.topic.num.partitions=%d, or groups map to the wrong partition",
 				len(t.partitions), opts.OffsetsTopicPartitions, len(t.partitions))
+		}
+		if t.Name == "__transaction_state" && int32(len(t.partitions)) != opts.TransactionTopicPartitions {
+			problem("__transaction_state has %d partitions, the node's transaction.state.log.num.partitions is %d: set transaction.state.log.num.partitions=%d, or transactional IDs map to the wrong partition",
+				len(t.partitions), opts.TransactionTopicPartitions, len(t.partitions))
 		}
 		p.Records = append(p.Records, &controller.TopicRecord{Name: t.Name, TopicID: controller.TopicID(t.ID), Internal: internal})
 		for i := int32(0); i < int32(len(t.partitions)); i++ {

@@ -3,8 +3,9 @@ package main
 // `sluice migrate --from-kafka DIR[,DIR...] [--dry-run] [--check-all-crcs] [--config FILE]
 // [--set key=value ...]`: adopts the log directory of a stopped Apache Kafka KRaft broker in
 // place (package migrate). --config and --set are the node's, as it will be started: log.dirs
-// must be Kafka's directory, node.id Kafka's node.id, offsets.topic.num.partitions the
-// partition count of Kafka's __consumer_offsets. The report lists topics, partitions,
+// must be Kafka's directory, node.id Kafka's node.id, offsets.topic.num.partitions and
+// transaction.state.log.num.partitions the partition counts of Kafka's __consumer_offsets and
+// __transaction_state. The report lists topics, partitions,
 // segments, bytes, groups, notes and problems; with a problem nothing is changed and the exit
 // status is 1. --dry-run stops after the report.
 
@@ -89,7 +90,8 @@ func migrateCmd(args []string, stdout io.Writer) error {
 	logDir, _ := filepath.Abs(cfg.LogDirs[0])
 	metadataDir, _ := filepath.Abs(cfg.MetadataLogDir)
 	plan, err := migrate.Prepare(migrate.Options{KafkaDirs: dirs, LogDir: logDir, MetadataDir: metadataDir,
-		NodeID: cfg.NodeID, OffsetsTopicPartitions: cfg.OffsetsTopicNumPartitions, CheckAllCRCs: *allCRCs})
+		NodeID: cfg.NodeID, OffsetsTopicPartitions: cfg.OffsetsTopicNumPartitions,
+		TransactionTopicPartitions: cfg.TransactionStateLogNumPartitions, CheckAllCRCs: *allCRCs})
 	if err != nil {
 		return err
 	}
