@@ -63,6 +63,9 @@ type kPartition struct {
 	Leader           int32
 	LeaderEpoch      int32
 	PartitionEpoch   int32
+	// ELR is KIP-966's eligible leader replicas (tagged field 1 from version 2): replicas out
+	// of the ISR that still hold every record below the high watermark.
+	ELR []int32
 }
 
 // kPartitionChange is PartitionChangeRecord: nil / -2 fields did not change.
@@ -74,8 +77,9 @@ type kPartitionChange struct {
 	Replicas  []int32
 	Removing  []int32
 	Adding    []int32
+	ELR       []int32
 	// set* say whether the nullable arrays were present (a change to them).
-	setISR, setReplicas, setRemoving, setAdding bool
+	setISR, setReplicas, setRemoving, setAdding, setELR bool
 }
 
 // kConfig is ConfigRecord (Value nil: the key is deleted).
@@ -178,7 +182,11 @@ func decodeMetadataRecord(b []byte) (any, error) {
 		if version >= 1 {
 			r.uuids() // Directories
 		}
-		r.tags(nil) // LeaderRecoveryState, ELR, LastKnownElr: a one-node cluster starts without
+		r.tags(func(tag uint64, f *reader) { // LeaderRecoveryState (0) and LastKnownElr (2) are not kept
+			if tag == 1 {
+				p.ELR, _ = f.nullableInt32s()
+			}
+		})
 		rec = p
 	case keyPartitionChange:
 		c := &kPartitionChange{Partition: r.int32(), TopicID: r.uuid(), Leader: -2}
@@ -194,6 +202,8 @@ func decodeMetadataRecord(b []byte) (any, error) {
 				c.Removing, c.setRemoving = f.nullableInt32s()
 			case 4:
 				c.Adding, c.setAdding = f.nullableInt32s()
+			case 6:
+				c.ELR, c.setELR = f.nullableInt32s()
 			}
 		})
 		rec = c

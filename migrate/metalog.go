@@ -117,6 +117,9 @@ func (im *kafkaImage) apply(rec any) error {
 		if r.setAdding {
 			p.Adding = r.Adding
 		}
+		if r.setELR {
+			p.ELR = r.ELR
+		}
 		if r.Leader != -2 && r.Leader != p.Leader {
 			p.Leader = r.Leader
 			p.LeaderEpoch++

@@ -375,6 +375,12 @@ func TestPrepareRefuses(t *testing.T) {
 			os.RemoveAll(filepath.Join(dir, "a-0"))
 			return nil
 		}, "a-0: no partition directory", false},
+		{"replica out of the ISR", func(t *testing.T, dir string) []string {
+			path := filepath.Join(dir, KafkaMetadataDir, "00000000000000000000.log")
+			data, _ := os.ReadFile(path)
+			rewrite(t, path, string(append(data, metadataBatch(5, partitionChangeRec(topicA, 0, []int32{2}, 2))...)))
+			return nil
+		}, "a-0: this broker's replica is neither in the ISR [2] nor eligible", false},
 		{"no metadata log", func(t *testing.T, dir string) []string {
 			os.RemoveAll(filepath.Join(dir, KafkaMetadataDir))
 			return nil

@@ -236,6 +236,10 @@ func Prepare(opts Options) (*Plan, error) {
 				problem("%s: this broker (node %d) holds no replica of it (replicas %v); move a replica here with Kafka first", name, first.NodeID, kp.Replicas)
 				continue
 			}
+			if !slices.Contains(kp.ISR, first.NodeID) && !slices.Contains(kp.ELR, first.NodeID) {
+				problem("%s: this broker's replica is neither in the ISR %v nor eligible (ELR %v), so it may lack acknowledged records; let it catch up in Kafka first", name, kp.ISR, kp.ELR)
+				continue
+			}
 			if !onDisk[name] {
 				problem("%s: no partition directory in %s", name, dataDir)
 				continue
