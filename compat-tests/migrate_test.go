@@ -22,6 +22,13 @@ import (
 // sluice start quickly, and not sluice's default, so the test shows migrate checks it.
 const migrateOffsetsPartitions = "4"
 
+// migrateSettings are the settings both brokers share: the internal topics' partition counts,
+// and the authorizer (ACLs are kept and described by it; the PLAINTEXT clients, and Kafka's own
+// controller link, are User:ANONYMOUS, a super user).
+var migrateSettings = []string{"offsets.topic.num.partitions=" + migrateOffsetsPartitions,
+	"transaction.state.log.num.partitions=" + migrateOffsetsPartitions,
+	"authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer", "super.users=User:ANONYMOUS"}
+
 // readRecord is what a consumer observes of one record.
 type readRecord struct {
 	Offset    int64
@@ -44,13 +51,14 @@ func TestMigrateFromKafka(t *testing.T) {
 	base := t.TempDir()
 	kc, err := testcluster.StartKafka(testcluster.KafkaOptions{Nodes: 1, Lib: lib, BaseDir: base,
 		JVMOpts:  []string{"-Xmx512m", "-Xms256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true"},
-		Settings: []string{"offsets.topic.num.partitions=" + migrateOffsetsPartitions, "group.consumer.min.session.timeout.ms=1000"}})
+		Settings: migrateSettings})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(kc.Close)
 	kafkaDir := kc.Nodes[0].Dir
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	// Generous: the test must pass on a loaded machine (Kafka's JVM is slow to warm up).
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 
 	adm, cl, err := kc.Admin()
@@ -62,6 +70,7 @@ func TestMigrateFromKafka(t *testing.T) {
 		configs    map[string]*string
 	}{
 		"mig-plain":     {1, nil},
+		"mig-txn":       {1, nil},
 		"mig-compacted": {3, map[string]*string{"cleanup.policy": kadm.StringPtr("compact")}},
 		// 1 MiB is Kafka 4's smallest segment.bytes: ~2.4 MiB a partition makes three segments.
 		"mig-multi": {4, map[string]*string{"segment.bytes": kadm.StringPtr("1048576"), "retention.ms": kadm.StringPtr("604800000")}},
@@ -71,8 +80,34 @@ func TestMigrateFromKafka(t *testing.T) {
 			t.Fatalf("create %s: %v", name, err)
 		}
 	}
-	if _, err := adm.CreateACLs(ctx, kadm.NewACLs().Allow("User:alice").Topics("mig-plain").Operations(kadm.OpRead).ResourcePatternType(kadm.ACLPatternLiteral)); err != nil {
+	created, err := adm.CreateACLs(ctx, kadm.NewACLs().Allow("User:alice").Topics("mig-plain").Groups("mig-").
+		Operations(kadm.OpRead).ResourcePatternType(kadm.ACLPatternPrefixed))
+	if err != nil {
 		t.Fatal(err)
+	}
+	for _, c := range created {
+		if c.Err != nil {
+			t.Fatalf("create ACL: %v", c.Err)
+		}
+	}
+	scrams, err := adm.AlterUserSCRAMs(ctx, nil, []kadm.UpsertSCRAM{{User: "alice", Mechanism: kadm.ScramSha256, Iterations: 8192, Password: "alice-secret"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range scrams {
+		if s.Err != nil {
+			t.Fatalf("SCRAM credential: %v", s.Err)
+		}
+	}
+	quotas, err := adm.AlterClientQuotas(ctx, []kadm.AlterClientQuotaEntry{{Entity: kadm.ClientQuotaEntity{{Type: "user", Name: kadm.StringPtr("bob")}},
+		Ops: []kadm.AlterClientQuotaOp{{Key: "producer_byte_rate", Value: 1 << 20}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range quotas {
+		if q.Err != nil {
+			t.Fatalf("client quota: %v", q.Err)
+		}
 	}
 	prod, err := kgo.NewClient(kgo.SeedBrokers(kc.Bootstrap()...), kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.ProducerBatchMaxBytes(64<<10), kgo.ProducerBatchCompression(kgo.NoCompression()))
@@ -98,6 +133,28 @@ func TestMigrateFromKafka(t *testing.T) {
 			Value: []byte(fmt.Sprintf("%d %s", i, big)), Headers: []kgo.RecordHeader{{Key: "n", Value: []byte(fmt.Sprint(i))}}})
 	}
 	if err := prod.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+
+	// A committed transaction: __transaction_state is adopted as it is.
+	txp, err := kgo.NewClient(kgo.SeedBrokers(kc.Bootstrap()...), kgo.TransactionalID("mig-txn"), kgo.DefaultProduceTopic("mig-txn"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := txp.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if err := txp.ProduceSync(ctx, &kgo.Record{Key: []byte(fmt.Sprint(i)), Value: []byte("in a transaction")}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := txp.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	txp.Close()
+	// A plain record after the commit marker, so the partition ends with a record a reader sees.
+	if err := prod.ProduceSync(ctx, &kgo.Record{Topic: "mig-txn", Value: []byte("after the transaction")}).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
 
@@ -134,9 +191,15 @@ func TestMigrateFromKafka(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	want := migrateSnapshot(t, ctx, adm, cl, kc.Bootstrap(), []string{"mig-plain", "mig-compacted", "mig-multi"},
+	want := migrateSnapshot(t, ctx, adm, cl, kc.Bootstrap(), []string{"mig-plain", "mig-compacted", "mig-multi", "mig-txn"},
 		[]string{"mig-classic", "mig-848", "mig-admin"})
 	cl.Close()
+	bin := sluiceBinary(t)
+	// A running Kafka holds its directory's lock: refused, whatever the flags.
+	if out, err := exec.Command(bin, "migrate", "--from-kafka", kafkaDir, "--dry-run").CombinedOutput(); err == nil ||
+		!strings.Contains(string(out), "a running Kafka broker?") {
+		t.Fatalf("migrate of a running Kafka's directory: err %v\n%s", err, out)
+	}
 	if !kc.Nodes[0].Stop() {
 		t.Fatal("kafka did not stop within its deadline")
 	}
@@ -144,8 +207,10 @@ func TestMigrateFromKafka(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	bin := sluiceBinary(t)
-	setArgs := []string{"--set", "log.dirs=" + kafkaDir, "--set", "node.id=1", "--set", "offsets.topic.num.partitions=" + migrateOffsetsPartitions}
+	setArgs := []string{"--set", "log.dirs=" + kafkaDir, "--set", "node.id=1"}
+	for _, s := range migrateSettings {
+		setArgs = append(setArgs, "--set", s)
+	}
 	before := dirListing(t, kafkaDir)
 	out, err := exec.Command(bin, append([]string{"migrate", "--from-kafka", kafkaDir, "--dry-run"}, setArgs...)...).CombinedOutput()
 	if err != nil {
@@ -162,7 +227,8 @@ func TestMigrateFromKafka(t *testing.T) {
 	}
 	// The node's settings must agree with Kafka's: a different offsets.topic.num.partitions
 	// would map groups to other partitions, and is refused.
-	if out, err := exec.Command(bin, "migrate", "--from-kafka", kafkaDir, "--set", "log.dirs="+kafkaDir, "--set", "node.id=1").CombinedOutput(); err == nil ||
+	if out, err := exec.Command(bin, "migrate", "--from-kafka", kafkaDir, "--set", "log.dirs="+kafkaDir, "--set", "node.id=1",
+		"--set", "transaction.state.log.num.partitions="+migrateOffsetsPartitions).CombinedOutput(); err == nil ||
 		!strings.Contains(string(out), "offsets.topic.num.partitions") {
 		t.Fatalf("migrate with offsets.topic.num.partitions 50 against Kafka's %s: err %v\n%s", migrateOffsetsPartitions, err, out)
 	}
@@ -172,7 +238,7 @@ func TestMigrateFromKafka(t *testing.T) {
 	}
 	t.Logf("migrate:\n%s", out)
 
-	b := StartBrokerWith(t, BrokerOptions{Dir: kafkaDir}, "node.id=1", "offsets.topic.num.partitions="+migrateOffsetsPartitions)
+	b := StartBrokerWith(t, BrokerOptions{Dir: kafkaDir}, append([]string{"node.id=1"}, migrateSettings...)...)
 	scl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr))
 	if err != nil {
 		t.Fatal(err)
@@ -180,11 +246,14 @@ func TestMigrateFromKafka(t *testing.T) {
 	defer scl.Close()
 	sadm := kadm.NewClient(scl)
 	var got migrateState
-	waitFor(t, 60*time.Second, "sluice serves the migrated groups", func() error {
-		got = migrateSnapshot(t, ctx, sadm, scl, []string{b.Addr}, []string{"mig-plain", "mig-compacted", "mig-multi"},
+	waitFor(t, 2*time.Minute, "sluice serves the migrated groups", func() error {
+		got = migrateSnapshot(t, ctx, sadm, scl, []string{b.Addr}, []string{"mig-plain", "mig-compacted", "mig-multi", "mig-txn"},
 			[]string{"mig-classic", "mig-848", "mig-admin"})
 		if got.GroupOffsets != want.GroupOffsets {
 			return fmt.Errorf("group offsets\n got %s\nwant %s", got.GroupOffsets, want.GroupOffsets)
+		}
+		if got.Txns != want.Txns || !strings.Contains(want.Txns, "CompleteCommit") {
+			return fmt.Errorf("transactions\n got %s\nwant %s", got.Txns, want.Txns)
 		}
 		return nil
 	})
@@ -197,8 +266,14 @@ func TestMigrateFromKafka(t *testing.T) {
 	if got.Lag != want.Lag {
 		t.Errorf("lag\n got %s\nwant %s", got.Lag, want.Lag)
 	}
-	if got.ACLs != want.ACLs {
+	if got.ACLs != want.ACLs || !strings.Contains(want.ACLs, "User:alice") {
 		t.Errorf("ACLs\n got %s\nwant %s", got.ACLs, want.ACLs)
+	}
+	if got.Users != want.Users || !strings.Contains(want.Users, "alice") {
+		t.Errorf("SCRAM credentials\n got %s\nwant %s", got.Users, want.Users)
+	}
+	if got.Quotas != want.Quotas || !strings.Contains(want.Quotas, "bob") {
+		t.Errorf("client quotas\n got %s\nwant %s", got.Quotas, want.Quotas)
 	}
 	for tp, w := range want.Records {
 		g := got.Records[tp]
@@ -242,8 +317,8 @@ func TestMigrateFromKafka(t *testing.T) {
 
 // migrateState is what a user sees of a cluster, rendered as comparable text.
 type migrateState struct {
-	TopicIDs, Configs, GroupOffsets, Lag, ACLs string
-	Records                                    map[string][]readRecord // "topic/partition" → records
+	TopicIDs, Configs, GroupOffsets, Lag, ACLs, Users, Quotas, Txns string
+	Records                                                         map[string][]readRecord // "topic/partition" → records
 }
 
 func migrateSnapshot(t *testing.T, ctx context.Context, adm *kadm.Client, cl *kgo.Client, seeds []string, topics, groups []string) migrateState {
@@ -294,7 +369,7 @@ func migrateSnapshot(t *testing.T, ctx context.Context, adm *kadm.Client, cl *kg
 	slices.Sort(offs)
 	slices.Sort(lags)
 	st.GroupOffsets, st.Lag = strings.Join(offs, " "), strings.Join(lags, " ")
-	acls, err := adm.DescribeACLs(ctx, kadm.NewACLs().AnyResource().Operations(kadm.OpAny).ResourcePatternType(kadm.ACLPatternAny))
+	acls, err := adm.DescribeACLs(ctx, kadm.NewACLs().AnyResource().Allow().Deny().Operations(kadm.OpAny).ResourcePatternType(kadm.ACLPatternAny))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -306,6 +381,35 @@ func migrateSnapshot(t *testing.T, ctx context.Context, adm *kadm.Client, cl *kg
 	}
 	slices.Sort(as)
 	st.ACLs = strings.Join(as, " ")
+	users, err := adm.DescribeUserSCRAMs(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var us []string
+	for _, u := range users {
+		for _, c := range u.CredInfos {
+			us = append(us, fmt.Sprintf("%s:%s/%d", u.User, c.Mechanism, c.Iterations))
+		}
+	}
+	slices.Sort(us)
+	st.Users = strings.Join(us, " ")
+	qs, err := adm.DescribeClientQuotas(ctx, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var qd []string
+	for _, q := range qs {
+		qd = append(qd, fmt.Sprintf("%s=%v", q.Entity, q.Values))
+	}
+	slices.Sort(qd)
+	st.Quotas = strings.Join(qd, " ")
+	txns, err := adm.DescribeTransactions(ctx, "mig-txn")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tx := range txns {
+		st.Txns += fmt.Sprintf("%s %s pid %d epoch %d err %v;", tx.TxnID, tx.State, tx.ProducerID, tx.ProducerEpoch, tx.Err)
+	}
 
 	// Every record of every partition, from the log start, with a fresh client.
 	ends, err := adm.ListEndOffsets(ctx, topics...)

@@ -2,10 +2,8 @@ package migrate
 
 import (
 	"encoding/base64"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"os"
 	"path/filepath"
@@ -256,7 +254,7 @@ func walkSegment(path string, base int64, checkCRC bool) (end, size int64, crcCh
 			if _, err := f.ReadAt(buf, pos); err != nil && err != io.EOF {
 				return end, size, true, err
 			}
-			if crc32.Checksum(buf[batch.CRCStart:], crc32.MakeTable(crc32.Castagnoli)) != binary.BigEndian.Uint32(buf[17:21]) {
+			if batch.CRC(buf) != h.CRC {
 				return end, size, true, fmt.Errorf("batch at byte %d (offsets %d..%d): CRC mismatch", pos, h.BaseOffset, h.LastOffset())
 			}
 		}
