@@ -41,6 +41,8 @@ const (
 	keyAbortTransaction                 = 25
 	keyRegisterController               = 27
 	keyRemoveDelegationToken            = 26
+	keyClearElr                         = 28 // Kafka 4.1+: clears the ELR of one topic ("" = all)
+	keyUnregisterController             = 29
 	maxMetadataArrayLen                 = 1 << 20
 	metadataFrameVersion         uint64 = 1
 )
@@ -136,6 +138,9 @@ type (
 	}
 	kProducerIDs struct{ NextProducerID int64 }
 )
+
+// kClearElr is ClearElrRecord: TopicName "" clears every topic's ELR.
+type kClearElr struct{ TopicName string }
 
 // kTxn is a metadata transaction marker (Begin/End/AbortTransactionRecord).
 type kTxn struct{ APIKey uint16 }
@@ -239,11 +244,13 @@ func decodeMetadataRecord(b []byte) (any, error) {
 			Principal: r.str(), Host: r.str(), Operation: r.int8(), PermissionType: r.int8()}
 	case keyRemoveAccessControlEntry:
 		rec = &kRemoveACL{ID: r.uuid()}
+	case keyClearElr:
+		rec = &kClearElr{TopicName: r.str()}
 	case keyBeginTransaction, keyEndTransaction, keyAbortTransaction:
 		return &kTxn{APIKey: uint16(apiKey)}, nil // bodies carry only a name
 	case keyRegisterBroker, keyUnregisterBroker, keyAccessControl, keyFenceBroker, keyUnfenceBroker,
 		keyDelegationToken, keyBrokerRegistrationChange, keyNoOp, keyZkMigrationState,
-		keyRegisterController, keyRemoveDelegationToken:
+		keyRegisterController, keyRemoveDelegationToken, keyUnregisterController:
 		return &kSkipped{APIKey: uint16(apiKey), Known: true}, nil
 	default:
 		return &kSkipped{APIKey: uint16(apiKey)}, nil

@@ -178,6 +178,14 @@ func (im *kafkaImage) apply(rec any) error {
 		im.features[r.Name] = r.Level
 	case *kProducerIDs:
 		im.nextProducerID = max(im.nextProducerID, r.NextProducerID)
+	case *kClearElr:
+		for _, t := range im.topics {
+			if r.TopicName == "" || r.TopicName == t.Name {
+				for _, p := range t.partitions {
+					p.ELR = nil
+				}
+			}
+		}
 	case *kSkipped:
 		im.skipped[r.APIKey]++
 	}

@@ -149,6 +149,7 @@ func TestDecodeMetadataRecords(t *testing.T) {
 		aclRec(aclID),
 		producerIDsRec(2000),
 		frame(keyNoOp, 0).noTags(),
+		frame(keyClearElr, 0).str("").noTags(),
 		frame(99, 0).noTags(), // a record type from a newer Kafka
 	}
 	for i, r := range recs {

@@ -158,7 +158,7 @@ func Prepare(opts Options) (*Plan, error) {
 		case keyDelegationToken, keyRemoveDelegationToken:
 			note("%d delegation token records: sluice has no delegation tokens; clients must authenticate otherwise", n)
 		case keyRegisterBroker, keyUnregisterBroker, keyFenceBroker, keyUnfenceBroker, keyBrokerRegistrationChange,
-			keyRegisterController, keyNoOp, keyZkMigrationState:
+			keyRegisterController, keyUnregisterController, keyNoOp, keyZkMigrationState:
 		default:
 			note("%d metadata records of unknown type %d skipped", n, key)
 		}
@@ -212,10 +212,17 @@ func Prepare(opts Options) (*Plan, error) {
 		tp := TopicPlan{Name: t.Name, ID: base64.RawURLEncoding.EncodeToString(t.ID[:]), Partitions: len(t.partitions)}
 		cfg := im.configs[configKey{resourceTypeTopic, t.Name}]
 		tp.Configs = len(cfg)
+		internal := t.Name == "__consumer_offsets" || t.Name == "__transaction_state" || t.Name == "__share_group_state"
+		if v, ok := cfg["compression.type"]; internal && ok && v != "producer" {
+			// Kafka gives __transaction_state compression.type=uncompressed; sluice's
+			// coordinators write uncompressed batches whatever the setting, and sluice keeps
+			// only "producer" (no broker-side recompression).
+			cfg["compression.type"] = "producer"
+			note("%s: compression.type=%s becomes producer (sluice's coordinators write uncompressed batches)", t.Name, v)
+		}
 		if err := config.ValidateTopicConfigs(cfg); err != nil {
 			problem("topic %s: its configuration is not one sluice takes: %v (change it with kafka-configs before migrating)", t.Name, err)
 		}
-		internal := t.Name == "__consumer_offsets" || t.Name == "__transaction_state" || t.Name == "__share_group_state"
 		if t.Name == "__consumer_offsets" && int32(len(t.partitions)) != opts.OffsetsTopicPartitions {
 			problem("__consumer_offsets has %d partitions, the node's offsets.topic.num.partitions is %d: set offsets.topic.num.partitions=%d, or groups map to the wrong partition",
 				len(t.partitions), opts.OffsetsTopicPartitions, len(t.partitions))
