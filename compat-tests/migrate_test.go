@@ -153,7 +153,19 @@ func TestMigrateFromKafka(t *testing.T) {
 		t.Fatal(err)
 	}
 	txp.Close()
-	// A plain record after the commit marker, so the partition ends with a record a reader sees.
+	// A plain record after the commit marker, so the partition ends with a record a reader
+	// sees. Kafka writes the marker after EndTxn answers: wait for the last stable offset to
+	// pass it (three records and the marker).
+	waitFor(t, 2*time.Minute, "the commit marker of mig-txn", func() error {
+		lso, err := adm.ListCommittedOffsets(ctx, "mig-txn")
+		if err != nil {
+			return err
+		}
+		if o, _ := lso.Lookup("mig-txn", 0); o.Offset != 4 {
+			return fmt.Errorf("last stable offset %d, want 4", o.Offset)
+		}
+		return nil
+	})
 	if err := prod.ProduceSync(ctx, &kgo.Record{Topic: "mig-txn", Value: []byte("after the transaction")}).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
@@ -369,12 +381,16 @@ func migrateSnapshot(t *testing.T, ctx context.Context, adm *kadm.Client, cl *kg
 	slices.Sort(offs)
 	slices.Sort(lags)
 	st.GroupOffsets, st.Lag = strings.Join(offs, " "), strings.Join(lags, " ")
-	acls, err := adm.DescribeACLs(ctx, kadm.NewACLs().AnyResource().Allow().Deny().Operations(kadm.OpAny).ResourcePatternType(kadm.ACLPatternAny))
+	acls, err := adm.DescribeACLs(ctx, kadm.NewACLs().AnyResource().Allow().AllowHosts().Deny().DenyHosts().
+		Operations(kadm.OpAny).ResourcePatternType(kadm.ACLPatternAny))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var as []string
 	for _, r := range acls {
+		if r.Err != nil {
+			t.Fatalf("describe ACLs: %v %s", r.Err, r.ErrMessage)
+		}
 		for _, d := range r.Described {
 			as = append(as, fmt.Sprintf("%s %s %s %s %s", d.Type, d.Name, d.Principal, d.Operation, d.Permission))
 		}
