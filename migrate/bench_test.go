@@ -11,10 +11,11 @@ import (
 
 // BenchmarkPrepare measures Prepare (what `sluice migrate` costs before it writes anything) on
 // one partition of segments×batches batches of batchKiB each, after a clean shutdown (the
-// recovery point at the log end). Flushed segments cost one 61-byte header read per batch;
-// only the newest segment is read whole for its CRCs. So the time follows the number of
-// segments and batches, not the bytes: compare segments=20/batchKiB=16 with batchKiB=64 (4× the
-// bytes, the same batches) and with segments=80 (4× the segments and bytes).
+// recovery point at the log end), plus a small active segment. Flushed segments cost one
+// 61-byte header read per batch; only the active segment is read whole for its CRCs. So the
+// time follows the number of segments and batches, not the bytes: compare
+// segments=20/batchKiB=16 with batchKiB=64 (4× the bytes, the same batches) and with
+// segments=80 (4× the segments and bytes).
 //
 //	go test ./migrate -run XXX -bench Prepare -benchtime 5x
 func BenchmarkPrepare(b *testing.B) {
@@ -65,6 +66,14 @@ func benchKafkaDir(b *testing.B, segments, batches, batchBytes int) string {
 			must(os.WriteFile(filepath.Join(pdir, fmt.Sprintf("%020d%s", base, ext)), nil, 0o644))
 		}
 	}
+	// The active segment, read whole for its CRCs, is the same small one in every case, so
+	// the cases differ only in the flushed segments.
+	must(os.WriteFile(filepath.Join(pdir, fmt.Sprintf("%020d.log", offset)), batch.Build(batch.Header{BaseOffset: offset, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1},
+		[]batch.Record{{Value: make([]byte, 1024)}}), 0o644))
+	for _, ext := range []string{".index", ".timeindex"} {
+		must(os.WriteFile(filepath.Join(pdir, fmt.Sprintf("%020d%s", offset, ext)), nil, 0o644))
+	}
+	offset++
 	must(os.WriteFile(filepath.Join(pdir, "partition.metadata"), []byte("version: 0\ntopic_id: AQIDBAUGBwgJCgsMDQ4PEA\n"), 0o644))
 	must(os.WriteFile(filepath.Join(dir, "recovery-point-offset-checkpoint"), []byte(fmt.Sprintf("0\n1\na 0 %d\n", offset)), 0o644))
 	return dir
