@@ -16,13 +16,13 @@
 // is a Problem; Apply refuses to run with any.
 //
 // Apply keeps every partition directory where it is, byte for byte: sluice's logstore reads
-// Kafka's segments, indexes, leader-epoch-checkpoint and partition.metadata as they are,
-// ignores Kafka's producer snapshots (rebuilding producer state from the log), and reads
+// Kafka's segments, indexes, leader-epoch-checkpoint and partition.metadata as they are, and
 // Kafka's replication-offset-checkpoint (the same file and format). __consumer_offsets is
 // adopted as it is: sluice's group coordinator reads Kafka's OffsetCommit and GroupMetadata
 // records and skips the KIP-848 record types, so committed offsets survive. Apply writes
 // what sluice keeps differently — the recovery point, log start and cleaner offset per
-// partition directory instead of per log directory — then the caller's bootstrap (the
+// partition directory instead of per log directory — removes Kafka's producer snapshots
+// (derived state in another layout; sluice rebuilds it from the log), then the caller's bootstrap (the
 // metadata records, written by the first controller with the cluster ID, as `sluice format
 // --add-scram` does), and last renames __cluster_metadata-0 to KafkaMetadataBackup.
 package migrate

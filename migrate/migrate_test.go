@@ -463,3 +463,26 @@ func FuzzReplayMetadataBatches(f *testing.F) {
 		replayBatches("fuzz", data, 0, im.apply)
 	})
 }
+
+// A Kafka broker with its metadata.log.dir apart from log.dirs: both are given, the metadata
+// log is found in one and the partitions in the other.
+func TestPrepareSeparateMetadataDir(t *testing.T) {
+	data := kafkaDir(t)
+	meta := t.TempDir()
+	if err := os.Rename(filepath.Join(data, KafkaMetadataDir), filepath.Join(meta, KafkaMetadataDir)); err != nil {
+		t.Fatal(err)
+	}
+	props, _ := os.ReadFile(filepath.Join(data, "meta.properties"))
+	rewrite(t, filepath.Join(meta, "meta.properties"), string(props))
+	p, err := Prepare(Options{KafkaDirs: []string{meta, data}, LogDir: data, MetadataDir: data, NodeID: 1, OffsetsTopicPartitions: 50, TransactionTopicPartitions: 50})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Problems) > 0 || len(p.Topics) != 1 || p.KafkaMetadata != filepath.Join(meta, KafkaMetadataDir) {
+		t.Fatalf("problems %v, topics %v, metadata %s", p.Problems, p.Topics, p.KafkaMetadata)
+	}
+	// Without the metadata directory: what to give is said.
+	if _, err := prepare(t, data); err == nil || !strings.Contains(err.Error(), "metadata.log.dir is elsewhere") {
+		t.Fatalf("error %v", err)
+	}
+}
