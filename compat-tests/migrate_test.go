@@ -203,8 +203,11 @@ func TestMigrateFromKafka(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	want := migrateSnapshot(t, ctx, adm, cl, kc.Bootstrap(), []string{"mig-plain", "mig-compacted", "mig-multi", "mig-txn"},
+	want, err := migrateSnapshot(ctx, adm, kc.Bootstrap(), []string{"mig-plain", "mig-compacted", "mig-multi", "mig-txn"},
 		[]string{"mig-classic", "mig-848", "mig-admin"})
+	if err != nil {
+		t.Fatal(err)
+	}
 	cl.Close()
 	bin := sluiceBinary(t)
 	// A running Kafka holds its directory's lock: refused, whatever the flags.
@@ -259,8 +262,11 @@ func TestMigrateFromKafka(t *testing.T) {
 	sadm := kadm.NewClient(scl)
 	var got migrateState
 	waitFor(t, 2*time.Minute, "sluice serves the migrated groups", func() error {
-		got = migrateSnapshot(t, ctx, sadm, scl, []string{b.Addr}, []string{"mig-plain", "mig-compacted", "mig-multi", "mig-txn"},
-			[]string{"mig-classic", "mig-848", "mig-admin"})
+		var err error
+		if got, err = migrateSnapshot(ctx, sadm, []string{b.Addr}, []string{"mig-plain", "mig-compacted", "mig-multi", "mig-txn"},
+			[]string{"mig-classic", "mig-848", "mig-admin"}); err != nil {
+			return err
+		}
 		if got.GroupOffsets != want.GroupOffsets {
 			return fmt.Errorf("group offsets\n got %s\nwant %s", got.GroupOffsets, want.GroupOffsets)
 		}
@@ -333,12 +339,11 @@ type migrateState struct {
 	Records                                                         map[string][]readRecord // "topic/partition" → records
 }
 
-func migrateSnapshot(t *testing.T, ctx context.Context, adm *kadm.Client, cl *kgo.Client, seeds []string, topics, groups []string) migrateState {
-	t.Helper()
+func migrateSnapshot(ctx context.Context, adm *kadm.Client, seeds []string, topics, groups []string) (migrateState, error) {
 	var st migrateState
 	td, err := adm.ListTopics(ctx, topics...)
 	if err != nil {
-		t.Fatal(err)
+		return st, err
 	}
 	var ids []string
 	for _, tp := range td.Sorted() {
@@ -347,7 +352,7 @@ func migrateSnapshot(t *testing.T, ctx context.Context, adm *kadm.Client, cl *kg
 	st.TopicIDs = strings.Join(ids, " ")
 	rc, err := adm.DescribeTopicConfigs(ctx, topics...)
 	if err != nil {
-		t.Fatal(err)
+		return st, err
 	}
 	var cfgs []string
 	for _, r := range rc {
@@ -363,14 +368,14 @@ func migrateSnapshot(t *testing.T, ctx context.Context, adm *kadm.Client, cl *kg
 	for _, g := range groups {
 		fo, err := adm.FetchOffsets(ctx, g)
 		if err != nil {
-			t.Fatal(err)
+			return st, err
 		}
 		fo.Each(func(o kadm.OffsetResponse) {
 			offs = append(offs, fmt.Sprintf("%s:%s/%d@%d(%s)", g, o.Topic, o.Partition, o.At, o.Metadata))
 		})
 		lag, err := adm.Lag(ctx, g)
 		if err != nil {
-			t.Fatal(err)
+			return st, err
 		}
 		for _, dl := range lag {
 			for _, l := range dl.Lag.Sorted() {
@@ -384,12 +389,12 @@ func migrateSnapshot(t *testing.T, ctx context.Context, adm *kadm.Client, cl *kg
 	acls, err := adm.DescribeACLs(ctx, kadm.NewACLs().AnyResource().Allow().AllowHosts().Deny().DenyHosts().
 		Operations(kadm.OpAny).ResourcePatternType(kadm.ACLPatternAny))
 	if err != nil {
-		t.Fatal(err)
+		return st, err
 	}
 	var as []string
 	for _, r := range acls {
 		if r.Err != nil {
-			t.Fatalf("describe ACLs: %v %s", r.Err, r.ErrMessage)
+			return st, fmt.Errorf("describe ACLs: %v %s", r.Err, r.ErrMessage)
 		}
 		for _, d := range r.Described {
 			as = append(as, fmt.Sprintf("%s %s %s %s %s", d.Type, d.Name, d.Principal, d.Operation, d.Permission))
@@ -399,7 +404,7 @@ func migrateSnapshot(t *testing.T, ctx context.Context, adm *kadm.Client, cl *kg
 	st.ACLs = strings.Join(as, " ")
 	users, err := adm.DescribeUserSCRAMs(ctx)
 	if err != nil {
-		t.Fatal(err)
+		return st, err
 	}
 	var us []string
 	for _, u := range users {
@@ -411,7 +416,7 @@ func migrateSnapshot(t *testing.T, ctx context.Context, adm *kadm.Client, cl *kg
 	st.Users = strings.Join(us, " ")
 	qs, err := adm.DescribeClientQuotas(ctx, false, nil)
 	if err != nil {
-		t.Fatal(err)
+		return st, err
 	}
 	var qd []string
 	for _, q := range qs {
@@ -421,7 +426,7 @@ func migrateSnapshot(t *testing.T, ctx context.Context, adm *kadm.Client, cl *kg
 	st.Quotas = strings.Join(qd, " ")
 	txns, err := adm.DescribeTransactions(ctx, "mig-txn")
 	if err != nil {
-		t.Fatal(err)
+		return st, err
 	}
 	for _, tx := range txns {
 		st.Txns += fmt.Sprintf("%s %s pid %d epoch %d err %v;", tx.TxnID, tx.State, tx.ProducerID, tx.ProducerEpoch, tx.Err)
@@ -430,7 +435,7 @@ func migrateSnapshot(t *testing.T, ctx context.Context, adm *kadm.Client, cl *kg
 	// Every record of every partition, from the log start, with a fresh client.
 	ends, err := adm.ListEndOffsets(ctx, topics...)
 	if err != nil {
-		t.Fatal(err)
+		return st, err
 	}
 	parts := map[string]map[int32]kgo.Offset{}
 	remaining := 0
@@ -446,14 +451,17 @@ func migrateSnapshot(t *testing.T, ctx context.Context, adm *kadm.Client, cl *kg
 	st.Records = map[string][]readRecord{}
 	rd, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumePartitions(parts))
 	if err != nil {
-		t.Fatal(err)
+		return st, err
 	}
 	defer rd.Close()
 	done := map[string]bool{}
+	// One attempt reads for at most a minute; a caller that retries gets a fresh one.
+	pctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
 	for len(done) < remaining {
-		fs := rd.PollFetches(ctx)
+		fs := rd.PollFetches(pctx)
 		if err := fs.Err0(); err != nil {
-			t.Fatal(err)
+			return st, err
 		}
 		fs.EachRecord(func(r *kgo.Record) {
 			tp := fmt.Sprintf("%s/%d", r.Topic, r.Partition)
@@ -471,7 +479,7 @@ func migrateSnapshot(t *testing.T, ctx context.Context, adm *kadm.Client, cl *kg
 			}
 		})
 	}
-	return st
+	return st, nil
 }
 
 func firstDiff(got, want []readRecord) string {
