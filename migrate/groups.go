@@ -17,12 +17,16 @@ import (
 // groupsIn lists the groups __consumer_offsets holds records of (offset commits, classic group
 // metadata, and KIP-848 consumer group records, whose keys start with the group ID as well),
 // for the report. Damage found here is reported by the partition checks, not here.
-func groupsIn(dataDir string, im *kafkaImage) []string {
+//
+// newProtocol lists the groups with KIP-848 (or streams or share) group records, whose
+// membership and assignment sluice's coordinator does not read back.
+func groupsIn(dataDir string, im *kafkaImage) (groups, newProtocol []string) {
 	id, ok := im.topicByName["__consumer_offsets"]
 	if !ok {
-		return nil
+		return nil, nil
 	}
 	seen := map[string]bool{}
+	newSeen := map[string]bool{}
 	for p := range im.topics[id].partitions {
 		dir := filepath.Join(dataDir, fmt.Sprintf("__consumer_offsets-%d", p))
 		entries, err := os.ReadDir(dir)
@@ -55,15 +59,22 @@ func groupsIn(dataDir string, im *kafkaImage) []string {
 				batch.WalkRecords(records, h.RecordCount, func(ri batch.RecordInfo) bool {
 					if g, ok := groupOfKey(ri.Key); ok {
 						seen[g] = true
+						if int16(binary.BigEndian.Uint16(ri.Key)) >= 3 {
+							newSeen[g] = true
+						}
 					}
 					return true
 				})
 			}
 		}
 	}
-	out := make([]string, 0, len(seen))
-	for g := range seen {
-		out = append(out, g)
+	return sortedKeys(seen), sortedKeys(newSeen)
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
 	}
 	slices.Sort(out)
 	return out

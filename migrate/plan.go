@@ -377,7 +377,15 @@ func Prepare(opts Options) (*Plan, error) {
 		p.Records = append(p.Records, &controller.ProducerIDsRecord{BrokerID: opts.NodeID, NextProducerID: im.nextProducerID})
 	}
 
-	p.Groups = groupsIn(dataDir, im)
+	var newProtocol []string
+	p.Groups, newProtocol = groupsIn(dataDir, im)
+	if len(newProtocol) > 0 {
+		note("groups %s use the consumer, streams or share group protocol: their committed offsets are kept, their members join again (sluice does not read Kafka's records of their membership and assignment)",
+			strings.Join(newProtocol, " "))
+	}
+	if _, ok := im.topicByName["__share_group_state"]; ok {
+		note("__share_group_state is adopted as a topic but not read: sluice keeps share group state in memory, so share groups start from share.auto.offset.reset")
+	}
 	if err := checkRecordsApply(p.ClusterID, p.Records); err != nil {
 		problem("the translated metadata does not apply: %v", err)
 	}
