@@ -202,7 +202,7 @@ func verifyPartitionDir(dir string, recoveryPoint int64, checkAllCRCs bool) part
 			rep.CRCChecked++
 		}
 		if err != nil {
-			problem("%020d.log: %v", base, err)
+			problem("%020d.log: %v (if Kafka did not stop cleanly, start it once and stop it cleanly: its recovery cuts a torn tail; otherwise the segment is damaged)", base, err)
 			continue
 		}
 		if end > base {
