@@ -75,6 +75,11 @@ func readOffsetCheckpoint(path string) (map[string]int64, error) {
 	if err != nil {
 		return nil, err
 	}
+	return parseOffsetCheckpoint(path, data)
+}
+
+// parseOffsetCheckpoint parses the bytes of the offset checkpoint file path.
+func parseOffsetCheckpoint(path string, data []byte) (map[string]int64, error) {
 	out := map[string]int64{}
 	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
 	if len(lines) == 1 && lines[0] == "" {

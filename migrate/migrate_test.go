@@ -486,3 +486,20 @@ func TestPrepareSeparateMetadataDir(t *testing.T) {
 		t.Fatalf("error %v", err)
 	}
 }
+
+func FuzzParseOffsetCheckpoint(f *testing.F) {
+	f.Add([]byte("0\n2\na 0 5\nb-c 3 7\n"))
+	f.Add([]byte(""))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, err := parseOffsetCheckpoint("fuzz", data)
+		if err == nil {
+			for k, v := range m {
+				if v < 0 || !strings.Contains(k, "-") {
+					t.Fatalf("entry %q=%d", k, v)
+				}
+			}
+		}
+		parseProperties(string(data))
+		parseColonProperties(string(data))
+	})
+}
