@@ -469,3 +469,11 @@ func decodeImage(data []byte) (*Image, error) {
 	}
 	return im, nil
 }
+
+// ReplayRecords applies recs to an empty image, as the first controller of a new log applies
+// its bootstrap records, and returns the image and the records that did not apply (joined).
+// For tools that prepare bootstrap records (sluice migrate) to check them before a start.
+func ReplayRecords(recs []Record) (*Image, error) {
+	im, errs := applyRecords(emptyImage(), 0, recs)
+	return im, errors.Join(errs...)
+}
