@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"sluice/internal/config"
+	"sluice/internal/telemetry"
 )
 
 // The proposal API. Each method validates its items in the driver against the working image
@@ -481,6 +482,22 @@ func planAlterConfigs(w *Image, ac AlterConfigs) ([]Record, *validationError) {
 		}
 		current = w.GroupConfigs[ac.ResourceName]
 		validate = validateGroupConfig
+	case ResourceClientMetrics:
+		// Kafka's ClientMetricsConfigs.validate, with its codes (INVALID_REQUEST for an
+		// unknown key or an interval out of range, INVALID_CONFIG for a malformed value).
+		if ac.ResourceName == "" {
+			return nil, fail(kerr.InvalidRequest, "Subscription name can't be empty")
+		}
+		for _, op := range ac.Ops {
+			if op.Value == nil {
+				continue
+			}
+			if err := telemetry.ValidateKey(op.Key, *op.Value); err != nil {
+				return nil, fail(kerr.ErrorForCode(err.Code).(*kerr.Error), "%s", err.Message)
+			}
+		}
+		current = w.ClientMetrics[ac.ResourceName]
+		validate = func(string, string) error { return nil }
 	default:
 		return nil, fail(kerr.InvalidRequest, "Unexpected resource type %d.", ac.ResourceType)
 	}
