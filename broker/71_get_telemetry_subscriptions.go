@@ -29,6 +29,9 @@ func (b *Broker) handleGetTelemetrySubscriptions(_ context.Context, req *wire.Re
 	a := b.telemetryManager().Get(body.ClientInstanceID, telemetryClientInfo(req))
 	resp := body.ResponseKind().(*kmsg.GetTelemetrySubscriptionsResponse)
 	resp.ErrorCode = a.ErrorCode
+	if a.ErrorCode != 0 {
+		b.logger.Debug("get telemetry subscriptions refused", "client_instance_id", telemetry.UUIDString(body.ClientInstanceID), "code", a.ErrorCode, "message", a.ErrorMessage)
+	}
 	if a.ErrorCode == 0 {
 		resp.ClientInstanceID = a.InstanceID
 		resp.SubscriptionID = a.SubscriptionID

@@ -27,7 +27,7 @@ func (b *Broker) handlePushTelemetry(_ context.Context, req *wire.Request, respo
 		respond(nil, errUnexpectedBody)
 		return
 	}
-	code, _ := b.telemetryManager().Push(telemetry.PushRequest{
+	code, msg := b.telemetryManager().Push(telemetry.PushRequest{
 		InstanceID:      body.ClientInstanceID,
 		SubscriptionID:  body.SubscriptionID,
 		Terminating:     body.Terminating,
@@ -35,6 +35,9 @@ func (b *Broker) handlePushTelemetry(_ context.Context, req *wire.Request, respo
 		Metrics:         body.Metrics,
 		Info:            telemetryClientInfo(req),
 	})
+	if code != 0 {
+		b.logger.Debug("push telemetry refused", "client_instance_id", telemetry.UUIDString(body.ClientInstanceID), "code", code, "message", msg)
+	}
 	resp := body.ResponseKind().(*kmsg.PushTelemetryResponse)
 	resp.ErrorCode = code
 	respond(resp, nil)
