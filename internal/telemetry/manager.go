@@ -460,6 +460,7 @@ func (m *Manager) Families() []Family {
 		}
 		attrKeys := slices.Sorted(maps.Keys(keySet))
 		f.LabelNames = append([]string{LabelClientInstanceID, LabelClientID}, attrKeys...)
+		seen := map[string]bool{}
 		for _, e := range entries {
 			if e.s.kind != f.Kind {
 				continue
@@ -470,7 +471,11 @@ func (m *Manager) Families() []Family {
 				i, _ := slices.BinarySearch(attrKeys, l.Key)
 				values[2+i] = l.Value
 			}
-			f.Series = append(f.Series, Series{LabelValues: values, Value: e.s.value})
+			// Two pushed names may map to one Prometheus name ("a.b", "a_b"): the first wins.
+			if k := strings.Join(values, "\x00"); !seen[k] {
+				seen[k] = true
+				f.Series = append(f.Series, Series{LabelValues: values, Value: e.s.value})
+			}
 		}
 		out = append(out, f)
 	}
