@@ -419,6 +419,10 @@ func (b *Broker) alterConfigs(ctx context.Context, rs []alterResource, validateO
 				rs[i].fail(code, msg)
 				continue
 			}
+			if code, msg := b.groupSessionHeartbeatProblem(b.ctrl.Image().GroupConfigs[r.name], r.ops); code != 0 {
+				rs[i].fail(code, msg)
+				continue
+			}
 		}
 		if r.resourceType == resourceClientMetrics {
 			if code, msg := clientMetricsProblem(r.ops); code != 0 {

@@ -449,6 +449,13 @@ func validateGroupConfig(key, value string) error {
 		if err != nil || n < 1000 {
 			return fmt.Errorf("share.record.lock.duration.ms must be an integer of at least 1000, not %q", value)
 		}
+	case "consumer.session.timeout.ms", "consumer.heartbeat.interval.ms", "streams.session.timeout.ms",
+		"streams.heartbeat.interval.ms", "streams.num.standby.replicas", "streams.initial.rebalance.delay.ms":
+		// The broker checks them against its group.consumer.* / group.streams.* bounds.
+		n, err := strconv.ParseInt(strings.TrimSpace(value), 10, 32)
+		if err != nil || n < 0 {
+			return fmt.Errorf("%s must be a non-negative integer, not %q", key, value)
+		}
 	default:
 		return fmt.Errorf("sluice does not honour the group config %s, so it refuses to store it", key)
 	}
