@@ -58,6 +58,9 @@ type Manager struct {
 		// Invariant: series == the sum of len(i.series) over clients, <= MaxSeries.
 		series        int
 		droppedSeries uint64
+		// lastExpiry is when expired instances were last dropped: at most once a second, so
+		// a request does not walk every instance.
+		lastExpiry time.Time
 	}
 }
 
@@ -286,6 +289,10 @@ func (m *Manager) matchLocked(inst *instance) {
 }
 
 func (m *Manager) expireLocked(now time.Time) {
+	if now.Sub(m.mu.lastExpiry) < time.Second && !now.Before(m.mu.lastExpiry) {
+		return
+	}
+	m.mu.lastExpiry = now
 	for id, inst := range m.mu.clients {
 		ttl := max(minExpiry, 3*time.Duration(inst.intervalMs)*time.Millisecond)
 		if now.Sub(inst.lastSeen) > ttl {
