@@ -8,6 +8,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"google.golang.org/protobuf/encoding/protowire"
+
+	"sluice/authz"
 )
 
 // alterClientMetrics sends one IncrementalAlterConfigs for a subscription.
@@ -186,5 +188,29 @@ func TestTelemetryPushed(t *testing.T) {
 	}
 	if code := push(id, sub.SubscriptionID, otlpCounter("x", 1)); code != kerr.UnknownSubscriptionID.Code {
 		t.Fatalf("stale subscription id: %v", kerr.ErrorForCode(code))
+	}
+}
+
+// TestAuthorizationClientMetrics: as in Kafka, CLIENT_METRICS resources and
+// ListConfigResources need DESCRIBE_CONFIGS / ALTER_CONFIGS on the cluster, while the
+// telemetry APIs need no ACL.
+func TestAuthorizationClientMetrics(t *testing.T) {
+	tb := startTestBroker(t, map[string]string{"authorizer.class.name": authz.StandardAuthorizerClass})
+	if code, _ := alterClientMetrics(t, tb, "perf", setOp("metrics", "*")); code != kerr.ClusterAuthorizationFailed.Code {
+		t.Fatalf("alter without ALTER_CONFIGS on the cluster: %v", kerr.ErrorForCode(code))
+	}
+	if code, _ := listConfigResources(t, tb, 1); code != kerr.ClusterAuthorizationFailed.Code {
+		t.Fatalf("list without DESCRIBE_CONFIGS on the cluster: %v", kerr.ErrorForCode(code))
+	}
+	get := kmsg.NewPtrGetTelemetrySubscriptionsRequest()
+	if resp := tb.direct(t, get).(*kmsg.GetTelemetrySubscriptionsResponse); resp.ErrorCode != 0 {
+		t.Fatalf("GetTelemetrySubscriptions without ACLs: %v", kerr.ErrorForCode(resp.ErrorCode))
+	}
+	tb.addACLs(t, anonACL(authz.ResourceCluster, authz.ClusterName, authz.OpAlterConfigs), anonACL(authz.ResourceCluster, authz.ClusterName, authz.OpDescribeConfigs))
+	if code, msg := alterClientMetrics(t, tb, "perf", setOp("metrics", "*")); code != 0 {
+		t.Fatalf("alter with ALTER_CONFIGS on the cluster: %v %s", kerr.ErrorForCode(code), msg)
+	}
+	if code, names := listConfigResources(t, tb, 0); code != 0 || strings.Join(names, ",") != "CLIENT_METRICS:perf" {
+		t.Fatalf("list with DESCRIBE_CONFIGS on the cluster: %v %v", kerr.ErrorForCode(code), names)
 	}
 }
