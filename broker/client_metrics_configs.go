@@ -45,8 +45,8 @@ func isClientMetricsKey(key string) bool {
 	return false
 }
 
-// clientMetricsEntries lists a subscription's keys: its value (CLIENT_METRICS_CONFIG) or the
-// default (DEFAULT_CONFIG).
+// clientMetricsEntries lists a subscription's keys: its value (CLIENT_METRICS_CONFIG, its one
+// synonym) or the default (DEFAULT_CONFIG, no synonyms), as Kafka 4.4's ConfigHelper lists them.
 func clientMetricsEntries(subscription map[string]string, names []string) []configEntry {
 	var out []configEntry
 	for _, d := range telemetry.KeyDocs {
@@ -62,7 +62,6 @@ func clientMetricsEntries(subscription map[string]string, names []string) []conf
 			e.source, e.value = config.SourceClientMetricsConfig, strPtr(v)
 			e.synonyms = append(e.synonyms, config.Synonym{Name: d.Name, Value: strPtr(v), Source: config.SourceClientMetricsConfig})
 		}
-		e.synonyms = append(e.synonyms, config.Synonym{Name: d.Name, Value: strPtr(d.Default), Source: config.SourceDefaultConfig})
 		out = append(out, e)
 	}
 	return out
