@@ -2,15 +2,22 @@ package compattests
 
 // Client telemetry (KIP-714) with Apache Kafka 4.4's own tools: kafka-client-metrics
 // (ClientMetricsCommand) sets, describes and lists a subscription, kafka-configs describes it
-// as a client-metrics entity, and the Java producer of kafka-producer-perf-test pushes its
-// metrics, which /metrics then shows under their Prometheus names with the client's id.
+// as a client-metrics entity, and the Java producer of kafka-producer-perf-test and
+// librdkafka 2.16 (confluent-kafka from PyPI) push their metrics, which /metrics then shows
+// under their Prometheus names with the client's id.
 
 import (
+	"context"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 func TestClientMetricsJava(t *testing.T) {
@@ -80,5 +87,71 @@ func TestClientMetricsJava(t *testing.T) {
 			err = fmt.Errorf("still %v", v)
 		}
 		return err
+	})
+}
+
+// rdkafkaPython is the python of the venv scripts/install-test-deps.sh makes with
+// confluent-kafka from PyPI (librdkafka 2.5+, which pushes telemetry).
+func rdkafkaPython(t *testing.T) string {
+	t.Helper()
+	cache := os.Getenv("SLUICE_CACHE")
+	if cache == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cache = filepath.Join(home, ".cache", "sluice")
+	}
+	py := filepath.Join(cache, "pyvenv-rdkafka", "bin", "python")
+	if _, _, err := runCmdErr(time.Minute, "", py, "-c", "import confluent_kafka"); err != nil {
+		t.Fatalf("%s cannot import confluent_kafka (run scripts/install-test-deps.sh): %v", py, err)
+	}
+	return py
+}
+
+// TestClientMetricsLibrdkafka: librdkafka (2.5+, through confluent-kafka) finds a subscription
+// set over the protocol and pushes its producer metrics, which /metrics shows.
+func TestClientMetricsLibrdkafka(t *testing.T) {
+	py := rdkafkaPython(t)
+	b, base := startBrokerWithHTTP(t)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	r := kmsg.NewIncrementalAlterConfigsRequestResource()
+	r.ResourceType, r.ResourceName = kmsg.ConfigResourceTypeClientMetrics, "rdk"
+	for k, v := range map[string]string{"metrics": "org.apache.kafka.producer.", "interval.ms": "1000", "match": "client_id=rdk-.*"} {
+		c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+		c.Name, c.Value = k, kmsg.StringPtr(v)
+		r.Configs = append(r.Configs, c)
+	}
+	req.Resources = append(req.Resources, r)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil || resp.Resources[0].ErrorCode != 0 {
+		t.Fatalf("setting the subscription: %v %+v", err, resp)
+	}
+	producer := exec.Command(py, "-c", `
+import sys, time
+from confluent_kafka import Producer
+p = Producer({"bootstrap.servers": sys.argv[1], "client.id": "rdk-1"})
+end = time.time() + 120
+while time.time() < end:
+    p.produce("telemetry-rdk", b"x")
+    p.poll(0.05)
+`, b.Addr)
+	if err := producer.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = producer.Process.Kill(); _ = producer.Wait() })
+	waitFor(t, 60*time.Second, "librdkafka's pushed producer metrics on /metrics", func() error {
+		families := scrape(t, base)
+		if _, n := series(families, "org_apache_kafka_producer_request_latency_avg", map[string]string{"client_id": "rdk-1"}); n != 1 {
+			return fmt.Errorf("org_apache_kafka_producer_request_latency_avg{client_id=rdk-1}: %d series", n)
+		}
+		return nil
 	})
 }
