@@ -214,3 +214,39 @@ func TestAuthorizationClientMetrics(t *testing.T) {
 		t.Fatalf("list with DESCRIBE_CONFIGS on the cluster: %v %v", kerr.ErrorForCode(code), names)
 	}
 }
+
+// TestClientMetricsLegacyAlterConfigs: the legacy AlterConfigs replaces a subscription's keys
+// (those not named go back to their defaults) with the same checks as the incremental form.
+func TestClientMetricsLegacyAlterConfigs(t *testing.T) {
+	tb := startTestBroker(t, nil)
+	if code, msg := alterClientMetrics(t, tb, "perf", setOp("metrics", "*"), setOp("interval.ms", "1000")); code != 0 {
+		t.Fatalf("alter: %d %s", code, msg)
+	}
+	legacy := func(kv ...string) (int16, string) {
+		req := kmsg.NewPtrAlterConfigsRequest()
+		req.Version = 2
+		r := kmsg.NewAlterConfigsRequestResource()
+		r.ResourceType, r.ResourceName = kmsg.ConfigResourceTypeClientMetrics, "perf"
+		for i := 0; i+1 < len(kv); i += 2 {
+			c := kmsg.NewAlterConfigsRequestResourceConfig()
+			c.Name, c.Value = kv[i], kmsg.StringPtr(kv[i+1])
+			r.Configs = append(r.Configs, c)
+		}
+		req.Resources = append(req.Resources, r)
+		resp := tb.direct(t, req).(*kmsg.AlterConfigsResponse)
+		msg := ""
+		if resp.Resources[0].ErrorMessage != nil {
+			msg = *resp.Resources[0].ErrorMessage
+		}
+		return resp.Resources[0].ErrorCode, msg
+	}
+	if code, msg := legacy("interval.ms", "5"); code != kerr.InvalidRequest.Code || !strings.Contains(msg, "interval must be between") {
+		t.Fatalf("legacy interval 5: %d %q", code, msg)
+	}
+	if code, msg := legacy("match", "client_id=x"); code != 0 {
+		t.Fatalf("legacy alter: %d %q", code, msg)
+	}
+	if got := tb.Broker.ctrl.Image().ClientMetrics["perf"]; len(got) != 1 || got["match"] != "client_id=x" {
+		t.Fatalf("after the legacy alter: %v", got)
+	}
+}
