@@ -88,6 +88,12 @@ func TestClientMetricsJava(t *testing.T) {
 		}
 		return err
 	})
+
+	// --delete removes the subscription.
+	javaTool(t, "", cm, "--bootstrap-server", b.Addr, "--delete", "--name", "perf")
+	if out, _ = javaTool(t, "", cm, "--bootstrap-server", b.Addr, "--list"); containsLine(out, "perf") {
+		t.Fatalf("--list after --delete: %s", out)
+	}
 }
 
 // rdkafkaPython is the python of the venv scripts/install-test-deps.sh makes with
