@@ -66,6 +66,9 @@ type Broker struct {
 	// authorizer decides every request when authorizer.class.name is set; nil allows all
 	// (authorize.go).
 	authorizer *authz.Authorizer
+	// metadataCache is the Metadata answer's topics for the newest image answered from
+	// (03_metadata.go).
+	metadataCache atomic.Pointer[metadataTopics]
 
 	mu struct {
 		sync.RWMutex
@@ -175,7 +178,7 @@ func New(cfg Config, ctrl Metadata) (*Broker, error) {
 		draining:      make(chan struct{}),
 		clock:         cfg.Clock,
 		fetchSessions: newFetchSessionCache(int(cfg.Static.MaxIncrementalFetchSessionCacheSlots)),
-		authorizer:    newAuthorizer(cfg.Static),
+		authorizer:    NewAuthorizer(cfg.Static),
 	}
 	if b.clock == nil {
 		b.clock = replica.SystemClock{}

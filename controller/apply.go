@@ -500,3 +500,11 @@ func withNamedConfig(configs map[string]map[string]string, name, key string, val
 	}
 	return out
 }
+
+// ReplayRecords applies recs to an empty image, as the first controller of a new log applies
+// its bootstrap records, and returns the image and the records that did not apply (joined).
+// For tools that prepare bootstrap records (sluice migrate) to check them before a start.
+func ReplayRecords(recs []Record) (*Image, error) {
+	im, errs := applyRecords(emptyImage(), 0, recs)
+	return im, errors.Join(errs...)
+}

@@ -449,6 +449,10 @@ func validateGroupConfig(key, value string) error {
 		if err != nil || n < 1000 {
 			return fmt.Errorf("share.record.lock.duration.ms must be an integer of at least 1000, not %q", value)
 		}
+	case "share.isolation.level":
+		if value != "read_committed" && value != "read_uncommitted" {
+			return fmt.Errorf("share.isolation.level must be read_committed or read_uncommitted, not %q", value)
+		}
 	case "consumer.session.timeout.ms", "consumer.heartbeat.interval.ms", "streams.session.timeout.ms",
 		"streams.heartbeat.interval.ms", "streams.num.standby.replicas", "streams.initial.rebalance.delay.ms":
 		// The broker checks them against its group.consumer.* / group.streams.* bounds.
