@@ -131,7 +131,7 @@ var _ aclMetadata = (*controller.Controller)(nil)
 
 // configResourceDenied is the code for a config resource conn may not act on with op
 // (ALTER_CONFIGS or DESCRIBE_CONFIGS): topics need it on the topic, groups on the group,
-// brokers on the cluster.
+// brokers and client metrics subscriptions on the cluster.
 func (b *Broker) configResourceDenied(conn *wire.ConnInfo, op, resourceType int8, name string) int16 {
 	switch {
 	case !b.authzOn():
@@ -143,7 +143,7 @@ func (b *Broker) configResourceDenied(conn *wire.ConnInfo, op, resourceType int8
 		if !b.allowedGroup(conn, op, name) {
 			return kerr.GroupAuthorizationFailed.Code
 		}
-	case resourceType == resourceBroker || resourceType == resourceBrokerLogger:
+	case resourceType == resourceBroker || resourceType == resourceBrokerLogger || resourceType == resourceClientMetrics:
 		if !b.allowedCluster(conn, op) {
 			return kerr.ClusterAuthorizationFailed.Code
 		}

@@ -19,6 +19,7 @@ import (
 	"sluice/coordinator"
 	"sluice/internal/config"
 	"sluice/internal/loglevels"
+	"sluice/internal/telemetry"
 	"sluice/logstore"
 	"sluice/wire"
 
@@ -109,6 +110,9 @@ type Broker struct {
 	leaderSuspects leaderSuspects
 	// clock is the time of replicas and delayed operations.
 	clock replica.Clock
+	// telemetry answers GetTelemetrySubscriptions and PushTelemetry and keeps the pushed
+	// client metrics for /metrics (telemetry.go).
+	telemetry *telemetry.Manager
 	// purgatory holds delayed fetches and acks=all produces, keyed by partition
 	// (delayed_fetch.go, 00_produce.go).
 	purgatory *replica.Purgatory[topicPartition]
@@ -185,6 +189,7 @@ func New(cfg Config, ctrl Metadata) (*Broker, error) {
 	b.fetchers = newReplicaFetchers(b)
 	b.throttles = newReplicationThrottles(b)
 	b.quotas = newClientQuotas(b)
+	b.telemetry = telemetry.NewManager(b.clock.Now, cfg.Static.Int32("telemetry.max.bytes"))
 	b.mu.partitions = make(map[topicPartition]*Partition)
 	b.mu.appliedChanged = make(chan struct{})
 	b.offline.init()

@@ -108,6 +108,12 @@ func (b *Broker) groupConfigProblem(ops []controller.ConfigOp) (int16, string) {
 				return kerr.InvalidConfig.Code, "Invalid value " + v + " for configuration " + op.Key + ": String must be one of: read_committed, read_uncommitted"
 			}
 		default:
+			if code, msg, ok := b.modernGroupConfigProblem(op.Key, v); ok { // group_configs_modern.go
+				if code != 0 {
+					return code, msg
+				}
+				continue
+			}
 			return kerr.InvalidConfig.Code, "sluice does not honour the group config " + op.Key + " yet, so it refuses to store it"
 		}
 	}

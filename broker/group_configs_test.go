@@ -103,7 +103,11 @@ func TestGroupConfigsDescribeAlter(t *testing.T) {
 		key, value, msgHas string
 	}{
 		{"no.such.key", "1", "Unknown group config name: no.such.key"},
-		{"consumer.session.timeout.ms", "45000", "consumer.session.timeout.ms"},
+		{"consumer.assignment.interval.ms", "1000", "consumer.assignment.interval.ms"},
+		{"consumer.session.timeout.ms", "5000", "consumer.session.timeout.ms must be in the range 45000 to 60000 inclusive."},
+		{"consumer.heartbeat.interval.ms", "0", "Value must be at least 1"},
+		{"streams.num.standby.replicas", "3", "streams.num.standby.replicas must be less than or equal to 2"},
+		{"streams.session.timeout.ms", "x", "Not a number of type INT"},
 		{"share.renew.acknowledge.enable", "true", "share.renew.acknowledge.enable"},
 		{"share.isolation.level", "READ_COMMITTED", "String must be one of: read_committed, read_uncommitted"},
 		{"share.auto.offset.reset", "by_duration:PT1H", "by_duration"},

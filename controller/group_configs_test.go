@@ -14,7 +14,7 @@ func TestAlterGroupConfigs(t *testing.T) {
 	ctx := testCtx(t)
 	res, err := c.AlterConfigs(ctx, []AlterConfigs{
 		{ResourceType: ResourceGroup, ResourceName: "g", Ops: []ConfigOp{{Key: "share.auto.offset.reset", Value: str("earliest")}, {Key: "share.record.lock.duration.ms", Value: str("20000")}}},
-		{ResourceType: ResourceGroup, ResourceName: "h", Ops: []ConfigOp{{Key: "consumer.session.timeout.ms", Value: str("50000")}}},
+		{ResourceType: ResourceGroup, ResourceName: "h", Ops: []ConfigOp{{Key: "consumer.assignor.offload.enable", Value: str("true")}}},
 		{ResourceType: ResourceGroup, ResourceName: "i", Ops: []ConfigOp{{Key: "share.record.lock.duration.ms", Value: str("10")}}},
 		{ResourceType: ResourceGroup, ResourceName: "", Ops: []ConfigOp{{Key: "share.auto.offset.reset", Value: str("latest")}}},
 		{ResourceType: ResourceGroup, ResourceName: "j", Ops: []ConfigOp{{Key: "share.isolation.level", Value: str("read_committed")}}},
