@@ -15,8 +15,10 @@ package broker
 //   - a second whole batch: INVALID_RECORD; trailing bytes shorter than a batch are trimmed
 //     (UnifiedLog.trimInvalidBytes) and the batch is stored
 //
-// ReplicaManager.appendToLocalLog: an internal topic: INVALID_TOPIC_EXCEPTION (tested in
-// TestInternalTopicsRefuseClientProduce).
+// KafkaApis.handleProduceRequest: a transactional batch in a request without a transactional
+// ID: TRANSACTIONAL_ID_AUTHORIZATION_FAILED (every partition).
+//
+// ReplicaManager.appendToLocalLog: an internal topic: INVALID_TOPIC_EXCEPTION.
 //
 // UnifiedLog.analyzeAndValidateRecords:
 //   - baseOffset not 0: INVALID_RECORD ("The baseOffset of the record batch ... should be 0")
@@ -156,7 +158,14 @@ func compressBody(t testing.TB, b []byte, codec int) []byte {
 }
 
 func TestProduceValidationRules(t *testing.T) {
-	tb := startTestBroker(t, nil)
+	tb := startTestBroker(t, map[string]string{"offsets.topic.num.partitions": "1"})
+	if err := tb.Broker.ensureOffsetsTopic(testContext(t)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "__consumer_offsets to be led here", func() bool {
+		p := tb.Broker.partition(offsetsTopic, 0)
+		return p != nil && p.replica.Snapshot().Leader
+	})
 	str := func(s string) *string { return &s }
 	topics := map[string]map[string]*string{
 		"plain":   nil,
@@ -274,6 +283,12 @@ func TestProduceValidationRules(t *testing.T) {
 		{name: "two batches", records: twoBatches, want: invalidRecord},
 		{name: "second batch length below 14", records: secondCorrupt, want: corruptMessage},
 		{name: "trailing partial batch trimmed", records: append(good(1), good(1)[:30]...), stored: 1},
+		// KafkaApis: transactional records need the request's transactional ID.
+		{name: "transactional without a transactional id", records: with(1, func(f *rawFields) {
+			f.attributes, f.producerID, f.producerEpoch, f.baseSequence = batch.AttrTransactional, 11, 0, 0
+		}), want: int16(kerr.TransactionalIDAuthorizationFailed.Code)},
+		// ReplicaManager.appendToLocalLog.
+		{name: "internal topic", topic: offsetsTopic, records: good(1), want: int16(kerr.InvalidTopicException.Code)},
 		// UnifiedLog.analyzeAndValidateRecords.
 		{name: "base offset not 0", records: with(1, func(f *rawFields) { f.baseOffset = 5 }), want: invalidRecord},
 		{name: "larger than max.message.bytes", topic: "small", records: rawBatch(fields(1), framed(rawRecord(0, 0, nil, make([]byte, 300)))), want: int16(kerr.MessageTooLarge.Code)},
