@@ -299,21 +299,19 @@ func ValidateClientRecords(rest []byte, count int32) (s RecordsSummary, err erro
 			return s, ErrCorrupt
 		}
 		p = q + int(length)
-		r, ok := checkClientRecord(rest[q:p])
+		offsetDelta, timestampDelta, nullKey, ok := checkClientRecord(rest[q:p])
 		if !ok {
 			return s, ErrCorrupt
 		}
-		if r.offsetDelta != int64(s.Walked) {
+		if offsetDelta != int64(s.Walked) {
 			return s, nil
 		}
 		if s.Walked == 0 {
-			s.MinTimestampDelta, s.MaxTimestampDelta = r.timestampDelta, r.timestampDelta
-		} else if r.timestampDelta < s.MinTimestampDelta {
-			s.MinTimestampDelta = r.timestampDelta
-		} else if r.timestampDelta > s.MaxTimestampDelta {
-			s.MaxTimestampDelta = r.timestampDelta
+			s.MinTimestampDelta, s.MaxTimestampDelta = timestampDelta, timestampDelta
 		}
-		if r.nullKey {
+		s.MinTimestampDelta = min(s.MinTimestampDelta, timestampDelta)
+		s.MaxTimestampDelta = max(s.MaxTimestampDelta, timestampDelta)
+		if nullKey {
 			s.NullKeys++
 		}
 	}
@@ -323,68 +321,72 @@ func ValidateClientRecords(rest []byte, count int32) (s RecordsSummary, err erro
 	return s, nil
 }
 
-// clientRecord is what checkClientRecord reads of one record.
-type clientRecord struct {
-	offsetDelta, timestampDelta int64
-	nullKey                     bool
-}
-
 // checkClientRecord is checkRecord for a client's record: it also returns the timestamp delta
 // and whether the key is null, and refuses a null header key (Kafka's "Invalid negative header
 // key size"). The 1-byte varint fast paths are written out as in checkRecord.
-func checkClientRecord(rec []byte) (r clientRecord, ok bool) {
+func checkClientRecord(rec []byte) (offsetDelta, timestampDelta int64, nullKey, ok bool) {
 	if len(rec) < 1 { // attributes int8
-		return r, false
+		return 0, 0, false, false
 	}
 	p := 1
 	if uint(p) < uint(len(rec)) && rec[p] < 0x80 {
 		c := rec[p]
-		r.timestampDelta, p = int64(c>>1)^-int64(c&1), p+1
-	} else if r.timestampDelta, p = varintAt(rec, p); p < 0 {
-		return r, false
+		timestampDelta, p = int64(c>>1)^-int64(c&1), p+1
+	} else if timestampDelta, p = varintAt(rec, p); p < 0 {
+		return 0, 0, false, false
 	}
 	if uint(p) < uint(len(rec)) && rec[p] < 0x80 {
 		c := rec[p]
-		r.offsetDelta, p = int64(c>>1)^-int64(c&1), p+1
-	} else if r.offsetDelta, p = varintAt(rec, p); p < 0 {
-		return r, false
+		offsetDelta, p = int64(c>>1)^-int64(c&1), p+1
+	} else if offsetDelta, p = varintAt(rec, p); p < 0 {
+		return 0, 0, false, false
 	}
-	if r.offsetDelta < 0 || r.offsetDelta > 1<<31-1 {
-		return r, false
+	if offsetDelta < 0 || offsetDelta > 1<<31-1 {
+		return 0, 0, false, false
 	}
-	for field := range 2 { // key, value: varint length (-1 = null) and bytes
-		var l int64
-		if uint(p) < uint(len(rec)) && rec[p] < 0x80 {
-			c := rec[p]
-			l, p = int64(c>>1)^-int64(c&1), p+1
-		} else if l, p = varintAt(rec, p); p < 0 {
-			return r, false
-		}
-		if l < -1 || l > int64(len(rec)-p) {
-			return r, false
-		}
-		if l > 0 {
-			p += int(l)
-		}
-		if field == 0 {
-			r.nullKey = l < 0
-		}
+	// key: varint length (-1 = null) and bytes; 1 (-1) is the common null key.
+	var l int64
+	if uint(p) < uint(len(rec)) && rec[p] < 0x80 {
+		c := rec[p]
+		l, p = int64(c>>1)^-int64(c&1), p+1
+	} else if l, p = varintAt(rec, p); p < 0 {
+		return 0, 0, false, false
+	}
+	if l < -1 || l > int64(len(rec)-p) {
+		return 0, 0, false, false
+	}
+	nullKey = l < 0
+	if l > 0 {
+		p += int(l)
+	}
+	// value, likewise.
+	if uint(p) < uint(len(rec)) && rec[p] < 0x80 {
+		c := rec[p]
+		l, p = int64(c>>1)^-int64(c&1), p+1
+	} else if l, p = varintAt(rec, p); p < 0 {
+		return 0, 0, false, false
+	}
+	if l < -1 || l > int64(len(rec)-p) {
+		return 0, 0, false, false
+	}
+	if l > 0 {
+		p += int(l)
 	}
 	if p == len(rec)-1 && rec[p] == 0 { // no headers, the common case
-		return r, true
+		return offsetDelta, timestampDelta, nullKey, true
 	}
 	headers, p := varintAt(rec, p)
 	if p < 0 || headers < 0 || headers > int64(len(rec)-p)/2 {
-		return r, false
+		return 0, 0, false, false
 	}
 	for ; headers > 0; headers-- {
 		keyLen, q := varintAt(rec, p)
 		if q < 0 || keyLen < 0 || keyLen > int64(len(rec)-q) { // a null header key is refused
-			return r, false
+			return 0, 0, false, false
 		}
 		if p = skipVarBytesAt(rec, q+int(keyLen)); p < 0 { // header value (may be null)
-			return r, false
+			return 0, 0, false, false
 		}
 	}
-	return r, p == len(rec)
+	return offsetDelta, timestampDelta, nullKey, p == len(rec)
 }

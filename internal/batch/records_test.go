@@ -137,7 +137,10 @@ func BenchmarkCheckRecords(b *testing.B) {
 		for _, impl := range []struct {
 			name  string
 			check func([]byte, int32) (int32, error)
-		}{{"WalkRecords", walkSequential}, {"CheckRecordsSequential", CheckRecordsSequential}} {
+		}{{"WalkRecords", walkSequential}, {"CheckRecordsSequential", CheckRecordsSequential}, {"ValidateClientRecords", func(rest []byte, count int32) (int32, error) {
+			s, err := ValidateClientRecords(rest, count)
+			return s.Walked, err
+		}}} {
 			b.Run(fmt.Sprintf("value=%d/records=%d/%s", valueSize, h.RecordCount, impl.name), func(b *testing.B) {
 				b.SetBytes(int64(len(data)))
 				b.ReportAllocs()
