@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"math"
 	"net"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"sluice/internal/batch"
+	"sluice/internal/config"
 	"sluice/wire"
 )
 
@@ -166,4 +168,28 @@ func BenchmarkFetch(b *testing.B) {
 		}
 	}
 	b.SetBytes(sent / int64(max(b.N, 1)))
+}
+
+// BenchmarkValidateProduceRecords is the broker's validation of one 16 KiB batch of 100-byte
+// records from a client (CreateTime topic, defaults): framing, CRC, every record. With the log's
+// BenchmarkValidateBatchesValidated (package logstore) it is all the produce path spends
+// validating a batch.
+func BenchmarkValidateProduceRecords(b *testing.B) {
+	// The records of logstore's BenchmarkValidateBatches, stamped now.
+	recs := make([]batch.Record, 16<<10/110)
+	for i := range recs {
+		recs[i] = batch.Record{TimestampDelta: int64(i / 8), Value: make([]byte, 100)}
+	}
+	ts := time.Now().UnixMilli()
+	records := batch.Build(batch.Header{BaseTimestamp: ts, MaxTimestamp: ts + int64(len(recs)-1)/8, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1}, recs)
+	s := &config.TopicSettings{MaxMessageBytes: 1048588, MessageTimestampType: "CreateTime",
+		MessageTimestampBeforeMaxMs: math.MaxInt64, MessageTimestampAfterMaxMs: 3_600_000}
+	now := time.Now()
+	b.SetBytes(int64(len(records)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if v := validateProduceRecords(records, 9, s, topicPartition{"bench", 0}, now); v.code != 0 {
+			b.Fatalf("code %d", v.code)
+		}
+	}
 }

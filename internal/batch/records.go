@@ -291,31 +291,35 @@ type RecordsSummary struct {
 // where) and returns ErrCorrupt for malformed framing up to there. In the same walk it
 // gathers the timestamp deltas' bounds and the null keys, so the produce path reads every
 // record once. It never reads outside rest.
-func ValidateClientRecords(rest []byte, count int32) (s RecordsSummary, err error) {
-	p := 0
-	for ; s.Walked < count; s.Walked++ {
+func ValidateClientRecords(rest []byte, count int32) (RecordsSummary, error) {
+	// Locals rather than the result's fields, so the loop keeps them in registers.
+	var walked, nullKeys int32
+	var minDelta, maxDelta int64
+	p, sequential := 0, true
+	for ; walked < count; walked++ {
 		length, q := varintAt(rest, p)
 		if q < 0 || length < 0 || length > int64(len(rest)-q) {
-			return s, ErrCorrupt
+			return RecordsSummary{}, ErrCorrupt
 		}
 		p = q + int(length)
 		offsetDelta, timestampDelta, nullKey, ok := checkClientRecord(rest[q:p])
 		if !ok {
-			return s, ErrCorrupt
+			return RecordsSummary{}, ErrCorrupt
 		}
-		if offsetDelta != int64(s.Walked) {
-			return s, nil
+		if offsetDelta != int64(walked) {
+			sequential = false
+			break
 		}
-		if s.Walked == 0 {
-			s.MinTimestampDelta, s.MaxTimestampDelta = timestampDelta, timestampDelta
+		if walked == 0 {
+			minDelta, maxDelta = timestampDelta, timestampDelta
 		}
-		s.MinTimestampDelta = min(s.MinTimestampDelta, timestampDelta)
-		s.MaxTimestampDelta = max(s.MaxTimestampDelta, timestampDelta)
+		minDelta, maxDelta = min(minDelta, timestampDelta), max(maxDelta, timestampDelta)
 		if nullKey {
-			s.NullKeys++
+			nullKeys++
 		}
 	}
-	if p != len(rest) {
+	s := RecordsSummary{Walked: walked, MinTimestampDelta: minDelta, MaxTimestampDelta: maxDelta, NullKeys: nullKeys}
+	if sequential && p != len(rest) {
 		return s, ErrCorrupt
 	}
 	return s, nil
