@@ -30,6 +30,14 @@
 // partitionLeaderEpoch by patching them in place; both lie outside the CRC, so appended bytes
 // are never re-encoded. A segment never exceeds 2^31-1 bytes, and offset - base fits in int32.
 //
+// What an append checks (format.go validateBatches): every batch's header, length and CRC;
+// leader appends also record count == lastOffsetDelta+1 and, uncompressed, every record's
+// framing with offset deltas 0, 1, 2, .... A leader append marked LeaderAppend.Validated (a
+// client's produce, which the broker has checked in full, compressed records included, and not
+// changed since) is read by its header only: length and offset fields, no CRC and no records,
+// so the produce path reads a batch's records once. Follower appends, recovery, and every other
+// leader append (coordinators', markers') are checked as above.
+//
 // # Offset index (.index) — matches Kafka's OffsetIndex
 //
 // Entries of 8 bytes: relative offset (int32, offset - base) then file position (int32) of a

@@ -482,7 +482,7 @@ func (s SyncWait) Wait() error {
 
 func (l *Log) appendNoWait(data []byte, leader bool, leaderEpoch int32, o LeaderAppend) (AppendResult, SyncWait, error) {
 	var headerBuf [2]batch.Header
-	headers, err := validateBatches(data, leader, headerBuf[:0])
+	headers, err := validateBatches(data, leader, o.Validated, headerBuf[:0])
 	if err != nil {
 		return AppendResult{}, SyncWait{}, err
 	}
