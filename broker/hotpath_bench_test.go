@@ -5,6 +5,8 @@ import (
 	"context"
 	"io"
 	"net"
+	"runtime"
+	"slices"
 	"testing"
 	"time"
 
@@ -81,6 +83,34 @@ func BenchmarkProduce(b *testing.B) {
 	}
 }
 
+// BenchmarkProduceSmallRecords is BenchmarkProduce with 100 B records (a 16 KiB batch of
+// about 130), the shape of the 100 B loadgen rows: per-record costs dominate. ns/record is the
+// broker's CPU per record on this path (÷1000: CPU seconds per million records).
+func BenchmarkProduceSmallRecords(b *testing.B) {
+	tb := startTestBroker(b, nil)
+	tb.createTopic(b, "bench", 1, nil)
+	var recs []batch.Record
+	for total := batch.HeaderSize; total < 16<<10; total += 100 + 8 {
+		recs = append(recs, batch.Record{Value: bytes.Repeat([]byte{'v'}, 100)})
+	}
+	ts := time.Now().UnixMilli()
+	records := batch.Build(batch.Header{BaseTimestamp: ts, MaxTimestamp: ts, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1}, recs)
+	req := benchProduceRequest("bench", records)
+	produceUntilReady(b, tb, req)
+	b.SetBytes(int64(len(records)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	n := 0
+	for b.Loop() {
+		resp := handleDirect(b, tb, req).(*kmsg.ProduceResponse)
+		if code := resp.Topics[0].Partitions[0].ErrorCode; code != 0 {
+			b.Fatalf("produce error %d", code)
+		}
+		n++
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n*len(recs)), "ns/record")
+}
+
 // BenchmarkFetch is the fetch path per request of up to 1 MiB from one partition, from the
 // handler to a loopback TCP socket: log lookup, response encoding, and the record bytes sent
 // from the segment file with sendfile. Bytes/s are record bytes sent.
@@ -151,4 +181,55 @@ func BenchmarkFetch(b *testing.B) {
 		}
 	}
 	b.SetBytes(sent / int64(max(b.N, 1)))
+}
+
+// BenchmarkFetchWakeup is what a consumer tailing the log adds to end-to-end latency inside
+// the broker: a fetch at the log end (MinBytes 1, MaxWait 500 ms, as the Java consumer's
+// defaults) is parked, then one 1 KiB record is produced (acks=1); wake-us is the time from
+// the produce's response to the parked fetch's response (the purgatory's wake-up, the read
+// and the response built), e2e-us from the produce request to the fetch response.
+func BenchmarkFetchWakeup(b *testing.B) {
+	tb := startTestBroker(b, nil)
+	tb.createTopic(b, "bench", 1, nil)
+	produce := benchProduceRequest("bench", benchRecords(1100))
+	produceUntilReady(b, tb, produce)
+	fetch := kmsg.NewPtrFetchRequest()
+	fetch.SetVersion(12)
+	fetch.MaxBytes = 50 << 20
+	fetch.MinBytes = 1
+	fetch.MaxWaitMillis = 500
+	fetch.SessionEpoch = -1
+	topic := kmsg.NewFetchRequestTopic()
+	topic.Topic = "bench"
+	part := kmsg.NewFetchRequestTopicPartition()
+	part.PartitionMaxBytes = 1 << 20
+	topic.Partitions = append(topic.Partitions, part)
+	fetch.Topics = append(fetch.Topics, topic)
+	log := tb.Broker.partition("bench", 0).log
+	var wake, e2e []time.Duration
+	b.ResetTimer()
+	for b.Loop() {
+		fetch.Topics[0].Partitions[0].FetchOffset = log.LogEndOffset()
+		fetched := tb.serveDirect(context.Background(), b, fetch)
+		for tb.Broker.purgatory.Len() == 0 { // parked (the condition, not a sleep)
+			runtime.Gosched()
+		}
+		t0 := time.Now()
+		if code := handleDirect(b, tb, produce).(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode; code != 0 {
+			b.Fatalf("produce error %d", code)
+		}
+		t1 := time.Now()
+		<-fetched
+		t2 := time.Now()
+		wake, e2e = append(wake, t2.Sub(t1)), append(e2e, t2.Sub(t0))
+	}
+	b.StopTimer()
+	for _, m := range []struct {
+		name string
+		d    []time.Duration
+	}{{"wake", wake}, {"e2e", e2e}} {
+		slices.Sort(m.d)
+		b.ReportMetric(float64(m.d[len(m.d)/2].Nanoseconds())/1e3, m.name+"-p50-us")
+		b.ReportMetric(float64(m.d[len(m.d)*99/100].Nanoseconds())/1e3, m.name+"-p99-us")
+	}
 }
