@@ -6,7 +6,10 @@ import (
 	"io"
 	"math"
 	"net"
+	"runtime"
+	"slices"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
@@ -73,10 +76,6 @@ func produceUntilReady(b *testing.B, tb *testBroker, req *kmsg.ProduceRequest) {
 // assignment and the write into the page cache. Bytes/s are record bytes appended.
 func BenchmarkProduce(b *testing.B) { benchmarkProduce(b, benchRecords(16<<10)) }
 
-// BenchmarkProduceSmallRecords is BenchmarkProduce with 100-byte records (about 150 to the
-// 16 KiB batch), where the per-record validation walk weighs most.
-func BenchmarkProduceSmallRecords(b *testing.B) { benchmarkProduce(b, benchRecordsOf(16<<10, 100)) }
-
 func benchmarkProduce(b *testing.B, records []byte) {
 	tb := startTestBroker(b, nil)
 	tb.createTopic(b, "bench", 1, nil)
@@ -94,6 +93,49 @@ func benchmarkProduce(b *testing.B, records []byte) {
 			b.Fatalf("produce error %d", code)
 		}
 	}
+}
+
+// BenchmarkProduceSmallRecords is BenchmarkProduce with 100 B records (a 16 KiB batch of
+// about 150), the shape of the 100 B loadgen rows: per-record costs dominate. cpu-ns/record is
+// the process's CPU time (user+system, getrusage: the handler, the kernel's copy into the page
+// cache, GC) per record appended; ÷1000 it is CPU seconds per million records. wall-ns/record
+// is the elapsed time, which on a loaded disk is mostly pwrite waiting.
+func BenchmarkProduceSmallRecords(b *testing.B) {
+	tb := startTestBroker(b, nil)
+	tb.createTopic(b, "bench", 1, nil)
+	var recs []batch.Record
+	for total := batch.HeaderSize; total < 16<<10; total += 100 + 8 {
+		recs = append(recs, batch.Record{Value: bytes.Repeat([]byte{'v'}, 100)})
+	}
+	ts := time.Now().UnixMilli()
+	records := batch.Build(batch.Header{BaseTimestamp: ts, MaxTimestamp: ts, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1}, recs)
+	req := benchProduceRequest("bench", records)
+	produceUntilReady(b, tb, req)
+	b.SetBytes(int64(len(records)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	n := 0
+	cpu0 := processCPU()
+	for b.Loop() {
+		batch.SetBaseOffset(records, 0) // as benchmarkProduce: a client's batch starts at 0
+		resp := handleDirect(b, tb, req).(*kmsg.ProduceResponse)
+		if code := resp.Topics[0].Partitions[0].ErrorCode; code != 0 {
+			b.Fatalf("produce error %d", code)
+		}
+		n++
+	}
+	cpu := processCPU() - cpu0
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n*len(recs)), "wall-ns/record")
+	b.ReportMetric(float64(cpu.Nanoseconds())/float64(n*len(recs)), "cpu-ns/record")
+}
+
+// processCPU is the process's user+system CPU time so far.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // BenchmarkFetch is the fetch path per request of up to 1 MiB from one partition, from the
@@ -229,5 +271,56 @@ func BenchmarkValidateProduceRecords(b *testing.B) {
 		if v := validateProduceRecords(records, 9, s, topicPartition{"bench", 0}, now); v.code != 0 {
 			b.Fatalf("code %d", v.code)
 		}
+	}
+}
+
+// BenchmarkFetchWakeup is what a consumer tailing the log adds to end-to-end latency inside
+// the broker: a fetch at the log end (MinBytes 1, MaxWait 500 ms, as the Java consumer's
+// defaults) is parked, then one 1 KiB record is produced (acks=1); wake-us is the time from
+// the produce's response to the parked fetch's response (the purgatory's wake-up, the read
+// and the response built), e2e-us from the produce request to the fetch response.
+func BenchmarkFetchWakeup(b *testing.B) {
+	tb := startTestBroker(b, nil)
+	tb.createTopic(b, "bench", 1, nil)
+	produce := benchProduceRequest("bench", benchRecords(1100))
+	produceUntilReady(b, tb, produce)
+	fetch := kmsg.NewPtrFetchRequest()
+	fetch.SetVersion(12)
+	fetch.MaxBytes = 50 << 20
+	fetch.MinBytes = 1
+	fetch.MaxWaitMillis = 500
+	fetch.SessionEpoch = -1
+	topic := kmsg.NewFetchRequestTopic()
+	topic.Topic = "bench"
+	part := kmsg.NewFetchRequestTopicPartition()
+	part.PartitionMaxBytes = 1 << 20
+	topic.Partitions = append(topic.Partitions, part)
+	fetch.Topics = append(fetch.Topics, topic)
+	log := tb.Broker.partition("bench", 0).log
+	var wake, e2e []time.Duration
+	b.ResetTimer()
+	for b.Loop() {
+		fetch.Topics[0].Partitions[0].FetchOffset = log.LogEndOffset()
+		fetched := tb.serveDirect(context.Background(), b, fetch)
+		for tb.Broker.purgatory.Len() == 0 { // parked (the condition, not a sleep)
+			runtime.Gosched()
+		}
+		t0 := time.Now()
+		if code := handleDirect(b, tb, produce).(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode; code != 0 {
+			b.Fatalf("produce error %d", code)
+		}
+		t1 := time.Now()
+		<-fetched
+		t2 := time.Now()
+		wake, e2e = append(wake, t2.Sub(t1)), append(e2e, t2.Sub(t0))
+	}
+	b.StopTimer()
+	for _, m := range []struct {
+		name string
+		d    []time.Duration
+	}{{"wake", wake}, {"e2e", e2e}} {
+		slices.Sort(m.d)
+		b.ReportMetric(float64(m.d[len(m.d)/2].Nanoseconds())/1e3, m.name+"-p50-us")
+		b.ReportMetric(float64(m.d[len(m.d)*99/100].Nanoseconds())/1e3, m.name+"-p99-us")
 	}
 }

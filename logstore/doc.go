@@ -94,7 +94,9 @@
 //	    8 lastTimestamp, 1 batch count m (<= 5), m × (4 firstSeq, 4 lastSeq, 8 firstOffset,
 //	    8 lastOffset, 8 maxTimestamp)
 //
-// Written at every roll and on close; the two newest are kept.
+// Written at every roll (in the background, after the rolled segment's fsync: appends do not
+// wait for it; the older snapshots are removed only once it is durable, so a crash before it
+// leaves them, and recovery replays from the newest) and on close; the two newest are kept.
 //
 // All of the above are on-disk formats shared with Kafka or with earlier sluice versions:
 // the constants must never change.
@@ -106,8 +108,10 @@
 // and Close, every flush.messages messages, and after flush.ms (checked by EnforceRetention).
 // With flush.messages=1 an append returns only after an fsync that covers it, and concurrent
 // appenders share fsyncs (group commit). The recovery point is the offset below which every
-// batch is known durable; it is checkpointed on roll (as far as finished background fsyncs
-// got), Flush, Close, truncation and after recovery.
+// batch is known durable; it is checkpointed by each roll's background fsync once done, on
+// Flush, Close, truncation and after recovery. What a roll does with the append waiting: the
+// final index writes, creating the new segment's three files, and, once per log, a created
+// log's deferred directory fsyncs and the first recovery point checkpoint.
 //
 // Open recovers as Kafka's LogLoader does. Segments wholly below the recovery point are
 // trusted: the batch chain after the last index entry is followed to the end of the file, and
