@@ -33,3 +33,7 @@ if ! [ -f "${SLUICE_CACHE:-$HOME/.cache/sluice}/npm/node_modules/kafkajs/package
   npm install --no-audit --no-fund --silent --prefix "${SLUICE_CACHE:-$HOME/.cache/sluice}/npm" \
     --cache "${SLUICE_CACHE:-$HOME/.cache/sluice}/npm-cache" kafkajs@2.2.4 >/dev/null
 fi
+# The compatibility matrix's rows that TestQuickMatrix runs and that come from a registry
+# (PyPI: confluent-kafka, kafka-python 2.x, aiokafka in a venv; npm: @platformatic/kafka), each
+# installed into the cache by the matrix's own installer (compat-tests/matrix/installers.go).
+go run ./compat-tests/matrix -install '^(confluent-pypi|kafka-python-2|aiokafka|platformatic)$'
