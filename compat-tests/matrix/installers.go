@@ -223,3 +223,27 @@ func programClient(id, name, family string, build func(*Tools, context.Context) 
 		},
 	}
 }
+
+// springBootVersion is the Spring Boot release clients/spring/pom.xml builds on (it brings
+// spring-kafka 4.2.0 and kafka-clients 4.4.0).
+const springBootVersion = "4.2.0"
+
+// SpringJar builds (once per run) clients/spring with Maven (dependencies from Maven Central
+// into ~/.m2, the build into the cache) and returns the Spring Boot jar.
+func (t *Tools) SpringJar(ctx context.Context) (string, error) {
+	dir := filepath.Join(t.cache, "spring")
+	return t.buildProgram(ctx, "spring", filepath.Join(t.scripts, "spring"), filepath.Join(dir, "compat-spring-0.1.0.jar"), nil,
+		"mvn", "-B", "-q", "-Dsluice.build="+dir, "package")
+}
+
+func runSpring(ctx context.Context, e *Env) error {
+	jar, err := e.Tools.SpringJar(ctx)
+	if err != nil {
+		return err
+	}
+	args := append([]string{"-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx256m", "-jar", jar}, e.Args()...)
+	if _, err := runProgram(ctx, e.Log, e.Dir, nil, "", "java", args...); err != nil {
+		return err
+	}
+	return e.verifyScenario(ctx)
+}
