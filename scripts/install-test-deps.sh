@@ -13,6 +13,8 @@ command -v kcat >/dev/null 2>&1 || need_apt+=(kcat)
 /usr/bin/python3 -c "import snappy" >/dev/null 2>&1 || need_apt+=(python3-snappy)
 /usr/bin/python3 -c "import zstandard" >/dev/null 2>&1 || need_apt+=(python3-zstandard)
 /usr/bin/python3 -c "import lz4" >/dev/null 2>&1 || need_apt+=(python3-lz4)
+# The matrix's venv for the PyPI clients (compat-tests/matrix/installers.go) is made with venv and ensurepip.
+/usr/bin/python3 -c "import ensurepip, venv" >/dev/null 2>&1 || need_apt+=(python3-venv)
 # Headless Chromium loads the web console's pages (compat-tests/console_test.go).
 command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
 if [ ${#need_apt[@]} -gt 0 ]; then
