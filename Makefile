@@ -125,12 +125,16 @@ bench-share:
 	bin/loadgen share -kafka-lib "$$(KAFKA_VERSION=4.4.0 scripts/fetch-kafka.sh)" -sluice-bin bin/sluice \
 	  -workdir "$${TMPDIR:-/tmp}/sluice-bench-share" -out bench/results $(SHARE_ARGS)
 
-# The client compatibility matrix: every client and tool (franz-go, kcat, confluent-kafka-python,
-# kafka-python, kafkajs, sarama, kafka-go, Java clients, Kafka's CLI tools, Kafka Streams) through
-# the same scenarios against a real sluice, plus franz-go's live-broker suite. Installs the
-# clients (downloads cached under ~/.cache/sluice), writes COMPAT.md and the cell logs it links
-# to under compat-tests/matrix/logs/. The cells run against one node and against a three-node
-# RF 3 cluster (-nodes 1,3). About 25 minutes. Re-run some cells into the existing report with
+# The client compatibility matrix: every client and tool (franz-go, kcat, confluent-kafka-python
+# from Debian and from PyPI, kafka-python from Debian and 2.x from PyPI, aiokafka, kafkajs,
+# @platformatic/kafka, sarama, kafka-go, confluent-kafka-go, Rust rdkafka, Java clients, Kafka's
+# CLI tools, Spring for Apache Kafka, Kafka Connect, Kafka Streams) through the same scenarios
+# against a real sluice, plus franz-go's live-broker suite. Installs or builds the clients
+# (compat-tests/matrix/installers.go; downloads and builds cached under ~/.cache/sluice), writes
+# COMPAT.md and the cell logs it links to under compat-tests/matrix/logs/. The cells run against
+# one node and against a three-node RF 3 cluster (-nodes 1,3). About 30 minutes, plus the first
+# Rust and Spring builds. Only install the clients: go run ./compat-tests/matrix -install REGEXP.
+# Re-run some cells into the existing report with
 # e.g. go run ./compat-tests/matrix -merge -franz-suite=false -scenarios '^(transactions|exactly-once)$'.
 compat: deps build
 	$(GO) run ./compat-tests/matrix -bin $(CURDIR)/bin/sluice -out COMPAT.md -logs compat-tests/matrix/logs

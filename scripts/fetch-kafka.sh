@@ -2,10 +2,23 @@
 # Fetches Apache Kafka's jars (broker, tools, clients, streams) from Maven Central into a cache
 # outside the repository and prints the directory that holds them. Idempotent: a second run with
 # the jars present does nothing. Used by tests (kafka-dump-log, CLI tools) and by benchmarks.
+# KAFKA_JARS=connect fetches Kafka Connect's runtime and its file connectors instead, into a
+# directory of their own (compat-tests/matrix's Kafka Connect row).
 set -euo pipefail
 KAFKA_VERSION="${KAFKA_VERSION:-4.4.0}"
+KAFKA_JARS="${KAFKA_JARS:-all}"
 CACHE="${SLUICE_CACHE:-$HOME/.cache/sluice}"
-DIR="$CACHE/kafka-$KAFKA_VERSION"
+case "$KAFKA_JARS" in
+  all)
+    DIR="$CACHE/kafka-$KAFKA_VERSION"
+    ARTIFACTS="kafka_2.13 kafka-tools kafka-clients kafka-streams" ;;
+  connect)
+    DIR="$CACHE/kafka-connect-$KAFKA_VERSION"
+    ARTIFACTS="connect-runtime connect-file connect-json" ;;
+  *)
+    echo "fetch-kafka.sh: KAFKA_JARS=$KAFKA_JARS: want all or connect" >&2
+    exit 2 ;;
+esac
 if [ -f "$DIR/.complete" ]; then
   echo "$DIR/lib"
   exit 0
@@ -18,10 +31,7 @@ cat > "$DIR/pom.xml" <<POM
   <artifactId>kafka-jars</artifactId>
   <version>1</version>
   <dependencies>
-    <dependency><groupId>org.apache.kafka</groupId><artifactId>kafka_2.13</artifactId><version>$KAFKA_VERSION</version></dependency>
-    <dependency><groupId>org.apache.kafka</groupId><artifactId>kafka-tools</artifactId><version>$KAFKA_VERSION</version></dependency>
-    <dependency><groupId>org.apache.kafka</groupId><artifactId>kafka-clients</artifactId><version>$KAFKA_VERSION</version></dependency>
-    <dependency><groupId>org.apache.kafka</groupId><artifactId>kafka-streams</artifactId><version>$KAFKA_VERSION</version></dependency>
+$(for a in $ARTIFACTS; do echo "    <dependency><groupId>org.apache.kafka</groupId><artifactId>$a</artifactId><version>$KAFKA_VERSION</version></dependency>"; done)
     <dependency><groupId>org.slf4j</groupId><artifactId>slf4j-reload4j</artifactId><version>1.7.36</version></dependency>
   </dependencies>
 </project>

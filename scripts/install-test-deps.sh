@@ -13,6 +13,8 @@ command -v kcat >/dev/null 2>&1 || need_apt+=(kcat)
 /usr/bin/python3 -c "import snappy" >/dev/null 2>&1 || need_apt+=(python3-snappy)
 /usr/bin/python3 -c "import zstandard" >/dev/null 2>&1 || need_apt+=(python3-zstandard)
 /usr/bin/python3 -c "import lz4" >/dev/null 2>&1 || need_apt+=(python3-lz4)
+# The matrix's venv for the PyPI clients (compat-tests/matrix/installers.go) is made with venv and ensurepip.
+/usr/bin/python3 -c "import ensurepip, venv" >/dev/null 2>&1 || need_apt+=(python3-venv)
 # Headless Chromium loads the web console's pages (compat-tests/console_test.go).
 command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
 if [ ${#need_apt[@]} -gt 0 ]; then
@@ -41,3 +43,7 @@ if ! "$RDKAFKA_VENV/bin/python" -c "import confluent_kafka" >/dev/null 2>&1; the
   /usr/bin/python3 -m venv "$RDKAFKA_VENV"
   "$RDKAFKA_VENV/bin/pip" install -q --disable-pip-version-check confluent-kafka==2.16.1 >/dev/null
 fi
+# The compatibility matrix's rows that TestQuickMatrix runs and that come from a registry
+# (PyPI: confluent-kafka, kafka-python 2.x, aiokafka in a venv; npm: @platformatic/kafka), each
+# installed into the cache by the matrix's own installer (compat-tests/matrix/installers.go).
+go run ./compat-tests/matrix -install '^(confluent-pypi|kafka-python-2|aiokafka|platformatic)$'

@@ -20,7 +20,13 @@ func Clients() []*Client {
 		{ID: "kcat-0.9", Name: "kcat (librdkafka) with api.version.request=false, broker.version.fallback=0.9.0", Family: "librdkafka", Prepare: needCommand("kcat"), Run: runKcatOld, Timeout: oldClientTimeout},
 		scriptClient("confluent-python", "confluent-kafka-python (librdkafka, Debian)", "librdkafka", "confluent_kafka", "confluent.py", "produce-zstd"),
 		scriptClient("kafka-python", "kafka-python (Debian)", "kafka-python", "kafka", "kafkapython.py", "consume-begin"),
+		venvScript("confluent-pypi", "confluent-kafka-python "+pypiConfluentKafka+" (PyPI, bundled librdkafka "+pypiConfluentLibrdkf+")", "librdkafka-pypi", "confluent.py", "transactions"),
+		venvScript("kafka-python-2", "kafka-python "+pypiKafkaPython+" (PyPI)", "kafka-python-2", "kafkapython.py", "transactions"),
+		venvScript("aiokafka", "aiokafka "+pypiAiokafka+" (PyPI)", "aiokafka", "aiokafka_compat.py", "exactly-once"),
 		{ID: "kafkajs", Name: "kafkajs " + kafkajsVersion + " (npm)", Family: "kafkajs", Prepare: prepareNode, Run: runKafkajs, Quick: "produce-gzip"},
+		{ID: "platformatic", Name: "@platformatic/kafka " + platformaticVersion + " (npm)", Family: "platformatic", Prepare: func(ctx context.Context, t *Tools) error { _, err := t.PlatformaticKafka(ctx); return err }, Run: runPlatformatic, Quick: "group"},
+		programClient("confluent-go", "confluent-kafka-go "+ckgoVersion+" (bundled librdkafka "+ckgoLibrdkafkaV+")", "confluent-go", (*Tools).CkgoProgram),
+		programClient("rust-rdkafka", "Rust rdkafka "+rustRdkafka+" (crates.io, bundled librdkafka "+rustRdkafkaLibrd+" built with cmake)", "rust-rdkafka", (*Tools).RustProgram),
 		{ID: "sarama", Name: "sarama v1.61.1", Family: "sarama", Run: runSarama, Quick: "group"},
 		{ID: "sarama-0.10", Name: "sarama v1.61.1 with Version V0_10_2_0 (old protocol versions)", Family: "sarama", Run: runSaramaOld, Timeout: oldClientTimeout},
 		{ID: "sarama-0.8", Name: "sarama v1.61.1 with Version V0_8_2_0 (magic 0, v0 requests)", Family: "sarama", Run: runSaramaV08, Timeout: oldClientTimeout},
@@ -39,6 +45,9 @@ func Clients() []*Client {
 		cliClient("dump-log", "kafka-dump-log (DumpLogSegments)", runDumpLog, ""),
 		cliClient("producer-perf", "kafka-producer-perf-test", runProducerPerf, ""),
 		cliClient("consumer-perf", "kafka-consumer-perf-test", runConsumerPerf, ""),
+		{ID: "spring", Name: "Spring for Apache Kafka 4.2.0 (Spring Boot " + springBootVersion + ", KafkaTemplate + @KafkaListener)", Family: "spring", PrepareTimeout: 30 * time.Minute,
+			Prepare: func(ctx context.Context, t *Tools) error { _, err := t.SpringJar(ctx); return err }, Run: runSpring, Timeout: 120 * time.Second},
+		{ID: "connect", Name: "Kafka Connect " + connectVersion + " standalone, FileStream source and sink connectors", Family: "connect", Prepare: prepareConnect, Run: runConnect, Timeout: 180 * time.Second},
 		{ID: "streams", Name: "Kafka Streams 4.4.0 word count", Family: "java", Prepare: prepareJava, Run: runStreams, Timeout: 150 * time.Second},
 	}
 }

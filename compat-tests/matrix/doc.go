@@ -28,7 +28,13 @@
 //     sees out-v0..out-v9 exactly once, the aborted records only uncommitted, and offset 10.
 //
 // Clients are plain functions (Go clients) or programs (kcat, Python, Node, Java, Kafka's CLI
-// tools) started with a deadline; a cell passes when the client exits cleanly and the harness's
+// tools, Kafka Connect, a Spring Boot app, and compiled programs for confluent-kafka-go and Rust's
+// rdkafka) started with a deadline. What does not come with the machine is installed or built by
+// the client's Prepare step (installers.go) from its registry into the cache ($SLUICE_CACHE or
+// ~/.cache/sluice): a Python venv (confluent-kafka, kafka-python 2.x, aiokafka), npm prefixes,
+// go build of clients/ckgo (a module of its own, with cgo), cargo build of clients/rust, mvn
+// package of clients/spring, fetch-kafka.sh for Kafka's and Connect's jars; -install REGEXP runs
+// only that step; a cell passes when the client exits cleanly and the harness's
 // own check of the broker state (with franz-go) agrees. A scenario sluice does not support is a
 // failing cell; one a client cannot express is n/a with the reason.
 //

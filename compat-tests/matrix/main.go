@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -33,6 +34,8 @@ type Client struct {
 	Quick string
 	// Timeout bounds one cell (default defaultCellTimeout).
 	Timeout time.Duration
+	// PrepareTimeout bounds Prepare (default 10 minutes; a first Rust or Maven build is longer).
+	PrepareTimeout time.Duration
 }
 
 // defaultCellTimeout bounds one cell.
@@ -167,7 +170,7 @@ func (m *Matrix) RunCell(ctx context.Context, c *Client, s Scenario) (cell Cell)
 	}
 	if c.Prepare != nil {
 		if _, done := m.prepErr[c.ID]; !done {
-			pctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+			pctx, cancel := context.WithTimeout(ctx, cmp.Or(c.PrepareTimeout, 10*time.Minute))
 			m.prepErr[c.ID] = c.Prepare(pctx, m.tools)
 			cancel()
 		}
@@ -267,7 +270,15 @@ func main() {
 	franz := flag.Bool("franz-suite", true, "also run franz-go's live-broker suite")
 	merge := flag.Bool("merge", false, "keep the results.json a previous run left in -logs and replace only the cells run now (and the suite, if run)")
 	render := flag.Bool("render", false, "only re-render -out from the results.json a previous run left in -logs")
+	install := flag.String("install", "", "only install (into the cache) the clients whose ids match this regexp, then exit (scripts/install-test-deps.sh)")
 	flag.Parse()
+	if *install != "" {
+		if err := installClients(*install); err != nil {
+			fmt.Fprintln(os.Stderr, "matrix:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if *render {
 		if err := rerender(*out, *logsDir); err != nil {
 			fmt.Fprintln(os.Stderr, "matrix:", err)
@@ -288,6 +299,32 @@ func main() {
 		fmt.Fprintln(os.Stderr, "matrix:", err)
 		os.Exit(1)
 	}
+}
+
+// installClients runs the Prepare step (which installs what a client needs into the cache) of
+// every client whose id matches pat.
+func installClients(pat string) error {
+	re, err := regexp.Compile(pat)
+	if err != nil {
+		return err
+	}
+	tools, err := NewTools(moduleRoot())
+	if err != nil {
+		return err
+	}
+	defer tools.Close()
+	for _, c := range Clients() {
+		if !re.MatchString(c.ID) || c.Prepare == nil {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), cmp.Or(c.PrepareTimeout, 10*time.Minute))
+		err := c.Prepare(ctx, tools)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("%s: %w", c.ID, err)
+		}
+	}
+	return nil
 }
 
 func run(out, logsDir, bin, clientPat, scenarioPat string, sizes []int, franz, merge bool) error {

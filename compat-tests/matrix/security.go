@@ -283,6 +283,10 @@ func secRunner(id string) CellFunc {
 		return secPython("confluent")
 	case "kafka-python":
 		return secPython("kafka-python")
+	case "confluent-pypi":
+		return secVenvPython("confluent")
+	case "kafka-python-2":
+		return secVenvPython("kafka-python")
 	case "kafkajs":
 		return secKafkajs
 	case "sarama":
@@ -354,6 +358,25 @@ func secKcat(ctx context.Context, e *Env) error {
 func secPython(lib string) CellFunc {
 	return func(ctx context.Context, e *Env) error {
 		out, err := runProgram(ctx, e.Log, e.Dir, nil, "", debianPython,
+			append([]string{filepath.Join(e.Tools.scripts, "secure.py"), lib}, e.secScenarioArgs()...)...)
+		if err != nil {
+			return err
+		}
+		if err := expectSecOutput(out); err != nil {
+			return err
+		}
+		return e.verifySecurity(ctx)
+	}
+}
+
+// secVenvPython is secPython with the matrix's venv (the PyPI releases).
+func secVenvPython(lib string) CellFunc {
+	return func(ctx context.Context, e *Env) error {
+		python, err := e.Tools.PythonVenv(ctx)
+		if err != nil {
+			return err
+		}
+		out, err := runProgram(ctx, e.Log, e.Dir, nil, "", python,
 			append([]string{filepath.Join(e.Tools.scripts, "secure.py"), lib}, e.secScenarioArgs()...)...)
 		if err != nil {
 			return err

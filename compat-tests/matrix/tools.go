@@ -21,8 +21,11 @@ type Tools struct {
 
 	mu struct {
 		sync.Mutex
-		kafkaLib string // set once fetched
-		classes  string // compiled Java programs; set once compiled
+		kafkaLib   string           // set once fetched
+		classes    string           // compiled Java programs; set once compiled
+		built      map[string]error // buildProgram's results by key, once per run
+		seqConnect int              // numbers connect-standalone's property files
+		connectLib string           // Kafka Connect's jars; set once fetched
 	}
 }
 

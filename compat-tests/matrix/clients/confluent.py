@@ -1,4 +1,6 @@
-"""One scenario of sluice's compatibility matrix with confluent-kafka-python (librdkafka).
+"""One scenario of sluice's compatibility matrix with confluent-kafka-python (librdkafka): Debian's
+python3-confluent-kafka and the newest release from PyPI (its wheel bundles librdkafka; installed
+by the matrix into a venv in the cache).
 
 Usage: confluent.py SCENARIO BOOTSTRAP TOPIC GROUP TS_BASE CODEC. Exit 0: pass; 3: n/a with the
 reason on the last stdout line; anything else: fail. Conventions: compat-tests/matrix/doc.go.
@@ -111,6 +113,9 @@ def main():
     elif scenario == "delete-records":
         if not hasattr(admin, "delete_records"):
             na("confluent-kafka-python %s has no delete_records (added in 2.4)" % __import__("confluent_kafka").version()[0])
+        for tp, f in admin.delete_records([TopicPartition(topic, 0, 5)], request_timeout=30).items():
+            low = f.result(30).low_watermark
+            assert low == 5, "low watermark %d, want 5" % low
     elif scenario == "transactions":
         # Commit c0..c2, abort a0..a2, commit c3..c5 (VerifyTxn in scenarios.go).
         p = Producer({"bootstrap.servers": bootstrap, "transactional.id": topic + "-txn", "transaction.timeout.ms": 20000})

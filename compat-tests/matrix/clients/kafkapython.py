@@ -1,4 +1,6 @@
-"""One scenario of sluice's compatibility matrix with kafka-python (Debian's python3-kafka).
+"""One scenario of sluice's compatibility matrix with kafka-python: Debian's python3-kafka (2.0.2)
+and kafka-python 2.x from PyPI (installed by the matrix into a venv in the cache), which adds
+delete_records and a transactional producer; a scenario the running version lacks is n/a.
 
 Usage: kafkapython.py SCENARIO BOOTSTRAP TOPIC GROUP TS_BASE CODEC. Exit 0: pass; 3: n/a with
 the reason on the last stdout line; anything else: fail. Conventions: compat-tests/matrix/doc.go.
@@ -9,6 +11,7 @@ import time
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import ConfigResource, ConfigResourceType, NewPartitions, NewTopic
 from kafka.structs import OffsetAndMetadata
+from kafka import __version__ as kafka_version
 
 scenario, bootstrap, topic, group, ts_base, codec = sys.argv[1:7]
 ts_base = int(ts_base)
@@ -21,6 +24,13 @@ def na(reason):
 
 def payload(i):
     return "v%d-%s" % (i, "x" * 100)
+
+
+def om(offset):
+    """OffsetAndMetadata has a leader_epoch field since kafka-python 2.1."""
+    if len(OffsetAndMetadata._fields) == 3:
+        return OffsetAndMetadata(offset, "", -1)
+    return OffsetAndMetadata(offset, None)
 
 
 def consumer(**kw):
@@ -92,7 +102,7 @@ def main():
         c.subscribe([topic])
         msgs = poll(c, 5)
         assert msgs[0].value == b"v0", msgs[0].value
-        c.commit({TopicPartition(topic, 0): OffsetAndMetadata(5, None)})
+        c.commit({TopicPartition(topic, 0): om(5)})
         c.close()
         c = consumer(group_id=group)
         c.subscribe([topic])
@@ -107,10 +117,53 @@ def main():
     elif scenario == "delete-records":
         a = KafkaAdminClient(bootstrap_servers=bootstrap)
         if not hasattr(a, "delete_records"):
-            na("kafka-python 2.0.2's admin client has no delete_records (added in 2.1)")
+            na("kafka-python %s's admin client has no delete_records (added in 2.1)" % kafka_version)
         a.delete_records({TopicPartition(topic, 0): 5})
-    elif scenario in ("transactions", "exactly-once"):
-        na("kafka-python 2.0.2 has no transactional producer (added in 2.1)")
+    elif scenario in ("transactions", "exactly-once") and not hasattr(KafkaProducer, "init_transactions"):
+        na("kafka-python %s has no transactional producer (added in 2.1)" % kafka_version)
+    elif scenario == "transactions":
+        # Commit c0..c2, abort a0..a2, commit c3..c5 (VerifyTxn in scenarios.go).
+        p = KafkaProducer(bootstrap_servers=bootstrap, transactional_id=topic + "-txn")
+        p.init_transactions()
+        for prefix, rng, commit in (("c", range(0, 3), True), ("a", range(0, 3), False), ("c", range(3, 6), True)):
+            p.begin_transaction()
+            fs = [p.send(topic, key=b"%sk%d" % (prefix.encode(), i), value=b"%s%d" % (prefix.encode(), i), partition=0) for i in rng]
+            p.flush(20)
+            for f in fs:
+                f.get(20)
+            if commit:
+                p.commit_transaction()
+            else:
+                p.abort_transaction()
+        p.close()
+    elif scenario == "exactly-once":
+        # Abort a transaction holding an "aborted" record and the group's offset 3, then read the
+        # input in the group from its committed offset and write out-v<i> with the offsets.
+        p = KafkaProducer(bootstrap_servers=bootstrap, transactional_id=topic + "-txn")
+        p.init_transactions()
+        p.begin_transaction()
+        p.send(topic + "-out", key=b"k", value=b"aborted", partition=0).get(20)
+        p.send_offsets_to_transaction({TopicPartition(topic, 0): om(3)}, group)
+        p.abort_transaction()
+        c = consumer(group_id=group, isolation_level="read_committed")
+        c.subscribe([topic])
+        done, deadline = 0, time.time() + 30
+        while done < 10:
+            assert time.time() < deadline, "transformed %d of 10" % done
+            batch = c.poll(500)
+            if not batch:
+                continue
+            p.begin_transaction()
+            offsets = {}
+            for tp, recs in batch.items():
+                for m in recs:
+                    p.send(topic + "-out", key=m.key, value=b"out-" + m.value, partition=0)
+                    offsets[tp] = om(m.offset + 1)
+                    done += 1
+            p.send_offsets_to_transaction(offsets, group)
+            p.commit_transaction()
+        c.close()
+        p.close()
     else:
         na("not mapped")
 
