@@ -24,6 +24,7 @@ import (
 //	advance d=10s         moves the clock, then expires due locks
 //	log-start offset=N
 //	archive-available from=N to=N
+//	persist-reload        prints the persisted state and restores the partition from it
 //	show
 func TestPartitionDataDriven(t *testing.T) {
 	datadriven.Walk(t, "testdata/partition", func(t *testing.T, path string) {
@@ -95,6 +96,19 @@ func TestPartitionDataDriven(t *testing.T) {
 				p.AdvanceLogStart(num("offset", 0))
 			case "archive-available":
 				fmt.Fprintf(&out, "archived: %v\n", p.ArchiveAvailable(num("from", 0), num("to", -1)))
+			case "persist-reload":
+				// What WriteShareGroupState would hold, then a partition
+				// restored from it (a restart).
+				batches := p.PersistedBatches()
+				fmt.Fprintf(&out, "persisted: start=%d", p.StartOffset())
+				for _, b := range batches {
+					fmt.Fprintf(&out, " [%d-%d %s %d]", b.FirstOffset, b.LastOffset, b.State, b.DeliveryCount)
+				}
+				out.WriteString("\n")
+				var err error
+				if p, err = RestorePartition(p.cfg, p.StartOffset(), batches); err != nil {
+					d.Fatalf(t, "restore: %v", err)
+				}
 			case "show":
 			default:
 				d.Fatalf(t, "unknown command %q", d.Cmd)
