@@ -8,8 +8,17 @@ package broker
 // member session timeouts fire from one clock timer armed at the earliest deadline; what they
 // release wakes the share fetches parked in the broker's purgatory on those partitions.
 //
-// Not yet: the share state is not written to __share_group_state, so a restart forgets
-// acknowledgements and delivery counts (the SPSO restarts from share.auto.offset.reset).
+// Durability (share_state.go has the persister): a share partition is loaded from its persisted
+// state (ReadShareGroupState) when a ShareFetch first needs it here, or after this node became
+// its topic partition's leader again; a share partition with no state starts from
+// share.auto.offset.reset and that start is written before anything is acquired. Every
+// acknowledgement is written (WriteShareGroupState: the SPSO and the window's state batches) before
+// its answer is sent, so an acknowledged record is never delivered again after a crash; lock
+// timeouts are written in the background. As in Kafka, an acquisition is not written: a record
+// acquired at a crash is delivered again, with the delivery count it had before. When this node
+// stops leading a topic partition, or the topic is deleted, its share partitions leave memory
+// (a deleted topic's persisted state is deleted too). A share session whose connection closes is
+// closed, and its member's records on it are released, as Kafka's share session cache does.
 // Group configs (group_configs.go): share.auto.offset.reset (earliest, latest) and
 // share.record.lock.duration.ms are honoured per group; the other share.* group keys are
 // refused, so every group uses the broker's values for them.
@@ -59,6 +68,9 @@ type shareGroups struct {
 		// partitions are the share partitions led here, created by the first ShareFetch that
 		// names them. Bounded by groups × partitions of their subscribed topics.
 		partitions map[sharePartitionKey]*share.Partition
+		// persist holds, for every share partition in partitions, what its persisted state
+		// needs: the same keys.
+		persist map[sharePartitionKey]*sharePersisted
 		// timer fires at timerAt, the earliest lock or member deadline when it was armed.
 		timer   replica.Timer
 		timerAt time.Time
@@ -86,6 +98,7 @@ func newShareGroups(b *Broker) *shareGroups {
 	})
 	sg.mu.sessions = share.NewSessions(int(s.Int32("group.share.max.share.sessions")))
 	sg.mu.partitions = make(map[sharePartitionKey]*share.Partition)
+	sg.mu.persist = make(map[sharePartitionKey]*sharePersisted)
 	return sg
 }
 
@@ -191,8 +204,11 @@ func (sg *shareGroups) expire() {
 		wake = append(wake, sg.releaseMemberLocked(gone.Group, gone.Member)...)
 	}
 	im := sg.b.ctrl.Image()
+	var changed []sharePartitionKey
 	for key, sp := range sg.mu.partitions {
 		if sp.Expire(now) {
+			sg.markDirtyLocked(key)
+			changed = append(changed, key)
 			if t := im.TopicsByID[key.topicID]; t != nil {
 				wake = append(wake, topicPartition{t.Name, key.partition})
 			}
@@ -201,6 +217,7 @@ func (sg *shareGroups) expire() {
 	sg.scheduleLocked()
 	sg.mu.Unlock()
 	sg.wake(wake)
+	sg.persistAsync(changed)
 }
 
 // shareRead is one share partition's log read for a ShareFetch: the bytes of whole batches and
@@ -289,10 +306,14 @@ func (sg *shareGroups) acknowledgeLocked(group, member string, im *controller.Im
 		return kerr.InvalidRecordState.Code, nil
 	}
 	now := sg.b.clock.Now()
-	sp.Expire(now)
+	key := sharePartitionKey{group, topicID, partition}
+	if sp.Expire(now) {
+		sg.markDirtyLocked(key)
+	}
 	if code := sp.Acknowledge(member, now, batches); code != 0 {
 		return code, nil
 	}
+	sg.markDirtyLocked(key)
 	return 0, &topicPartition{topic.Name, partition}
 }
 
@@ -351,7 +372,8 @@ func (b *Broker) listGroups(ctx context.Context, req *kmsg.ListGroupsRequest) (k
 	return resp, nil
 }
 
-// deleteGroups answers DeleteGroups: a share group is deleted (with its share partitions) when
+// deleteGroups answers DeleteGroups: a share group is deleted (with its share partitions and
+// their persisted state: those in memory here and those on this node's share coordinator) when
 // it has no members, NON_EMPTY_GROUP otherwise; other groups are the coordinator's.
 func (b *Broker) deleteGroups(ctx context.Context, req *kmsg.DeleteGroupsRequest) (kmsg.Response, error) {
 	resp, err := b.coord.DeleteGroups(ctx, req)
@@ -359,8 +381,8 @@ func (b *Broker) deleteGroups(ctx context.Context, req *kmsg.DeleteGroupsRequest
 		return nil, err
 	}
 	sg := b.shares
+	var deleted []sharePartitionKey
 	sg.mu.Lock()
-	defer sg.mu.Unlock()
 	for i := range resp.Groups {
 		g := &resp.Groups[i]
 		if sg.mu.groups.Get(g.Group) == nil {
@@ -373,10 +395,20 @@ func (b *Broker) deleteGroups(ctx context.Context, req *kmsg.DeleteGroupsRequest
 		if g.ErrorCode == 0 {
 			for key := range sg.mu.partitions {
 				if key.group == g.Group {
-					delete(sg.mu.partitions, key)
+					sg.dropLocked(key)
+					deleted = append(deleted, key)
+				}
+			}
+			for _, k := range b.shareCoord.Keys() {
+				if k.Group == g.Group {
+					deleted = append(deleted, sharePartitionKey{k.Group, controller.TopicID(k.TopicID), k.Partition})
 				}
 			}
 		}
+	}
+	sg.mu.Unlock()
+	for _, key := range deleted {
+		b.persistDelete(ctx, key.coordinatorKey())
 	}
 	return resp, nil
 }
