@@ -17,6 +17,7 @@ import (
 
 	"sluice/authz"
 	"sluice/controller"
+	"sluice/coordinator/share"
 	"sluice/wire"
 )
 
@@ -96,6 +97,14 @@ func (sg *shareGroups) alterOffsets(ctx context.Context, req *kmsg.AlterShareGro
 		}
 	}
 	for _, in := range inits {
+		if sg.inMemory {
+			if sp, err := share.NewPartition(sg.partCfg, in.start); err == nil {
+				sg.mu.Lock()
+				sg.mu.partitions[in.key] = sp
+				sg.mu.Unlock()
+			}
+			continue
+		}
 		cur := sg.b.persistRead(ctx, in.key.coordinatorKey(), -1)
 		code := cur.ErrorCode
 		if code == 0 {

@@ -60,6 +60,10 @@ type shareGroups struct {
 	b                 *Broker
 	partCfg           share.Config
 	heartbeatInterval time.Duration
+	// inMemory is set when group.share.persister.class.name names no persister (empty or
+	// NoOpStatePersister): share partitions start from share.auto.offset.reset and nothing is
+	// written, as before the persister existed.
+	inMemory bool
 
 	mu struct {
 		sync.Mutex
@@ -90,6 +94,10 @@ func newShareGroups(b *Broker) *shareGroups {
 			LockDuration:     ms(s.Int32("group.share.record.lock.duration.ms")),
 		},
 		heartbeatInterval: ms(s.Int32("group.share.heartbeat.interval.ms")),
+	}
+	switch strings.TrimSpace(s.String("group.share.persister.class.name")) {
+	case "", "org.apache.kafka.server.share.persister.NoOpStatePersister":
+		sg.inMemory = true
 	}
 	sg.mu.groups = share.NewGroups(share.GroupConfig{
 		SessionTimeout:    ms(s.Int32("group.share.session.timeout.ms")),

@@ -56,6 +56,9 @@ func (sg *shareGroups) dropLocked(key sharePartitionKey) {
 // and that start persisted. It reports false when the persister could not answer (the share
 // partition then acquires nothing until a later attempt).
 func (sg *shareGroups) ensureLoaded(ctx context.Context, key sharePartitionKey, snap replica.Snapshot) bool {
+	if sg.inMemory {
+		return true // partitionLocked starts it
+	}
 	sg.mu.Lock()
 	ps := sg.mu.persist[key]
 	if ps != nil && sg.mu.partitions[key] != nil && ps.leaderEpoch == snap.LeaderEpoch {
@@ -120,6 +123,9 @@ func (sg *shareGroups) ensureLoaded(ctx context.Context, key sharePartitionKey, 
 // 0 or the error code to answer an acknowledgement with (as Kafka's SharePartition maps
 // persister errors).
 func (sg *shareGroups) persist(ctx context.Context, key sharePartitionKey) int16 {
+	if sg.inMemory {
+		return 0
+	}
 	sg.mu.Lock()
 	ps := sg.mu.persist[key]
 	sg.mu.Unlock()

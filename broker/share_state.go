@@ -233,6 +233,9 @@ func (b *Broker) shareStateNode(ctx context.Context, k coordinator.SharePartitio
 
 // persistRead reads a share partition's state through the persister.
 func (b *Broker) persistRead(ctx context.Context, k coordinator.SharePartitionKey, leaderEpoch int32) coordinator.ShareReadResult {
+	if b.shares.inMemory {
+		return coordinator.ShareReadResult{StartOffset: -1} // group.share.persister.class.name: no persister
+	}
 	ctx, cancel := context.WithTimeout(ctx, b.sharePersistTimeout())
 	defer cancel()
 	node, code := b.shareStateNode(ctx, k)
@@ -269,6 +272,9 @@ func (b *Broker) persistRead(ctx context.Context, k coordinator.SharePartitionKe
 
 // persistWrite writes a share partition's state through the persister and returns its code.
 func (b *Broker) persistWrite(ctx context.Context, k coordinator.SharePartitionKey, w coordinator.ShareWrite) int16 {
+	if b.shares.inMemory {
+		return 0 // group.share.persister.class.name: no persister
+	}
 	ctx, cancel := context.WithTimeout(ctx, b.sharePersistTimeout())
 	defer cancel()
 	node, code := b.shareStateNode(ctx, k)
@@ -304,6 +310,9 @@ func (b *Broker) persistWrite(ctx context.Context, k coordinator.SharePartitionK
 
 // persistDelete deletes a share partition's state through the persister.
 func (b *Broker) persistDelete(ctx context.Context, k coordinator.SharePartitionKey) int16 {
+	if b.shares.inMemory {
+		return 0 // group.share.persister.class.name: no persister
+	}
 	ctx, cancel := context.WithTimeout(ctx, b.sharePersistTimeout())
 	defer cancel()
 	node, code := b.shareStateNode(ctx, k)
