@@ -232,12 +232,10 @@ func (b *Broker) shareStateNode(ctx context.Context, k coordinator.SharePartitio
 }
 
 // persistRead reads a share partition's state through the persister.
-func (b *Broker) persistRead(ctx context.Context, k coordinator.SharePartitionKey, leaderEpoch int32) coordinator.ShareReadResult {
+func (b *Broker) persistReadOnce(ctx context.Context, k coordinator.SharePartitionKey, leaderEpoch int32) coordinator.ShareReadResult {
 	if b.shares.inMemory {
 		return coordinator.ShareReadResult{StartOffset: -1} // group.share.persister.class.name: no persister
 	}
-	ctx, cancel := context.WithTimeout(ctx, b.sharePersistTimeout())
-	defer cancel()
 	node, code := b.shareStateNode(ctx, k)
 	if code != 0 {
 		return coordinator.ShareReadResult{ErrorCode: code, StartOffset: -1}
@@ -271,12 +269,10 @@ func (b *Broker) persistRead(ctx context.Context, k coordinator.SharePartitionKe
 }
 
 // persistWrite writes a share partition's state through the persister and returns its code.
-func (b *Broker) persistWrite(ctx context.Context, k coordinator.SharePartitionKey, w coordinator.ShareWrite) int16 {
+func (b *Broker) persistWriteOnce(ctx context.Context, k coordinator.SharePartitionKey, w coordinator.ShareWrite) int16 {
 	if b.shares.inMemory {
 		return 0 // group.share.persister.class.name: no persister
 	}
-	ctx, cancel := context.WithTimeout(ctx, b.sharePersistTimeout())
-	defer cancel()
 	node, code := b.shareStateNode(ctx, k)
 	if code != 0 {
 		return code
@@ -309,12 +305,10 @@ func (b *Broker) persistWrite(ctx context.Context, k coordinator.SharePartitionK
 }
 
 // persistDelete deletes a share partition's state through the persister.
-func (b *Broker) persistDelete(ctx context.Context, k coordinator.SharePartitionKey) int16 {
+func (b *Broker) persistDeleteOnce(ctx context.Context, k coordinator.SharePartitionKey) int16 {
 	if b.shares.inMemory {
 		return 0 // group.share.persister.class.name: no persister
 	}
-	ctx, cancel := context.WithTimeout(ctx, b.sharePersistTimeout())
-	defer cancel()
 	node, code := b.shareStateNode(ctx, k)
 	if code != 0 {
 		return code
@@ -356,9 +350,7 @@ func (b *Broker) sendToPeer(ctx context.Context, node int32, req kmsg.Request) (
 
 // persistInitialize sets a share partition's state epoch and start offset through the persister
 // (InitializeShareGroupState), as Kafka's group coordinator does when offsets are altered.
-func (b *Broker) persistInitialize(ctx context.Context, k coordinator.SharePartitionKey, stateEpoch int32, startOffset int64) int16 {
-	ctx, cancel := context.WithTimeout(ctx, b.sharePersistTimeout())
-	defer cancel()
+func (b *Broker) persistInitializeOnce(ctx context.Context, k coordinator.SharePartitionKey, stateEpoch int32, startOffset int64) int16 {
 	node, code := b.shareStateNode(ctx, k)
 	if code != 0 {
 		return code
@@ -383,4 +375,61 @@ func (b *Broker) persistInitialize(ctx context.Context, k coordinator.ShareParti
 		return kerr.UnknownServerError.Code
 	}
 	return r.Topics[0].Partitions[0].ErrorCode
+}
+
+// shareRetry is how often a persister call is retried while the share coordinator is not ready.
+const shareRetry = 20 * time.Millisecond
+
+// retryCoordinator runs call until it answers something other than "the coordinator is not
+// ready" (loading, not available, moved), or ctx ends: the state topic was just created, or a
+// shard is loading after a restart or failover. Kafka's persister retries the same errors.
+func retryCoordinator[R any](ctx context.Context, code func(R) int16, call func() R) R {
+	for {
+		r := call()
+		switch code(r) {
+		case kerr.CoordinatorLoadInProgress.Code, kerr.CoordinatorNotAvailable.Code, kerr.NotCoordinator.Code:
+		default:
+			return r
+		}
+		t := time.NewTimer(shareRetry)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return r
+		case <-t.C:
+		}
+	}
+}
+
+func self(c int16) int16 { return c }
+
+// persistRead reads a share partition's state through the persister, retrying while the
+// coordinator is not ready (at most share.coordinator.write.timeout.ms).
+func (b *Broker) persistRead(ctx context.Context, k coordinator.SharePartitionKey, leaderEpoch int32) coordinator.ShareReadResult {
+	ctx, cancel := context.WithTimeout(ctx, b.sharePersistTimeout())
+	defer cancel()
+	return retryCoordinator(ctx, func(r coordinator.ShareReadResult) int16 { return r.ErrorCode },
+		func() coordinator.ShareReadResult { return b.persistReadOnce(ctx, k, leaderEpoch) })
+}
+
+// persistWrite writes a share partition's state through the persister, retrying likewise.
+func (b *Broker) persistWrite(ctx context.Context, k coordinator.SharePartitionKey, w coordinator.ShareWrite) int16 {
+	ctx, cancel := context.WithTimeout(ctx, b.sharePersistTimeout())
+	defer cancel()
+	return retryCoordinator(ctx, self, func() int16 { return b.persistWriteOnce(ctx, k, w) })
+}
+
+// persistDelete deletes a share partition's state through the persister, retrying likewise.
+func (b *Broker) persistDelete(ctx context.Context, k coordinator.SharePartitionKey) int16 {
+	ctx, cancel := context.WithTimeout(ctx, b.sharePersistTimeout())
+	defer cancel()
+	return retryCoordinator(ctx, self, func() int16 { return b.persistDeleteOnce(ctx, k) })
+}
+
+// persistInitialize initializes a share partition's state through the persister, retrying
+// likewise.
+func (b *Broker) persistInitialize(ctx context.Context, k coordinator.SharePartitionKey, stateEpoch int32, startOffset int64) int16 {
+	ctx, cancel := context.WithTimeout(ctx, b.sharePersistTimeout())
+	defer cancel()
+	return retryCoordinator(ctx, self, func() int16 { return b.persistInitializeOnce(ctx, k, stateEpoch, startOffset) })
 }
