@@ -308,6 +308,10 @@ func (sg *shareGroups) acknowledgeLocked(group, member string, im *controller.Im
 	if partition < 0 || int(partition) >= len(topic.Partitions) {
 		return kerr.UnknownTopicOrPartition.Code, nil
 	}
+	if topic.Partitions[partition].Leader != sg.b.nodeID {
+		// The share partition lives on the topic partition's leader.
+		return kerr.NotLeaderForPartition.Code, nil
+	}
 	sp := sg.mu.partitions[sharePartitionKey{group, topicID, partition}]
 	if sp == nil {
 		// Nothing was ever acquired here on this node.

@@ -13,16 +13,19 @@ package coordinator
 // Every write appends one record and answers once it is committed: a
 // ShareSnapshot (the whole merged state) when the share partition has none
 // yet or has had share.coordinator.snapshot.update.records.per.snapshot
-// updates since the last one, else a ShareUpdate carrying only the request's
-// batches, which replay folds into the state (mergeShareStateBatches). The
-// topic is compacted, so the log keeps the latest snapshot and the latest
-// update of each share partition; updates older than the snapshot they
-// followed are superseded on replay because a snapshot replaces the state.
+// updates since the last one, else a ShareUpdate of the same snapshot epoch,
+// which replay folds into the state (mergeShareStateBatches); a snapshot
+// replaces the state, and an update of an older snapshot epoch is ignored.
 //
-// Not done: Kafka's periodic pruning of the state topic
-// (share.coordinator.state.topic.prune.interval.ms: DeleteRecords up to the
-// oldest snapshot still needed) and cold-partition snapshots; compaction
-// alone bounds the topic here.
+// Where this differs from Kafka: Kafka's topic has cleanup.policy=delete and
+// is pruned (share.coordinator.state.topic.prune.interval.ms: DeleteRecords
+// below the oldest snapshot still needed, with cold partitions snapshotted
+// again), and its updates carry only the request's batches. Here the topic
+// is compacted (sluice's log cleaner keeps the latest snapshot and the latest
+// update of each share partition), so each update carries the whole state
+// folded since its snapshot and stands for every update before it. Replay
+// reads either kind of log the same way (folding a full-state update gives
+// the same result as folding the deltas it replaced).
 
 import (
 	"context"
@@ -401,9 +404,14 @@ func (c *ShareCoordinator) Write(ctx context.Context, k SharePartitionKey, w Sha
 			v.StartOffset = start
 			v.Batches = mergeShareStateBatches(cur, w.Batches, start)
 		} else {
+			// An update carries the whole state folded since its snapshot, not only the
+			// request's batches: the topic is compacted, which keeps one update per share
+			// partition, so each must stand for every update before it.
 			kind = keyShareUpdate
+			start := max(w.StartOffset, st.startOffset)
 			v = shareStateValue{SnapshotEpoch: st.snapshotEpoch, LeaderEpoch: w.LeaderEpoch,
-				StartOffset: w.StartOffset, DeliveryCompleteCount: w.DeliveryCompleteCount, Batches: w.Batches}
+				StartOffset: start, DeliveryCompleteCount: w.DeliveryCompleteCount,
+				Batches: mergeShareStateBatches(st.batches, w.Batches, start)}
 		}
 		rec := record{key: shareStateKey(kind, k), value: encodeShareStateValue(kind, &v)}
 		s.write([]record{rec}, func(code int16) {

@@ -24,6 +24,7 @@ import (
 //	init group= part= state-epoch= start=
 //	delete group= part=
 //	reload                        a new coordinator replays the same log
+//	compact                       the log as the cleaner leaves it (latest record per key), reloaded
 //	log                           the records in the log, one per line
 func TestShareCoordinatorDataDriven(t *testing.T) {
 	datadriven.Walk(t, "testdata/share", func(t *testing.T, path string) {
@@ -78,6 +79,36 @@ func TestShareCoordinatorDataDriven(t *testing.T) {
 				c.Close()
 				newCoord()
 				return ""
+			case "compact":
+				// What the log cleaner leaves: the latest record of each key, in log order;
+				// then a reload from it.
+				type kv struct{ key, value []byte }
+				var recs []kv
+				last := map[string]int{}
+				if err := l.Replay(func(raw []byte) error {
+					return forEachLogRecord(raw, func(r *logRecord) error {
+						last[string(r.key)] = len(recs)
+						recs = append(recs, kv{append([]byte(nil), r.key...), append([]byte(nil), r.value...)})
+						return nil
+					})
+				}); err != nil {
+					t.Fatal(err)
+				}
+				c.Close()
+				l = &fakeLog{}
+				kept := 0
+				for i, r := range recs {
+					if last[string(r.key)] != i {
+						continue
+					}
+					if len(r.value) == 0 {
+						r.value = nil
+					}
+					kept++
+					l.Append(encodeBatchAs(0, -1, -1, []record{{key: r.key, value: r.value}}), func(int64, error) {})
+				}
+				newCoord()
+				return fmt.Sprintf("kept %d of %d records\n", kept, len(recs))
 			case "write":
 				w := ShareWrite{StateEpoch: int32(intArg("state-epoch", 0)), LeaderEpoch: int32(intArg("leader-epoch", 0)),
 					StartOffset: intArg("start", -1), DeliveryCompleteCount: -1}
