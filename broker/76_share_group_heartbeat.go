@@ -48,13 +48,6 @@ func init() {
 	})
 }
 
-// isShareGroup reports whether id is a share group's.
-func (sg *shareGroups) isShareGroup(id string) bool {
-	sg.mu.Lock()
-	defer sg.mu.Unlock()
-	return sg.mu.groups.Get(id) != nil
-}
-
 // isOtherGroup reports whether id is a group of another kind (classic, consumer, streams) in the
 // group coordinator: a share group may not take its ID, as in Kafka. Asked only when a member
 // joins a share group that does not exist yet.

@@ -49,14 +49,6 @@ func init() {
 			respond(deny, nil)
 			return
 		}
-		if b.shares.isShareGroup(req.Group) {
-			resp := req.ResponseKind().(*kmsg.StreamsGroupHeartbeatResponse)
-			resp.ErrorCode = kerr.GroupIDNotFound.Code
-			msg := "Group " + req.Group + " is not a streams group."
-			resp.ErrorMessage = &msg
-			respond(resp, nil)
-			return
-		}
 		serveInConnOrder(ctx, w.Conn, func() (kmsg.Response, error) {
 			resp, create, err := b.coord.StreamsGroupHeartbeat(ctx, joinClient(w), req)
 			if err != nil {

@@ -59,6 +59,12 @@ func (sg *shareGroups) describeOffsets(req *kmsg.DescribeShareGroupOffsetsReques
 					seen[key] = true
 				}
 			}
+			for key := range sg.mu.known { // started or initialized here, not in memory
+				if t := im.TopicsByID[key.topicID]; key.group == rg.GroupID && t != nil && !seen[key] {
+					byTopic[t.Name] = append(byTopic[t.Name], key.partition)
+					seen[key] = true
+				}
+			}
 			for _, k := range sg.b.shareCoord.Keys() { // persisted here, not in memory
 				key := sharePartitionKey{k.Group, controller.TopicID(k.TopicID), k.Partition}
 				if t := im.TopicsByID[key.topicID]; key.group == rg.GroupID && t != nil && !seen[key] {

@@ -113,6 +113,7 @@ func (sg *shareGroups) alterOffsets(ctx context.Context, req *kmsg.AlterShareGro
 		if code == 0 {
 			sg.mu.Lock()
 			sg.dropLocked(in.key) // the next fetch loads the new state
+			sg.mu.known[in.key] = true
 			sg.mu.Unlock()
 		}
 		if in.code != nil {
@@ -155,6 +156,12 @@ func (sg *shareGroups) deleteOffsets(ctx context.Context, req *kmsg.DeleteShareG
 		for key := range sg.mu.partitions {
 			if key.group == req.GroupID && key.topicID == info.ID {
 				sg.dropLocked(key)
+				deleted = append(deleted, key)
+			}
+		}
+		for key := range sg.mu.known {
+			if key.group == req.GroupID && key.topicID == info.ID {
+				delete(sg.mu.known, key)
 				deleted = append(deleted, key)
 			}
 		}

@@ -15,7 +15,6 @@ import (
 	"net"
 	"sync"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"sluice/coordinator"
@@ -29,16 +28,8 @@ func init() {
 	registerGroupAPI(9, 0, 10, func(c *coordinator.Coordinator, ctx context.Context, _ *wire.Request, req *kmsg.OffsetFetchRequest) (kmsg.Response, error) {
 		return c.OffsetFetch(ctx, req)
 	})
-	// A share group's ID is not another kind's (share groups are served apart from the group
-	// coordinator, share_groups.go): JoinGroup answers INCONSISTENT_GROUP_PROTOCOL and
-	// ConsumerGroupHeartbeat GROUP_ID_NOT_FOUND, as Kafka does for a group of another type.
-	registerGroupAPIBroker(11, 0, 9, func(b *Broker, ctx context.Context, w *wire.Request, req *kmsg.JoinGroupRequest) (kmsg.Response, error) {
-		if b.shares.isShareGroup(req.Group) {
-			resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
-			resp.ErrorCode, resp.MemberID, resp.Generation = kerr.InconsistentGroupProtocol.Code, req.MemberID, -1
-			return resp, nil
-		}
-		return b.coord.JoinGroup(ctx, joinClient(w), req)
+	registerGroupAPI(11, 0, 9, func(c *coordinator.Coordinator, ctx context.Context, w *wire.Request, req *kmsg.JoinGroupRequest) (kmsg.Response, error) {
+		return c.JoinGroup(ctx, joinClient(w), req)
 	})
 	registerGroupAPI(12, 0, 4, func(c *coordinator.Coordinator, ctx context.Context, _ *wire.Request, req *kmsg.HeartbeatRequest) (kmsg.Response, error) {
 		return c.Heartbeat(ctx, req)
@@ -62,15 +53,8 @@ func init() {
 	registerGroupAPI(47, 0, 0, func(c *coordinator.Coordinator, ctx context.Context, _ *wire.Request, req *kmsg.OffsetDeleteRequest) (kmsg.Response, error) {
 		return c.OffsetDelete(ctx, req)
 	})
-	registerGroupAPIBroker(68, 0, 1, func(b *Broker, ctx context.Context, w *wire.Request, req *kmsg.ConsumerGroupHeartbeatRequest) (kmsg.Response, error) {
-		if b.shares.isShareGroup(req.Group) {
-			resp := req.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
-			resp.ErrorCode = kerr.GroupIDNotFound.Code
-			msg := "Group " + req.Group + " is not a consumer group."
-			resp.ErrorMessage = &msg
-			return resp, nil
-		}
-		return b.coord.ConsumerGroupHeartbeat(ctx, joinClient(w), req)
+	registerGroupAPI(68, 0, 1, func(c *coordinator.Coordinator, ctx context.Context, w *wire.Request, req *kmsg.ConsumerGroupHeartbeatRequest) (kmsg.Response, error) {
+		return c.ConsumerGroupHeartbeat(ctx, joinClient(w), req)
 	})
 	registerGroupAPI(69, 0, 1, func(c *coordinator.Coordinator, ctx context.Context, _ *wire.Request, req *kmsg.ConsumerGroupDescribeRequest) (kmsg.Response, error) {
 		return c.ConsumerGroupDescribe(ctx, req)

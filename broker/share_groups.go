@@ -75,6 +75,11 @@ type shareGroups struct {
 		// persist holds, for every share partition in partitions, what its persisted state
 		// needs: the same keys.
 		persist map[sharePartitionKey]*sharePersisted
+		// known are the share partitions with persisted state that this node started or
+		// initialized (a fetch here, AlterShareGroupOffsets here), kept after they leave memory
+		// so DescribeShareGroupOffsets without topics lists them (Kafka's group coordinator
+		// records the initialized partitions of a group). Bounded by groups × partitions.
+		known map[sharePartitionKey]bool
 		// timer fires at timerAt, the earliest lock or member deadline when it was armed.
 		timer   replica.Timer
 		timerAt time.Time
@@ -107,6 +112,7 @@ func newShareGroups(b *Broker) *shareGroups {
 	sg.mu.sessions = share.NewSessions(int(s.Int32("group.share.max.share.sessions")))
 	sg.mu.partitions = make(map[sharePartitionKey]*share.Partition)
 	sg.mu.persist = make(map[sharePartitionKey]*sharePersisted)
+	sg.mu.known = make(map[sharePartitionKey]bool)
 	return sg
 }
 
@@ -408,6 +414,12 @@ func (b *Broker) deleteGroups(ctx context.Context, req *kmsg.DeleteGroupsRequest
 			for key := range sg.mu.partitions {
 				if key.group == g.Group {
 					sg.dropLocked(key)
+					deleted = append(deleted, key)
+				}
+			}
+			for key := range sg.mu.known {
+				if key.group == g.Group {
+					delete(sg.mu.known, key)
 					deleted = append(deleted, key)
 				}
 			}

@@ -100,6 +100,7 @@ func (sg *shareGroups) ensureLoaded(ctx context.Context, key sharePartitionKey, 
 		sg.mu.Unlock()
 		return false
 	}
+	sg.mu.known[key] = true
 	ps = &sharePersisted{leaderEpoch: snap.LeaderEpoch, stateEpoch: res.StateEpoch}
 	if fresh {
 		ps.version = 1
@@ -207,6 +208,14 @@ func (sg *shareGroups) persistAcked(ctx context.Context, group string, codes map
 func (sg *shareGroups) reconcile(im *controller.Image) {
 	var deleted []sharePartitionKey
 	sg.mu.Lock()
+	for key := range sg.mu.known {
+		if t := im.TopicsByID[key.topicID]; t == nil || int(key.partition) >= len(t.Partitions) {
+			delete(sg.mu.known, key)
+			if sg.mu.partitions[key] == nil {
+				deleted = append(deleted, key)
+			}
+		}
+	}
 	for key := range sg.mu.partitions {
 		t := im.TopicsByID[key.topicID]
 		if t == nil || int(key.partition) >= len(t.Partitions) {

@@ -186,27 +186,3 @@ func rawRoundTrip(t *testing.T, conn net.Conn, req kmsg.Request, resp kmsg.Respo
 		t.Fatal(err)
 	}
 }
-
-// TestShareGroupIDNotTakenByOtherKinds: a share group's ID cannot be taken by a consumer group
-// (GROUP_ID_NOT_FOUND) or a classic group (INCONSISTENT_GROUP_PROTOCOL), as Kafka answers for a
-// group of another type; the reverse was refused already.
-func TestShareGroupIDNotTakenByOtherKinds(t *testing.T) {
-	tb := startTestBroker(t, nil)
-	tb.createTopic(t, "ids", 1, nil)
-	c := &shareClient{t: t, tb: tb, group: "taken", member: "m"}
-	if hb := c.heartbeat(0, "ids"); hb.ErrorCode != 0 {
-		t.Fatalf("share heartbeat: %+v", hb)
-	}
-	cg := kmsg.NewPtrConsumerGroupHeartbeatRequest()
-	cg.Version, cg.Group, cg.MemberID, cg.MemberEpoch = 1, "taken", "cm", 0
-	cg.RebalanceTimeoutMillis, cg.SubscribedTopicNames = 30000, []string{"ids"}
-	if r := tb.direct(t, cg).(*kmsg.ConsumerGroupHeartbeatResponse); r.ErrorCode != kerr.GroupIDNotFound.Code {
-		t.Fatalf("ConsumerGroupHeartbeat on a share group's ID: %v, want GROUP_ID_NOT_FOUND", kerr.ErrorForCode(r.ErrorCode))
-	}
-	jg := kmsg.NewPtrJoinGroupRequest()
-	jg.Version, jg.Group, jg.SessionTimeoutMillis, jg.RebalanceTimeoutMillis, jg.ProtocolType = 9, "taken", 10000, 10000, "consumer"
-	jg.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte{0, 0}}}
-	if r := tb.direct(t, jg).(*kmsg.JoinGroupResponse); r.ErrorCode != kerr.InconsistentGroupProtocol.Code {
-		t.Fatalf("JoinGroup on a share group's ID: %v, want INCONSISTENT_GROUP_PROTOCOL", kerr.ErrorForCode(r.ErrorCode))
-	}
-}
