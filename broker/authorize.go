@@ -49,8 +49,8 @@ package broker
 // WriteTxnMarkers comes from the transaction coordinators of other nodes (over their peer
 // clients): their principal needs CLUSTER_ACTION, as for follower fetches (super.users).
 //
-// The inter-broker and controller listeners' own APIs (the cluster package) are not
-// authorized: they are for the cluster's nodes.
+// The controller listener's APIs are authorized by the cluster package (cluster/authorize.go),
+// as Kafka's ControllerApis does.
 
 import (
 	"context"
@@ -64,9 +64,9 @@ import (
 	"sluice/wire"
 )
 
-// newAuthorizer returns the configured authorizer, nil when there is none (the config
-// refuses any class but StandardAuthorizer).
-func newAuthorizer(cfg *config.Broker) *authz.Authorizer {
+// NewAuthorizer returns the configured authorizer, nil when there is none (the config
+// refuses any class but StandardAuthorizer). The controller listener uses one too.
+func NewAuthorizer(cfg *config.Broker) *authz.Authorizer {
 	if cfg == nil || cfg.String("authorizer.class.name") == "" {
 		return nil
 	}

@@ -176,7 +176,7 @@ func New(cfg Config, ctrl Metadata) (*Broker, error) {
 		draining:      make(chan struct{}),
 		clock:         cfg.Clock,
 		fetchSessions: newFetchSessionCache(int(cfg.Static.MaxIncrementalFetchSessionCacheSlots)),
-		authorizer:    newAuthorizer(cfg.Static),
+		authorizer:    NewAuthorizer(cfg.Static),
 	}
 	if b.clock == nil {
 		b.clock = replica.SystemClock{}

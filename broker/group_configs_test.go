@@ -81,6 +81,7 @@ func TestGroupConfigsDescribeAlter(t *testing.T) {
 	got := describeGroupConfigs(t, tb, "g")
 	wantGroupConfig(t, got, "share.auto.offset.reset", "latest", kmsg.ConfigSourceDefaultConfig)
 	wantGroupConfig(t, got, "share.record.lock.duration.ms", "30000", kmsg.ConfigSourceDefaultConfig)
+	wantGroupConfig(t, got, "share.isolation.level", "read_uncommitted", kmsg.ConfigSourceDefaultConfig)
 
 	if code, msg := alterGroupConfigs(t, tb, "g", true, setOp("share.auto.offset.reset", "earliest")); code != 0 {
 		t.Fatalf("validate only: %v %s", kerr.ErrorForCode(code), msg)
@@ -103,7 +104,8 @@ func TestGroupConfigsDescribeAlter(t *testing.T) {
 	}{
 		{"no.such.key", "1", "Unknown group config name: no.such.key"},
 		{"consumer.session.timeout.ms", "45000", "consumer.session.timeout.ms"},
-		{"share.isolation.level", "read_committed", "share.isolation.level"},
+		{"share.renew.acknowledge.enable", "true", "share.renew.acknowledge.enable"},
+		{"share.isolation.level", "READ_COMMITTED", "String must be one of: read_committed, read_uncommitted"},
 		{"share.auto.offset.reset", "by_duration:PT1H", "by_duration"},
 		{"share.auto.offset.reset", "sometimes", "Invalid value sometimes"},
 		{"share.record.lock.duration.ms", "500", "at least 1000"},

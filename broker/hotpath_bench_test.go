@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"net"
+	"strconv"
 	"testing"
 	"time"
 
@@ -151,4 +152,28 @@ func BenchmarkFetch(b *testing.B) {
 		}
 	}
 	b.SetBytes(sent / int64(max(b.N, 1)))
+}
+
+// BenchmarkMetadataAllTopics is a Metadata request for every topic (v12, as franz-go and the
+// Java clients send it) on a node with 20 topics of 500 partitions, handler and encoding: the
+// request a client repeats every metadata.max.age.ms, and that tools send on many partitions.
+func BenchmarkMetadataAllTopics(b *testing.B) {
+	tb := startTestBroker(b, nil)
+	const topics, partitions = 20, 500
+	for i := range topics {
+		tb.createTopic(b, "meta-"+strconv.Itoa(i), partitions, nil)
+	}
+	req := kmsg.NewPtrMetadataRequest()
+	req.SetVersion(12)
+	var buf []byte
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		resp := handleDirect(b, tb, req).(*kmsg.MetadataResponse)
+		if len(resp.Topics) != topics {
+			b.Fatalf("%d topics", len(resp.Topics))
+		}
+		buf = resp.AppendTo(buf[:0])
+	}
+	b.SetBytes(int64(len(buf)))
 }

@@ -448,6 +448,10 @@ func validateGroupConfig(key, value string) error {
 		if err != nil || n < 1000 {
 			return fmt.Errorf("share.record.lock.duration.ms must be an integer of at least 1000, not %q", value)
 		}
+	case "share.isolation.level":
+		if value != "read_committed" && value != "read_uncommitted" {
+			return fmt.Errorf("share.isolation.level must be read_committed or read_uncommitted, not %q", value)
+		}
 	default:
 		return fmt.Errorf("sluice does not honour the group config %s, so it refuses to store it", key)
 	}

@@ -54,7 +54,7 @@ const (
 	whyJava        = "sluice cannot load Java classes"
 	whyTiered      = "sluice has no tiered storage"
 	whyTuning      = "a Kafka tuning setting; sluice sizes this itself"
-	whyShare       = "sluice's share groups (KIP-932) use the simple assignor, serve their members from one node and take only two per-group overrides (share.auto.offset.reset, share.record.lock.duration.ms); these bound or tune what they do not take"
+	whyShare       = "sluice's share groups (KIP-932) use the simple assignor, serve their members from one node and take only three per-group overrides (share.auto.offset.reset, share.record.lock.duration.ms, share.isolation.level); these bound or tune what they do not take"
 	whyQuotas      = "log-dir move quotas are not implemented (sluice does not move replicas between log dirs: AlterReplicaLogDirs is not served)"
 	whyMetrics     = "sluice has no metrics reporters yet"
 	whyMetadataLog = "the metadata log's segmenting and snapshots are sluice's own"
