@@ -3,6 +3,8 @@ package coordinator
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
+	"slices"
 	"sort"
 )
 
@@ -174,66 +176,122 @@ func decodeShareStateValue(kind int16, value []byte) (*shareStateValue, error) {
 
 // mergeShareStateBatches folds update batches into the current ones, as
 // Kafka's PersisterStateBatchCombiner: an updated offset takes the update's
-// state and count, offsets below startOffset are dropped, and adjacent runs
-// with the same state and count are joined. The result is sorted and
-// non-overlapping.
+// state and count (a later update batch wins over an earlier one it
+// overlaps), offsets below startOffset are dropped, and adjacent runs with
+// the same state and count are joined. The result is sorted and
+// non-overlapping. It sweeps the runs' boundaries once: O(n log n) in the
+// number of batches, whatever their lengths.
 func mergeShareStateBatches(current, updates []ShareStateBatch, startOffset int64) []ShareStateBatch {
-	// Later updates win: apply current first, then updates in order, on a
-	// sorted list of disjoint runs.
-	var out []ShareStateBatch
-	apply := func(nb ShareStateBatch) {
-		if nb.LastOffset < startOffset {
+	type run struct {
+		b    ShareStateBatch
+		prio int // higher wins: current runs in order, then updates in order
+	}
+	runs := make([]run, 0, len(current)+len(updates))
+	add := func(b ShareStateBatch) {
+		if b.LastOffset < startOffset || b.LastOffset < b.FirstOffset {
 			return
 		}
-		nb.FirstOffset = max(nb.FirstOffset, startOffset)
-		var next []ShareStateBatch
-		inserted := false
-		for _, b := range out {
-			if b.LastOffset < nb.FirstOffset || b.FirstOffset > nb.LastOffset {
-				if !inserted && b.FirstOffset > nb.LastOffset {
-					next = append(next, nb)
-					inserted = true
-				}
-				next = append(next, b)
-				continue
-			}
-			if b.FirstOffset < nb.FirstOffset {
-				left := b
-				left.LastOffset = nb.FirstOffset - 1
-				next = append(next, left)
-			}
-			if !inserted {
-				next = append(next, nb)
-				inserted = true
-			}
-			if b.LastOffset > nb.LastOffset {
-				right := b
-				right.FirstOffset = nb.LastOffset + 1
-				next = append(next, right)
-			}
-		}
-		if !inserted {
-			next = append(next, nb)
-		}
-		out = next
+		b.FirstOffset = max(b.FirstOffset, startOffset)
+		runs = append(runs, run{b, len(runs)})
 	}
 	for _, b := range current {
-		apply(b)
+		add(b)
 	}
 	for _, b := range updates {
-		apply(b)
+		add(b)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].FirstOffset < out[j].FirstOffset })
-	joined := out[:0]
-	for _, b := range out {
-		if n := len(joined); n > 0 {
-			last := &joined[n-1]
-			if last.LastOffset+1 == b.FirstOffset && last.DeliveryState == b.DeliveryState && last.DeliveryCount == b.DeliveryCount {
-				last.LastOffset = b.LastOffset
-				continue
-			}
+	if len(runs) == 0 {
+		return nil
+	}
+	// Boundaries: every run's first offset and the offset after its last.
+	points := make([]int64, 0, 2*len(runs))
+	for _, r := range runs {
+		points = append(points, r.b.FirstOffset)
+		if r.b.LastOffset < math.MaxInt64 {
+			points = append(points, r.b.LastOffset+1)
 		}
-		joined = append(joined, b)
 	}
-	return joined
+	slices.Sort(points)
+	points = slices.Compact(points)
+	byFirst := slices.Clone(runs)
+	sort.SliceStable(byFirst, func(i, j int) bool { return byFirst[i].b.FirstOffset < byFirst[j].b.FirstOffset })
+	// active holds the runs started so far, highest priority on top; runs that ended are
+	// dropped lazily when they reach the top.
+	active := &runHeap{}
+	next := 0
+	var out []ShareStateBatch
+	for pi, p := range points {
+		for next < len(byFirst) && byFirst[next].b.FirstOffset <= p {
+			active.push(byFirst[next].b, byFirst[next].prio)
+			next++
+		}
+		for active.Len() > 0 && active.top().LastOffset < p {
+			active.pop()
+		}
+		if active.Len() == 0 {
+			continue
+		}
+		top := active.top()
+		last := top.LastOffset
+		if pi+1 < len(points) {
+			last = min(last, points[pi+1]-1)
+		}
+		seg := ShareStateBatch{FirstOffset: p, LastOffset: last, DeliveryState: top.DeliveryState, DeliveryCount: top.DeliveryCount}
+		if n := len(out); n > 0 && out[n-1].LastOffset+1 == seg.FirstOffset &&
+			out[n-1].DeliveryState == seg.DeliveryState && out[n-1].DeliveryCount == seg.DeliveryCount {
+			out[n-1].LastOffset = seg.LastOffset
+			continue
+		}
+		out = append(out, seg)
+	}
+	return out
+}
+
+// runHeap is a max-heap of state batches by priority.
+type runHeap struct {
+	b    []ShareStateBatch
+	prio []int
+}
+
+func (h *runHeap) Len() int { return len(h.b) }
+
+func (h *runHeap) top() ShareStateBatch { return h.b[0] }
+
+func (h *runHeap) less(i, j int) bool { return h.prio[i] > h.prio[j] }
+
+func (h *runHeap) swap(i, j int) {
+	h.b[i], h.b[j] = h.b[j], h.b[i]
+	h.prio[i], h.prio[j] = h.prio[j], h.prio[i]
+}
+
+func (h *runHeap) pop() {
+	n := len(h.b) - 1
+	h.swap(0, n)
+	h.b, h.prio = h.b[:n], h.prio[:n]
+	for i := 0; ; {
+		l, r, m := 2*i+1, 2*i+2, i
+		if l < n && h.less(l, m) {
+			m = l
+		}
+		if r < n && h.less(r, m) {
+			m = r
+		}
+		if m == i {
+			return
+		}
+		h.swap(i, m)
+		i = m
+	}
+}
+
+func (h *runHeap) push(b ShareStateBatch, prio int) {
+	h.b, h.prio = append(h.b, b), append(h.prio, prio)
+	for i := len(h.b) - 1; i > 0; {
+		parent := (i - 1) / 2
+		if !h.less(i, parent) {
+			return
+		}
+		h.swap(i, parent)
+		i = parent
+	}
 }

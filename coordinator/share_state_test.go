@@ -264,3 +264,82 @@ func TestMergeShareStateBatches(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkShareCoordinatorWrite: one WriteShareGroupState of a share partition whose window
+// holds 200 runs (acknowledged records interleaved with released ones), committed at once by
+// the in-memory log; a snapshot every 500 updates as by default.
+func BenchmarkShareCoordinatorWrite(b *testing.B) {
+	c := NewShare(ShareConfig{NumPartitions: 1, UpdatesPerSnapshot: 500, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err := c.Load(0, &fakeLog{}); err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	k := SharePartitionKey{Group: "g", TopicID: [16]byte{1}, Partition: 0}
+	var batches []ShareStateBatch
+	for i := int64(0); i < 200; i++ {
+		state, count := int8(2), int16(1)
+		if i%2 == 1 {
+			state, count = 0, 2
+		}
+		batches = append(batches, ShareStateBatch{FirstOffset: i * 10, LastOffset: i*10 + 9, DeliveryState: state, DeliveryCount: count})
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if code := c.Write(ctx, k, ShareWrite{LeaderEpoch: 1, StartOffset: 0, DeliveryCompleteCount: -1, Batches: batches}); code != 0 {
+			b.Fatal(code)
+		}
+	}
+}
+
+// FuzzMergeShareStateBatches checks the boundary sweep against painting offset by offset.
+func FuzzMergeShareStateBatches(f *testing.F) {
+	f.Add([]byte{0, 9, 0, 1, 3, 4, 2, 1}, byte(0))
+	f.Add([]byte{5, 9, 0, 1, 0, 2, 4, 3, 20, 21, 2, 1}, byte(3))
+	f.Fuzz(func(t *testing.T, raw []byte, start byte) {
+		var all []ShareStateBatch
+		for ; len(raw) >= 4; raw = raw[4:] {
+			first, last := int64(raw[0]%64), int64(raw[1]%64)
+			if last < first {
+				first, last = last, first
+			}
+			all = append(all, ShareStateBatch{first, last, int8(raw[2] % 3 * 2), int16(raw[3] % 4)})
+		}
+		cut := len(all) / 2
+		got := mergeShareStateBatches(all[:cut], all[cut:], int64(start%64))
+		type cell struct {
+			set   bool
+			state int8
+			count int16
+		}
+		var want [64]cell
+		for _, b := range all {
+			for o := b.FirstOffset; o <= b.LastOffset; o++ {
+				want[o] = cell{true, b.DeliveryState, b.DeliveryCount}
+			}
+		}
+		var have [64]cell
+		prevLast := int64(-1)
+		for i, b := range got {
+			if b.FirstOffset <= prevLast || b.LastOffset < b.FirstOffset {
+				t.Fatalf("batch %d %+v not sorted or empty in %+v", i, b, got)
+			}
+			if i > 0 && got[i-1].LastOffset+1 == b.FirstOffset && got[i-1].DeliveryState == b.DeliveryState && got[i-1].DeliveryCount == b.DeliveryCount {
+				t.Fatalf("adjacent equal runs not joined: %+v", got)
+			}
+			prevLast = b.LastOffset
+			for o := b.FirstOffset; o <= b.LastOffset; o++ {
+				have[o] = cell{true, b.DeliveryState, b.DeliveryCount}
+			}
+		}
+		for o := range want {
+			w := want[o]
+			if int64(o) < int64(start%64) {
+				w = cell{}
+			}
+			if have[o] != w {
+				t.Fatalf("offset %d: %+v, want %+v (from %+v, start %d)", o, have[o], w, all, start%64)
+			}
+		}
+	})
+}
