@@ -18,7 +18,8 @@ package broker
 // acquired at a crash is delivered again, with the delivery count it had before. When this node
 // stops leading a topic partition, or the topic is deleted, its share partitions leave memory
 // (a deleted topic's persisted state is deleted too). A share session whose connection closes is
-// closed, and its member's records on it are released, as Kafka's share session cache does.
+// closed, and its member's records on it are released with their delivery counted, as Kafka
+// 4.4's share session cache does.
 // Group configs (group_configs.go): share.auto.offset.reset (earliest, latest),
 // share.record.lock.duration.ms and share.isolation.level (share_isolation.go) are honoured per
 // group; the other share.* group keys are refused, so every group uses the broker's values for

@@ -240,7 +240,8 @@ func (sg *shareGroups) reconcile(im *controller.Image) {
 	}()
 }
 
-// watchConn closes member's share session when conn closes, unless a newer session replaced it.
+// watchConn closes member's share session when conn closes, unless a newer session replaced it,
+// releasing the member's records on its partitions with their delivery counted.
 func (sg *shareGroups) watchConn(conn interface{ OnClose(string, func()) }, group, member string, s *share.Session) {
 	conn.OnClose("share-session\x00"+group+"\x00"+member, func() {
 		sg.mu.Lock()
@@ -250,9 +251,24 @@ func (sg *shareGroups) watchConn(conn interface{ OnClose(string, func()) }, grou
 			return
 		}
 		sg.mu.sessions.Remove(key)
-		wake := sg.closeSessionLocked(group, member, s)
+		// As Kafka 4.4 releases a lost session's records (KAFKA-19972): the deliveries count,
+		// so a client that crashes on a record does not get it forever.
+		var wake []topicPartition
+		var changed []sharePartitionKey
+		im := sg.b.ctrl.Image()
+		for _, tp := range s.Partitions {
+			pk := sharePartitionKey{group, controller.TopicID(tp.TopicID), tp.Partition}
+			if sp := sg.mu.partitions[pk]; sp != nil && sp.ReleaseMemberCounted(member) {
+				sg.markDirtyLocked(pk)
+				changed = append(changed, pk)
+				if t := im.TopicsByID[pk.topicID]; t != nil {
+					wake = append(wake, topicPartition{t.Name, tp.Partition})
+				}
+			}
+		}
 		sg.scheduleLocked()
 		sg.mu.Unlock()
 		sg.wake(wake)
+		sg.persistAsync(changed)
 	})
 }

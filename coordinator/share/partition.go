@@ -404,6 +404,27 @@ func (p *Partition) ReleaseMember(member string) bool {
 	return changed
 }
 
+// ReleaseMemberCounted ends every acquisition member holds as a lock timeout
+// does: the delivery counts (AVAILABLE again, or ARCHIVED at the delivery
+// limit). For a share session lost with its connection (the client may have
+// crashed on these records), as Kafka 4.4 releases a session's records
+// (KAFKA-19972: a crashing client must not see the same records forever). It
+// reports whether anything changed.
+func (p *Partition) ReleaseMemberCounted(member string) bool {
+	changed := false
+	for i := range p.window {
+		rec := &p.window[i]
+		if rec.state == Acquired && rec.member == member {
+			p.makeAvailableOrArchive(rec)
+			changed = true
+		}
+	}
+	if changed {
+		p.advanceStart()
+	}
+	return changed
+}
+
 // AdvanceLogStart moves the SPSO to the log start offset when the log start
 // has passed it: offsets below it leave the window whatever their state (an
 // acquired record there can no longer be read; its acknowledgement will be

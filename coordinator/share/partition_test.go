@@ -21,6 +21,7 @@ import (
 //	acquire member=M [from=N (default: next fetch offset)] to=N [max=N]
 //	ack member=M          input: one batch a line, "first-last type[,type...]"
 //	release-member member=M
+//	release-member-counted member=M   (the connection was lost: counts kept, limit applies)
 //	advance d=10s         moves the clock, then expires due locks
 //	log-start offset=N
 //	archive-available from=N to=N
@@ -111,6 +112,8 @@ func TestPartitionDataDriven(t *testing.T) {
 				}
 			case "release-member":
 				fmt.Fprintf(&out, "released: %v\n", p.ReleaseMember(arg("member", "")))
+			case "release-member-counted":
+				fmt.Fprintf(&out, "released: %v\n", p.ReleaseMemberCounted(arg("member", "")))
 			case "advance":
 				dur, err := time.ParseDuration(arg("d", "0s"))
 				if err != nil {
