@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"sluice/controller"
 	"sluice/coordinator"
 )
 
@@ -185,4 +186,38 @@ func rawRoundTrip(t *testing.T, conn net.Conn, req kmsg.Request, resp kmsg.Respo
 	if err := resp.ReadFrom(body); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestShareStateDroppedWithTopic: deleting a topic drops its share partitions from memory and
+// deletes their persisted state.
+func TestShareStateDroppedWithTopic(t *testing.T) {
+	tb := startTestBroker(t, map[string]string{"share.coordinator.state.topic.num.partitions": "1"})
+	tb.createTopic(t, "gone", 1, nil)
+	topicID := [16]byte(tb.Ctrl.Image().Topics["gone"].ID)
+	c := &shareClient{t: t, tb: tb, group: "dg", member: "m"}
+	if hb := c.heartbeat(0, "gone"); hb.ErrorCode != 0 {
+		t.Fatalf("heartbeat: %+v", hb)
+	}
+	c.fetch(topicID, 10) // starts the share partition and persists its start
+	key := sharePartitionKey{"dg", controller.TopicID(topicID), 0}
+	sg := tb.Broker.shares
+	inMemory := func() bool {
+		sg.mu.Lock()
+		defer sg.mu.Unlock()
+		return sg.mu.partitions[key] != nil
+	}
+	if !inMemory() {
+		t.Fatal("no share partition after the fetch")
+	}
+	if r := tb.Broker.shareCoord.Read(testContext(t), key.coordinatorKey(), -1, true); r.ErrorCode != 0 || r.StartOffset != 0 {
+		t.Fatalf("persisted state after the fetch: %+v", r)
+	}
+	if _, err := tb.Admin.DeleteTopics(testContext(t), "gone"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the share partition gone from memory", func() bool { return !inMemory() })
+	waitFor(t, "the persisted state deleted", func() bool {
+		r := tb.Broker.shareCoord.Read(testContext(t), key.coordinatorKey(), -1, true)
+		return r.ErrorCode == 0 && r.StartOffset == -1
+	})
 }
