@@ -4,8 +4,10 @@ package broker
 //
 // v4+ batches keys (CoordinatorKeys) and answers per key. A group's coordinator is the leader of
 // partition PartitionFor(group) of __consumer_offsets; a transactional ID's (key type 1) the
-// leader of its partition of __transaction_state. Each topic is created on its first lookup, as
-// Kafka does. Other key types (share groups) answer INVALID_REQUEST.
+// leader of its partition of __transaction_state; a share partition's state (key type 2, v6+,
+// key "group:topicId:partition", CLUSTER_ACTION) the leader of its partition of
+// __share_group_state. Each topic is created on its first lookup, as Kafka does. Other key types
+// answer INVALID_REQUEST.
 
 import (
 	"context"
@@ -14,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"sluice/authz"
+	"sluice/coordinator"
 	"sluice/wire"
 )
 
@@ -77,6 +80,17 @@ func (b *Broker) findCoordinator(ctx context.Context, conn *wire.ConnInfo, keyTy
 			return
 		}
 		topicName, partition = txnTopic, b.txnCoord.PartitionFor(key)
+	case coordinatorShare:
+		if _, ok := coordinator.ParseShareCoordinatorKey(key); !ok {
+			out.ErrorCode = kerr.InvalidRequest.Code
+			return
+		}
+		if err := b.ensureShareStateTopic(ctx); err != nil {
+			b.logger.Warn("creating the share group state topic", "err", err)
+			out.ErrorCode = kerr.CoordinatorNotAvailable.Code
+			return
+		}
+		topicName, partition = shareStateTopic, b.shareCoord.PartitionForKey(key)
 	default:
 		out.ErrorCode = kerr.InvalidRequest.Code
 		return
@@ -109,6 +123,8 @@ func (b *Broker) findCoordinatorDenied(conn *wire.ConnInfo, keyType int8, key st
 		return kerr.GroupAuthorizationFailed.Code
 	case keyType == coordinatorTransaction && !b.allowed(conn, authz.OpDescribe, authz.ResourceTransactionalID, key):
 		return kerr.TransactionalIDAuthorizationFailed.Code
+	case keyType == coordinatorShare && !b.allowedCluster(conn, authz.OpClusterAction):
+		return kerr.ClusterAuthorizationFailed.Code
 	}
 	return 0
 }

@@ -122,6 +122,10 @@ func (sg *shareGroups) fetch(ctx context.Context, conn *wire.ConnInfo, req *kmsg
 		return
 	}
 	wake := sg.closeSessionLocked(group, member, out.Replaced)
+	if req.ShareSessionEpoch == share.InitialEpoch && out.Session != nil {
+		sg.watchConn(conn, group, member, out.Session)
+	}
+	acked := make(map[share.TopicIDPartition]*int16)
 	for _, t := range req.Topics {
 		if !sg.b.shareTopicReadable(conn, t.TopicID) {
 			continue
@@ -137,6 +141,7 @@ func (sg *shareGroups) fetch(ctx context.Context, conn *wire.ConnInfo, req *kmsg
 			code, woke := sg.acknowledgeLocked(group, member, im, controller.TopicID(t.TopicID), p.Partition, batches, req.IsRenewAck)
 			fp := part(share.TopicIDPartition{TopicID: t.TopicID, Partition: p.Partition})
 			fp.resp.AcknowledgeErrorCode, fp.acked = code, true
+			acked[fp.tp] = &fp.resp.AcknowledgeErrorCode
 			if woke != nil {
 				wake = append(wake, *woke)
 			}
@@ -151,6 +156,7 @@ func (sg *shareGroups) fetch(ctx context.Context, conn *wire.ConnInfo, req *kmsg
 	sg.scheduleLocked()
 	sg.mu.Unlock()
 	sg.wake(wake)
+	sg.persistAcked(ctx, group, acked) // durable before the answer says so
 
 	initial := req.ShareSessionEpoch == share.InitialEpoch
 	if initial {
@@ -240,10 +246,13 @@ func (f *delayedShareFetch) attempt() bool {
 		p := rs.partition
 		snap := p.replica.Snapshot()
 		key := sharePartitionKey{f.group, controller.TopicID(tp.TopicID), tp.Partition}
+		if !sg.ensureLoaded(f.ctx, key, snap) {
+			continue // the persister cannot answer yet: nothing to acquire this time
+		}
 		sg.mu.Lock()
 		sp := sg.partitionLocked(key, snap)
-		if sp != nil {
-			sp.Expire(b.clock.Now())
+		if sp != nil && sp.Expire(b.clock.Now()) {
+			sg.markDirtyLocked(key)
 		}
 		if sp == nil || !sp.CanAcquire() {
 			sg.mu.Unlock()

@@ -23,12 +23,12 @@ import (
 )
 
 func init() {
-	registerSync(79, 1, 2, func(b *Broker, _ context.Context, conn *wire.ConnInfo, req *kmsg.ShareAcknowledgeRequest) (kmsg.Response, error) {
-		return b.shares.acknowledge(conn, req), nil
+	registerSync(79, 1, 2, func(b *Broker, ctx context.Context, conn *wire.ConnInfo, req *kmsg.ShareAcknowledgeRequest) (kmsg.Response, error) {
+		return b.shares.acknowledge(ctx, conn, req), nil
 	})
 }
 
-func (sg *shareGroups) acknowledge(conn *wire.ConnInfo, req *kmsg.ShareAcknowledgeRequest) *kmsg.ShareAcknowledgeResponse {
+func (sg *shareGroups) acknowledge(ctx context.Context, conn *wire.ConnInfo, req *kmsg.ShareAcknowledgeRequest) *kmsg.ShareAcknowledgeResponse {
 	resp := req.ResponseKind().(*kmsg.ShareAcknowledgeResponse)
 	resp.AcquisitionLockTimeoutMillis = int32(sg.partCfg.LockDuration.Milliseconds())
 	group, member := derefString(req.GroupID), derefString(req.MemberID)
@@ -82,5 +82,14 @@ func (sg *shareGroups) acknowledge(conn *wire.ConnInfo, req *kmsg.ShareAcknowled
 	sg.scheduleLocked()
 	sg.mu.Unlock()
 	sg.wake(wake)
+	// Durable before the answer says so.
+	acked := make(map[share.TopicIDPartition]*int16)
+	for i := range resp.Topics {
+		rt := &resp.Topics[i]
+		for j := range rt.Partitions {
+			acked[share.TopicIDPartition{TopicID: rt.TopicID, Partition: rt.Partitions[j].Partition}] = &rt.Partitions[j].ErrorCode
+		}
+	}
+	sg.persistAcked(ctx, group, acked)
 	return resp
 }

@@ -5,7 +5,8 @@ package broker
 // records between the SPSO and the high watermark that are not yet acknowledged or archived.
 // A partition the group has never fetched has StartOffset -1 and Lag -1, as in Kafka; no
 // topics in the request means every partition the group has fetched. The state is this node's
-// in-memory share partitions (share_groups.go). An unknown group is GROUP_ID_NOT_FOUND.
+// in-memory share partitions (share_groups.go), or, for one not in memory, its persisted state
+// (ReadShareGroupState through the persister). An unknown group is GROUP_ID_NOT_FOUND.
 
 import (
 	"context"
@@ -20,8 +21,10 @@ import (
 )
 
 func init() {
-	registerSync(90, 0, 1, func(b *Broker, _ context.Context, conn *wire.ConnInfo, req *kmsg.DescribeShareGroupOffsetsRequest) (kmsg.Response, error) {
-		return b.shares.describeOffsets(req, func(group string) bool { return b.shareGroupDenied(conn, authz.OpDescribe, group) }), nil
+	registerSync(90, 0, 1, func(b *Broker, ctx context.Context, conn *wire.ConnInfo, req *kmsg.DescribeShareGroupOffsetsRequest) (kmsg.Response, error) {
+		resp := b.shares.describeOffsets(req, func(group string) bool { return b.shareGroupDenied(conn, authz.OpDescribe, group) })
+		b.shares.describePersisted(ctx, resp)
+		return resp, nil
 	})
 }
 
@@ -49,8 +52,22 @@ func (sg *shareGroups) describeOffsets(req *kmsg.DescribeShareGroupOffsetsReques
 		if topics == nil {
 			// Every partition the group has fetched, by topic name.
 			byTopic := make(map[string][]int32)
+			seen := make(map[sharePartitionKey]bool)
 			for key := range sg.mu.partitions {
 				if t := im.TopicsByID[key.topicID]; key.group == rg.GroupID && t != nil {
+					byTopic[t.Name] = append(byTopic[t.Name], key.partition)
+					seen[key] = true
+				}
+			}
+			for key := range sg.mu.known { // started or initialized here, not in memory
+				if t := im.TopicsByID[key.topicID]; key.group == rg.GroupID && t != nil && !seen[key] {
+					byTopic[t.Name] = append(byTopic[t.Name], key.partition)
+					seen[key] = true
+				}
+			}
+			for _, k := range sg.b.shareCoord.Keys() { // persisted here, not in memory
+				key := sharePartitionKey{k.Group, controller.TopicID(k.TopicID), k.Partition}
+				if t := im.TopicsByID[key.topicID]; key.group == rg.GroupID && t != nil && !seen[key] {
 					byTopic[t.Name] = append(byTopic[t.Name], key.partition)
 				}
 			}
@@ -90,4 +107,36 @@ func (sg *shareGroups) describeOffsets(req *kmsg.DescribeShareGroupOffsetsReques
 		resp.Groups = append(resp.Groups, g)
 	}
 	return resp
+}
+
+// describePersisted fills in, from the persister, the partitions describeOffsets found no share
+// partition in memory for (StartOffset -1 without an error).
+func (sg *shareGroups) describePersisted(ctx context.Context, resp *kmsg.DescribeShareGroupOffsetsResponse) {
+	for gi := range resp.Groups {
+		g := &resp.Groups[gi]
+		if g.ErrorCode != 0 {
+			continue
+		}
+		for ti := range g.Topics {
+			t := &g.Topics[ti]
+			for pi := range t.Partitions {
+				rp := &t.Partitions[pi]
+				if rp.ErrorCode != 0 || rp.StartOffset >= 0 {
+					continue
+				}
+				r := sg.b.persistRead(ctx, sharePartitionKey{g.GroupID, controller.TopicID(t.TopicID), rp.Partition}.coordinatorKey(), -1)
+				if r.ErrorCode != 0 || r.StartOffset < 0 {
+					continue
+				}
+				rp.StartOffset = r.StartOffset
+				if part := sg.b.partition(t.Topic, rp.Partition); part != nil {
+					done := int64(0)
+					if r.DeliveryCompleteCount > 0 {
+						done = int64(r.DeliveryCompleteCount)
+					}
+					rp.Lag = max(part.highWatermark()-r.StartOffset-done, 0)
+				}
+			}
+		}
+	}
 }

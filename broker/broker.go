@@ -93,6 +93,11 @@ type Broker struct {
 	// partitions whose shards are loaded (or loading) here, owned by the reconcile goroutine.
 	txnCoord  *coordinator.TxnCoordinator
 	txnLoaded map[int32]txnLoaded
+	// shareCoord is the share coordinator (share-group state persister); shareStateLoaded are
+	// the __share_group_state partitions whose shards are loaded (or loading) here, owned by the
+	// reconcile goroutine (share_state.go).
+	shareCoord       *coordinator.ShareCoordinator
+	shareStateLoaded map[int32]*offsetsPartitionLog
 	// peers are clients to other brokers for markers and verification (transactions.go).
 	peers peerClients
 	// consumed is what the last retention.consumed.groups pass found (retention_consumed.go).
@@ -210,12 +215,15 @@ func New(cfg Config, ctrl Metadata) (*Broker, error) {
 	b.coordinatorLoaded = make(map[int32]*offsetsPartitionLog)
 	b.txnCoord = newTxnCoordinator(b)
 	b.txnLoaded = make(map[int32]txnLoaded)
+	b.shareCoord = newShareCoordinator(b)
+	b.shareStateLoaded = make(map[int32]*offsetsPartitionLog)
 	b.SetTxnVerifier(brokerTxnVerifier{b})
 	b.SetOffsetsTxnMarkerHook(b.coord.CompleteTxnOffsets)
 	initial := ctrl.Image()
 	if err := b.reconcile(initial); err != nil {
 		b.fetchers.close()
 		b.txnCoord.Close()
+		b.shareCoord.Close()
 		b.coord.Close()
 		b.closePartitions()
 		return nil, err
@@ -302,6 +310,7 @@ func (b *Broker) Close() error {
 	b.done.Wait()      // metadata following, retention and the purgatory worker; timed with the coordinator
 	b.fetchers.close() // after followImages: no partition is added to a fetcher any more
 	b.txnCoord.Close()
+	b.shareCoord.Close()
 	b.coord.Close()
 	b.shares.close()
 	b.peers.close()

@@ -84,6 +84,8 @@ func (b *Broker) reconcile(im *controller.Image) error {
 
 	b.reconcileCoordinator(im)
 	b.reconcileTxnCoordinator(im)
+	b.reconcileShareCoordinator(im)
+	b.shares.reconcile(im)
 
 	b.mu.Lock()
 	b.mu.appliedImage = im

@@ -8,8 +8,18 @@ package broker
 // member session timeouts fire from one clock timer armed at the earliest deadline; what they
 // release wakes the share fetches parked in the broker's purgatory on those partitions.
 //
-// Not yet: the share state is not written to __share_group_state, so a restart forgets
-// acknowledgements and delivery counts (the SPSO restarts from share.auto.offset.reset).
+// Durability (share_state.go has the persister): a share partition is loaded from its persisted
+// state (ReadShareGroupState) when a ShareFetch first needs it here, or after this node became
+// its topic partition's leader again; a share partition with no state starts from
+// share.auto.offset.reset and that start is written before anything is acquired. Every
+// acknowledgement is written (WriteShareGroupState: the SPSO and the window's state batches) before
+// its answer is sent, so an acknowledged record is never delivered again after a crash; lock
+// timeouts are written in the background. As in Kafka, an acquisition is not written: a record
+// acquired at a crash is delivered again, with the delivery count it had before. When this node
+// stops leading a topic partition, or the topic is deleted, its share partitions leave memory
+// (a deleted topic's persisted state is deleted too). A share session whose connection closes is
+// closed, and its member's records on it are released with their delivery counted, as Kafka
+// 4.4's share session cache does.
 // Group configs (group_configs.go): share.auto.offset.reset (earliest, latest),
 // share.record.lock.duration.ms and share.isolation.level (share_isolation.go) are honoured per
 // group; the other share.* group keys are refused, so every group uses the broker's values for
@@ -52,6 +62,10 @@ type shareGroups struct {
 	b                 *Broker
 	partCfg           share.Config
 	heartbeatInterval time.Duration
+	// inMemory is set when group.share.persister.class.name names no persister (empty or
+	// NoOpStatePersister): share partitions start from share.auto.offset.reset and nothing is
+	// written, as before the persister existed.
+	inMemory bool
 
 	mu struct {
 		sync.Mutex
@@ -60,6 +74,14 @@ type shareGroups struct {
 		// partitions are the share partitions led here, created by the first ShareFetch that
 		// names them. Bounded by groups × partitions of their subscribed topics.
 		partitions map[sharePartitionKey]*share.Partition
+		// persist holds, for every share partition in partitions, what its persisted state
+		// needs: the same keys.
+		persist map[sharePartitionKey]*sharePersisted
+		// known are the share partitions with persisted state that this node started or
+		// initialized (a fetch here, AlterShareGroupOffsets here), kept after they leave memory
+		// so DescribeShareGroupOffsets without topics lists them (Kafka's group coordinator
+		// records the initialized partitions of a group). Bounded by groups × partitions.
+		known map[sharePartitionKey]bool
 		// timer fires at timerAt, the earliest lock or member deadline when it was armed.
 		timer   replica.Timer
 		timerAt time.Time
@@ -80,6 +102,10 @@ func newShareGroups(b *Broker) *shareGroups {
 		},
 		heartbeatInterval: ms(s.Int32("group.share.heartbeat.interval.ms")),
 	}
+	switch strings.TrimSpace(s.String("group.share.persister.class.name")) {
+	case "", "org.apache.kafka.server.share.persister.NoOpStatePersister":
+		sg.inMemory = true
+	}
 	sg.mu.groups = share.NewGroups(share.GroupConfig{
 		SessionTimeout:    ms(s.Int32("group.share.session.timeout.ms")),
 		HeartbeatInterval: sg.heartbeatInterval,
@@ -87,6 +113,8 @@ func newShareGroups(b *Broker) *shareGroups {
 	})
 	sg.mu.sessions = share.NewSessions(int(s.Int32("group.share.max.share.sessions")))
 	sg.mu.partitions = make(map[sharePartitionKey]*share.Partition)
+	sg.mu.persist = make(map[sharePartitionKey]*sharePersisted)
+	sg.mu.known = make(map[sharePartitionKey]bool)
 	return sg
 }
 
@@ -192,8 +220,11 @@ func (sg *shareGroups) expire() {
 		wake = append(wake, sg.releaseMemberLocked(gone.Group, gone.Member)...)
 	}
 	im := sg.b.ctrl.Image()
+	var changed []sharePartitionKey
 	for key, sp := range sg.mu.partitions {
 		if sp.Expire(now) {
+			sg.markDirtyLocked(key)
+			changed = append(changed, key)
 			if t := im.TopicsByID[key.topicID]; t != nil {
 				wake = append(wake, topicPartition{t.Name, key.partition})
 			}
@@ -202,6 +233,7 @@ func (sg *shareGroups) expire() {
 	sg.scheduleLocked()
 	sg.mu.Unlock()
 	sg.wake(wake)
+	sg.persistAsync(changed)
 }
 
 // shareRead is one share partition's log read for a ShareFetch: the bytes of whole batches and
@@ -308,16 +340,24 @@ func (sg *shareGroups) acknowledgeLocked(group, member string, im *controller.Im
 	if partition < 0 || int(partition) >= len(topic.Partitions) {
 		return kerr.UnknownTopicOrPartition.Code, nil
 	}
+	if topic.Partitions[partition].Leader != sg.b.nodeID {
+		// The share partition lives on the topic partition's leader.
+		return kerr.NotLeaderForPartition.Code, nil
+	}
 	sp := sg.mu.partitions[sharePartitionKey{group, topicID, partition}]
 	if sp == nil {
 		// Nothing was ever acquired here on this node.
 		return kerr.InvalidRecordState.Code, nil
 	}
 	now := sg.b.clock.Now()
-	sp.Expire(now)
+	key := sharePartitionKey{group, topicID, partition}
+	if sp.Expire(now) {
+		sg.markDirtyLocked(key)
+	}
 	if code := sp.Acknowledge(member, now, batches); code != 0 {
 		return code, nil
 	}
+	sg.markDirtyLocked(key)
 	return 0, &topicPartition{topic.Name, partition}
 }
 
@@ -376,7 +416,8 @@ func (b *Broker) listGroups(ctx context.Context, req *kmsg.ListGroupsRequest) (k
 	return resp, nil
 }
 
-// deleteGroups answers DeleteGroups: a share group is deleted (with its share partitions) when
+// deleteGroups answers DeleteGroups: a share group is deleted (with its share partitions and
+// their persisted state: those in memory here and those on this node's share coordinator) when
 // it has no members, NON_EMPTY_GROUP otherwise; other groups are the coordinator's.
 func (b *Broker) deleteGroups(ctx context.Context, req *kmsg.DeleteGroupsRequest) (kmsg.Response, error) {
 	resp, err := b.coord.DeleteGroups(ctx, req)
@@ -384,8 +425,8 @@ func (b *Broker) deleteGroups(ctx context.Context, req *kmsg.DeleteGroupsRequest
 		return nil, err
 	}
 	sg := b.shares
+	var deleted []sharePartitionKey
 	sg.mu.Lock()
-	defer sg.mu.Unlock()
 	for i := range resp.Groups {
 		g := &resp.Groups[i]
 		if sg.mu.groups.Get(g.Group) == nil {
@@ -398,10 +439,26 @@ func (b *Broker) deleteGroups(ctx context.Context, req *kmsg.DeleteGroupsRequest
 		if g.ErrorCode == 0 {
 			for key := range sg.mu.partitions {
 				if key.group == g.Group {
-					delete(sg.mu.partitions, key)
+					sg.dropLocked(key)
+					deleted = append(deleted, key)
+				}
+			}
+			for key := range sg.mu.known {
+				if key.group == g.Group {
+					delete(sg.mu.known, key)
+					deleted = append(deleted, key)
+				}
+			}
+			for _, k := range b.shareCoord.Keys() {
+				if k.Group == g.Group {
+					deleted = append(deleted, sharePartitionKey{k.Group, controller.TopicID(k.TopicID), k.Partition})
 				}
 			}
 		}
+	}
+	sg.mu.Unlock()
+	for _, key := range deleted {
+		b.persistDelete(ctx, key.coordinatorKey())
 	}
 	return resp, nil
 }

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Runs franz-go's own live-broker tests (github.com/twmb/franz-go/pkg/kgo) against a fresh
 # sluice process on a free port (FRANZ_NODES=3: a cluster of three). The first argument is the -run pattern; with none, the whole
-# suite, share groups (KIP-932, served on one node) included; FRANZ_SKIP skips a pattern. One
+# suite, share groups (KIP-932) included; FRANZ_SKIP skips a pattern. One
 # node also gets a SASL_PLAINTEXT listener with SCRAM (a SCRAM-SHA-512 user created with `sluice user
 # set-scram`) and one validating OAUTHBEARER tokens as Kafka's default (unsecured) validator
 # does, for TestSCRAMAuth* and TestOAuthAuth (KGO_TEST_SCRAM*, KGO_TEST_OAUTH_SEEDS); a
-# cluster run skips those and the share-group tests (the Makefile's FRANZ_CLUSTER_SKIP: share
-# state is kept on one node).
+# cluster run skips those (the Makefile's FRANZ_CLUSTER_SKIP); the share-group tests run on a
+# cluster too (share partitions on their leaders, their state on the share coordinator).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PATTERN="${1:-.}"

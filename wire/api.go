@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"log/slog"
 	"net"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -53,6 +54,15 @@ type ConnInfo struct {
 	principal atomic.Pointer[string]
 	// clientSoftware is the name and version the client sent in ApiVersions v3+ (KIP-511).
 	clientSoftware atomic.Pointer[[2]string]
+
+	closeHooks struct {
+		sync.Mutex
+		// fns run once when the connection closes, keyed so that a handler registering the
+		// same thing again replaces it: bounded by the distinct keys handlers use per
+		// connection (share sessions: one per group and member).
+		fns    map[string]func()
+		closed bool
+	}
 }
 
 // SetClientSoftware records the client's software name and version from its ApiVersions.
@@ -66,6 +76,35 @@ func (c *ConnInfo) ClientSoftware() (name, version string) {
 		return p[0], p[1]
 	}
 	return "", ""
+}
+
+// OnClose registers f to run once, on its own goroutine, when the connection closes (at once if
+// it already has); a later registration under the same key replaces it. Kafka's share session
+// cache listens to disconnects this way, to release what a closed connection's session holds.
+func (c *ConnInfo) OnClose(key string, f func()) {
+	c.closeHooks.Lock()
+	if c.closeHooks.closed {
+		c.closeHooks.Unlock()
+		go f()
+		return
+	}
+	if c.closeHooks.fns == nil {
+		c.closeHooks.fns = make(map[string]func())
+	}
+	c.closeHooks.fns[key] = f
+	c.closeHooks.Unlock()
+}
+
+// runCloseHooks runs the OnClose functions; called once by the connection's close.
+func (c *ConnInfo) runCloseHooks() {
+	c.closeHooks.Lock()
+	c.closeHooks.closed = true
+	fns := c.closeHooks.fns
+	c.closeHooks.fns = nil
+	c.closeHooks.Unlock()
+	for _, f := range fns {
+		go f()
+	}
 }
 
 // Principal is the connection's authenticated principal, "User:name", or AnonymousPrincipal.

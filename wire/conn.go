@@ -183,6 +183,7 @@ func (c *conn) close(reason error) {
 		_ = c.nc.Close()
 		c.releaseQueued()
 		c.srv.forget(c)
+		c.info.runCloseHooks()
 	})
 }
 

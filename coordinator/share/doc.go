@@ -41,6 +41,10 @@
 //	                            (ReleaseMember): the delivery count is given
 //	                            back (the record may not have reached the
 //	                            application) and the limit does not apply
+//	ACQUIRED  → AVAILABLE       the member's share session was lost with its
+//	                            connection (ReleaseMemberCounted): as a lock
+//	                            timeout, the delivery counts (Kafka 4.4,
+//	                            KAFKA-19972), ARCHIVED at the limit
 //	ACQUIRED  → ACQUIRED        RENEW: the member extends its lock
 //
 // ACKNOWLEDGED and ARCHIVED are terminal. After every change the SPSO moves

@@ -404,6 +404,27 @@ func (p *Partition) ReleaseMember(member string) bool {
 	return changed
 }
 
+// ReleaseMemberCounted ends every acquisition member holds as a lock timeout
+// does: the delivery counts (AVAILABLE again, or ARCHIVED at the delivery
+// limit). For a share session lost with its connection (the client may have
+// crashed on these records), as Kafka 4.4 releases a session's records
+// (KAFKA-19972: a crashing client must not see the same records forever). It
+// reports whether anything changed.
+func (p *Partition) ReleaseMemberCounted(member string) bool {
+	changed := false
+	for i := range p.window {
+		rec := &p.window[i]
+		if rec.state == Acquired && rec.member == member {
+			p.makeAvailableOrArchive(rec)
+			changed = true
+		}
+	}
+	if changed {
+		p.advanceStart()
+	}
+	return changed
+}
+
 // AdvanceLogStart moves the SPSO to the log start offset when the log start
 // has passed it: offsets below it leave the window whatever their state (an
 // acquired record there can no longer be read; its acknowledgement will be
@@ -519,6 +540,81 @@ func (p *Partition) ArchiveAvailable(first, last int64) bool {
 		p.advanceStart()
 	}
 	return changed
+}
+
+// PersistedBatches is the window as the share-group state persister keeps it
+// (WriteShareGroupState): runs of AVAILABLE (with a delivery count),
+// ACKNOWLEDGED and ARCHIVED offsets. As in Kafka, an acquisition is not
+// persisted: an ACQUIRED record is written as the AVAILABLE record it was
+// before, with its delivery count less the delivery in progress, so after a
+// crash it is delivered again and that delivery counts once. Trailing
+// AVAILABLE offsets never delivered are left out (they load the same way as
+// offsets past the window).
+func (p *Partition) PersistedBatches() []StateBatch {
+	var out []StateBatch
+	for i := range p.window {
+		rec := &p.window[i]
+		offset := p.startOffset + int64(i)
+		state, count := rec.state, rec.deliveries
+		if state == Acquired {
+			state, count = Available, max(count-1, 0)
+		}
+		if n := len(out); n > 0 && out[n-1].State == state && out[n-1].DeliveryCount == count && out[n-1].LastOffset == offset-1 {
+			out[n-1].LastOffset = offset
+			continue
+		}
+		out = append(out, StateBatch{FirstOffset: offset, LastOffset: offset, State: state, DeliveryCount: count})
+	}
+	for len(out) > 0 && out[len(out)-1].State == Available && out[len(out)-1].DeliveryCount == 0 {
+		out = out[:len(out)-1]
+	}
+	return out
+}
+
+// maxRestoredWindow bounds the window RestorePartition builds from persisted
+// state, whatever the state says (it may come from another broker, or from
+// a time when group.share.partition.max.record.locks was higher).
+const maxRestoredWindow = 1 << 20
+
+// RestorePartition builds a share partition from persisted state: the SPSO
+// and the state batches (sorted, not overlapping, as the share coordinator
+// keeps them). Offsets between batches are AVAILABLE and never delivered;
+// batches below startOffset are ignored; an ACQUIRED state (which a
+// persister should not hold) loads as AVAILABLE. The window is cut at
+// max(cfg.MaxInFlight, 1<<20) offsets: what lies beyond is fetched as new.
+func RestorePartition(cfg Config, startOffset int64, batches []StateBatch) (*Partition, error) {
+	p, err := NewPartition(cfg, startOffset)
+	if err != nil {
+		return nil, err
+	}
+	limit := int64(max(cfg.MaxInFlight, maxRestoredWindow))
+	for _, b := range batches {
+		if b.LastOffset < p.windowEnd() || b.FirstOffset > b.LastOffset {
+			continue
+		}
+		state := b.State
+		switch state {
+		case Acknowledged, Archived, Available:
+		default:
+			state = Available
+		}
+		count := min(max(b.DeliveryCount, 0), int16(cfg.MaxDeliveryCount))
+		for offset := max(b.FirstOffset, p.windowEnd()); offset <= b.LastOffset; offset++ {
+			if int64(len(p.window)) >= limit {
+				p.advanceStart()
+				return p, nil
+			}
+			for p.windowEnd() < offset && int64(len(p.window)) < limit {
+				p.window = append(p.window, record{})
+			}
+			if int64(len(p.window)) >= limit {
+				break
+			}
+			p.window = append(p.window, record{state: state, deliveries: count})
+		}
+	}
+	p.advanceStart()
+	return p, nil
 }
 
 // OffsetRange is a run of offsets, first to last inclusive.

@@ -21,11 +21,13 @@ import (
 //	acquire member=M [from=N (default: next fetch offset)] to=N [max=N]
 //	ack member=M          input: one batch a line, "first-last type[,type...]"
 //	release-member member=M
+//	release-member-counted member=M   (the connection was lost: counts kept, limit applies)
 //	advance d=10s         moves the clock, then expires due locks
 //	log-start offset=N
 //	archive-available from=N to=N
 //	acquire-committed member=M to=N [max=N] aborted=F-L[,F-L...]
 //	                      acquire, then archive what falls in the aborted ranges
+//	persist-reload        prints the persisted state and restores the partition from it
 //	show
 func TestPartitionDataDriven(t *testing.T) {
 	datadriven.Walk(t, "testdata/partition", func(t *testing.T, path string) {
@@ -110,6 +112,8 @@ func TestPartitionDataDriven(t *testing.T) {
 				}
 			case "release-member":
 				fmt.Fprintf(&out, "released: %v\n", p.ReleaseMember(arg("member", "")))
+			case "release-member-counted":
+				fmt.Fprintf(&out, "released: %v\n", p.ReleaseMemberCounted(arg("member", "")))
 			case "advance":
 				dur, err := time.ParseDuration(arg("d", "0s"))
 				if err != nil {
@@ -121,6 +125,19 @@ func TestPartitionDataDriven(t *testing.T) {
 				p.AdvanceLogStart(num("offset", 0))
 			case "archive-available":
 				fmt.Fprintf(&out, "archived: %v\n", p.ArchiveAvailable(num("from", 0), num("to", -1)))
+			case "persist-reload":
+				// What WriteShareGroupState would hold, then a partition
+				// restored from it (a restart).
+				batches := p.PersistedBatches()
+				fmt.Fprintf(&out, "persisted: start=%d", p.StartOffset())
+				for _, b := range batches {
+					fmt.Fprintf(&out, " [%d-%d %s %d]", b.FirstOffset, b.LastOffset, b.State, b.DeliveryCount)
+				}
+				out.WriteString("\n")
+				var err error
+				if p, err = RestorePartition(p.cfg, p.StartOffset(), batches); err != nil {
+					d.Fatalf(t, "restore: %v", err)
+				}
 			case "show":
 			default:
 				d.Fatalf(t, "unknown command %q", d.Cmd)

@@ -157,8 +157,8 @@ func TestLoadKafkaServerProperties(t *testing.T) {
 	if b.InterBrokerListenerName != "PLAINTEXT" || b.LogDirs[0] != "/tmp/kraft-combined-logs" || b.OffsetsTopicReplicationFactor != 1 {
 		t.Fatalf("broker = %+v", b)
 	}
+	// The share.coordinator.state.topic.* keys of Kafka's sample file are honoured now.
 	wantWarn := []string{"num.io.threads", "num.network.threads",
-		"share.coordinator.state.topic.min.isr", "share.coordinator.state.topic.replication.factor",
 		"socket.receive.buffer.bytes", "socket.send.buffer.bytes"}
 	var gotWarn []string
 	for _, w := range b.Warnings {

@@ -54,7 +54,7 @@ const (
 	whyJava        = "sluice cannot load Java classes"
 	whyTiered      = "sluice has no tiered storage"
 	whyTuning      = "a Kafka tuning setting; sluice sizes this itself"
-	whyShare       = "sluice's share groups (KIP-932) use the simple assignor, keep their state in memory on one node and take only three per-group overrides (share.auto.offset.reset, share.record.lock.duration.ms, share.isolation.level); these bound or tune what they do not take"
+	whyShare       = "sluice's share groups (KIP-932) use the simple assignor, serve their members from one node and take only three per-group overrides (share.auto.offset.reset, share.record.lock.duration.ms, share.isolation.level); these bound or tune what they do not take"
 	whyQuotas      = "log-dir move quotas are not implemented (sluice does not move replicas between log dirs: AlterReplicaLogDirs is not served)"
 	whyMetrics     = "sluice loads no metrics reporters: it serves Prometheus /metrics on --http-addr, where it also exports the client telemetry (KIP-714) clients push, which Kafka hands to a reporter"
 	whyMetadataLog = "the metadata log's segmenting and snapshots are sluice's own"
@@ -145,7 +145,6 @@ var brokerSupport = []supportGroup{
 	{NotYet, whyJava, []string{
 		"alter.config.policy.class.name", "create.topic.policy.class.name", "client.quota.callback.class",
 		"remote.log.storage.manager.class.name", "remote.log.metadata.manager.class.name",
-		"group.share.persister.class.name",
 	}},
 	{Honoured, "", []string{"replica.selector.class"}}, // KIP-392: RackAwareReplicaSelector built in
 	{NotYet, "delegation tokens are not implemented yet", []string{"delegation.token.secret.key"}},
@@ -210,13 +209,21 @@ var brokerSupport = []supportGroup{
 		"group.share.assignors", "group.share.enable",
 		"group.share.max.heartbeat.interval.ms", "group.share.max.session.timeout.ms",
 		"group.share.min.heartbeat.interval.ms",
-		"group.share.min.session.timeout.ms", "share.coordinator.append.linger.ms",
-		"share.coordinator.cold.partition.snapshot.interval.ms", "share.coordinator.load.buffer.size",
-		"share.coordinator.snapshot.update.records.per.snapshot", "share.coordinator.state.topic.compression.codec",
-		"share.coordinator.state.topic.min.isr", "share.coordinator.state.topic.num.partitions",
-		"share.coordinator.state.topic.prune.interval.ms", "share.coordinator.state.topic.replication.factor",
-		"share.coordinator.state.topic.segment.bytes", "share.coordinator.threads", "share.coordinator.write.timeout.ms",
+		"group.share.min.session.timeout.ms",
 		"share.fetch.purgatory.purge.interval.requests",
+	}},
+	{Honoured, "", []string{
+		// The share coordinator on __share_group_state (broker/share_state.go).
+		"group.share.persister.class.name",
+		"share.coordinator.snapshot.update.records.per.snapshot",
+		"share.coordinator.state.topic.min.isr", "share.coordinator.state.topic.num.partitions",
+		"share.coordinator.state.topic.replication.factor", "share.coordinator.state.topic.segment.bytes",
+		"share.coordinator.write.timeout.ms",
+	}},
+	{NoEffect, "the share coordinator appends each state write at once, uncompressed, on one event loop per __share_group_state partition, loads in 1 MiB reads, and relies on compaction alone to bound the topic (no periodic pruning or cold-partition snapshots)", []string{
+		"share.coordinator.append.linger.ms", "share.coordinator.cold.partition.snapshot.interval.ms",
+		"share.coordinator.load.buffer.size", "share.coordinator.state.topic.compression.codec",
+		"share.coordinator.state.topic.prune.interval.ms", "share.coordinator.threads",
 	}},
 	{NoEffect, "sluice does not take per-group streams config overrides yet, which these bound", []string{
 		"group.streams.max.heartbeat.interval.ms",
@@ -328,6 +335,13 @@ var valueRefusals = map[string]func(value string) string{
 			return "several log directories (JBOD) are not supported yet; give one directory"
 		}
 		return ""
+	},
+	"group.share.persister.class.name": func(v string) string {
+		switch strings.TrimSpace(v) {
+		case "", "org.apache.kafka.server.share.persister.DefaultStatePersister", "org.apache.kafka.server.share.persister.NoOpStatePersister":
+			return ""
+		}
+		return "sluice cannot load Java classes; the built-in persisters are org.apache.kafka.server.share.persister.DefaultStatePersister (share state on __share_group_state) and NoOpStatePersister or empty (share state in memory only)"
 	},
 	"replica.selector.class": func(v string) string {
 		switch strings.TrimSpace(v) {

@@ -11,7 +11,8 @@
 //                      "HELD offset,offset,..." and then blocks without acknowledging, to be
 //                      killed.
 //   take OFFSETS       a consumer must receive every offset in OFFSETS again with a delivery
-//                      count of at least 2 (redelivered after the dead holder's locks timed out).
+//                      count of at least 2 (released when the dead holder's connection closed,
+//                      with the delivery counted, or when its locks timed out).
 //   txn COUNT          a transactional producer commits COUNT transactions ("c-<i>") and aborts
 //                      COUNT ("a-<i>"), interleaved, then commits "end"; one consumer of a group
 //                      whose share.isolation.level is read_committed and share.auto.offset.reset
