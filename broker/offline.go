@@ -73,9 +73,6 @@ type offlineSet struct {
 	// reportMu orders reportLogDir's reports, so the last one made is the current state. It
 	// is taken before mu, never under it.
 	reportMu sync.Mutex
-	// dirID is the log directory's ID (meta.properties' directory.id; zero without one), the
-	// one the heartbeats name when it is offline.
-	dirID [16]byte
 }
 
 // offlinePartition is why and since when one partition is offline.
@@ -89,6 +86,8 @@ type offlinePartition struct {
 	// gen changes whenever the partition fails again, so a recovery that started before does
 	// not bring it back online.
 	gen uint64
+	// dir is the index of the partition's log directory (Broker.dirs).
+	dir int
 }
 
 func (s *offlineSet) init() {
@@ -102,6 +101,7 @@ func (s *offlineSet) init() {
 // callback.
 func (b *Broker) markOffline(tp topicPartition, id controller.TopicID, cause error, opened bool) {
 	s := &b.offline
+	dir, _ := b.placedIn(tp)
 	s.mu.Lock()
 	op := s.mu.partitions[tp]
 	fresh := op == nil
@@ -114,14 +114,14 @@ func (b *Broker) markOffline(tp topicPartition, id controller.TopicID, cause err
 		if s.count.Add(1) == 1 {
 			level = slog.LevelError
 		}
-		attrs := []any{"partition", tp.String(), "dir", b.partitionDir(tp), "err", cause}
+		attrs := []any{"partition", tp.String(), "dir", filepath.Join(b.logDirPaths()[dir], tp.String()), "err", cause}
 		var pe *fs.PathError
 		if errors.As(cause, &pe) {
 			attrs = append(attrs, "file", pe.Path)
 		}
 		b.logger.Log(context.Background(), level, "partition offline after a storage error; answering KAFKA_STORAGE_ERROR and retrying in the background", attrs...)
 	}
-	op.topicID, op.cause, op.opened = id, cause, opened
+	op.topicID, op.cause, op.opened, op.dir = id, cause, opened, dir
 	op.gen++
 	s.mu.Unlock()
 	b.reportLogDir()
@@ -140,9 +140,16 @@ type logDirReporter interface {
 	SetOfflineLogDirs(dirs [][16]byte)
 }
 
-// reportLogDir tells the controller, through the Metadata's heartbeats, whether the log
-// directory is offline: some partition whose log was open has failed (see the top of this
+// reportLogDir tells the controller, through the Metadata's heartbeats, which log directories
+// are offline: those where some partition whose log was open has failed (see the top of this
 // file). Safe from any goroutine, including logstore's failure callback (it calls into no log).
+//
+// With several log directories the controller is told only once every one of them failed:
+// sluice's controller takes a broker with an offline directory out of the leadership and
+// ISR of all its partitions (it does not track which directory holds each replica: no
+// AssignReplicasToDirs, no PartitionRecord Directories), which would stop the healthy
+// directories' partitions as well. Until then the failed directory's partitions answer
+// KAFKA_STORAGE_ERROR and the others keep serving.
 func (b *Broker) reportLogDir() {
 	r, ok := b.ctrl.(logDirReporter)
 	if !ok {
@@ -151,20 +158,38 @@ func (b *Broker) reportLogDir() {
 	s := &b.offline
 	s.reportMu.Lock()
 	defer s.reportMu.Unlock()
-	failed := false
-	s.mu.Lock()
-	for _, op := range s.mu.partitions {
-		if op.opened {
-			failed = true
-			break
+	failed := b.failedLogDirs()
+	var dirs [][16]byte
+	if n := max(len(b.dirs), 1); len(failed) == n {
+		for i := range n {
+			var id [16]byte
+			if i < len(b.dirs) {
+				id = b.dirs[i].id
+			}
+			dirs = append(dirs, id)
 		}
 	}
-	s.mu.Unlock()
-	var dirs [][16]byte
-	if failed {
-		dirs = [][16]byte{s.dirID}
-	}
 	r.SetOfflineLogDirs(dirs)
+}
+
+// failedLogDirs returns the indexes of the log directories with a failed opened log.
+func (b *Broker) failedLogDirs() map[int]bool {
+	s := &b.offline
+	if s.count.Load() == 0 {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out map[int]bool
+	for _, op := range s.mu.partitions {
+		if op.opened {
+			if out == nil {
+				out = map[int]bool{}
+			}
+			out[op.dir] = true
+		}
+	}
+	return out
 }
 
 // offlineTopic reports whether tp is offline and for which topic ID.
@@ -218,6 +243,7 @@ func (b *Broker) forgetOffline(tp topicPartition) {
 	if err := b.discardPartitionDir(dir, op.topicID); err != nil {
 		b.logger.Error("deleting directory of an offline partition whose topic is gone", "partition", tp.String(), "dir", dir, "err", err)
 	}
+	b.unplace(tp)
 }
 
 // markOnline brings tp back, unless it failed again since gen (gen 0: unconditionally).
@@ -362,15 +388,17 @@ func (b *Broker) discardPartitionDir(dir string, id controller.TopicID) error {
 
 // removeDeletedDirs finishes deletions a crash interrupted: directories renamed for deletion.
 func (b *Broker) removeDeletedDirs() {
-	names, err := b.fs().ReadDir(b.cfg.LogDir)
-	if err != nil {
-		return
-	}
-	for _, name := range names {
-		if strings.HasSuffix(name, deleteDirSuffix) {
-			path := filepath.Join(b.cfg.LogDir, name)
-			if err := b.fs().RemoveAll(path); err != nil {
-				b.logger.Warn("removing directory left for deletion", "dir", path, "err", err)
+	for _, dir := range b.logDirPaths() {
+		names, err := b.fs().ReadDir(dir)
+		if err != nil {
+			continue
+		}
+		for _, name := range names {
+			if strings.HasSuffix(name, deleteDirSuffix) {
+				path := filepath.Join(dir, name)
+				if err := b.fs().RemoveAll(path); err != nil {
+					b.logger.Warn("removing directory left for deletion", "dir", path, "err", err)
+				}
 			}
 		}
 	}

@@ -44,6 +44,9 @@ func (b *Broker) reconcile(im *controller.Image) error {
 				b.removePartition(tp)
 				p = nil
 			}
+			if p == nil && b.moveSwapping(tp) {
+				continue // opened from its new log directory once swapped (log_dir_moves.go)
+			}
 			if p == nil {
 				if id, offline := b.offlineTopic(tp); offline && id != topic.ID {
 					changing()
@@ -208,7 +211,11 @@ func (b *Broker) openPartition(tp topicPartition, id controller.TopicID, cfg log
 	if err != nil {
 		return nil, fmt.Errorf("open partition %s: %w", tp, err)
 	}
-	p := b.newPartition(tp, id, log, b.checkpointedHighWatermark(tp))
+	hw := b.checkpointedHighWatermark(tp)
+	if moved, ok := b.takeHandoverHW(tp); ok {
+		hw = moved // the HW it had before its move to another log directory
+	}
+	p := b.newPartition(tp, id, log, hw)
 	p.settings.Store(settings)
 	b.mu.Lock()
 	b.mu.partitions[tp] = p
@@ -235,6 +242,7 @@ func (b *Broker) removePartition(tp topicPartition) {
 	if err := b.discardPartitionDir(b.partitionDir(tp), p.topicID); err != nil {
 		b.logger.Error("deleting partition", "partition", tp.String(), "err", err)
 	}
+	b.unplace(tp)
 }
 
 // claimPartitionDir makes dir belong to topic id. created reports a directory made here (it
