@@ -182,18 +182,22 @@ func run(args []string) error {
 		}
 	}
 
+	// Every log directory (log.dirs: several are JBOD, broker/log_dirs.go) is created and
+	// locked; the first also holds the broker's own files.
 	logDir := cfg.LogDirs[0]
-	if err := os.MkdirAll(logDir, 0o755); err != nil {
-		return err
+	for _, dir := range cfg.LogDirs {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+		unlock, err := lockDir(dir)
+		if err != nil {
+			return err
+		}
+		defer unlock()
 	}
-	unlock, err := lockDir(logDir)
-	if err != nil {
-		return err
-	}
-	defer unlock()
 	// metadata.log.dir (default: the log directory) holds the metadata log, as in Kafka.
 	metadataDir := cfg.MetadataLogDir
-	if filepath.Clean(metadataDir) != filepath.Clean(logDir) {
+	if !slices.ContainsFunc(cfg.LogDirs, func(d string) bool { return filepath.Clean(d) == filepath.Clean(metadataDir) }) {
 		if err := os.MkdirAll(metadataDir, 0o755); err != nil {
 			return err
 		}
@@ -216,8 +220,8 @@ func run(args []string) error {
 	if err != nil {
 		return fmt.Errorf("metadata directory %s: %w", metadataLog, err)
 	}
-	identityDirs := []string{logDir}
-	if filepath.Clean(metadataDir) != filepath.Clean(logDir) {
+	identityDirs := slices.Clone(cfg.LogDirs)
+	if !slices.ContainsFunc(cfg.LogDirs, func(d string) bool { return filepath.Clean(d) == filepath.Clean(metadataDir) }) {
 		identityDirs = append(identityDirs, metadataDir)
 	}
 	// A controller joining a dynamic quorum starts without metadata of its own, on
@@ -250,8 +254,17 @@ func run(args []string) error {
 	// before anything else touches the logs (-1: it did not shut down cleanly).
 	previousEpoch := int64(-1)
 	if cfg.HasRole("broker") {
-		if previousEpoch, err = broker.TakeCleanShutdownEpoch(logDir); err != nil {
-			return fmt.Errorf("log directory %s: %w", logDir, err)
+		// Clean only when every log directory says so, with the same epoch.
+		for i, dir := range cfg.LogDirs {
+			epoch, err := broker.TakeCleanShutdownEpoch(dir)
+			if err != nil {
+				return fmt.Errorf("log directory %s: %w", dir, err)
+			}
+			if i == 0 {
+				previousEpoch = epoch
+			} else if epoch != previousEpoch {
+				previousEpoch = -1
+			}
 		}
 		if previousEpoch < 0 {
 			logger.Info("no clean shutdown file: the controller will take this broker out of the eligible leader replicas it was in", "log.dir", logDir)
@@ -300,7 +313,7 @@ func run(args []string) error {
 	}
 	bootstrapDone(metadataDir, logger)
 
-	b, err := broker.New(broker.Config{Static: cfg, LogDir: logDir, Logger: logger.With("component", "broker"),
+	b, err := broker.New(broker.Config{Static: cfg, LogDir: logDir, LogDirs: cfg.LogDirs, Logger: logger.With("component", "broker"),
 		CacheWindowBytes: *cacheWindow, PeerClientOpts: brokerClient.kgoOpts(), PeerTLS: brokerClient.tls, LogLevels: logLevels}, ctrl)
 	if err != nil {
 		return fmt.Errorf("starting broker: %w", err)
@@ -348,7 +361,7 @@ func run(args []string) error {
 		logger.Info("listening", "listener", l.Name, "security.protocol", l.SecurityProtocol, "addr", srv.Addr().String())
 	}
 	im := ctrl.Image()
-	logger.Info("sluice started", "version", buildVersion(), "node.id", cfg.NodeID, "cluster.id", im.ClusterID, "log.dir", logDir, "metadata.log.dir", metadataDir)
+	logger.Info("sluice started", "version", buildVersion(), "node.id", cfg.NodeID, "cluster.id", im.ClusterID, "log.dirs", strings.Join(cfg.LogDirs, ","), "metadata.log.dir", metadataDir)
 
 	if opsServer != nil {
 		var listeners []ops.Listener
