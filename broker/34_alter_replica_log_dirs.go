@@ -1,6 +1,6 @@
 package broker
 
-// AlterReplicaLogDirs, key 34: v1–v2 (v0 was removed by Kafka 4's KIP-896; v2 is flexible).
+// AlterReplicaLogDirs, key 34: v0–v2 (v0, removed by Kafka 4's KIP-896, served as Kafka 3 did; v2 is flexible).
 //
 // Moves replicas hosted here to another of this broker's log directories (log.dirs); the move
 // itself runs in the background (log_dir_moves.go) and DescribeLogDirs shows it as a future
@@ -27,7 +27,7 @@ import (
 	"sluice/wire"
 )
 
-func init() { registerSync(34, 1, 2, (*Broker).handleAlterReplicaLogDirs) }
+func init() { registerSync(34, 0, 2, (*Broker).handleAlterReplicaLogDirs) }
 
 // internalTopicsNotMoved are the topics whose replicas AlterReplicaLogDirs does not move.
 var internalTopicsNotMoved = map[string]bool{"__consumer_offsets": true, "__transaction_state": true, "__share_group_state": true}

@@ -276,7 +276,6 @@ func TestAlterReplicaLogDirsMove(t *testing.T) {
 	}
 }
 
-
 // dirFailFS fails every write, sync, create, rename and truncate under one directory while
 // failing is set, as a failed disk does.
 type dirFailFS struct {
