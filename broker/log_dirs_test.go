@@ -445,3 +445,17 @@ func produceTo(t *testing.T, tb *testBroker, topic string, partition int32, valu
 	req.Topics = append(req.Topics, rt)
 	return tb.direct(t, req).(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode
 }
+
+// FuzzParsePartitionDirName: directory names come from the disk. Parsing never panics, and a
+// name it accepts is exactly the partition's directory name.
+func FuzzParsePartitionDirName(f *testing.F) {
+	for _, s := range []string{"t-0", "a.b-12", "t-0.ab-future", "t-01", "t--1", "-1", "__cluster_metadata-0", "t-2147483648"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, name string) {
+		tp, ok := parsePartitionDirName(name)
+		if ok && (tp.String() != name || tp.partition < 0 || tp.topic == "") {
+			t.Fatalf("parsePartitionDirName(%q) = %+v", name, tp)
+		}
+	})
+}

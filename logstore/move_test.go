@@ -161,3 +161,20 @@ func TestParseMoveDir(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParseMoveDir: directory names come from the disk. Parsing never panics, and a name it
+// accepts is rebuilt exactly from its parts.
+func FuzzParseMoveDir(f *testing.F) {
+	for _, s := range []string{"t-0.ab-future", "t-0.ab-moved", "a.b.c-1.ff-future", ".-future", "x-moved", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, name string) {
+		tp, id, suffix, ok := ParseMoveDir(name)
+		if !ok {
+			return
+		}
+		if tp+"."+id+suffix != name || id == "" || tp == "" {
+			t.Fatalf("ParseMoveDir(%q) = %q %q %q", name, tp, id, suffix)
+		}
+	})
+}
