@@ -16,7 +16,10 @@ package broker
 //
 // Unlike Kafka, which takes the whole log directory offline and needs a restart to bring it
 // back, sluice takes single partitions offline and brings them back by itself once the file
-// system accepts writes again (space freed, device back).
+// system accepts writes again (space freed, device back). With several log directories
+// (log_dirs.go) a directory counts as failed while one of its opened logs is failed: new
+// partitions are placed elsewhere and DescribeLogDirs answers it KAFKA_STORAGE_ERROR; the
+// partitions of the other directories keep serving.
 //
 // Leadership (reportLogDir): while some partition whose log was open has failed (a write
 // error, not a log that could not be opened at start), the broker reports its log directory
@@ -30,8 +33,11 @@ package broker
 // Reopened). Once no opened log is failed, the broker reports the directory online; the
 // controller lets it lead and join ISRs again, and its partitions, followers now, rejoin as
 // any follower does: truncate to the leader's epoch, catch up, and the leader's AlterPartition
-// adds them. A sluice broker has one log directory, so a failure of any partition moves all of
-// its partitions, as Kafka moves every partition of the failed directory.
+// adds them. sluice's controller does not know which directory holds each replica (no
+// AssignReplicasToDirs, no PartitionRecord Directories) and moves all of a broker's
+// partitions, so a broker with several log directories reports them only once every one has
+// failed; until then the failed directory's partitions stay led here and answer
+// KAFKA_STORAGE_ERROR (offline, not moved), and the healthy directories keep their leaders.
 
 import (
 	"context"

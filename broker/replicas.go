@@ -106,7 +106,7 @@ type openJob struct {
 }
 
 // openPartitions opens the partitions of jobs with num.recovery.threads.per.data.dir workers
-// (sluice has one data directory), as Kafka's LogManager loads logs: after an unclean stop
+// per log directory (one pool over all of them), as Kafka's LogManager loads logs: after an unclean stop
 // each open may scan segments, and one at a time leaves the port closed for the sum of them.
 // A partition that fails to open goes offline; nothing is deleted.
 //
@@ -114,7 +114,7 @@ type openJob struct {
 // every openProgressInterval and, when it took long or was large, a summary: partitions,
 // segments and bytes opened, and the time taken.
 func (b *Broker) openPartitions(jobs []openJob) {
-	workers := int(b.cfg.Static.Int32("num.recovery.threads.per.data.dir"))
+	workers := int(b.cfg.Static.Int32("num.recovery.threads.per.data.dir")) * len(b.logDirPaths())
 	start := time.Now()
 	var opened, failed, segments, bytes atomic.Int64
 	stop := make(chan struct{})

@@ -57,7 +57,9 @@ type BrokerHeartbeat struct {
 	WantFence      bool
 	WantShutDown   bool
 	// OfflineLogDirs are the IDs of the broker's log directories that failed (BrokerHeartbeat
-	// v1+). A sluice broker has one log directory: any entry means its storage is offline.
+	// v1+). Any entry takes the broker out of leadership and ISRs for all its partitions:
+	// the controller does not track which directory holds each replica, and a sluice broker
+	// with several log directories names them only once all have failed (broker/offline.go).
 	OfflineLogDirs [][16]byte
 }
 

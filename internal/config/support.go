@@ -176,7 +176,7 @@ var brokerSupport = []supportGroup{
 		"request.timeout.ms", "socket.connection.setup.timeout.ms", "socket.connection.setup.timeout.max.ms",
 		"internal.metadata.max.fetch.size.in.bytes",
 	}},
-	{NoEffect, "a failed partition is taken offline and retried on its own (offline.go); sluice does not take whole log directories offline", []string{
+	{NoEffect, "sluice never shuts down for a failed log directory: its partitions go offline and are retried until the disk takes writes again (broker/offline.go)", []string{
 		"log.dir.failure.timeout.ms",
 	}},
 	{NoEffect, "sluice's cleaner reads a segment through a 1 MiB window and writes each batch as it is filtered", []string{
