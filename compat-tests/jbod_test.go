@@ -298,3 +298,118 @@ func TestJBODOneDirectoryFails(t *testing.T) {
 		t.Fatal("sluice logged a panic")
 	}
 }
+
+// TestJBODClusterMove: on three nodes with two log directories each, the replicas of an RF 3
+// partition (the leader's and both followers') are moved to their other directory with
+// AlterReplicaLogDirs while an acks=all producer writes. Every move completes, the ISR is
+// whole again afterwards, and every acknowledged record is read back.
+func TestJBODClusterMove(t *testing.T) {
+	root := t.TempDir()
+	nodes := map[int]clusterNode{}
+	for i := range 3 {
+		d1, d2 := filepath.Join(root, fmt.Sprintf("n%d-d1", i+1)), filepath.Join(root, fmt.Sprintf("n%d-d2", i+1))
+		nodes[i] = clusterNode{Dir: d1, Settings: []string{"log.dirs=" + d1 + "," + d2}}
+	}
+	c := startClusterNodes(t, []string{RoleCombined, RoleBroker, RoleBroker}, nodes, clusterSettings...)
+	n1 := c.Nodes[0]
+	waitFor(t, clusterDeadline, "three brokers in Metadata", func() error {
+		ids, err := liveBrokers(n1.Addr)
+		if err != nil || len(ids) != 3 {
+			return fmt.Errorf("brokers %v (%v)", ids, err)
+		}
+		return nil
+	})
+	createAssigned(t, n1.Addr, "mv", []int32{1, 2, 3}, "min.insync.replicas=2")
+	waitPartition(t, n1.Addr, "mv", "a full ISR led by 1", elrState{Leader: 1, ISR: []int32{1, 2, 3}})
+	cl := franzClient(t, n1.Addr, kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordRetries(1000), kgo.RetryTimeout(clusterDeadline))
+	acked := produceAckedValues(t, cl, "mv", "before", 100)
+
+	// A producer writes through the moves.
+	stop := make(chan struct{})
+	type result struct {
+		values []string
+		err    error
+	}
+	done := make(chan result, 1)
+	go func() {
+		var r result
+		ctx, cancel := context.WithTimeout(context.Background(), 2*clusterDeadline)
+		defer cancel()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				done <- r
+				return
+			default:
+			}
+			v := fmt.Sprintf("during-%05d", i)
+			if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "mv", Value: []byte(v)}).FirstErr(); err != nil {
+				r.err = fmt.Errorf("produce %s: %w", v, err)
+				done <- r
+				return
+			}
+			r.values = append(r.values, v)
+		}
+	}()
+
+	adm := kadm.NewClient(cl)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*clusterDeadline)
+	defer cancel()
+	targets := map[int32]string{}
+	for id := int32(1); id <= 3; id++ {
+		dirs, err := adm.DescribeBrokerLogDirs(ctx, id, nil)
+		if err != nil {
+			t.Fatalf("DescribeLogDirs of %d: %v", id, err)
+		}
+		for path, d := range dirs {
+			if _, has := d.Topics["mv"]; !has {
+				targets[id] = path
+			}
+		}
+		if targets[id] == "" {
+			t.Fatalf("node %d: no directory without mv-0: %+v", id, dirs)
+		}
+		req := kadm.AlterReplicaLogDirsReq{}
+		req.Add(targets[id], kadm.TopicsSet{"mv": {0: {}}})
+		resp, err := adm.AlterBrokerReplicaLogDirs(ctx, id, req)
+		if err != nil {
+			t.Fatalf("AlterReplicaLogDirs on %d: %v", id, err)
+		}
+		resp.Each(func(r kadm.AlterReplicaLogDirsResponse) {
+			if r.Err != nil {
+				t.Fatalf("AlterReplicaLogDirs on %d: %s-%d: %v", id, r.Topic, r.Partition, r.Err)
+			}
+		})
+	}
+	for id, target := range targets {
+		waitFor(t, clusterDeadline, fmt.Sprintf("mv-0 on node %d in %s", id, target), func() error {
+			dirs, err := adm.DescribeBrokerLogDirs(ctx, id, nil)
+			if err != nil {
+				return err
+			}
+			for path, d := range dirs {
+				for _, p := range d.Topics["mv"] {
+					if p.IsFuture || path != target {
+						return fmt.Errorf("mv-0 in %s (future %v)", path, p.IsFuture)
+					}
+				}
+			}
+			if _, in := dirs[target].Topics["mv"][0]; !in {
+				return fmt.Errorf("not yet in %s", target)
+			}
+			return nil
+		})
+	}
+	close(stop)
+	r := <-done
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if len(r.values) == 0 {
+		t.Fatal("nothing was produced during the moves")
+	}
+	acked = append(acked, r.values...)
+	waitPartition(t, n1.Addr, "mv", "a full ISR again", elrState{Leader: 1, ISR: []int32{1, 2, 3}})
+	acked = append(acked, produceAckedValues(t, cl, "mv", "after", 20)...)
+	checkAllPresent(t, consumeAll(t, n1.Addr, "mv"), acked)
+}
