@@ -105,6 +105,8 @@ type Broker struct {
 	placement logDirPlacement
 	// moves are the AlterReplicaLogDirs moves in progress (log_dir_moves.go).
 	moves logDirMoves
+	// dirAssign are the replica directories to tell the controller (log_dir_assign.go).
+	dirAssign dirAssignments
 	// metadataCheckpointed is the offset in the log directory's metadata-offset-checkpoint.
 	// Owned by the reconcile goroutine (and New before it starts).
 	metadataCheckpointed int64
@@ -199,6 +201,7 @@ func New(cfg Config, ctrl Metadata) (*Broker, error) {
 	b.mu.appliedChanged = make(chan struct{})
 	b.offline.init()
 	b.moves.init()
+	b.dirAssign.wake = make(chan struct{}, 1)
 	if err := b.initLogDirs(); err != nil {
 		return nil, err
 	}
@@ -222,7 +225,8 @@ func New(cfg Config, ctrl Metadata) (*Broker, error) {
 		b.closePartitions()
 		return nil, err
 	}
-	b.done.Add(9)
+	b.done.Add(10)
+	go b.dirAssignLoop()
 	go alterSender.run()
 	go b.storageRecoveryLoop()
 	go b.followImages(initial)

@@ -150,12 +150,10 @@ type logDirReporter interface {
 // are offline: those where some partition whose log was open has failed (see the top of this
 // file). Safe from any goroutine, including logstore's failure callback (it calls into no log).
 //
-// With several log directories the controller is told only once every one of them failed:
-// sluice's controller takes a broker with an offline directory out of the leadership and
-// ISR of all its partitions (it does not track which directory holds each replica: no
-// AssignReplicasToDirs, no PartitionRecord Directories), which would stop the healthy
-// directories' partitions as well. Until then the failed directory's partitions answer
-// KAFKA_STORAGE_ERROR and the others keep serving.
+// With several log directories each failed one is named: the controller, told which
+// directory holds each replica (log_dir_assign.go), moves only their replicas. A Metadata that
+// cannot carry those assignments is told only once every directory has failed, since its
+// controller would move all of the broker's partitions.
 func (b *Broker) reportLogDir() {
 	r, ok := b.ctrl.(logDirReporter)
 	if !ok {
@@ -165,9 +163,13 @@ func (b *Broker) reportLogDir() {
 	s.reportMu.Lock()
 	defer s.reportMu.Unlock()
 	failed := b.failedLogDirs()
+	_, perDir := b.ctrl.(replicaDirAssigner)
 	var dirs [][16]byte
-	if n := max(len(b.dirs), 1); len(failed) == n {
+	if n := max(len(b.dirs), 1); len(failed) == n || perDir && len(failed) > 0 {
 		for i := range n {
+			if !failed[i] {
+				continue
+			}
 			var id [16]byte
 			if i < len(b.dirs) {
 				id = b.dirs[i].id

@@ -145,6 +145,9 @@ func (b *Broker) openPartitions(jobs []openJob) {
 		segments.Add(int64(p.log.NumSegments()))
 		bytes.Add(p.log.Size())
 		b.markOnline(j.tp, 0)
+		if i, ok := b.placedIn(j.tp); ok {
+			b.queueDirAssignment(j.tp, j.id, i)
+		}
 		b.applyLeadership(p, j.info)
 	})
 	close(stop)

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -412,4 +413,100 @@ func TestJBODClusterMove(t *testing.T) {
 	waitPartition(t, n1.Addr, "mv", "a full ISR again", elrState{Leader: 1, ISR: []int32{1, 2, 3}})
 	acked = append(acked, produceAckedValues(t, cl, "mv", "after", 20)...)
 	checkAllPresent(t, consumeAll(t, n1.Addr, "mv"), acked)
+}
+
+// TestJBODClusterOneDirectoryFails: node 2 of three has two log directories, the second a
+// small tmpfs that fills up. Node 2 leads two RF 3 partitions, one in each directory. When
+// the full directory fails, node 2 reports it (BrokerHeartbeat OfflineLogDirs) and the
+// controller, told which directory holds each replica (AssignReplicasToDirs), moves only that
+// partition's leadership to another in-sync replica; the partition in the healthy directory
+// stays led by node 2 with its full ISR. Acks=all producers keep writing to both. Once space
+// returns node 2 rejoins the moved partition's ISR without a restart; every acknowledged
+// record is read back.
+func TestJBODClusterOneDirectoryFails(t *testing.T) {
+	mnt := mountTmpfs(t, "8m")
+	root := t.TempDir()
+	d1, d2 := filepath.Join(root, "n2-d1"), filepath.Join(mnt, "n2-d2")
+	c := startClusterNodes(t, []string{RoleCombined, RoleBroker, RoleBroker},
+		map[int]clusterNode{1: {Dir: d1, Settings: []string{"log.dirs=" + d1 + "," + d2}}},
+		clusterSettings...)
+	n1, b2 := c.Nodes[0], c.Nodes[1]
+	waitFor(t, clusterDeadline, "three brokers in Metadata", func() error {
+		ids, err := liveBrokers(n1.Addr)
+		if err != nil || len(ids) != 3 {
+			return fmt.Errorf("brokers %v (%v)", ids, err)
+		}
+		return nil
+	})
+	for _, topic := range []string{"ta", "tb"} {
+		createAssigned(t, n1.Addr, topic, []int32{2, 3, 1}, "min.insync.replicas=2")
+		waitPartition(t, n1.Addr, topic, "a full ISR led by 2", elrState{Leader: 2, ISR: []int32{1, 2, 3}})
+	}
+	cl := franzClient(t, n1.Addr, kgo.RequiredAcks(kgo.AllISRAcks()))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*clusterDeadline)
+	defer cancel()
+	dirs, err := kadm.NewClient(cl).DescribeBrokerLogDirs(ctx, 2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	failing, healthy := "", ""
+	for _, topic := range []string{"ta", "tb"} {
+		if _, in := dirs[d2].Topics[topic]; in {
+			failing = topic
+		} else if _, in := dirs[d1].Topics[topic]; in {
+			healthy = topic
+		}
+	}
+	if failing == "" || healthy == "" {
+		t.Fatalf("node 2's directories: %+v, want one partition in each", dirs)
+	}
+	acked := map[string][]string{}
+	for _, topic := range []string{"ta", "tb"} {
+		acked[topic] = produceAckedValues(t, franzClient(t, n1.Addr, kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DefaultProduceTopic(topic)), topic, "before", 30)
+	}
+
+	filler := fillDisk(t, mnt)
+	code, _, closed := produceRaw(t, b2.Addr, produceRequest(failing, bigBatch("full")))
+	if closed || (code != kerr.KafkaStorageError.Code && code != kerr.NotLeaderForPartition.Code) {
+		t.Fatalf("produce to %s on the full directory: code %d (closed %v)", failing, code, closed)
+	}
+	waitFor(t, clusterDeadline, "leadership of "+failing+" moved off 2", func() error {
+		p, err := describeTopicPartition(n1.Addr, failing)
+		if err != nil {
+			return err
+		}
+		if p.Leader == 2 || p.Leader == -1 || slices.Contains(p.ISR, 2) {
+			return fmt.Errorf("%s-0: %v, want another leader and 2 out of the ISR", failing, p)
+		}
+		return nil
+	})
+	if p, err := describeTopicPartition(n1.Addr, healthy); err != nil || p.Leader != 2 || len(p.ISR) != 3 {
+		t.Fatalf("%s-0 (node 2's healthy directory) after the other failed: %v (%v), want still led by 2 with a full ISR", healthy, p, err)
+	}
+	for _, topic := range []string{"ta", "tb"} {
+		acked[topic] = append(acked[topic], produceAckedValues(t, franzClient(t, n1.Addr, kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DefaultProduceTopic(topic)), topic, "during", 30)...)
+	}
+	if p, err := describeTopicPartition(n1.Addr, healthy); err != nil || p.Leader != 2 {
+		t.Fatalf("%s-0 after producing: %v (%v), want still led by 2", healthy, p, err)
+	}
+
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, storageRecoverTimeout, "2 back in the ISR of "+failing, func() error {
+		p, err := describeTopicPartition(n1.Addr, failing)
+		if err != nil {
+			return err
+		}
+		if !slices.Contains(p.ISR, 2) || len(p.ISR) != 3 {
+			return fmt.Errorf("%s-0: %v", failing, p)
+		}
+		return nil
+	})
+	for _, topic := range []string{"ta", "tb"} {
+		checkAllPresent(t, consumeAll(t, n1.Addr, topic), acked[topic])
+	}
+	if !b2.Alive() {
+		t.Fatal("node 2 exited")
+	}
 }

@@ -22,6 +22,7 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"flag"
 	"fmt"
@@ -270,7 +271,17 @@ func run(args []string) error {
 			logger.Info("no clean shutdown file: the controller will take this broker out of the eligible leader replicas it was in", "log.dir", logDir)
 		}
 	}
-	q, err := startQuorum(cfg, metadataLog, endpoints, memory, limits, joiner, clusterID, bootstrap, ctrlClient, previousEpoch, logger)
+	// Each log directory's ID, registered with the controller before the directory is
+	// claimed: the one its meta.properties names, or a new one ClaimLogDir then writes.
+	logDirIDs := make([][16]byte, len(cfg.LogDirs))
+	for i := range cfg.LogDirs {
+		if mp := metaProps[i]; mp != nil && mp.DirectoryID != "" {
+			logDirIDs[i], _ = decodeDirectoryID(mp.DirectoryID)
+		} else {
+			rand.Read(logDirIDs[i][:])
+		}
+	}
+	q, err := startQuorum(cfg, metadataLog, endpoints, memory, limits, joiner, clusterID, bootstrap, ctrlClient, previousEpoch, logDirIDs, logger)
 	if err != nil {
 		return fmt.Errorf("starting controller: %w", err)
 	}
@@ -307,7 +318,11 @@ func run(args []string) error {
 	}
 	ctrl := q.metadata()
 	for i, dir := range identityDirs {
-		if err := broker.ClaimLogDir(dir, metaProps[i], ctrl.Image().ClusterID, cfg.NodeID); err != nil {
+		var id [16]byte
+		if i < len(logDirIDs) {
+			id = logDirIDs[i]
+		}
+		if err := broker.ClaimLogDirAs(dir, metaProps[i], ctrl.Image().ClusterID, cfg.NodeID, id); err != nil {
 			return err
 		}
 	}
