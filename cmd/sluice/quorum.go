@@ -153,9 +153,9 @@ func startQuorum(cfg *config.Broker, dir string, endpoints []controller.Endpoint
 				// The clean shutdown file's epoch (broker.TakeCleanShutdownEpoch), KIP-966.
 				PreviousBrokerEpoch: previousEpoch,
 				// The log directories' IDs (BrokerRegistration v2+, controller/log_dirs.go).
-				LogDirs: logDirIDs,
-				ClientOpts:          ctrlClient.kgoOpts(),
-				Logger:              logger.With("component", "link"),
+				LogDirs:    logDirIDs,
+				ClientOpts: ctrlClient.kgoOpts(),
+				Logger:     logger.With("component", "link"),
 			}
 			if observer {
 				lc.Registered = q.transport.Connect // the voters know this node once it registered
