@@ -33,11 +33,9 @@ package broker
 // Reopened). Once no opened log is failed, the broker reports the directory online; the
 // controller lets it lead and join ISRs again, and its partitions, followers now, rejoin as
 // any follower does: truncate to the leader's epoch, catch up, and the leader's AlterPartition
-// adds them. sluice's controller does not know which directory holds each replica (no
-// AssignReplicasToDirs, no PartitionRecord Directories) and moves all of a broker's
-// partitions, so a broker with several log directories reports them only once every one has
-// failed; until then the failed directory's partitions stay led here and answer
-// KAFKA_STORAGE_ERROR (offline, not moved), and the healthy directories keep their leaders.
+// adds them. With several log directories only the failed ones are named, and the controller,
+// told which directory holds each replica (log_dir_assign.go), moves only their partitions;
+// the partitions of the other directories keep this broker as their leader.
 
 import (
 	"context"
