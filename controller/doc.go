@@ -124,7 +124,7 @@
 // user/client-id/ip entity, quotas.go), 14 AccessControlEntry and 15
 // RemoveAccessControlEntry (acls.go), 17 FeatureLevel (one feature's finalized level, 0 for
 // none; a feature without one is at its default, features.go), 18 ReplicaDirs (which log
-directory of a broker holds its replicas of some partitions, log_dirs.go) — see records.go. Empty entries (a new leader's) and raft
+// directory of a broker holds its replicas of some partitions, log_dirs.go) — see records.go. Empty entries (a new leader's) and raft
 // configuration changes carry no records. A record that does not fit the state (e.g. a
 // partition of an unknown topic) is skipped identically on every node. The state machine is
 // a pure function of the records and the raft index of the entry carrying each: a
