@@ -53,6 +53,10 @@ type Config struct {
 	// PeerTLS is the inter-broker listener's client TLS (nil without TLS), for the
 	// connections that watch a leader's liveness (leader_hints.go), which send no requests.
 	PeerTLS *tls.Config
+	// OnFatal, if set, is called (once) when the broker cannot go on and the process should
+	// shut down: a failed log directory the controller was not told of within
+	// log.dir.failure.timeout.ms (offline.go). Nil: the error is only logged.
+	OnFatal func(error)
 	// LogLevels are the run-time levels of the process's log components, the BROKER_LOGGER
 	// config resource (broker_loggers.go); nil: that resource lists only a root logger that
 	// cannot change.
@@ -107,6 +111,8 @@ type Broker struct {
 	moves logDirMoves
 	// dirAssign are the replica directories to tell the controller (log_dir_assign.go).
 	dirAssign dirAssignments
+	// fatalOnce guards Config.OnFatal.
+	fatalOnce sync.Once
 	// metadataCheckpointed is the offset in the log directory's metadata-offset-checkpoint.
 	// Owned by the reconcile goroutine (and New before it starts).
 	metadataCheckpointed int64

@@ -44,6 +44,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -77,6 +78,8 @@ type offlineSet struct {
 	// reportMu orders reportLogDir's reports, so the last one made is the current state. It
 	// is taken before mu, never under it.
 	reportMu sync.Mutex
+	// reportWatch is set while a log.dir.failure.timeout.ms check is pending.
+	reportWatch atomic.Bool
 }
 
 // offlinePartition is why and since when one partition is offline.
@@ -139,9 +142,10 @@ func (b *Broker) markOffline(tp topicPartition, id controller.TopicID, cause err
 }
 
 // logDirReporter is the Metadata of a broker that heartbeats (cluster.Link): it tells the
-// controller which log directories failed.
+// controller which log directories failed, and which it last told it.
 type logDirReporter interface {
 	SetOfflineLogDirs(dirs [][16]byte)
+	ReportedOfflineLogDirs() [][16]byte
 }
 
 // reportLogDir tells the controller, through the Metadata's heartbeats, which log directories
@@ -160,6 +164,16 @@ func (b *Broker) reportLogDir() {
 	s := &b.offline
 	s.reportMu.Lock()
 	defer s.reportMu.Unlock()
+	dirs := b.offlineDirsToReport()
+	r.SetOfflineLogDirs(dirs)
+	if len(dirs) > 0 {
+		b.watchLogDirReport(r)
+	}
+}
+
+// offlineDirsToReport are the IDs of the failed log directories the heartbeats name (see
+// reportLogDir).
+func (b *Broker) offlineDirsToReport() [][16]byte {
 	failed := b.failedLogDirs()
 	_, perDir := b.ctrl.(replicaDirAssigner)
 	var dirs [][16]byte
@@ -175,7 +189,42 @@ func (b *Broker) reportLogDir() {
 			dirs = append(dirs, id)
 		}
 	}
-	r.SetOfflineLogDirs(dirs)
+	return dirs
+}
+
+// watchLogDirReport checks, log.dir.failure.timeout.ms after failed directories were handed to
+// the heartbeats, that the controller accepted a heartbeat naming every directory still
+// failed; if not, the broker asks the process to shut down (Config.OnFatal), as Kafka's
+// broker does: leadership it cannot give up must not stay with a broker whose storage failed.
+// One check is pending at a time.
+func (b *Broker) watchLogDirReport(r logDirReporter) {
+	if !b.offline.reportWatch.CompareAndSwap(false, true) {
+		return
+	}
+	timeout := time.Duration(b.cfg.Static.Int64("log.dir.failure.timeout.ms")) * time.Millisecond
+	time.AfterFunc(timeout, func() {
+		b.offline.reportWatch.Store(false)
+		select {
+		case <-b.closing:
+			return
+		default:
+		}
+		reported := r.ReportedOfflineLogDirs()
+		unreported := 0
+		for _, id := range b.offlineDirsToReport() {
+			if !slices.Contains(reported, id) {
+				unreported++
+			}
+		}
+		if unreported == 0 {
+			return
+		}
+		err := fmt.Errorf("%d failed log directories were not reported to the controller within log.dir.failure.timeout.ms (%v)", unreported, timeout)
+		b.logger.Error("shutting down: a failed log directory could not be reported to the controller", "err", err)
+		if b.cfg.OnFatal != nil {
+			b.fatalOnce.Do(func() { b.cfg.OnFatal(err) })
+		}
+	})
 }
 
 // failedLogDirs returns the indexes of the log directories with a failed opened log.

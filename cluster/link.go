@@ -89,6 +89,9 @@ type Link struct {
 		// offlineLogDirs are the IDs of this broker's failed log directories, sent with
 		// every heartbeat (SetOfflineLogDirs).
 		offlineLogDirs [][16]byte
+		// reportedLogDirs are the offline log directories of the last heartbeat the active
+		// controller accepted (ReportedOfflineLogDirs).
+		reportedLogDirs [][16]byte
 		// clusterID is the cluster ID the voters answered an observer (quorumClusterID),
 		// until its own log has one.
 		clusterID string
@@ -480,6 +483,7 @@ func (l *Link) heartbeatOnce(ctx context.Context) (controller.HeartbeatResult, e
 	}
 	l.mu.Lock()
 	l.mu.fenced = res.IsFenced
+	l.mu.reportedLogDirs = hb.OfflineLogDirs
 	if res.ShouldShutDown {
 		l.mu.shouldStop = true
 	}
@@ -527,6 +531,15 @@ func (l *Link) SetOfflineLogDirs(dirs [][16]byte) {
 	case l.kick <- struct{}{}:
 	default:
 	}
+}
+
+// ReportedOfflineLogDirs returns the offline log directories of the last heartbeat the active
+// controller accepted: the broker's log.dir.failure.timeout.ms watches that its failed
+// directories get there (broker/offline.go).
+func (l *Link) ReportedOfflineLogDirs() [][16]byte {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.mu.reportedLogDirs)
 }
 
 // ControlledShutdown asks the active controller to move leadership off this broker and

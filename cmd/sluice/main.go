@@ -34,6 +34,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -328,7 +329,17 @@ func run(args []string) error {
 	}
 	bootstrapDone(metadataDir, logger)
 
-	b, err := broker.New(broker.Config{Static: cfg, LogDir: logDir, LogDirs: cfg.LogDirs, Logger: logger.With("component", "broker"),
+	// A broker that cannot go on (a failed log directory it could not report within
+	// log.dir.failure.timeout.ms) shuts down as on SIGTERM and exits with its error.
+	var fatal atomic.Pointer[error]
+	onFatal := func(err error) {
+		fatal.CompareAndSwap(nil, &err)
+		select {
+		case signals <- syscall.SIGTERM:
+		default:
+		}
+	}
+	b, err := broker.New(broker.Config{Static: cfg, LogDir: logDir, LogDirs: cfg.LogDirs, OnFatal: onFatal, Logger: logger.With("component", "broker"),
 		CacheWindowBytes: *cacheWindow, PeerClientOpts: brokerClient.kgoOpts(), PeerTLS: brokerClient.tls, LogLevels: logLevels}, ctrl)
 	if err != nil {
 		return fmt.Errorf("starting broker: %w", err)
@@ -413,6 +424,9 @@ func run(args []string) error {
 	quorumClosed = true
 	q.close(logger)
 	logger.Info("shutdown complete", "took", time.Since(shutdownStart))
+	if err := fatal.Load(); err != nil {
+		return *err
+	}
 	return nil
 }
 

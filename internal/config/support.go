@@ -176,9 +176,6 @@ var brokerSupport = []supportGroup{
 		"request.timeout.ms", "socket.connection.setup.timeout.ms", "socket.connection.setup.timeout.max.ms",
 		"internal.metadata.max.fetch.size.in.bytes",
 	}},
-	{NoEffect, "sluice never shuts down for a failed log directory: its partitions go offline and are retried until the disk takes writes again (broker/offline.go)", []string{
-		"log.dir.failure.timeout.ms",
-	}},
 	{NoEffect, "sluice's cleaner reads a segment through a 1 MiB window and writes each batch as it is filtered", []string{
 		"log.cleaner.io.buffer.size",
 	}},
@@ -234,7 +231,7 @@ var brokerSupport = []supportGroup{
 		"group.consumer.regex.refresh.interval.ms",
 	}},
 	{Honoured, "", []string{"controller.quota.window.num", "controller.quota.window.size.seconds"}}, // broker/quotas_mutation.go
-	{Honoured, "", []string{"num.replica.alter.log.dirs.threads"}},                                  // broker/log_dir_moves.go
+	{Honoured, "", []string{"num.replica.alter.log.dirs.threads", "log.dir.failure.timeout.ms"}},    // broker/log_dir_moves.go
 	{NoEffect, whyQuotas, []string{
 		"alter.log.dirs.replication.quota.window.num", "alter.log.dirs.replication.quota.window.size.seconds",
 	}},
