@@ -358,18 +358,24 @@ func TestJBODClusterMove(t *testing.T) {
 	defer cancel()
 	targets := map[int32]string{}
 	for id := int32(1); id <= 3; id++ {
-		dirs, err := adm.DescribeBrokerLogDirs(ctx, id, nil)
-		if err != nil {
-			t.Fatalf("DescribeLogDirs of %d: %v", id, err)
-		}
-		for path, d := range dirs {
-			if _, has := d.Topics["mv"]; !has {
-				targets[id] = path
+		waitFor(t, clusterDeadline, fmt.Sprintf("node %d to host mv-0", id), func() error {
+			dirs, err := adm.DescribeBrokerLogDirs(ctx, id, nil)
+			if err != nil {
+				return err
 			}
-		}
-		if targets[id] == "" {
-			t.Fatalf("node %d: no directory without mv-0: %+v", id, dirs)
-		}
+			hosted := false
+			for path, d := range dirs {
+				if _, has := d.Topics["mv"]; has {
+					hosted = true
+				} else {
+					targets[id] = path
+				}
+			}
+			if !hosted || targets[id] == "" {
+				return fmt.Errorf("node %d's directories: %+v", id, dirs)
+			}
+			return nil
+		})
 		req := kadm.AlterReplicaLogDirsReq{}
 		req.Add(targets[id], kadm.TopicsSet{"mv": {0: {}}})
 		resp, err := adm.AlterBrokerReplicaLogDirs(ctx, id, req)
@@ -445,21 +451,25 @@ func TestJBODClusterOneDirectoryFails(t *testing.T) {
 	cl := franzClient(t, n1.Addr, kgo.RequiredAcks(kgo.AllISRAcks()))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*clusterDeadline)
 	defer cancel()
-	dirs, err := kadm.NewClient(cl).DescribeBrokerLogDirs(ctx, 2, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	failing, healthy := "", ""
-	for _, topic := range []string{"ta", "tb"} {
-		if _, in := dirs[d2].Topics[topic]; in {
-			failing = topic
-		} else if _, in := dirs[d1].Topics[topic]; in {
-			healthy = topic
+	waitFor(t, clusterDeadline, "node 2 to host one partition in each directory", func() error {
+		dirs, err := kadm.NewClient(cl).DescribeBrokerLogDirs(ctx, 2, nil)
+		if err != nil {
+			return err
 		}
-	}
-	if failing == "" || healthy == "" {
-		t.Fatalf("node 2's directories: %+v, want one partition in each", dirs)
-	}
+		failing, healthy = "", ""
+		for _, topic := range []string{"ta", "tb"} {
+			if _, in := dirs[d2].Topics[topic]; in {
+				failing = topic
+			} else if _, in := dirs[d1].Topics[topic]; in {
+				healthy = topic
+			}
+		}
+		if failing == "" || healthy == "" {
+			return fmt.Errorf("node 2's directories: %+v", dirs)
+		}
+		return nil
+	})
 	acked := map[string][]string{}
 	for _, topic := range []string{"ta", "tb"} {
 		acked[topic] = produceAckedValues(t, franzClient(t, n1.Addr, kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DefaultProduceTopic(topic)), topic, "before", 30)
