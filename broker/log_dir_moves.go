@@ -32,6 +32,7 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"sluice/logstore"
 )
@@ -191,6 +192,7 @@ func (b *Broker) runMove(ctx context.Context, mv *logDirMove, rate int64) {
 		rate = 0
 	}
 	// Phase 1: copy while serving, twice (the second pass takes only what changed).
+	copyStart := time.Now()
 	for pass := range 2 {
 		n, err := logstore.CopyDir(ctx, b.fs(), src, mv.futureDir, pass > 0, rate)
 		mv.copied.Add(n)
@@ -202,6 +204,8 @@ func (b *Broker) runMove(ctx context.Context, mv *logDirMove, rate int64) {
 	mv.caughtUp.Store(true)
 
 	// Phase 2: the swap.
+	copyTook := time.Since(copyStart)
+	swapStart := time.Now()
 	mv.swapping.Store(true)
 	b.mu.Lock()
 	if b.mu.partitions[tp] != p {
@@ -234,7 +238,9 @@ func (b *Broker) runMove(ctx context.Context, mv *logDirMove, rate int64) {
 		b.logger.Error("swapping a moved replica into its new log directory failed", "partition", tp.String(), "err", swapErr)
 	} else {
 		b.setPlacement(tp, mv.dst)
-		b.logger.Info("moved a replica to another log directory", "partition", tp.String(), "dir", b.logDirPaths()[mv.dst], "bytes", mv.copied.Load())
+		// swap_took is how long the partition was not served.
+		b.logger.Info("moved a replica to another log directory", "partition", tp.String(), "dir", b.logDirPaths()[mv.dst], "bytes", mv.copied.Load(),
+			"copy_took", copyTook.Round(time.Millisecond).String(), "swap_took", time.Since(swapStart).Round(time.Microsecond).String())
 	}
 	b.moves.mu.Lock()
 	b.moves.mu.handover[tp] = hw
