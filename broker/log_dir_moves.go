@@ -14,7 +14,8 @@ package broker
 //     files that changed since the copy are copied again without a rate limit (the last
 //     appends: a segment tail, indexes, checkpoints), and logstore.CommitFuture renames the
 //     future directory into place. The next reconcile opens the partition from its new
-//     directory and gives it its leadership again, with the high watermark it had.
+//     directory and gives it its leadership again, with the high watermark it had; the old
+//     copy is removed meanwhile.
 //
 // Kafka keeps serving from the current log during its swap and catches the future log up by
 // fetching from it; sluice's swap makes the partition unavailable for the time of the last
@@ -202,6 +203,11 @@ func (b *Broker) runMove(ctx context.Context, mv *logDirMove, rate int64) {
 		}
 	}
 	mv.caughtUp.Store(true)
+	// Flushed while it still serves, so that closing it in the swap has little to write.
+	if err := p.log.Flush(); err != nil {
+		fail(err)
+		return
+	}
 
 	// Phase 2: the swap.
 	copyTook := time.Since(copyStart)
@@ -225,8 +231,9 @@ func (b *Broker) runMove(ctx context.Context, mv *logDirMove, rate int64) {
 		n, swapErr = logstore.CopyDir(context.Background(), b.fs(), src, mv.futureDir, true, 0)
 		mv.copied.Add(n)
 	}
+	moved := ""
 	if swapErr == nil {
-		swapErr = logstore.CommitFuture(b.fs(), src, mv.futureDir)
+		moved, swapErr = logstore.CommitFuture(b.fs(), src, mv.futureDir)
 	}
 	if swapErr != nil {
 		// Repair what the swap left as a restart would, and open the partition wherever
@@ -248,6 +255,13 @@ func (b *Broker) runMove(ctx context.Context, mv *logDirMove, rate int64) {
 	mv.swapping.Store(false)
 	finish()
 	b.requestReconcile()
+	if moved != "" {
+		// The old copy goes once the partition is opened from its new place; a crash before
+		// leaves it to ResolveMoves.
+		if err := logstore.RemoveMoved(b.fs(), moved); err != nil {
+			b.logger.Warn("removing the old copy of a moved replica", "dir", moved, "err", err)
+		}
+	}
 }
 
 // placeWhereFound places tp in the log directory that holds a directory of it (the first

@@ -8,7 +8,8 @@ package logstore
 //
 //  1. the current directory "<tp>" is renamed "<tp>.<moveID>-moved" in the source log directory;
 //  2. the future directory is renamed "<tp>" in the destination log directory;
-//  3. the moved directory is removed.
+//  3. the moved directory is removed (RemoveMoved; the log may already serve from its new
+//     directory meanwhile).
 //
 // At no point are there two live "<tp>" directories, and at every point one complete copy
 // exists under a name ResolveMoves recognises, so a crash at any step leaves either the old
@@ -27,6 +28,7 @@ package logstore
 // so the copy that step 2 brings into place is complete.
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -67,12 +69,16 @@ func ParseMoveDir(name string) (tp, moveID, suffix string, ok bool) {
 }
 
 // CopyDir copies every file of src into dst (created if missing), fsyncing each copy and
-// dst itself. Files already in dst with the same size as in src are skipped when skipSame is
-// set (a second pass after a first copy of a live log: closed segments do not change, so only
-// what grew or changed size is copied again); files in dst that src no longer has are
-// removed. bytesPerSecond > 0 bounds the copy rate (replica.alter.log.dirs.io.max.bytes.per.second).
+// dst itself. With again set (a later pass over a live log already copied once), an
+// append-only file (segment, offset, time and transaction index) whose copy ends with the
+// same bytes as src at the same position is taken as an unchanged prefix: only what src has
+// beyond it is copied (nothing when the sizes match), so closed segments are not copied twice
+// and the active one only for its new tail. A copy that does not match (the file was
+// truncated, or compaction replaced it) is copied whole, and so is every other file
+// (checkpoints and snapshots are rewritten in place of the old, with the same size at
+// times). Files in dst that src no longer has are removed. bytesPerSecond > 0 bounds the copy rate (replica.alter.log.dirs.io.max.bytes.per.second).
 // It returns the bytes copied.
-func CopyDir(ctx context.Context, fsys FS, src, dst string, skipSame bool, bytesPerSecond int64) (int64, error) {
+func CopyDir(ctx context.Context, fsys FS, src, dst string, again bool, bytesPerSecond int64) (int64, error) {
 	if err := fsys.MkdirAll(dst, 0o755); err != nil {
 		return 0, err
 	}
@@ -92,7 +98,7 @@ func CopyDir(ctx context.Context, fsys FS, src, dst string, skipSame bool, bytes
 			continue // a half-written checkpoint; the log's open removes these
 		}
 		keep[name] = true
-		n, err := copyFile(ctx, fsys, filepath.Join(src, name), filepath.Join(dst, name), skipSame, bytesPerSecond, start, &copied)
+		n, err := copyFile(ctx, fsys, filepath.Join(src, name), filepath.Join(dst, name), again && appendOnlyFile(name), bytesPerSecond, start, &copied)
 		if err != nil {
 			return copied, err
 		}
@@ -111,7 +117,44 @@ func CopyDir(ctx context.Context, fsys FS, src, dst string, skipSame bool, bytes
 // copyChunk is the unit of CopyDir's reads and writes.
 const copyChunk = 1 << 20
 
-func copyFile(ctx context.Context, fsys FS, src, dst string, skipSame bool, bytesPerSecond int64, start time.Time, total *int64) (int64, error) {
+// prefixCheckBytes is how much of the end of a copy CopyDir compares with the source before
+// it takes the copy as an unchanged prefix.
+const prefixCheckBytes = 64 << 10
+
+// appendOnlyFile reports whether a partition directory's file named name only grows while it
+// is not truncated: segments and their indexes.
+func appendOnlyFile(name string) bool {
+	for _, ext := range []string{".log", ".index", ".timeindex", ".txnindex"} {
+		if strings.HasSuffix(name, ext) {
+			return true
+		}
+	}
+	return false
+}
+
+// unchangedPrefix returns the length of dst when it matches src up to there (its last
+// prefixCheckBytes compared), else 0.
+func unchangedPrefix(in, out File, srcSize int64) int64 {
+	ost, err := out.Stat()
+	if err != nil || ost.Size() == 0 || ost.Size() > srcSize {
+		return 0
+	}
+	n := ost.Size()
+	w := min(n, prefixCheckBytes)
+	a, b := make([]byte, w), make([]byte, w)
+	if _, err := in.ReadAt(a, n-w); err != nil && !errors.Is(err, io.EOF) {
+		return 0
+	}
+	if _, err := out.ReadAt(b, n-w); err != nil && !errors.Is(err, io.EOF) {
+		return 0
+	}
+	if !bytes.Equal(a, b) {
+		return 0
+	}
+	return n
+}
+
+func copyFile(ctx context.Context, fsys FS, src, dst string, tailOnly bool, bytesPerSecond int64, start time.Time, total *int64) (int64, error) {
 	in, err := fsys.OpenFile(src, os.O_RDONLY, 0)
 	if err != nil {
 		return 0, err
@@ -125,46 +168,48 @@ func copyFile(ctx context.Context, fsys FS, src, dst string, skipSame bool, byte
 		return 0, fmt.Errorf("copy %s: unexpected directory in a partition directory", src)
 	}
 	size := st.Size()
-	if skipSame {
-		if out, err := fsys.OpenFile(dst, os.O_RDONLY, 0); err == nil {
-			ost, serr := out.Stat()
-			out.Close()
-			if serr == nil && ost.Size() == size {
-				return 0, nil
-			}
-		}
-	}
-	out, err := fsys.OpenFile(dst, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	var off int64 // where the copy starts: after an unchanged prefix of the old copy
+	out, err := fsys.OpenFile(dst, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return 0, err
 	}
-	buf := make([]byte, min(size, copyChunk))
-	var off int64
+	if tailOnly {
+		off = unchangedPrefix(in, out, size)
+		if off == size {
+			return 0, out.Close()
+		}
+	}
+	if err := out.Truncate(off); err != nil {
+		out.Close()
+		return 0, err
+	}
+	copiedFrom := off
+	buf := make([]byte, min(size-off, copyChunk))
 	for off < size {
 		if err := ctx.Err(); err != nil {
 			out.Close()
-			return off, err
+			return off - copiedFrom, err
 		}
 		n := int(min(int64(len(buf)), size-off))
 		if _, err := in.ReadAt(buf[:n], off); err != nil && !errors.Is(err, io.EOF) {
 			out.Close()
-			return off, err
+			return off - copiedFrom, err
 		}
 		if _, err := out.WriteAt(buf[:n], off); err != nil {
 			out.Close()
-			return off, err
+			return off - copiedFrom, err
 		}
 		off += int64(n)
 		if bytesPerSecond > 0 {
 			// Sleep until the bytes copied so far fit the rate since start.
-			due := start.Add(time.Duration(float64(*total+off) / float64(bytesPerSecond) * float64(time.Second)))
+			due := start.Add(time.Duration(float64(*total+off-copiedFrom) / float64(bytesPerSecond) * float64(time.Second)))
 			if wait := time.Until(due); wait > 0 {
 				t := time.NewTimer(wait)
 				select {
 				case <-ctx.Done():
 					t.Stop()
 					out.Close()
-					return off, ctx.Err()
+					return off - copiedFrom, ctx.Err()
 				case <-t.C:
 				}
 			}
@@ -172,38 +217,45 @@ func copyFile(ctx context.Context, fsys FS, src, dst string, skipSame bool, byte
 	}
 	if err := out.Sync(); err != nil {
 		out.Close()
-		return off, err
+		return off - copiedFrom, err
 	}
-	return off, out.Close()
+	return off - copiedFrom, out.Close()
 }
 
 // CommitFuture swaps the future directory future (a complete, fsynced copy made by CopyDir)
 // in for current, tp's live directory in another log directory; see the top of this file for
 // the steps and why a crash at any of them loses nothing. The caller has closed the log of
-// current and stopped everything that writes to it. On an error the directories are left in a
-// state ResolveMoves repairs (as after a crash).
-func CommitFuture(fsys FS, current, future string) error {
+// current and stopped everything that writes to it. It returns the moved directory, for
+// RemoveMoved once the log serves from its new place. On an error the directories are left in
+// a state ResolveMoves repairs (as after a crash).
+func CommitFuture(fsys FS, current, future string) (moved string, err error) {
 	tp, moveID, suffix, ok := ParseMoveDir(filepath.Base(future))
 	if !ok || suffix != FutureDirSuffix || tp != filepath.Base(current) {
-		return fmt.Errorf("commit move: %s is not a future directory of %s", future, current)
+		return "", fmt.Errorf("commit move: %s is not a future directory of %s", future, current)
 	}
 	if err := fsys.SyncDir(future); err != nil {
-		return err
+		return "", err
 	}
-	moved := filepath.Join(filepath.Dir(current), movedDirName(tp, moveID))
+	moved = filepath.Join(filepath.Dir(current), movedDirName(tp, moveID))
 	if err := fsys.Rename(current, moved); err != nil {
-		return err
+		return "", err
 	}
 	if err := fsys.SyncDir(filepath.Dir(current)); err != nil {
-		return err
+		return "", err
 	}
 	final := filepath.Join(filepath.Dir(future), tp)
 	if err := fsys.Rename(future, final); err != nil {
-		return err
+		return "", err
 	}
 	if err := fsys.SyncDir(filepath.Dir(final)); err != nil {
-		return err
+		return "", err
 	}
+	return moved, nil
+}
+
+// RemoveMoved removes the old copy CommitFuture left (step 3). A crash before it finishes
+// leaves it for ResolveMoves.
+func RemoveMoved(fsys FS, moved string) error {
 	if err := fsys.RemoveAll(moved); err != nil {
 		return err
 	}

@@ -72,7 +72,10 @@ func TestCommitFutureCrashAtEveryStep(t *testing.T) {
 		}
 		efs := NewErrorFS(OSFS{})
 		efs.FailFrom(OpAny, n, errCrash)
-		err := CommitFuture(efs, filepath.Join(src, tp), future)
+		moved, err := CommitFuture(efs, filepath.Join(src, tp), future)
+		if err == nil {
+			err = RemoveMoved(efs, moved)
+		}
 		crashed := efs.Injected() > 0
 		if crashed != (err != nil) {
 			t.Fatalf("crash at op %d: injected %d, CommitFuture err %v", n, efs.Injected(), err)
@@ -116,30 +119,41 @@ func TestCommitFutureCrashAtEveryStep(t *testing.T) {
 	}
 }
 
-// TestCopyDirSecondPass: a second pass copies only files whose size changed and removes
-// files the source no longer has.
+// TestCopyDirSecondPass: a later pass copies only the new tail of a segment that grew, nothing
+// of one that did not, the whole of one that was truncated and regrown or of any other file
+// (a checkpoint rewritten with the same size), and removes files the source no longer has.
 func TestCopyDirSecondPass(t *testing.T) {
 	root := t.TempDir()
 	src, dst := filepath.Join(root, "src"), filepath.Join(root, "dst")
 	os.MkdirAll(src, 0o755)
-	os.WriteFile(filepath.Join(src, "a.log"), []byte("aaaa"), 0o644)
-	os.WriteFile(filepath.Join(src, "b.log"), []byte("bb"), 0o644)
-	if n, err := CopyDir(context.Background(), OSFS{}, src, dst, false, 0); err != nil || n != 6 {
-		t.Fatalf("first pass copied %d, %v; want 6", n, err)
+	write := func(name, data string) {
+		if err := os.WriteFile(filepath.Join(src, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
-	os.WriteFile(filepath.Join(src, "b.log"), []byte("bbbbbb"), 0o644)
-	os.Remove(filepath.Join(src, "a.log"))
-	os.WriteFile(filepath.Join(src, "c.log"), []byte("c"), 0o644)
-	if n, err := CopyDir(context.Background(), OSFS{}, src, dst, true, 0); err != nil || n != 7 {
-		t.Fatalf("second pass copied %d, %v; want 7", n, err)
+	write("00.log", "closed-segment")
+	write("10.log", "active")
+	write("20.log", "truncated-later")
+	write("leader-epoch-checkpoint", "0\n1\n3 100\n")
+	write("gone.index", "xx")
+	if n, err := CopyDir(context.Background(), OSFS{}, src, dst, false, 0); err != nil || n != 14+6+15+10+2 {
+		t.Fatalf("first pass copied %d, %v", n, err)
 	}
-	for name, want := range map[string]string{"b.log": "bbbbbb", "c.log": "c"} {
-		if got, _ := os.ReadFile(filepath.Join(dst, name)); string(got) != want {
+	write("10.log", "active+tail")                    // grew: 5 new bytes
+	write("20.log", "TRUNCATED-and-more")             // rewritten past its old size: whole
+	write("leader-epoch-checkpoint", "0\n1\n4 100\n") // same size, new content: whole
+	os.Remove(filepath.Join(src, "gone.index"))
+	if n, err := CopyDir(context.Background(), OSFS{}, src, dst, true, 0); err != nil || n != 5+18+10 {
+		t.Fatalf("second pass copied %d, %v; want 5+18+10", n, err)
+	}
+	for _, name := range []string{"00.log", "10.log", "20.log", "leader-epoch-checkpoint"} {
+		want, _ := os.ReadFile(filepath.Join(src, name))
+		if got, _ := os.ReadFile(filepath.Join(dst, name)); !bytes.Equal(got, want) {
 			t.Fatalf("%s = %q, want %q", name, got, want)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(dst, "a.log")); !os.IsNotExist(err) {
-		t.Fatalf("a.log still in the copy: %v", err)
+	if _, err := os.Stat(filepath.Join(dst, "gone.index")); !os.IsNotExist(err) {
+		t.Fatalf("gone.index still in the copy: %v", err)
 	}
 }
 
