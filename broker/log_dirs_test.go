@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -458,4 +459,118 @@ func FuzzParsePartitionDirName(f *testing.F) {
 			t.Fatalf("parsePartitionDirName(%q) = %+v", name, tp)
 		}
 	})
+}
+
+// TestAlterReplicaLogDirsFutureAndCancel: with replica.alter.log.dirs.io.max.bytes.per.second
+// set low (a cluster-wide dynamic default), a move copies slowly: DescribeLogDirs lists the
+// replica in its directory and a future replica in the destination meanwhile. Asking for the
+// directory it is in cancels the move: the future replica and its directory go, the records
+// stay where they were.
+func TestAlterReplicaLogDirsFutureAndCancel(t *testing.T) {
+	tb, dirs := startJBODBroker(t)
+	tb.createTopic(t, "slow", 1, nil)
+	tb.produce(t, "slow", 0, 500)
+	from, _, size := dirOf(tb.describeLogDirs(t), "slow", 0)
+	to := dirs[0]
+	if from == to {
+		to = dirs[1]
+	}
+	ctx := testContext(t)
+	resps, err := tb.Admin.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Name: "replica.alter.log.dirs.io.max.bytes.per.second", Value: ptrString("1000")}})
+	if err == nil && len(resps) > 0 {
+		err = resps[0].Err
+	}
+	if err != nil {
+		t.Fatalf("setting the move rate: %v", err)
+	}
+	deadline := time.Now().Add(testWait)
+	for tb.Broker.throttledRate(tb.Broker.ctrl.Image(), alterLogDirsRateKey) != 1000 {
+		if time.Now().After(deadline) {
+			t.Fatal("the move rate never reached the broker's image")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if code := tb.alterReplicaLogDir(t, to, "slow", 0); code != 0 {
+		t.Fatalf("AlterReplicaLogDirs: %v", kerr.ErrorForCode(code))
+	}
+	got, future, _ := dirOf(tb.describeLogDirs(t), "slow", 0)
+	if got != from || !future {
+		t.Fatalf("during a slow move of %d bytes: in %s (future listed: %v), want in %s with a future replica", size, got, future, from)
+	}
+	if code := tb.alterReplicaLogDir(t, from, "slow", 0); code != 0 {
+		t.Fatalf("AlterReplicaLogDirs back to its directory: %v", kerr.ErrorForCode(code))
+	}
+	deadline = time.Now().Add(testWait)
+	for {
+		_, future, _ := dirOf(tb.describeLogDirs(t), "slow", 0)
+		names, _ := os.ReadDir(to)
+		left := false
+		for _, e := range names {
+			if strings.HasSuffix(e.Name(), logstore.FutureDirSuffix) {
+				left = true
+			}
+		}
+		if !future && !left {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the cancelled move left its future replica (listed %v, directory left %v)", future, left)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got, _, _ := dirOf(tb.describeLogDirs(t), "slow", 0); got != from {
+		t.Fatalf("after the cancelled move the replica is in %s, want %s", got, from)
+	}
+	if got := tb.consumeValues(t, "slow", 0); !equalStrings(got, seqValues(500)) {
+		t.Fatalf("after the cancelled move: %d records, want 500", len(got))
+	}
+}
+
+func ptrString(s string) *string { return &s }
+
+// TestInterruptedMoveFinishedAtStart: a crash between the swap's two renames (the old copy
+// renamed aside, the future one not yet in place) leaves neither live directory; the next
+// start finishes the move and serves every record from the destination.
+func TestInterruptedMoveFinishedAtStart(t *testing.T) {
+	tb, dirs := startJBODBroker(t)
+	tb.createTopic(t, "crash", 1, nil)
+	tb.produce(t, "crash", 0, 50)
+	from, _, _ := dirOf(tb.describeLogDirs(t), "crash", 0)
+	to := dirs[0]
+	if from == to {
+		to = dirs[1]
+	}
+	if err := tb.Broker.Close(); err != nil {
+		t.Fatal(err)
+	}
+	tb.handler.b.Store(nil)
+	// What the move had done when the process died: the future copy complete, the source
+	// renamed aside.
+	future := filepath.Join(to, logstore.FutureDirName("crash-0", "abc123"))
+	if _, err := logstore.CopyDir(context.Background(), logstore.OSFS{}, filepath.Join(from, "crash-0"), future, false, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(from, "crash-0"), filepath.Join(from, "crash-0.abc123"+logstore.MovedDirSuffix)); err != nil {
+		t.Fatal(err)
+	}
+	b, err := New(Config{Static: tb.Static, LogDirs: tb.Static.LogDirs, Logger: tb.Broker.logger}, tb.Ctrl)
+	if err != nil {
+		t.Fatalf("start after the interrupted move: %v", err)
+	}
+	tb.Broker = b
+	tb.handler.b.Store(b)
+	if got, _, _ := dirOf(tb.describeLogDirs(t), "crash", 0); got != to {
+		t.Fatalf("after the start the replica is in %q, want %s", got, to)
+	}
+	for _, d := range []string{from, to} {
+		names, _ := os.ReadDir(d)
+		for _, e := range names {
+			if _, _, _, ok := logstore.ParseMoveDir(e.Name()); ok {
+				t.Fatalf("%s left in %s", e.Name(), d)
+			}
+		}
+	}
+	if got := tb.consumeValues(t, "crash", 0); !equalStrings(got, seqValues(50)) {
+		t.Fatalf("after the start: %d records, want 50", len(got))
+	}
 }
