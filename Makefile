@@ -63,7 +63,8 @@ clean:
 
 # Kafka 4.4's Java KafkaShareConsumer against sluice (compat-tests/share_java_test.go, KIP-932
 # share groups): three consumers sharing a partition exactly once, release/reject/archive at
-# the delivery limit, a killed consumer's records redelivered. About 90 s, so not in make test.
+# the delivery limit, a killed consumer's records redelivered, a read_committed group skipping a
+# Java transactional producer's aborted records. About 90 s, so not in make test.
 share-java: build
 	SLUICE_BIN=$(CURDIR)/bin/sluice $(GO) test -count=1 -tags sharejava -run TestShareGroupsJava -v ./compat-tests/
 
@@ -87,6 +88,42 @@ bench-scale:
 	$(GO) build -o bin/loadgen ./bench/loadgen
 	bin/loadgen scale -kafka-lib "$$(KAFKA_VERSION=4.4.0 scripts/fetch-kafka.sh)" -sluice-bin bin/sluice \
 	  -workdir "$${TMPDIR:-/tmp}/sluice-bench-scale" -out bench/results $(SCALE_ARGS)
+
+# Many client connections (issue 20): one node of sluice and of Apache Kafka 4.4.0 in turn,
+# 10,000 connections opened and held idle (memory and descriptors per connection), then 2,000 of
+# them sending Metadata every 500 ms while the rest stay idle (latency, CPU, peak RSS). Writes
+# bench/results/<date>-conns.md; about 3 minutes. CONNS_ARGS passes flags to `loadgen conns`.
+CONNS_ARGS ?=
+.PHONY: bench-conns
+bench-conns:
+	$(GO) build -o bin/sluice ./cmd/sluice
+	$(GO) build -o bin/loadgen ./bench/loadgen
+	bin/loadgen conns -kafka-lib "$$(KAFKA_VERSION=4.4.0 scripts/fetch-kafka.sh)" -sluice-bin bin/sluice \
+	  -workdir "$${TMPDIR:-/tmp}/sluice-bench-conns" -out bench/results $(CONNS_ARGS)
+
+# OpenMessaging Benchmark's 1-topic-100-partitions-1kb shape (issue 20): one node of sluice and
+# of Apache Kafka 4.4.0 in turn, 4 producers and 4 group consumers of 1 KiB records on 100
+# partitions, at a fixed 10,000 records/s and unthrottled; publish and end-to-end latency.
+# Writes bench/results/<date>-omb.md; about 5 minutes. OMB_ARGS passes flags to `loadgen omb`.
+OMB_ARGS ?=
+.PHONY: bench-omb
+bench-omb:
+	$(GO) build -o bin/sluice ./cmd/sluice
+	$(GO) build -o bin/loadgen ./bench/loadgen
+	bin/loadgen omb -kafka-lib "$$(KAFKA_VERSION=4.4.0 scripts/fetch-kafka.sh)" -sluice-bin bin/sluice \
+	  -workdir "$${TMPDIR:-/tmp}/sluice-bench-omb" -out bench/results $(OMB_ARGS)
+
+# Share groups (issue 17, KIP-932): one node of Apache Kafka 4.4.0 (share.version=1) and of
+# sluice, a backlog on 1 and 4 partitions consumed by 4 franz-go share consumers; records/s and
+# the ShareAcknowledge (FlushAcks) round trip. Writes bench/results/<date>-share.md; a few
+# minutes. SHARE_ARGS passes flags to `loadgen share` (e.g. -brokers sluice -profile-seconds 10).
+SHARE_ARGS ?=
+.PHONY: bench-share
+bench-share:
+	$(GO) build -o bin/sluice ./cmd/sluice
+	$(GO) build -o bin/loadgen ./bench/loadgen
+	bin/loadgen share -kafka-lib "$$(KAFKA_VERSION=4.4.0 scripts/fetch-kafka.sh)" -sluice-bin bin/sluice \
+	  -workdir "$${TMPDIR:-/tmp}/sluice-bench-share" -out bench/results $(SHARE_ARGS)
 
 # The client compatibility matrix: every client and tool (franz-go, kcat, confluent-kafka-python,
 # kafka-python, kafkajs, sarama, kafka-go, Java clients, Kafka's CLI tools, Kafka Streams) through

@@ -15,12 +15,14 @@ package broker
 // NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR is then below min.insync.replicas, or
 // REQUEST_TIMED_OUT after the request's timeout. An acks=all produce is refused
 // (NOT_ENOUGH_REPLICAS) while the ISR is below min.insync.replicas, checked under the
-// replica's lock with the append (package replica). Each batch is checked against
-// the topic's max.message.bytes (MESSAGE_TOO_LARGE); the log validates headers, CRCs and
-// producer sequences and assigns offsets without re-encoding.
-//
-// Timestamps are checked against message.timestamp.{before,after}.max.ms, and batches of
-// LogAppendTime topics are stamped (produce_validate.go).
+// replica's lock with the append (package replica). Each partition's records are validated
+// once, as Kafka's ProduceRequest.validateRecords, UnifiedLog.analyzeAndValidateRecords and
+// LogValidator do (produce_validate.go: one batch, max.message.bytes, CRC, counts, control
+// and producer fields, every record's framing, keys on compacted topics, timestamps against
+// message.timestamp.{before,after}.max.ms), with Kafka's codes; v8+ answers per-record errors
+// as record_errors and error_message. The batch's max timestamp is set as Kafka sets it (the
+// records' max, or now on LogAppendTime topics). The log then checks producer epochs and
+// sequences and assigns offsets without re-encoding, trusting the validated records.
 //
 // v10+: a partition answered NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH carries its
 // current leader, and the response those leaders' endpoints (KIP-951, leader_hints.go).
@@ -203,8 +205,8 @@ func (b *Broker) producePartition(ctx context.Context, im *controller.Image, req
 	}
 	res := p.appendAsLeaderGuarded(replica.OriginClient, rs.topic.Internal, records, version, acks, -1, guard)
 	if res.errCode != 0 {
-		out.ErrorCode = res.errCode
-		if res.err != nil {
+		out.ErrorCode, out.ErrorMessage, out.ErrorRecords = res.errCode, res.errMessage, res.recordErrors
+		if res.withLogStart {
 			out.LogStartOffset = p.replica.Snapshot().LogStart
 		}
 		return logstore.SyncWait{}, nil

@@ -33,11 +33,15 @@ func init() { registerSync(18, 0, 5, (*Broker).handleApiVersions) }
 // clientSoftwarePattern is Kafka's rule for ClientSoftwareName and ClientSoftwareVersion.
 var clientSoftwarePattern = regexp.MustCompile(`^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$`)
 
-func (b *Broker) handleApiVersions(_ context.Context, _ *wire.ConnInfo, req *kmsg.ApiVersionsRequest) (kmsg.Response, error) {
+func (b *Broker) handleApiVersions(_ context.Context, conn *wire.ConnInfo, req *kmsg.ApiVersionsRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.ApiVersionsResponse)
 	if req.Version >= 3 && (!clientSoftwarePattern.MatchString(req.ClientSoftwareName) || !clientSoftwarePattern.MatchString(req.ClientSoftwareVersion)) {
 		resp.ErrorCode = kerr.InvalidRequest.Code
 		return resp, nil
+	}
+	if req.Version >= 3 && conn != nil {
+		// Telemetry subscriptions match on these (client_software_name/version).
+		conn.SetClientSoftware(req.ClientSoftwareName, req.ClientSoftwareVersion)
 	}
 	if req.Version >= 5 {
 		if (req.ClusterID == nil) != (req.NodeID == -1) {

@@ -20,7 +20,9 @@ package broker
 // GROUP: the group config keys sluice honours (group_configs.go), each with the group's
 // override (GROUP_CONFIG) or the default (DEFAULT_CONFIG); the group need not exist.
 //
-// Not done: CLIENT_METRICS resources (answered INVALID_REQUEST).
+// CLIENT_METRICS: a subscription's metrics, interval.ms and match, each with its value
+// (CLIENT_METRICS_CONFIG) or default (DEFAULT_CONFIG); the subscription need not exist
+// (client_metrics_configs.go).
 
 import (
 	"context"
@@ -90,6 +92,11 @@ func (b *Broker) describeResource(im *controller.Image, resourceType int8, name 
 			return nil, kerr.InvalidRequest.Code, strPtr("Group resource name must not be empty.")
 		}
 		return b.groupConfigEntries(im.GroupConfigs[name], names), 0, nil
+	case resourceClientMetrics:
+		if name == "" {
+			return nil, kerr.InvalidRequest.Code, strPtr("Client metrics subscription name must not be empty")
+		}
+		return clientMetricsEntries(im.ClientMetrics[name], names), 0, nil
 	default:
 		return nil, kerr.InvalidRequest.Code, strPtr("Unsupported resource type: " + kmsg.ConfigResourceType(resourceType).String())
 	}

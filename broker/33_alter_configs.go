@@ -3,9 +3,9 @@ package broker
 // AlterConfigs, key 33: v0–v2.
 //
 // The legacy form: each resource's key list replaces its whole dynamic config, so keys not
-// named are removed (prefer IncrementalAlterConfigs). TOPIC, BROKER and GROUP resources (GROUP
-// as IncrementalAlterConfigs checks it, group_configs.go); a broker
-// resource is "" (cluster-wide default) or this node's id. Checked before the controller, as
+// named are removed (prefer IncrementalAlterConfigs). TOPIC, BROKER, GROUP and CLIENT_METRICS
+// resources (GROUP and CLIENT_METRICS as IncrementalAlterConfigs checks them, group_configs.go,
+// client_metrics_configs.go); a broker resource is "" (cluster-wide default) or this node's id. Checked before the controller, as
 // Kafka's ConfigAdminManager.preprocess does: a resource named twice, a key named twice or a
 // null value is INVALID_REQUEST; a broker key that cannot change dynamically or an invalid
 // broker value is INVALID_REQUEST (Kafka's choice, KAFKA-13609). Topic values are validated

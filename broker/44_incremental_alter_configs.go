@@ -18,7 +18,9 @@ package broker
 // group.share.* bounds and stored as ConfigRecords (group_configs.go); other group keys are
 // refused INVALID_CONFIG.
 //
-// Not done: CLIENT_METRICS resources (INVALID_REQUEST).
+// CLIENT_METRICS (a subscription name): metrics, interval.ms and match, checked as Kafka's
+// ClientMetricsConfigs does and stored as ConfigRecords (client_metrics_configs.go); APPEND
+// and SUBTRACT apply to metrics and match.
 
 import (
 	"context"
@@ -80,6 +82,8 @@ func (b *Broker) handleIncrementalAlterConfigs(ctx context.Context, conn *wire.C
 			}
 		} else if r.resourceType == resourceGroup {
 			current = im.GroupConfigs[r.name]
+		} else if r.resourceType == resourceClientMetrics {
+			current = im.ClientMetrics[r.name]
 		} else {
 			current = im.BrokerConfigs[r.name]
 		}
@@ -112,6 +116,11 @@ func incrementalOps(resourceType int8, current map[string]string, entries []kmsg
 		case kmsg.IncrementalAlterConfigOpDelete:
 			ops = append(ops, controller.ConfigOp{Key: e.Name})
 		case kmsg.IncrementalAlterConfigOpAppend, kmsg.IncrementalAlterConfigOpSubtract:
+			if resourceType == resourceClientMetrics && clientMetricsListKey(e.Name) {
+				v := applyListOp(current[e.Name], *e.Value, e.Op == kmsg.IncrementalAlterConfigOpAppend)
+				ops = append(ops, controller.ConfigOp{Key: e.Name, Value: &v})
+				continue
+			}
 			d := configDef(resourceType, e.Name)
 			if d == nil || d.Type != config.TypeList {
 				// As Kafka's ConfigurationControlManager words it.

@@ -36,7 +36,7 @@ func init() {
 			respond(resp, nil)
 			return
 		}
-		if req.MemberEpoch == 0 && b.shares.isOtherGroup(ctx, req.GroupID) {
+		if b.shares.isOtherGroup(ctx, req.GroupID) {
 			resp := req.ResponseKind().(*kmsg.ShareGroupHeartbeatResponse)
 			resp.ErrorCode = kerr.GroupIDNotFound.Code
 			msg := "Group " + req.GroupID + " is not a share group."
@@ -49,13 +49,10 @@ func init() {
 }
 
 // isOtherGroup reports whether id is a group of another kind (classic, consumer, streams) in the
-// group coordinator: a share group may not take its ID, as in Kafka. Asked only when a member
-// joins a share group that does not exist yet.
+// group coordinator: a share group may not take its ID, as in Kafka, which checks the group's
+// type before the member epoch. Asked only when no share group has that ID.
 func (sg *shareGroups) isOtherGroup(ctx context.Context, id string) bool {
-	sg.mu.Lock()
-	exists := sg.mu.groups.Get(id) != nil
-	sg.mu.Unlock()
-	if exists {
+	if sg.exists(id) {
 		return false
 	}
 	resp, err := sg.b.coord.ListGroups(ctx, kmsg.NewPtrListGroupsRequest())
@@ -110,4 +107,11 @@ func (sg *shareGroups) heartbeat(w *wire.Request, req *kmsg.ShareGroupHeartbeatR
 		resp.Assignment = &a
 	}
 	return resp
+}
+
+// exists reports whether id is a share group on this node.
+func (sg *shareGroups) exists(id string) bool {
+	sg.mu.Lock()
+	defer sg.mu.Unlock()
+	return sg.mu.groups.Get(id) != nil
 }

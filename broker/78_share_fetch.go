@@ -8,7 +8,9 @@ package broker
 // a session, replacing the member's old one and releasing its records; -1 closes it; any other
 // epoch must be the session's, which then moves on), then its piggybacked acknowledgements
 // (answered per partition in AcknowledgeErrorCode), then acquires records on every partition of
-// the session led here: from each share partition's next fetch offset, up to the high watermark,
+// the session led here: from each share partition's next fetch offset, up to the high watermark
+// (the last stable offset for a read_committed group, whose aborted records are archived, never
+// handed out: share_isolation.go),
 // at most MaxRecords in all and within group.share.partition.max.record.locks per partition. It
 // returns the batches holding acquired records with the acquired ranges and their delivery
 // counts. With nothing to acquire it waits, as Fetch does, in the broker's purgatory until the
@@ -247,33 +249,67 @@ func (f *delayedShareFetch) attempt() bool {
 			sg.mu.Unlock()
 			continue
 		}
-		offset := sp.NextFetchOffset()
 		sg.mu.Unlock()
-		read := readForShare(p, offset, snap.HighWatermark, sharePartitionReadBytes)
+		// A read_committed group reads up to the LSO and never hands out the records of aborted
+		// transactions: they are archived as they are acquired. A read that found only those
+		// reads on, a bounded number of times, so that committed records behind a long aborted
+		// run are not left waiting for the next wake-up.
+		readCommitted := shareGroupReadCommitted(im, f.group)
+		visible := snap.HighWatermark
+		if readCommitted {
+			visible = snap.LastStable
+		}
+		var read shareRead
+		var acquired []share.AcquiredRange
+		for attempt := 0; attempt < shareAbortedRereads && len(acquired) == 0 && remaining > 0; attempt++ {
+			sg.mu.Lock()
+			if !sp.CanAcquire() {
+				sg.mu.Unlock()
+				break
+			}
+			offset := sp.NextFetchOffset()
+			sg.mu.Unlock()
+			read = readForShare(p, offset, visible, sharePartitionReadBytes, readCommitted)
+			if read.errCode != 0 || read.last < read.first {
+				break
+			}
+			sg.mu.Lock()
+			if read.first > offset {
+				// Records from offset up to the first batch read were compacted away.
+				sp.ArchiveAvailable(offset, read.first-1)
+			}
+			acquired = sp.Acquire(f.member, b.clock.Now(), max(read.first, offset), read.last, remaining)
+			archivedAborted := false
+			if readCommitted && len(acquired) > 0 {
+				n := acquiredCount(acquired)
+				acquired = sp.ArchiveAcquired(f.member, acquired, abortedBatchRanges(read.records, read.aborted))
+				if k := acquiredCount(acquired); k < n {
+					remaining -= n - k // the archived records count against MaxRecords, as in Kafka
+					archivedAborted = true
+				}
+			}
+			sg.scheduleLocked()
+			sg.mu.Unlock()
+			if !archivedAborted {
+				break
+			}
+		}
 		if read.errCode != 0 {
 			fp := f.part(tp)
 			fp.resp.ErrorCode = read.errCode
 			done = true
 			continue
 		}
-		if read.last < read.first {
-			continue
-		}
-		sg.mu.Lock()
-		if read.first > offset {
-			// Records from offset up to the first batch read were compacted away.
-			sp.ArchiveAvailable(offset, read.first-1)
-		}
-		acquired := sp.Acquire(f.member, b.clock.Now(), max(read.first, offset), read.last, remaining)
-		sg.scheduleLocked()
-		sg.mu.Unlock()
 		if len(acquired) == 0 {
 			continue
 		}
 		fp := f.part(tp)
 		fp.acquired, done = true, true
 		fp.resp.CurrentLeader.LeaderID, fp.resp.CurrentLeader.LeaderEpoch = b.nodeID, snap.LeaderEpoch
-		fp.resp.Records = append([]byte{}, trimToAcquired(read.records, acquired)...)
+		fp.resp.Records = trimToAcquired(read.records, acquired)
+		if fp.resp.Records == nil {
+			fp.resp.Records = []byte{} // not nullable in ShareFetch
+		}
 		for _, a := range acquired {
 			ar := kmsg.NewShareFetchResponseTopicPartitionAcquiredRecord()
 			ar.FirstOffset, ar.LastOffset, ar.DeliveryCount = a.FirstOffset, a.LastOffset, a.DeliveryCount

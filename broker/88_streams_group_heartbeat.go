@@ -49,6 +49,14 @@ func init() {
 			respond(deny, nil)
 			return
 		}
+		if b.shares.exists(req.Group) {
+			// A share group's ID is not a streams group's (Kafka's castToStreamsGroup).
+			resp := req.ResponseKind().(*kmsg.StreamsGroupHeartbeatResponse)
+			resp.ErrorCode = kerr.GroupIDNotFound.Code
+			resp.ErrorMessage = kmsg.StringPtr("Group " + req.Group + " is not a streams group.")
+			respond(resp, nil)
+			return
+		}
 		serveInConnOrder(ctx, w.Conn, func() (kmsg.Response, error) {
 			resp, create, err := b.coord.StreamsGroupHeartbeat(ctx, joinClient(w), req)
 			if err != nil {

@@ -354,6 +354,10 @@ func (b *Broker) checkAlterResourceName(r *alterResource) {
 		if r.name == "" {
 			r.fail(kerr.InvalidRequest.Code, "Group resource name must not be empty.")
 		}
+	case resourceClientMetrics:
+		if r.name == "" {
+			r.fail(kerr.InvalidRequest.Code, "Subscription name can't be empty")
+		}
 	case resourceTopic:
 		if r.name == "" {
 			// As Kafka's ControllerConfigurationValidator words it.
@@ -412,6 +416,16 @@ func (b *Broker) alterConfigs(ctx context.Context, rs []alterResource, validateO
 		}
 		if r.resourceType == resourceGroup {
 			if code, msg := b.groupConfigProblem(r.ops); code != 0 {
+				rs[i].fail(code, msg)
+				continue
+			}
+			if code, msg := b.groupSessionHeartbeatProblem(b.ctrl.Image().GroupConfigs[r.name], r.ops); code != 0 {
+				rs[i].fail(code, msg)
+				continue
+			}
+		}
+		if r.resourceType == resourceClientMetrics {
+			if code, msg := clientMetricsProblem(r.ops); code != 0 {
 				rs[i].fail(code, msg)
 				continue
 			}

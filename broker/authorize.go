@@ -49,8 +49,8 @@ package broker
 // WriteTxnMarkers comes from the transaction coordinators of other nodes (over their peer
 // clients): their principal needs CLUSTER_ACTION, as for follower fetches (super.users).
 //
-// The inter-broker and controller listeners' own APIs (the cluster package) are not
-// authorized: they are for the cluster's nodes.
+// The controller listener's APIs are authorized by the cluster package (cluster/authorize.go),
+// as Kafka's ControllerApis does.
 
 import (
 	"context"
@@ -64,9 +64,9 @@ import (
 	"sluice/wire"
 )
 
-// newAuthorizer returns the configured authorizer, nil when there is none (the config
-// refuses any class but StandardAuthorizer).
-func newAuthorizer(cfg *config.Broker) *authz.Authorizer {
+// NewAuthorizer returns the configured authorizer, nil when there is none (the config
+// refuses any class but StandardAuthorizer). The controller listener uses one too.
+func NewAuthorizer(cfg *config.Broker) *authz.Authorizer {
 	if cfg == nil || cfg.String("authorizer.class.name") == "" {
 		return nil
 	}
@@ -131,7 +131,7 @@ var _ aclMetadata = (*controller.Controller)(nil)
 
 // configResourceDenied is the code for a config resource conn may not act on with op
 // (ALTER_CONFIGS or DESCRIBE_CONFIGS): topics need it on the topic, groups on the group,
-// brokers on the cluster.
+// brokers and client metrics subscriptions on the cluster.
 func (b *Broker) configResourceDenied(conn *wire.ConnInfo, op, resourceType int8, name string) int16 {
 	switch {
 	case !b.authzOn():
@@ -143,7 +143,7 @@ func (b *Broker) configResourceDenied(conn *wire.ConnInfo, op, resourceType int8
 		if !b.allowedGroup(conn, op, name) {
 			return kerr.GroupAuthorizationFailed.Code
 		}
-	case resourceType == resourceBroker || resourceType == resourceBrokerLogger:
+	case resourceType == resourceBroker || resourceType == resourceBrokerLogger || resourceType == resourceClientMetrics:
 		if !b.allowedCluster(conn, op) {
 			return kerr.ClusterAuthorizationFailed.Code
 		}

@@ -18,6 +18,7 @@ import (
 	"sluice/coordinator"
 	"sluice/internal/config"
 	"sluice/internal/loglevels"
+	"sluice/internal/telemetry"
 	"sluice/logstore"
 	"sluice/wire"
 
@@ -72,6 +73,9 @@ type Broker struct {
 	// authorizer decides every request when authorizer.class.name is set; nil allows all
 	// (authorize.go).
 	authorizer *authz.Authorizer
+	// metadataCache is the Metadata answer's topics for the newest image answered from
+	// (03_metadata.go).
+	metadataCache atomic.Pointer[metadataTopics]
 
 	mu struct {
 		sync.RWMutex
@@ -123,6 +127,9 @@ type Broker struct {
 	leaderSuspects leaderSuspects
 	// clock is the time of replicas and delayed operations.
 	clock replica.Clock
+	// telemetry answers GetTelemetrySubscriptions and PushTelemetry and keeps the pushed
+	// client metrics for /metrics (telemetry.go).
+	telemetry *telemetry.Manager
 	// purgatory holds delayed fetches and acks=all produces, keyed by partition
 	// (delayed_fetch.go, 00_produce.go).
 	purgatory *replica.Purgatory[topicPartition]
@@ -192,7 +199,7 @@ func New(cfg Config, ctrl Metadata) (*Broker, error) {
 		draining:      make(chan struct{}),
 		clock:         cfg.Clock,
 		fetchSessions: newFetchSessionCache(int(cfg.Static.MaxIncrementalFetchSessionCacheSlots)),
-		authorizer:    newAuthorizer(cfg.Static),
+		authorizer:    NewAuthorizer(cfg.Static),
 	}
 	if b.clock == nil {
 		b.clock = replica.SystemClock{}
@@ -203,6 +210,7 @@ func New(cfg Config, ctrl Metadata) (*Broker, error) {
 	b.fetchers = newReplicaFetchers(b)
 	b.throttles = newReplicationThrottles(b)
 	b.quotas = newClientQuotas(b)
+	b.telemetry = telemetry.NewManager(b.clock.Now, cfg.Static.Int32("telemetry.max.bytes"))
 	b.mu.partitions = make(map[topicPartition]*Partition)
 	b.mu.appliedChanged = make(chan struct{})
 	b.offline.init()

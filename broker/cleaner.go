@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"encoding/binary"
 	"errors"
 	"math"
 	"sync"
@@ -183,33 +182,4 @@ func (t *ioThrottle) wait(n int) error {
 	case <-t.closing:
 		return errCleanerStopped
 	}
-}
-
-// hasKeylessRecord reports whether one of the count records in records (a batch's records
-// section, decompressed) has a null key. Malformed framing answers false: the log refuses the
-// batch with the precise code.
-func hasKeylessRecord(records []byte, count int32) bool {
-	for i := int32(0); i < count; i++ {
-		length, n := binary.Varint(records)
-		if n <= 0 || length < 1 || length > int64(len(records)-n) {
-			return false
-		}
-		body := records[n+1 : n+int(length)] // after the attributes byte
-		records = records[n+int(length):]
-		for j := 0; j < 2; j++ { // timestamp delta, offset delta
-			_, k := binary.Varint(body)
-			if k <= 0 {
-				return false
-			}
-			body = body[k:]
-		}
-		keyLen, k := binary.Varint(body)
-		if k <= 0 {
-			return false
-		}
-		if keyLen < 0 {
-			return true
-		}
-	}
-	return false
 }

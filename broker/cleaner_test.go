@@ -42,13 +42,13 @@ func TestCompactedTopicRefusesRecordsWithoutKey(t *testing.T) {
 		return out
 	}
 	for _, codec := range []int{0, compress.Gzip, compress.LZ4} {
-		if code, _ := checkProduceBatches(build(codec, []byte("a"), nil, []byte("c")), 9, settings(true), now); code != kerr.InvalidRecord.Code {
+		if code := validateProduceRecords(build(codec, []byte("a"), nil, []byte("c")), 9, settings(true), topicPartition{"t", 0}, now).code; code != kerr.InvalidRecord.Code {
 			t.Errorf("codec %d: keyless record on a compacted topic answered %v, want INVALID_RECORD", codec, kerr.ErrorForCode(code))
 		}
-		if code, _ := checkProduceBatches(build(codec, []byte("a"), []byte("b")), 9, settings(true), now); code != 0 {
+		if code := validateProduceRecords(build(codec, []byte("a"), []byte("b")), 9, settings(true), topicPartition{"t", 0}, now).code; code != 0 {
 			t.Errorf("codec %d: keyed records on a compacted topic answered %v", codec, kerr.ErrorForCode(code))
 		}
-		if code, _ := checkProduceBatches(build(codec, nil), 9, settings(false), now); code != 0 {
+		if code := validateProduceRecords(build(codec, nil), 9, settings(false), topicPartition{"t", 0}, now).code; code != 0 {
 			t.Errorf("codec %d: keyless record on a delete topic answered %v", codec, kerr.ErrorForCode(code))
 		}
 	}

@@ -9,12 +9,23 @@ package broker
 //	LeaveGroup (13) v0–5 · SyncGroup (14) v0–5 · DescribeGroups (15) v0–6 · ListGroups (16) v0–5 ·
 //	DeleteGroups (42) v0–2 · OffsetDelete (47) v0 · ConsumerGroupHeartbeat (68) v0–1 ·
 //	ConsumerGroupDescribe (69) v0–1
+//
+// Group IDs are one namespace for every group type, as in Kafka: a group of one type does not
+// take another type's ID. Against a share group's ID, JoinGroup answers
+// INCONSISTENT_GROUP_PROTOCOL, ConsumerGroupHeartbeat GROUP_ID_NOT_FOUND ("Group <id> is not a
+// consumer group") and StreamsGroupHeartbeat GROUP_ID_NOT_FOUND ("Group <id> is not a streams
+// group."), as Kafka's GroupMetadataManager (classicGroupJoin, getOrMaybeCreateConsumerGroup,
+// castToStreamsGroup) does; the reverse, ShareGroupHeartbeat against a classic,
+// consumer or streams group's ID, is GROUP_ID_NOT_FOUND "Group <id> is not a share group."
+// (76_share_group_heartbeat.go). The share groups are this node's: a consumer group joining
+// through another node's coordinator does not see them (share groups are served on one node).
 
 import (
 	"context"
 	"net"
 	"sync"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"sluice/coordinator"
@@ -28,8 +39,14 @@ func init() {
 	registerGroupAPI(9, 0, 10, func(c *coordinator.Coordinator, ctx context.Context, _ *wire.Request, req *kmsg.OffsetFetchRequest) (kmsg.Response, error) {
 		return c.OffsetFetch(ctx, req)
 	})
-	registerGroupAPI(11, 0, 9, func(c *coordinator.Coordinator, ctx context.Context, w *wire.Request, req *kmsg.JoinGroupRequest) (kmsg.Response, error) {
-		return c.JoinGroup(ctx, joinClient(w), req)
+	// JoinGroup and ConsumerGroupHeartbeat refuse a share group's ID (shareGroupClash).
+	registerGroupAPIBroker(11, 0, 9, func(b *Broker, ctx context.Context, w *wire.Request, req *kmsg.JoinGroupRequest) (kmsg.Response, error) {
+		if b.shares.exists(req.Group) {
+			resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
+			resp.ErrorCode, resp.MemberID = kerr.InconsistentGroupProtocol.Code, ""
+			return resp, nil
+		}
+		return b.coord.JoinGroup(ctx, joinClient(w), req)
 	})
 	registerGroupAPI(12, 0, 4, func(c *coordinator.Coordinator, ctx context.Context, _ *wire.Request, req *kmsg.HeartbeatRequest) (kmsg.Response, error) {
 		return c.Heartbeat(ctx, req)
@@ -53,8 +70,14 @@ func init() {
 	registerGroupAPI(47, 0, 0, func(c *coordinator.Coordinator, ctx context.Context, _ *wire.Request, req *kmsg.OffsetDeleteRequest) (kmsg.Response, error) {
 		return c.OffsetDelete(ctx, req)
 	})
-	registerGroupAPI(68, 0, 1, func(c *coordinator.Coordinator, ctx context.Context, w *wire.Request, req *kmsg.ConsumerGroupHeartbeatRequest) (kmsg.Response, error) {
-		return c.ConsumerGroupHeartbeat(ctx, joinClient(w), req)
+	registerGroupAPIBroker(68, 0, 1, func(b *Broker, ctx context.Context, w *wire.Request, req *kmsg.ConsumerGroupHeartbeatRequest) (kmsg.Response, error) {
+		if b.shares.exists(req.Group) {
+			resp := req.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
+			resp.ErrorCode = kerr.GroupIDNotFound.Code
+			resp.ErrorMessage = kmsg.StringPtr("Group " + req.Group + " is not a consumer group")
+			return resp, nil
+		}
+		return b.coord.ConsumerGroupHeartbeat(ctx, joinClient(w), req)
 	})
 	registerGroupAPI(69, 0, 1, func(c *coordinator.Coordinator, ctx context.Context, _ *wire.Request, req *kmsg.ConsumerGroupDescribeRequest) (kmsg.Response, error) {
 		return c.ConsumerGroupDescribe(ctx, req)

@@ -4,8 +4,9 @@ package broker
 // with IncrementalAlterConfigs or AlterConfigs, stored in the metadata log as ConfigRecords of
 // controller.ResourceGroup (so every node agrees) and described by DescribeConfigs.
 //
-// sluice takes only the group keys it honours: share.auto.offset.reset (earliest or latest)
-// and share.record.lock.duration.ms, both read by the share coordinator (share_groups.go) for
+// sluice takes only the group keys it honours: share.auto.offset.reset (earliest or latest),
+// share.record.lock.duration.ms and share.isolation.level (read_uncommitted or
+// read_committed, share_isolation.go), all read by the share coordinator (share_groups.go) for
 // the group's share partitions. Every other key Kafka 4.4's GroupConfig defines is refused
 // INVALID_CONFIG naming it (sluice would store it without honouring it); a key GroupConfig
 // does not define is INVALID_CONFIG "Unknown group config name: <key>", as Kafka words it.
@@ -63,6 +64,8 @@ var groupConfigDefs = []groupConfigDef{
 		doc: "Where a share partition of this group starts when it has no state: earliest or latest."},
 	{name: groupShareRecordLockDuration, typ: config.TypeInt, brokerKey: "group.share.record.lock.duration.ms",
 		doc: "The record acquisition lock duration in milliseconds for share groups."},
+	{name: groupShareIsolationLevel, typ: config.TypeString, fixedDefault: "read_uncommitted",
+		doc: "Which records a share group may acquire: read_committed stops at the last stable offset and never hands out records of aborted transactions; read_uncommitted reads up to the high watermark."},
 }
 
 // groupConfigProblem checks one group resource's operations before the controller; a
@@ -99,7 +102,18 @@ func (b *Broker) groupConfigProblem(ops []controller.ConfigOp) (int16, string) {
 			case int32(n) > s.Int32("group.share.max.record.lock.duration.ms"):
 				return kerr.InvalidConfig.Code, op.Key + " must be less than or equal to group.share.max.record.lock.duration.ms"
 			}
+		case groupShareIsolationLevel:
+			// As Kafka's GroupConfig: a ValidString, case-sensitive.
+			if v != "read_committed" && v != "read_uncommitted" {
+				return kerr.InvalidConfig.Code, "Invalid value " + v + " for configuration " + op.Key + ": String must be one of: read_committed, read_uncommitted"
+			}
 		default:
+			if code, msg, ok := b.modernGroupConfigProblem(op.Key, v); ok { // group_configs_modern.go
+				if code != 0 {
+					return code, msg
+				}
+				continue
+			}
 			return kerr.InvalidConfig.Code, "sluice does not honour the group config " + op.Key + " yet, so it refuses to store it"
 		}
 	}

@@ -81,6 +81,7 @@ func TestGroupConfigsDescribeAlter(t *testing.T) {
 	got := describeGroupConfigs(t, tb, "g")
 	wantGroupConfig(t, got, "share.auto.offset.reset", "latest", kmsg.ConfigSourceDefaultConfig)
 	wantGroupConfig(t, got, "share.record.lock.duration.ms", "30000", kmsg.ConfigSourceDefaultConfig)
+	wantGroupConfig(t, got, "share.isolation.level", "read_uncommitted", kmsg.ConfigSourceDefaultConfig)
 
 	if code, msg := alterGroupConfigs(t, tb, "g", true, setOp("share.auto.offset.reset", "earliest")); code != 0 {
 		t.Fatalf("validate only: %v %s", kerr.ErrorForCode(code), msg)
@@ -102,8 +103,13 @@ func TestGroupConfigsDescribeAlter(t *testing.T) {
 		key, value, msgHas string
 	}{
 		{"no.such.key", "1", "Unknown group config name: no.such.key"},
-		{"consumer.session.timeout.ms", "45000", "consumer.session.timeout.ms"},
-		{"share.isolation.level", "read_committed", "share.isolation.level"},
+		{"consumer.assignment.interval.ms", "1000", "consumer.assignment.interval.ms"},
+		{"consumer.session.timeout.ms", "5000", "consumer.session.timeout.ms must be in the range 45000 to 60000 inclusive."},
+		{"consumer.heartbeat.interval.ms", "0", "Value must be at least 1"},
+		{"streams.num.standby.replicas", "3", "streams.num.standby.replicas must be less than or equal to 2"},
+		{"streams.session.timeout.ms", "x", "Not a number of type INT"},
+		{"share.renew.acknowledge.enable", "true", "share.renew.acknowledge.enable"},
+		{"share.isolation.level", "READ_COMMITTED", "String must be one of: read_committed, read_uncommitted"},
 		{"share.auto.offset.reset", "by_duration:PT1H", "by_duration"},
 		{"share.auto.offset.reset", "sometimes", "Invalid value sometimes"},
 		{"share.record.lock.duration.ms", "500", "at least 1000"},

@@ -41,6 +41,7 @@ func newCoordinator(b *Broker) *coordinator.Coordinator {
 	cfg.StreamsGroupMaxSize = int(s.Int32("group.streams.max.size"))
 	cfg.StreamsGroupNumStandbyReplicas = int(s.Int32("group.streams.num.standby.replicas"))
 	cfg.StreamsGroupInitialRebalanceDelay = ms(int64(s.Int32("group.streams.initial.rebalance.delay.ms")))
+	cfg.GroupOverrides = b.groupOverrides
 	cfg.Topics = imageTopics{b.ctrl}
 	cfg.Logger = b.logger.With("component", "coordinator")
 	return coordinator.New(cfg)

@@ -23,6 +23,10 @@ import (
 // then discard the old directory as a leftover).
 const metaPropertiesFile = "meta.properties"
 
+// KafkaMetadataBackupDir is where `sluice migrate` keeps an adopted Kafka broker's metadata
+// log (migrate.KafkaMetadataBackup).
+const KafkaMetadataBackupDir = "__cluster_metadata-0.kafka"
+
 // maxMetaPropertiesBytes bounds how much of meta.properties is read (Kafka's is ~150 bytes).
 const maxMetaPropertiesBytes = 64 << 10
 
@@ -146,6 +150,10 @@ func ClaimLogDirAs(logDir string, found *MetaProperties, clusterID string, nodeI
 
 // partitionDirs lists the directories of logDir that hold partition data: a partition.metadata
 // or a segment file.
+//
+// Kafka's metadata log, renamed to KafkaMetadataBackupDir by `sluice migrate`, is not a
+// partition: it holds a partition.metadata with Kafka's metadata topic ID, which would
+// otherwise read as a deleted topic's leftover and be removed.
 func partitionDirs(logDir string) ([]string, error) {
 	entries, err := os.ReadDir(logDir)
 	if err != nil {
@@ -156,7 +164,7 @@ func partitionDirs(logDir string) ([]string, error) {
 	}
 	var out []string
 	for _, e := range entries {
-		if !e.IsDir() || e.Name() == metadataDirName || strings.HasSuffix(e.Name(), deleteDirSuffix) {
+		if !e.IsDir() || e.Name() == metadataDirName || e.Name() == KafkaMetadataBackupDir || strings.HasSuffix(e.Name(), deleteDirSuffix) {
 			continue
 		}
 		files, err := os.ReadDir(filepath.Join(logDir, e.Name()))

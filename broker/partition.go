@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"sluice/broker/replica"
 	"sluice/controller"
@@ -129,6 +130,11 @@ type appendOutcome struct {
 	logAppendTime int64
 	errCode       int16
 	err           error
+	// errMessage and recordErrors are Produce v8+'s error_message and record_errors.
+	errMessage   *string
+	recordErrors []kmsg.ProduceResponseTopicPartitionErrorRecord
+	// withLogStart: answer the error with the log start offset, as Kafka does for it.
+	withLogStart bool
 }
 
 // appendAsLeader is the one way records reach a partition's log on this node as its leader:
@@ -144,17 +150,21 @@ func (p *Partition) appendAsLeader(origin replica.Origin, internal bool, records
 func (p *Partition) appendAsLeaderGuarded(origin replica.Origin, internal bool, records []byte, produceVersion, acks int16, leaderEpoch int32, guard uint64) appendOutcome {
 	settings := p.settings.Load()
 	out := appendOutcome{logAppendTime: -1}
+	validated := false
 	if origin == replica.OriginClient {
-		if out.errCode, out.logAppendTime = checkClientAppend(internal, records, produceVersion, settings, time.Now()); out.errCode != 0 {
+		v := checkClientAppend(internal, records, produceVersion, settings, p.tp, time.Now())
+		if v.code != 0 {
+			out.errCode, out.errMessage, out.recordErrors, out.withLogStart = v.code, v.message, v.recordErrors, v.withLogStart
 			return out
 		}
+		records, out.logAppendTime, validated = v.records, v.logAppendTime, true
 	}
 	info, err := p.replica.AppendAsLeader(origin, records, replica.AppendOptions{
 		RequiredAcks: acks, MinInsync: settings.MinInsyncReplicas, LeaderEpoch: leaderEpoch,
-		VerificationGuard: guard,
+		VerificationGuard: guard, Validated: validated,
 	})
 	if err != nil {
-		out.err, out.errCode = err, appendErrorCode(err)
+		out.err, out.errCode, out.withLogStart = err, appendErrorCode(err), true
 		return out
 	}
 	out.info = info
@@ -166,14 +176,14 @@ func (p *Partition) appendAsLeaderGuarded(origin replica.Origin, internal bool, 
 
 // checkClientAppend holds the rules that apply only to producers' records, as Kafka's
 // LogValidator applies them only for AppendOrigin.CLIENT: the internal topics are written by
-// their coordinators only (INVALID_TOPIC_EXCEPTION), and every batch passes the produce checks
-// (produce_validate.go: one v2 batch, max.message.bytes, compression, timestamps; it stamps
-// LogAppendTime topics).
-func checkClientAppend(internal bool, records []byte, produceVersion int16, settings *config.TopicSettings, now time.Time) (code int16, logAppendTime int64) {
+// their coordinators only (INVALID_TOPIC_EXCEPTION, ReplicaManager.appendToLocalLog), and the
+// records pass Kafka's client batch validation (produce_validate.go), which also stamps their
+// max timestamp.
+func checkClientAppend(internal bool, records []byte, produceVersion int16, settings *config.TopicSettings, tp topicPartition, now time.Time) produceValidation {
 	if internal {
-		return kerr.InvalidTopicException.Code, -1
+		return produceValidation{code: kerr.InvalidTopicException.Code, logAppendTime: -1}
 	}
-	return checkProduceBatches(records, produceVersion, settings, now)
+	return validateProduceRecords(records, produceVersion, settings, tp, now)
 }
 
 // appendErrorCode maps an append's error: the replica's Kafka errors as they are, the log's

@@ -10,9 +10,10 @@ package broker
 //
 // Not yet: the share state is not written to __share_group_state, so a restart forgets
 // acknowledgements and delivery counts (the SPSO restarts from share.auto.offset.reset).
-// Group configs (group_configs.go): share.auto.offset.reset (earliest, latest) and
-// share.record.lock.duration.ms are honoured per group; the other share.* group keys are
-// refused, so every group uses the broker's values for them.
+// Group configs (group_configs.go): share.auto.offset.reset (earliest, latest),
+// share.record.lock.duration.ms and share.isolation.level (share_isolation.go) are honoured per
+// group; the other share.* group keys are refused, so every group uses the broker's values for
+// them.
 
 import (
 	"context"
@@ -208,11 +209,15 @@ func (sg *shareGroups) expire() {
 type shareRead struct {
 	records     []byte
 	first, last int64 // base offset of the first batch, last offset of the last; last < first if none
-	errCode     int16
+	// aborted are the aborted transactions overlapping the read (read_committed only).
+	aborted []logstore.AbortedTxn
+	errCode int16
 }
 
-// readForShare reads up to maxBytes of p's log from offset, below visible, into memory.
-func readForShare(p *Partition, offset, visible int64, maxBytes int64) shareRead {
+// readForShare reads up to maxBytes of p's log from offset, below visible, into memory; with
+// readCommitted (visible is then the LSO) it also collects the aborted transactions the read
+// overlaps, as a read_committed Fetch does.
+func readForShare(p *Partition, offset, visible int64, maxBytes int64, readCommitted bool) shareRead {
 	out := shareRead{first: 0, last: -1}
 	if offset >= visible {
 		return out
@@ -232,6 +237,9 @@ func readForShare(p *Partition, offset, visible int64, maxBytes int64) shareRead
 		}
 	}
 	out.records = buf
+	if readCommitted && len(res.Slices) > 0 {
+		out.aborted = p.log.AbortedTransactionsInRead(offset, res, visible)
+	}
 	first := true
 	for rest := buf; len(rest) >= batch.HeaderSize; {
 		h, err := batch.ParseHeader(rest)
@@ -250,21 +258,38 @@ func readForShare(p *Partition, offset, visible int64, maxBytes int64) shareRead
 	return out
 }
 
-// trimToAcquired keeps the batches of records that hold an acquired offset.
+// trimToAcquired keeps the batches of records that hold an acquired offset. When they are one
+// run of batches, as usual, it returns that part of records without copying (the read's buffer
+// is the fetch's own); otherwise a new slice with the kept batches.
 func trimToAcquired(records []byte, acquired []share.AcquiredRange) []byte {
 	var out []byte
+	runStart, runEnd := -1, -1 // the contiguous kept run so far, while out is nil
+	pos := 0
 	for rest := records; len(rest) >= batch.HeaderSize; {
 		h, err := batch.ParseHeader(rest)
-		if err != nil || h.Size() > int64(len(rest)) {
+		if err != nil || h.Size() > int64(len(rest)) || h.Size() <= 0 {
 			break
 		}
+		size := int(h.Size())
 		for _, a := range acquired {
 			if a.FirstOffset <= h.LastOffset() && a.LastOffset >= h.BaseOffset {
-				out = append(out, rest[:h.Size()]...)
+				switch {
+				case out != nil:
+					out = append(out, rest[:size]...)
+				case runStart < 0:
+					runStart, runEnd = pos, pos+size
+				case runEnd == pos:
+					runEnd = pos + size
+				default: // a gap: copy the run so far and go on copying
+					out = append(append([]byte{}, records[runStart:runEnd]...), rest[:size]...)
+				}
 				break
 			}
 		}
-		rest = rest[h.Size():]
+		rest, pos = rest[size:], pos+size
+	}
+	if out == nil && runStart >= 0 {
+		return records[runStart:runEnd:runEnd]
 	}
 	return out
 }

@@ -2,7 +2,7 @@ package cluster
 
 // IncrementalAlterConfigs, key 44: v0–v1; AlterConfigs, key 33: v0–v2.
 //
-// Topic (2), broker (4) and group (32) resources (the controller stores only the group keys
+// Topic (2), broker (4), group (32) and client metrics (16) resources (the controller stores only the group keys
 // sluice honours). Incremental: op 0 SET and 1 DELETE; APPEND (2) and
 // SUBTRACT (3) need the key's list semantics, which the forwarding broker resolves into a SET
 // before it calls (the controller's AlterConfigs takes only set/delete), so here they are

@@ -16,6 +16,9 @@
 // tells the two apart by the first four bytes ("SLCR", controller.NetTransport.ServeConn) and
 // gives Kafka frames to this handler.
 //
+// With an authorizer (ServerConfig.Authorizer), every request is authorized first as Kafka's
+// ControllerApis authorizes it (authorize.go).
+//
 // A response to a forwarded proposal carries, in tagged field 0x5C01 (a tag number Kafka does
 // not use; Kafka clients skip unknown tags), the metadata offset at which the active
 // controller published the change, 8 bytes big endian. Link waits until its local image has

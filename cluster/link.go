@@ -122,6 +122,9 @@ func NewLink(cfg LinkConfig) (*Link, error) {
 	}
 	l.incarnation[6] = l.incarnation[6]&0x0f | 0x40
 	l.incarnation[8] = l.incarnation[8]&0x3f | 0x80
+	// The controller in this process may then replace this node's previous incarnation at
+	// once when it is the active controller (controller.isOwnRestart).
+	cfg.Controller.SetLocalIncarnation(l.incarnation)
 	for id, addr := range cfg.Voters {
 		if _, err := l.clientFor(id, addr); err != nil {
 			l.closeClients()

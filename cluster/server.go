@@ -11,6 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"sluice/authz"
 	"sluice/controller"
 	"sluice/wire"
 )
@@ -29,7 +30,10 @@ type ServerConfig struct {
 	// default.replication.factor; 0 = 1). Link resolves them before it forwards.
 	DefaultNumPartitions     int32
 	DefaultReplicationFactor int16
-	Logger                   *slog.Logger
+	// Authorizer, when set (authorizer.class.name), authorizes every request against the
+	// ACLs of Controller's image (authorize.go); nil allows everything.
+	Authorizer *authz.Authorizer
+	Logger     *slog.Logger
 }
 
 // Server answers Kafka requests on the controller listener (see the package doc).
@@ -99,7 +103,16 @@ func (s *Server) Handle(ctx context.Context, req *wire.Request, respond wire.Res
 		respond(nil, fmt.Errorf("cluster: API %d is not served on the controller listener", req.Key))
 		return
 	}
+	refused, finish := s.authorize(req)
+	if refused != nil {
+		req.ReleaseFrame()
+		respond(refused, nil)
+		return
+	}
 	resp, err := a.handle(s, ctx, req.Body)
+	if err == nil && finish != nil {
+		finish(resp)
+	}
 	req.ReleaseFrame()
 	respond(resp, err)
 }

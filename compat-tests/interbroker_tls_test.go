@@ -21,6 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"sluice/internal/testcerts"
@@ -95,7 +96,13 @@ func startSecureCluster(t *testing.T, sasl bool) ([]secureClusterNode, []kgo.Opt
 			"listener.name.controller.sasl.enabled.mechanisms=PLAIN",
 			"sasl.mechanism.controller.protocol=PLAIN",
 			"listener.name.controller.plain.sasl.jaas.config="+plainModule+
-				` required username="controller" password="controller-secret" user_controller="controller-secret";`,
+				` required username="controller" password="controller-secret" user_controller="controller-secret"`+
+				` user_eve="eve-secret";`,
+			// With the authorizer on, the nodes' principals need CLUSTER_ACTION (super.users),
+			// as in Kafka: raft between the controllers, the brokers' registrations and
+			// heartbeats, follower fetches. eve may authenticate but holds no ACL.
+			"authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+			"super.users=User:admin;User:controller",
 		)
 	}
 	var nodes []secureClusterNode
@@ -148,10 +155,10 @@ func startSecureCluster(t *testing.T, sasl bool) ([]secureClusterNode, []kgo.Opt
 			t.Fatal(err)
 		}
 	}
-	clientTLS := &tls.Config{RootCAs: ca.Pool()}
-	if !sasl {
-		clientTLS.Certificates = []tls.Certificate{ca.Client(pkix.Name{CommonName: "test-client"}).TLS()}
-	}
+	// A client certificate: the SSL listeners require one, and so does the controller
+	// listener (mutual TLS) under SASL_SSL; on a SASL_SSL listener the SASL user is the
+	// principal all the same.
+	clientTLS := &tls.Config{RootCAs: ca.Pool(), Certificates: []tls.Certificate{ca.Client(pkix.Name{CommonName: "test-client"}).TLS()}}
 	opts := []kgo.Opt{kgo.DialTLSConfig(clientTLS)}
 	if sasl {
 		opts = append(opts, kgo.SASL(scram.Auth{User: "admin", Pass: "admin-secret"}.AsSha512Mechanism()))
@@ -308,6 +315,26 @@ func testSecureClusterFailover(t *testing.T, sasl bool) {
 		}
 		if err := testcluster.ProbeApiVersions(nd.ControllerAddr); err == nil {
 			t.Errorf("node %d answered ApiVersions over PLAINTEXT on its %s controller listener", nd.ID, controllerProtocol)
+		}
+	}
+
+	if sasl {
+		// A user the controller listener authenticates but the ACLs do not allow is refused
+		// every controller API, as by Kafka's ControllerApis (DescribeCluster needs ALTER on
+		// the cluster there), and creates no topic.
+		// opts[0] is the client's TLS (the cluster's CA and a client certificate).
+		eve := secureClient(t, []string{nodes[0].ControllerAddr}, []kgo.Opt{opts[0],
+			kgo.SASL(plain.Auth{User: "eve", Pass: "eve-secret"}.AsMechanism())})
+		b := eve.SeedBrokers()[0]
+		if r, err := kmsg.NewPtrDescribeClusterRequest().RequestWith(ctx, b); err != nil || r.ErrorCode != kerr.ClusterAuthorizationFailed.Code {
+			t.Errorf("eve's DescribeCluster on the controller listener: %v %+v, want CLUSTER_AUTHORIZATION_FAILED", err, r)
+		}
+		ce := kmsg.NewPtrCreateTopicsRequest()
+		et := kmsg.NewCreateTopicsRequestTopic()
+		et.Topic, et.NumPartitions, et.ReplicationFactor = "eve-topic", 1, 1
+		ce.Topics, ce.TimeoutMillis = []kmsg.CreateTopicsRequestTopic{et}, 10000
+		if r, err := ce.RequestWith(ctx, b); err != nil || len(r.Topics) != 1 || r.Topics[0].ErrorCode != kerr.TopicAuthorizationFailed.Code {
+			t.Errorf("eve's CreateTopics on the controller listener: %v %+v, want TOPIC_AUTHORIZATION_FAILED", err, r)
 		}
 	}
 

@@ -8,12 +8,16 @@ package compattests
 
 import (
 	"bufio"
+	"context"
 	"io"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // shareBrokerSettings make share group timeouts short enough for a test: a 3 s acquisition
@@ -45,10 +49,12 @@ var shareJVMFlags = []string{"-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xm
 // record exactly once; a record released share.delivery.count.limit times is archived (never
 // delivered again) and a rejected one is delivered once; a consumer killed with records
 // acquired, without acknowledging them, has them redelivered to another consumer once their
-// acquisition locks time out, with a delivery count of 2.
+// acquisition locks time out, with a delivery count of 2; a share group with
+// share.isolation.level=read_committed receives the committed records of a Java transactional
+// producer and none of its aborted ones.
 func TestShareGroupsJava(t *testing.T) {
 	java, cp := shareCheck(t)
-	b, _, adm := startGroupBroker(t, shareBrokerSettings...)
+	b, cl, adm := startGroupBroker(t, shareBrokerSettings...)
 	run := func(t *testing.T, args ...string) string {
 		t.Helper()
 		out := runCmd(t, 2*javaTimeout, "", java, append(append(append([]string(nil), shareJVMFlags...), "-cp", cp, "ShareCheck"), args...)...)
@@ -67,6 +73,29 @@ func TestShareGroupsJava(t *testing.T) {
 	t.Run("release_reject_archive", func(t *testing.T) {
 		groupsCreateTopic(t, adm, "share-release", 1)
 		run(t, "release", b.Addr, "share-release", "share-release-group", "10", "3")
+	})
+
+	t.Run("read_committed", func(t *testing.T) {
+		groupsCreateTopic(t, adm, "share-txn", 1)
+		ctx, cancel := context.WithTimeout(context.Background(), javaTimeout)
+		defer cancel()
+		req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+		r := kmsg.NewIncrementalAlterConfigsRequestResource()
+		r.ResourceType, r.ResourceName = kmsg.ConfigResourceTypeGroupConfig, "share-txn-group"
+		for _, kv := range [][2]string{{"share.auto.offset.reset", "earliest"}, {"share.isolation.level", "read_committed"}} {
+			c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+			c.Name, c.Op, c.Value = kv[0], kmsg.IncrementalAlterConfigOpSet, kmsg.StringPtr(kv[1])
+			r.Configs = append(r.Configs, c)
+		}
+		req.Resources = append(req.Resources, r)
+		resp, err := req.RequestWith(ctx, cl)
+		if err == nil {
+			err = kerr.ErrorForCode(resp.Resources[0].ErrorCode)
+		}
+		if err != nil {
+			t.Fatalf("group configs: %v", err)
+		}
+		run(t, "txn", b.Addr, "share-txn", "share-txn-group", "20")
 	})
 
 	t.Run("killed_consumer_redelivery", func(t *testing.T) {

@@ -310,6 +310,11 @@ func (b *imageBuilder) apply(r Record) error {
 				gc[r.ResourceName] = m
 			}
 			img.GroupConfigs = gc
+		case ResourceClientMetrics:
+			if r.ResourceName == "" {
+				return fmt.Errorf("%w: config for an empty client metrics subscription name", ErrInvalidRecord)
+			}
+			img.ClientMetrics = withNamedConfig(img.ClientMetrics, r.ResourceName, r.Key, r.Value)
 		default:
 			return fmt.Errorf("%w: config resource type %d", ErrInvalidRecord, r.ResourceType)
 		}
@@ -393,6 +398,7 @@ type imageSnapshot struct {
 	BrokerConfigs map[string]map[string]string `json:"broker_configs"`
 	// GroupConfigs were added after version 1 without a version change, as ACLs were.
 	GroupConfigs   map[string]map[string]string `json:"group_configs,omitempty"`
+	ClientMetrics  map[string]map[string]string `json:"client_metrics,omitempty"`
 	NextProducerID int64                        `json:"next_producer_id"`
 	VoterEndpoints []VoterEndpoint              `json:"voter_endpoints,omitempty"`
 	// Scram: user -> mechanism -> credential; Quotas: every entity's quota values.
@@ -413,6 +419,7 @@ func encodeImage(im *Image) []byte {
 		ClusterID:      im.ClusterID,
 		BrokerConfigs:  im.BrokerConfigs,
 		GroupConfigs:   im.GroupConfigs,
+		ClientMetrics:  im.ClientMetrics,
 		NextProducerID: im.NextProducerID,
 		Scram:          im.Scram,
 		Quotas:         snapshotQuotas(im.Quotas),
@@ -484,6 +491,9 @@ func decodeImage(data []byte) (*Image, error) {
 	if len(s.GroupConfigs) > 0 {
 		im.GroupConfigs = s.GroupConfigs
 	}
+	if len(s.ClientMetrics) > 0 {
+		im.ClientMetrics = s.ClientMetrics
+	}
 	if len(s.Scram) > 0 {
 		im.Scram = s.Scram
 	}
@@ -499,4 +509,33 @@ func decodeImage(data []byte) (*Image, error) {
 		im.ACLs = acls
 	}
 	return im, nil
+}
+
+// withNamedConfig returns a copy of configs (resource name -> key -> value) with one key set
+// (value non-nil) or deleted; a resource left without keys is removed. The maps of a
+// published image are never written, so the outer map and the changed inner one are copied.
+func withNamedConfig(configs map[string]map[string]string, name, key string, value *string) map[string]map[string]string {
+	out := make(map[string]map[string]string, len(configs)+1)
+	for k, v := range configs {
+		out[k] = v
+	}
+	m := cloneMap(out[name])
+	if m == nil {
+		m = map[string]string{}
+	}
+	setOrDelete(m, key, value)
+	if len(m) == 0 {
+		delete(out, name)
+	} else {
+		out[name] = m
+	}
+	return out
+}
+
+// ReplayRecords applies recs to an empty image, as the first controller of a new log applies
+// its bootstrap records, and returns the image and the records that did not apply (joined).
+// For tools that prepare bootstrap records (sluice migrate) to check them before a start.
+func ReplayRecords(recs []Record) (*Image, error) {
+	im, errs := applyRecords(emptyImage(), 0, recs)
+	return im, errors.Join(errs...)
 }

@@ -121,6 +121,9 @@ type Controller struct {
 	// voterAddrs are the current voters' controller addresses (VoterAddrs), replaced by the
 	// driver when the configuration changes.
 	voterAddrs atomic.Pointer[map[int32]string]
+	// localIncarnation is the incarnation ID of the broker in this controller's own process (a
+	// combined node), set once by SetLocalIncarnation; nil on a controller-only node.
+	localIncarnation atomic.Pointer[[16]byte]
 
 	requests chan *request    // proposals for the driver, bounded by requestQueue
 	inbound  chan *pb.Message // raft messages from other voters, bounded by inboundQueue

@@ -114,6 +114,9 @@ type Image struct {
 	// May be nil; its maps are never written after the image is published (the builder clones
 	// the outer and the changed inner map on every change).
 	GroupConfigs map[string]map[string]string
+	// ClientMetrics holds the client metrics subscriptions (CLIENT_METRICS config resources,
+	// KIP-714) by name: metrics, interval.ms, match. Copied on write like GroupConfigs.
+	ClientMetrics map[string]map[string]string
 	// NextProducerID is the first producer ID not yet handed out.
 	NextProducerID int64
 	// VoterEndpoints are the controller endpoints of voters (and demoted voters) recorded by

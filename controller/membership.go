@@ -123,7 +123,8 @@ func (c *Controller) RegisterBroker(ctx context.Context, reg BrokerRegistration)
 			epoch = old.Epoch
 			return nil
 		}
-		if old != nil && c.sessionLive(old) {
+		ownRestart := c.isOwnRestart(reg, old)
+		if old != nil && c.sessionLive(old) && !ownRestart {
 			verr = fail(kerr.DuplicateBrokerRegistration,
 				"Broker %d is registered by another live process (incarnation %s, broker epoch %d); a second process cannot take its node ID while that one heartbeats.",
 				reg.BrokerID, formatUUID(old.IncarnationID), old.Epoch)
@@ -140,7 +141,10 @@ func (c *Controller) RegisterBroker(ctx context.Context, reg BrokerRegistration)
 		clean := old != nil && reg.PreviousBrokerEpoch == old.Epoch
 		if old != nil {
 			epoch = old.Epoch + 1
-			if !old.Fenced {
+			switch {
+			case ownRestart && !old.Fenced:
+				c.logger.Info("this node's broker restarted: its new incarnation replaces the previous process's registration at once", "broker", reg.BrokerID, "old_epoch", old.Epoch)
+			case !old.Fenced:
 				c.logger.Info("a new incarnation of a broker whose session expired replaces the old one", "broker", reg.BrokerID, "old_epoch", old.Epoch)
 			}
 		}
@@ -172,6 +176,25 @@ func (c *Controller) RegisterBroker(ctx context.Context, reg BrokerRegistration)
 		return 0, verr.code
 	}
 	return epoch, nil
+}
+
+// SetLocalIncarnation tells the controller the incarnation ID of the broker that runs in its
+// own process (cluster.NewLink calls it before the broker registers). A process runs one
+// broker: the first call sets it, later ones are ignored.
+func (c *Controller) SetLocalIncarnation(id [16]byte) { c.localIncarnation.CompareAndSwap(nil, &id) }
+
+// isOwnRestart reports whether reg is the broker of this very process registering over an
+// earlier incarnation of this node ID. That incarnation cannot be live: a node ID names one
+// controller voter, this process holds that seat (it is the active controller), so the earlier
+// incarnation was a previous process of this node — stopped or crashed, since a second process
+// with a voter's node ID cannot hold the seat at the same time. It is replaced at once instead
+// of after its session timeout, which no probe can shorten here (the new process now answers
+// on the old one's listeners). Kafka waits out the session (broker.session.timeout.ms) after a
+// combined node's kill -9; this is where sluice restarts faster.
+func (c *Controller) isOwnRestart(reg BrokerRegistration, old *BrokerInfo) bool {
+	own := c.localIncarnation.Load()
+	return own != nil && old != nil && reg.BrokerID == c.cfg.NodeID && reg.IncarnationID == *own &&
+		old.IncarnationID != reg.IncarnationID
 }
 
 // Heartbeat handles a broker's heartbeat on the active controller (else NOT_CONTROLLER):

@@ -356,8 +356,14 @@ type NetTransportConfig struct {
 	// connection is closed then, and its peer redials and authenticates again, as Kafka's
 	// connections.max.reauth.ms has a channel re-authenticate. An error refuses the
 	// connection.
-	AuthenticateInbound func(r io.Reader, w io.Writer) (expires time.Time, err error)
-	Logger              *slog.Logger
+	AuthenticateInbound func(r io.Reader, w io.Writer) (principal string, expires time.Time, err error)
+	// AuthorizeInbound, when set (an authorizer is configured), decides whether an inbound
+	// connection may carry raft, after authentication and before it is answered: Kafka
+	// requires CLUSTER_ACTION on the cluster for Vote, BeginQuorumEpoch and Fetch. principal
+	// is the SASL session's, "" when the listener has no SASL (the callback takes it from the
+	// connection: its TLS certificate, else User:ANONYMOUS). An error refuses the connection.
+	AuthorizeInbound func(conn net.Conn, principal string) error
+	Logger           *slog.Logger
 
 	QueueMessages       int           // per-peer queue bound in messages; 0 = 1024
 	QueueBytes          int           // per-peer queue bound in encoded bytes; 0 = 64 MiB
@@ -750,10 +756,18 @@ func (t *NetTransport) ServeConn(conn net.Conn) {
 		return
 	}
 	var sessionEnds time.Time
+	var principal string
 	if t.cfg.AuthenticateInbound != nil {
 		// Before anything is answered, so a peer that does not authenticate learns nothing.
-		if sessionEnds, err = t.cfg.AuthenticateInbound(br, conn); err != nil {
+		if principal, sessionEnds, err = t.cfg.AuthenticateInbound(br, conn); err != nil {
 			t.refuse("refuse-auth", "refused raft connection: SASL authentication failed", "remote", conn.RemoteAddr().String(),
+				"from", h.from, "err", err)
+			return
+		}
+	}
+	if t.cfg.AuthorizeInbound != nil {
+		if err = t.cfg.AuthorizeInbound(conn, principal); err != nil {
+			t.refuse("refuse-authz", "refused raft connection: not authorized", "remote", conn.RemoteAddr().String(),
 				"from", h.from, "err", err)
 			return
 		}

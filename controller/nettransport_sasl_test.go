@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"testing"
 	"time"
 
@@ -19,14 +20,22 @@ import (
 // SASL_PLAINTEXT controller listener do (cmd/sluice wires the same two hooks): PLAIN, with
 // the user "controller" as the listener's only one.
 func saslTransport(mech sasl.Mechanism) func(*NetTransportConfig) {
-	listener := &wire.SASLConfig{Mechanisms: []string{"PLAIN"}, PlainUsers: map[string]string{"controller": "raft-secret"}}
+	listener := &wire.SASLConfig{Mechanisms: []string{"PLAIN"},
+		PlainUsers: map[string]string{"controller": "raft-secret", "intruder": "intruder-secret"}}
 	return func(c *NetTransportConfig) {
 		c.Authenticate = func(ctx context.Context, rw io.ReadWriter, addr string) error {
 			return wire.AuthenticateSASLStream(ctx, rw, mech, addr)
 		}
-		c.AuthenticateInbound = func(r io.Reader, w io.Writer) (time.Time, error) {
+		c.AuthenticateInbound = func(r io.Reader, w io.Writer) (string, time.Time, error) {
 			s, err := listener.ServeSASLStream(r, w)
-			return s.Expires, err
+			return s.Principal, s.Expires, err
+		}
+		// As cmd/sluice with an authorizer: only the nodes' principal holds CLUSTER_ACTION.
+		c.AuthorizeInbound = func(_ net.Conn, principal string) error {
+			if principal != "User:controller" {
+				return errors.New(principal + " lacks CLUSTER_ACTION")
+			}
+			return nil
 		}
 	}
 }
@@ -52,6 +61,7 @@ func TestNetSASLQuorum(t *testing.T) {
 	}{
 		{"no SASL", nil},
 		{"wrong password", plain.Auth{User: "controller", Pass: "guess"}.AsMechanism()},
+		{"authenticated but not authorized", plain.Auth{User: "intruder", Pass: "intruder-secret"}.AsMechanism()},
 	} {
 		before := target.tr.Stats().Refused
 		conn := rawConn(t, addr)
@@ -69,6 +79,13 @@ func TestNetSASLQuorum(t *testing.T) {
 			}
 			if got := expectClosed(t, conn, tc.name); len(got) != 0 {
 				t.Fatalf("%s: answered %q", tc.name, got)
+			}
+		} else if tc.name == "authenticated but not authorized" {
+			if err := wire.AuthenticateSASLStream(ctx, conn, tc.mech, addr); err != nil {
+				t.Fatalf("%s: the intruder's credentials were refused: %v", tc.name, err)
+			}
+			if got := expectClosed(t, conn, tc.name); len(got) != 0 {
+				t.Fatalf("%s: an ack to a peer without CLUSTER_ACTION: %q", tc.name, got)
 			}
 		} else {
 			err := wire.AuthenticateSASLStream(ctx, conn, tc.mech, addr)

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"sluice/internal/config"
+	"sluice/internal/telemetry"
 )
 
 // The proposal API. Each method validates its items in the driver against the working image
@@ -448,6 +449,17 @@ func validateGroupConfig(key, value string) error {
 		if err != nil || n < 1000 {
 			return fmt.Errorf("share.record.lock.duration.ms must be an integer of at least 1000, not %q", value)
 		}
+	case "share.isolation.level":
+		if value != "read_committed" && value != "read_uncommitted" {
+			return fmt.Errorf("share.isolation.level must be read_committed or read_uncommitted, not %q", value)
+		}
+	case "consumer.session.timeout.ms", "consumer.heartbeat.interval.ms", "streams.session.timeout.ms",
+		"streams.heartbeat.interval.ms", "streams.num.standby.replicas", "streams.initial.rebalance.delay.ms":
+		// The broker checks them against its group.consumer.* / group.streams.* bounds.
+		n, err := strconv.ParseInt(strings.TrimSpace(value), 10, 32)
+		if err != nil || n < 0 {
+			return fmt.Errorf("%s must be a non-negative integer, not %q", key, value)
+		}
 	default:
 		return fmt.Errorf("sluice does not honour the group config %s, so it refuses to store it", key)
 	}
@@ -481,6 +493,22 @@ func planAlterConfigs(w *Image, ac AlterConfigs) ([]Record, *validationError) {
 		}
 		current = w.GroupConfigs[ac.ResourceName]
 		validate = validateGroupConfig
+	case ResourceClientMetrics:
+		// Kafka's ClientMetricsConfigs.validate, with its codes (INVALID_REQUEST for an
+		// unknown key or an interval out of range, INVALID_CONFIG for a malformed value).
+		if ac.ResourceName == "" {
+			return nil, fail(kerr.InvalidRequest, "Subscription name can't be empty")
+		}
+		for _, op := range ac.Ops {
+			if op.Value == nil {
+				continue
+			}
+			if err := telemetry.ValidateKey(op.Key, *op.Value); err != nil {
+				return nil, fail(kerr.ErrorForCode(err.Code).(*kerr.Error), "%s", err.Message)
+			}
+		}
+		current = w.ClientMetrics[ac.ResourceName]
+		validate = func(string, string) error { return nil }
 	default:
 		return nil, fail(kerr.InvalidRequest, "Unexpected resource type %d.", ac.ResourceType)
 	}

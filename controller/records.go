@@ -156,6 +156,8 @@ const (
 	ResourceBroker int8 = 4
 	// ResourceGroup is a consumer, share or streams group (KIP-848/KIP-932), by group ID.
 	ResourceGroup int8 = 32
+	// ResourceClientMetrics is a client metrics subscription (KIP-714), by name.
+	ResourceClientMetrics int8 = 16
 )
 
 // ConfigRecord sets (Value non-nil) or deletes (Value nil) one dynamic config key. For

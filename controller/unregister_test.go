@@ -218,3 +218,40 @@ func TestUnregisterBroker(t *testing.T) {
 		}
 	}
 }
+
+// TestOwnNodeRestartReplacesAtOnce: a combined node killed and restarted, whose controller is
+// the active one again, registers its broker at once: the registration of this very process's
+// broker (SetLocalIncarnation) replaces the previous incarnation of the same node ID without
+// waiting out its session, which Kafka waits. Any other new incarnation of a live broker, of
+// this node ID or another, is still refused.
+func TestOwnNodeRestartReplacesAtOnce(t *testing.T) {
+	q := newMembershipQuorum(t)
+	lead := q.leader()
+	own := lead.cfg.NodeID
+	other := own%3 + 1
+	q.waitFor(own, "a cluster ID", func(im *Image) bool { return im.ClusterID != "" })
+	for _, id := range []int32{own, other} {
+		q.register(id, 1)
+		if res := q.heartbeat(BrokerHeartbeat{BrokerID: id, BrokerEpoch: 1}); res.IsFenced {
+			t.Fatalf("broker %d not unfenced: %+v", id, res)
+		}
+	}
+	lead.SetLocalIncarnation([16]byte{0: 2, 1: byte(own)})
+
+	// Another node's new incarnation, and an incarnation of this node ID that is not this
+	// process's broker, are refused while the live one's session lasts.
+	if _, err := q.registerErr(other, 2); !errors.Is(err, kerr.DuplicateBrokerRegistration) {
+		t.Fatalf("a new incarnation of live broker %d: %v, want DUPLICATE_BROKER_REGISTRATION", other, err)
+	}
+	if _, err := q.registerErr(own, 3); !errors.Is(err, kerr.DuplicateBrokerRegistration) {
+		t.Fatalf("a foreign incarnation of this node's ID %d: %v, want DUPLICATE_BROKER_REGISTRATION", own, err)
+	}
+	// This process's own broker replaces its previous incarnation at once.
+	epoch, err := q.registerErr(own, 2)
+	if err != nil || epoch != 2 {
+		t.Fatalf("this process's broker over its previous incarnation: epoch %d, %v", epoch, err)
+	}
+	if b := q.leader().Image().Brokers[own]; b.IncarnationID[0] != 2 || !b.Fenced || b.Epoch != 2 {
+		t.Fatalf("broker %d after its restart: %+v", own, b)
+	}
+}

@@ -432,7 +432,7 @@ func (s *shard) consumerHeartbeat(client JoinClient, req *kmsg.ConsumerGroupHear
 	r := req.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
 	r.MemberID = &m.id
 	r.MemberEpoch = m.epoch
-	r.HeartbeatIntervalMillis = int32(s.cfg.ConsumerGroupHeartbeatInterval / time.Millisecond)
+	r.HeartbeatIntervalMillis = int32(s.consumerHeartbeatInterval(g.id) / time.Millisecond)
 	if changed || req.MemberEpoch == epochJoin || (owned != nil && !owned.equal(m.assigned)) {
 		a := kmsg.NewConsumerGroupHeartbeatResponseAssignment()
 		for _, id := range m.assigned.sortedIDs() {
@@ -732,10 +732,10 @@ func (g *group) replaceStaticConsumer(old *cgMember, newID string, recs *[]recor
 }
 
 // scheduleConsumerSession (re)starts m's session timer
-// (group.consumer.session.timeout.ms).
+// (the group's consumer.session.timeout.ms, else group.consumer.session.timeout.ms).
 func (g *group) scheduleConsumerSession(m *cgMember) {
 	g.s.stopTimer(m.sessionTimer)
-	m.sessionTimer = g.s.schedule(g.s.cfg.ConsumerGroupSessionTimeout, func() {
+	m.sessionTimer = g.s.schedule(g.s.consumerSessionTimeout(g.id), func() {
 		if g.cg == nil || g.cg.members[m.id] != m {
 			return
 		}

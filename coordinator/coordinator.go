@@ -94,6 +94,11 @@ type Config struct {
 	// 0: none.
 	StreamsGroupInitialRebalanceDelay time.Duration
 
+	// GroupOverrides, if set, reads a group's dynamic group configs (consumer.* and
+	// streams.* session timeouts, heartbeat intervals, standby replicas, initial rebalance
+	// delay); it is called on the shard's goroutine and must not block.
+	GroupOverrides func(group string) GroupOverrides
+
 	// Topics resolves data topics; see TopicMetadata. May be nil.
 	Topics TopicMetadata
 	// Clock is the time source (system clock if nil).

@@ -663,7 +663,7 @@ func (s *shard) streamsHeartbeat(client JoinClient, req *kmsg.StreamsGroupHeartb
 					fail(kerr.GroupMaxSizeReached.Code, fmt.Sprintf("The streams group has reached its maximum capacity of %d members.", s.cfg.StreamsGroupMaxSize))
 					return
 				}
-				if len(sg.members) == 0 && s.cfg.StreamsGroupInitialRebalanceDelay > 0 {
+				if len(sg.members) == 0 && s.streamsInitialRebalanceDelay(g.id) > 0 {
 					startDelay = true
 				}
 				m = &sgMember{id: req.MemberID, assigned: newStreamsTasks(), pendingRevoke: newStreamsTasks()}
@@ -784,7 +784,7 @@ func (s *shard) streamsHeartbeat(client JoinClient, req *kmsg.StreamsGroupHeartb
 		g.bumpStreamsEpoch(&recs)
 	}
 	if startDelay {
-		sg.assignDelayUntil = s.now().Add(s.cfg.StreamsGroupInitialRebalanceDelay)
+		sg.assignDelayUntil = s.now().Add(s.streamsInitialRebalanceDelay(g.id))
 		if sg.assignmentEpoch == 0 {
 			// As Kafka: a new group's members wait at epoch 1 with no tasks
 			// (an epoch of 0 would tell them to join again); the first
@@ -817,7 +817,7 @@ func (s *shard) streamsHeartbeat(client JoinClient, req *kmsg.StreamsGroupHeartb
 	r := req.ResponseKind().(*kmsg.StreamsGroupHeartbeatResponse)
 	r.MemberID = m.id
 	r.MemberEpoch = m.epoch
-	r.HeartbeatIntervalMillis = int32(s.cfg.StreamsGroupHeartbeatInterval / time.Millisecond)
+	r.HeartbeatIntervalMillis = int32(s.streamsHeartbeatInterval(g.id) / time.Millisecond)
 	r.AcceptableRecoveryLagLegacy = sgAcceptableRecoveryLag
 	r.AcceptableRecoveryLag = sgAcceptableRecoveryLag
 	r.TaskOffsetIntervalMillis = sgTaskOffsetInterval
@@ -967,7 +967,7 @@ func (g *group) computeStreamsTarget(configured *sgConfigured, recs *[]record) {
 		}
 		members = append(members, sgAssignMember{id: id, process: m.meta.processID, prev: prev})
 	}
-	next := assignStreamsTasks(members, tasks, g.s.cfg.StreamsGroupNumStandbyReplicas)
+	next := assignStreamsTasks(members, tasks, g.s.streamsNumStandbyReplicas(g.id))
 	for _, id := range sg.sortedMemberIDs() {
 		if old, ok := sg.target[id]; !ok || !old.equal(next[id]) {
 			*recs = append(*recs, record{key: streamsKey(keyStreamsGroupTargetMember, g.id, &id), value: streamsTargetMemberValue(next[id])})
@@ -1344,10 +1344,10 @@ func (g *group) replaceStaticStreamsMember(old *sgMember, newID string, recs *[]
 }
 
 // scheduleStreamsSession (re)starts m's session timer
-// (group.streams.session.timeout.ms).
+// (the group's streams.session.timeout.ms, else group.streams.session.timeout.ms).
 func (g *group) scheduleStreamsSession(m *sgMember) {
 	g.s.stopTimer(m.sessionTimer)
-	m.sessionTimer = g.s.schedule(g.s.cfg.StreamsGroupSessionTimeout, func() {
+	m.sessionTimer = g.s.schedule(g.s.streamsSessionTimeout(g.id), func() {
 		if g.sg == nil || g.sg.members[m.id] != m {
 			return
 		}

@@ -96,6 +96,12 @@ type LeaderAppend struct {
 	// transaction is refused (ErrInvalidTxnState) unless the guard is still the producer's,
 	// i.e. no marker ended its transaction meanwhile (KIP-890's VerificationGuard).
 	VerificationGuard uint64
+	// Validated: the caller checked these bytes as a client's batch (the broker's produce
+	// validation: one whole magic-v2 batch, its CRC, its counts and every record's framing) and
+	// nothing changed them since, so the log reads only the header and does not walk the
+	// records or recompute the CRC again. Followers' bytes, recovery's and every other leader
+	// append (coordinators', markers') are checked in full.
+	Validated bool
 }
 
 // ProducerInfo is one producer's state in a partition, as DescribeProducers reports it.

@@ -633,26 +633,18 @@ var errCleanAborted = errors.New("logstore: cleaning aborted: the segment change
 
 type segmentCleanStats struct{ read, written, removed int64 }
 
-// refreshRecoveryPoint checkpoints the recovery point as far as finished background fsyncs of
-// rolled segments got, so that recently rolled segments become cleanable, and returns it.
+// refreshRecoveryPoint returns the recovery point: finished background fsyncs of rolled
+// segments (rollSync) checkpoint it as they complete, so recently rolled segments become
+// cleanable.
 func (l *Log) refreshRecoveryPoint() (int64, error) {
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
 	if err := l.usableLocked(); err != nil {
 		return 0, err
 	}
-	if rs := l.pendingRoll.Load(); rs != nil {
-		select {
-		case <-rs.done:
-			if rs.err == nil && rs.upto > l.recoveryPoint {
-				if err := l.checkpointRecoveryPointLocked(rs.upto); err != nil {
-					return 0, l.fail(err)
-				}
-			}
-		default:
-		}
-	}
-	return l.recoveryPoint, nil
+	// Finished rollSyncs checkpointed it themselves.
+	rp, _ := l.recoveryPointNow()
+	return rp, nil
 }
 
 // cleanedSegment is a cleaned copy written beside its segment (.cleaned files, open, not yet

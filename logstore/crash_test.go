@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -240,3 +242,101 @@ func TestCrashAtEveryOperation(t *testing.T) {
 }
 
 var quietLogger = slog.New(slog.DiscardHandler)
+
+// snapshotGateFS holds the creation of producer snapshot files until gate is closed, then
+// fails it with ErrCrashed: the simulated crash lands between a roll and its snapshot.
+type snapshotGateFS struct {
+	FS
+	reached chan struct{} // closed when a snapshot write is held
+	gate    chan struct{}
+	once    bool
+}
+
+func (g *snapshotGateFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
+	if strings.HasSuffix(name, snapshotSuffix+tmpSuffix) {
+		if !g.once {
+			g.once = true
+			close(g.reached)
+		}
+		<-g.gate
+		return nil, ErrCrashed
+	}
+	return g.FS.OpenFile(name, flag, perm)
+}
+
+// TestCrashBetweenRollAndSnapshot: a roll's producer snapshot is written in the background.
+// Appends go on into the new segment while the snapshot write is held; the crash comes before
+// it is on disk. The log must reopen with everything flushed before the roll, the producer
+// state rebuilt from the older snapshot and the segments after it (a retry of the last
+// surviving batch is a duplicate), for unsynced bytes dropped and torn.
+func TestCrashBetweenRollAndSnapshot(t *testing.T) {
+	for seed := uint64(0); seed < 6; seed++ {
+		clock := time.UnixMilli(1_700_000_000_000)
+		mem := NewMemFS()
+		mem.SetTornWrites(seed > 0, seed)
+		gated := &snapshotGateFS{FS: mem, reached: make(chan struct{}), gate: make(chan struct{})}
+		cfg := DefaultConfig()
+		cfg.SegmentBytes = 700
+		cfg.IndexIntervalBytes = 100
+		cfg.RetentionMs = -1
+		opts := Options{FS: mem, Now: func() time.Time { return clock }, Logger: quietLogger}
+		m := &crashModel{versions: map[int64][][]byte{}}
+		l, err := Open(crashDir, cfg, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seq := int32(0)
+		appendOne := func(l *Log) {
+			t.Helper()
+			clock = clock.Add(time.Second)
+			b := mkBatch(2, clock.UnixMilli(), 7, 0, seq)
+			batch.SetBaseOffset(b, l.LogEndOffset())
+			batch.SetPartitionLeaderEpoch(b, 1)
+			m.attempt(l.LogEndOffset(), b)
+			if _, err := l.AppendAsLeader(b, 1); err != nil {
+				t.Errorf("seed %d: append: %v", seed, err)
+			}
+			seq += 2
+		}
+		// Two rolls with their snapshots written, then everything flushed.
+		for l.NumSegments() < 3 {
+			appendOne(l)
+		}
+		if err := l.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		m.synced = l.LogEndOffset()
+		// Reopen through the gate and append until the next roll: the append returns while
+		// its snapshot write is held.
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+		opts.FS = gated
+		l, err = Open(crashDir, cfg, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		segs := l.NumSegments()
+		rolled := make(chan struct{})
+		go func() {
+			defer close(rolled)
+			for l.NumSegments() == segs {
+				appendOne(l)
+			}
+		}()
+		<-gated.reached
+		select {
+		case <-rolled:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("seed %d: the rolling append waits for its producer snapshot", seed)
+		}
+		for i := 0; i < 3; i++ { // into the new segment, not durable
+			appendOne(l)
+		}
+		mem.Crash()
+		close(gated.gate)
+		l.Close() // fails: the FS has crashed
+		mem.Restart()
+		checkRecovered(t, mem, m, &clock, fmt.Sprintf("seed %d", seed))
+	}
+}

@@ -100,6 +100,13 @@ func (e *ddEnv) run(t *testing.T, td *datadriven.TestData) string {
 		}
 		return def
 	}
+	// A roll's background work (the rolled segment's fsync, the producer snapshot that makes
+	// the new segment's entry durable) finishes before each command, so what a command sees
+	// (files, a crash's survivors) does not depend on goroutine timing; a crash before it is
+	// TestCrashBetweenRollAndSnapshot's case.
+	if e.log != nil {
+		e.log.waitRollSyncs()
+	}
 	switch td.Cmd {
 	case "open":
 		e.cfg = DefaultConfig()

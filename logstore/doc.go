@@ -30,6 +30,14 @@
 // partitionLeaderEpoch by patching them in place; both lie outside the CRC, so appended bytes
 // are never re-encoded. A segment never exceeds 2^31-1 bytes, and offset - base fits in int32.
 //
+// What an append checks (format.go validateBatches): every batch's header, length and CRC;
+// leader appends also record count == lastOffsetDelta+1 and, uncompressed, every record's
+// framing with offset deltas 0, 1, 2, .... A leader append marked LeaderAppend.Validated (a
+// client's produce, which the broker has checked in full, compressed records included, and not
+// changed since) is read by its header only: length and offset fields, no CRC and no records,
+// so the produce path reads a batch's records once. Follower appends, recovery, and every other
+// leader append (coordinators', markers') are checked as above.
+//
 // # Offset index (.index) — matches Kafka's OffsetIndex
 //
 // Entries of 8 bytes: relative offset (int32, offset - base) then file position (int32) of a
@@ -86,7 +94,9 @@
 //	    8 lastTimestamp, 1 batch count m (<= 5), m × (4 firstSeq, 4 lastSeq, 8 firstOffset,
 //	    8 lastOffset, 8 maxTimestamp)
 //
-// Written at every roll and on close; the two newest are kept.
+// Written at every roll (in the background, after the rolled segment's fsync: appends do not
+// wait for it; the older snapshots are removed only once it is durable, so a crash before it
+// leaves them, and recovery replays from the newest) and on close; the two newest are kept.
 //
 // All of the above are on-disk formats shared with Kafka or with earlier sluice versions:
 // the constants must never change.
@@ -98,8 +108,10 @@
 // and Close, every flush.messages messages, and after flush.ms (checked by EnforceRetention).
 // With flush.messages=1 an append returns only after an fsync that covers it, and concurrent
 // appenders share fsyncs (group commit). The recovery point is the offset below which every
-// batch is known durable; it is checkpointed on roll (as far as finished background fsyncs
-// got), Flush, Close, truncation and after recovery.
+// batch is known durable; it is checkpointed by each roll's background fsync once done, on
+// Flush, Close, truncation and after recovery. What a roll does with the append waiting: the
+// final index writes, creating the new segment's three files, and, once per log, a created
+// log's deferred directory fsyncs and the first recovery point checkpoint.
 //
 // Open recovers as Kafka's LogLoader does. Segments wholly below the recovery point are
 // trusted: the batch chain after the last index entry is followed to the end of the file, and

@@ -20,12 +20,23 @@ var (
 // get the checks Kafka's LogValidator makes of client batches (record count agrees with
 // lastOffsetDelta, uncompressed records well-formed with sequential offset deltas); follower
 // appends accept what a leader wrote (compacted batches may skip offsets).
-func validateBatches(data []byte, leader bool, headers []batch.Header) ([]batch.Header, error) {
+//
+// validated (a leader append only) says the broker already checked the bytes as a client's
+// batch (LeaderAppend.Validated: CRC, counts, every record, compressed or not), so only the
+// header is read: the produce path reads a batch's records once, in the broker.
+func validateBatches(data []byte, leader, validated bool, headers []batch.Header) ([]batch.Header, error) {
 	if len(data) == 0 {
 		return nil, fmt.Errorf("%w: no record batches", ErrInvalidRecord)
 	}
+	validated = validated && leader
 	for rest := data; len(rest) > 0; {
-		h, err := batch.Check(rest)
+		var h batch.Header
+		var err error
+		if validated {
+			h, err = batch.CheckWithoutCRC(rest)
+		} else {
+			h, err = batch.Check(rest)
+		}
 		if err != nil {
 			return nil, mapBatchError(len(headers), err)
 		}
@@ -40,7 +51,7 @@ func validateBatches(data []byte, leader bool, headers []batch.Header) ([]batch.
 				return nil, fmt.Errorf("%w: batch %d: %d records but lastOffsetDelta %d", ErrInvalidRecord, len(headers), h.RecordCount, h.LastOffsetDelta)
 			}
 			// Compressed batches' records are checked by the broker after decompression.
-			if h.Compression() == 0 {
+			if h.Compression() == 0 && !validated {
 				walked, err := batch.CheckRecordsSequential(rest[batch.HeaderSize:h.Size()], h.RecordCount)
 				if err != nil {
 					return nil, fmt.Errorf("%w: batch %d: malformed record: %v", ErrCorruptBatch, len(headers), err)

@@ -39,11 +39,11 @@ func TestValidateBatchesRecords(t *testing.T) {
 		{"malformed then gap", threeRecords(func(r []byte) { r[5] = 2 * 60; r[8+3] = 2 * 2 }), ErrCorruptBatch, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := validateBatches(tc.data, true, nil)
+			_, err := validateBatches(tc.data, true, false, nil)
 			if (err == nil) != (tc.leaderErr == nil) || (err != nil && !errors.Is(err, tc.leaderErr)) {
 				t.Errorf("leader: err = %v, want %v", err, tc.leaderErr)
 			}
-			_, err = validateBatches(tc.data, false, nil)
+			_, err = validateBatches(tc.data, false, false, nil)
 			if (err == nil) != tc.followerOK {
 				t.Errorf("follower: err = %v, want accepted %v", err, tc.followerOK)
 			}
@@ -65,7 +65,27 @@ func BenchmarkValidateBatches(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		var err error
-		if headers, err = validateBatches(data, true, headers[:0]); err != nil {
+		if headers, err = validateBatches(data, true, false, headers[:0]); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkValidateBatchesValidated is BenchmarkValidateBatches for a batch the broker already
+// validated (LeaderAppend.Validated): the header only, the produce path's case.
+func BenchmarkValidateBatchesValidated(b *testing.B) {
+	recs := make([]batch.Record, 16<<10/110)
+	value := make([]byte, 100)
+	for i := range recs {
+		recs[i] = batch.Record{TimestampDelta: int64(i / 8), Value: value}
+	}
+	data := batch.Build(batch.Header{BaseTimestamp: 1, MaxTimestamp: 1, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1}, recs)
+	headers := make([]batch.Header, 0, 1)
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		var err error
+		if headers, err = validateBatches(data, true, true, headers[:0]); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -36,6 +36,12 @@ type Log struct {
 	lastGuard uint64
 	// snapshots are the offsets of producer snapshot files on disk, ascending.
 	snapshots []int64
+	// rpMu serializes writes of the recovery point checkpoint: appenders write it with
+	// appendMu held, the background fsync of a rolled segment (rollSync) with rpMu only (an
+	// appender holding appendMu may be waiting for it). recoveryPoint and recoveryPointOnDisk
+	// are written with both rpMu and either appendMu or a rollSync's goroutine; read them
+	// with rpMu (recoveryPointNow), or with appendMu after waitRollSyncs.
+	rpMu sync.Mutex
 	// recoveryPoint: every batch below it is fsynced, and the checkpoint file says so (or less).
 	recoveryPoint int64
 	// recoveryPointOnDisk: the recovery point checkpoint file exists. A created log writes it
@@ -482,7 +488,7 @@ func (s SyncWait) Wait() error {
 
 func (l *Log) appendNoWait(data []byte, leader bool, leaderEpoch int32, o LeaderAppend) (AppendResult, SyncWait, error) {
 	var headerBuf [2]batch.Header
-	headers, err := validateBatches(data, leader, headerBuf[:0])
+	headers, err := validateBatches(data, leader, o.Validated, headerBuf[:0])
 	if err != nil {
 		return AppendResult{}, SyncWait{}, err
 	}
@@ -723,10 +729,15 @@ func (l *Log) timeWaitedForRoll(seg *segment, messageTimestamp int64) int64 {
 
 // rollLocked closes the active segment for appends (final time-index entry, index files
 // written) and starts a new one at newBase (>= log end), then snapshots producer state. The
-// old segment is fsynced in the background, as Kafka flushes rolled segments asynchronously,
-// so appenders do not stall for a whole segment's write-back; offsets in it count as durable
-// (flushedOffset, the recovery point) only once that fsync is done. An empty active segment
-// whose base equals newBase is kept.
+// fsyncs are done in the background (rollSync), as Kafka flushes rolled segments and writes
+// the roll's producer snapshot asynchronously, so appenders do not stall for a segment's
+// write-back or for a snapshot's file and directory fsyncs (5-30 ms per roll under load):
+// offsets in the old segment count as durable (flushedOffset, the recovery point) only once
+// its fsync is done, and data appended to the new segment only once the snapshot's directory
+// fsync made the new segment's entry durable (syncTo and flushLocked wait for the rollSync).
+// A crash before the snapshot is on disk leaves the older snapshots, which are removed only
+// after it: recovery replays from the newest of them. An empty active segment whose base
+// equals newBase is kept.
 // REQUIRES: appendMu held.
 func (l *Log) rollLocked(newBase int64) error {
 	old := l.active()
@@ -757,28 +768,25 @@ func (l *Log) rollLocked(newBase int64) error {
 			return err
 		}
 	}
-	if !l.recoveryPointOnDisk {
-		if err := l.checkpointRecoveryPointLocked(l.recoveryPoint); err != nil {
-			return err
-		}
+	if err := l.ensureRecoveryPointOnDisk(); err != nil {
+		return err
 	}
 	seg, err := openSegmentFiles(l.fs, l.dir, newBase, true, &l.mu.cfg)
 	if err != nil {
 		return err
 	}
 	l.initNewSegment(seg)
-	// The new segment's directory entry is made durable by the producer snapshot written
-	// below (WriteFileAtomic syncs the directory), before anything is appended to it; a
-	// separate directory fsync here cost 10-30 ms per roll under load, with the partition's
-	// appends (and the connection's later requests) waiting.
-	prevRoll := l.pendingRoll.Load()
 	if err := l.syncCreated(); err != nil { // before the rolled segment's fsync marks it durable
 		return err
 	}
-	if !old.empty() {
-		// Registered before the new segment is published: a group-commit fsync of the new
-		// segment then also waits for this one (see syncTo).
-		l.startRollSync(old, logEnd)
+	// The new segment's directory entry is made durable by the producer snapshot's write in
+	// the rollSync (WriteFileAtomic syncs the directory). Registered before the new segment
+	// is published: a group-commit fsync of the new segment then also waits for it (syncTo).
+	snap := l.prepareSnapshotLocked(newBase)
+	if old.empty() {
+		l.startRollSync(nil, -1, snap)
+	} else {
+		l.startRollSync(old, logEnd, snap)
 	}
 	l.mu.Lock()
 	if old.empty() {
@@ -791,33 +799,59 @@ func (l *Log) rollLocked(newBase int64) error {
 		l.mu.segments = append(l.mu.segments, seg)
 	}
 	l.mu.Unlock()
-	if err := l.writeSnapshotLocked(newBase); err != nil {
+	return nil
+}
+
+// rollSync is the background work of one roll: the fsync of the rolled segment, the producer
+// snapshot at the new segment's base, and the recovery point checkpoint. Each waits for the
+// previous one, so when one is done every segment before it is durable and every snapshot
+// before it written.
+type rollSync struct {
+	done chan struct{} // closed when finished
+	err  error         // set before done is closed
+	upto int64         // the rolled segment's end offset (-1: no segment to sync)
+}
+
+// pendingSnapshot is a producer snapshot encoded under appendMu, to be written by a rollSync.
+type pendingSnapshot struct {
+	offset int64
+	data   []byte
+	// obsolete are older snapshots to remove once this one is durable.
+	obsolete []int64
+}
+
+// prepareSnapshotLocked encodes the producer state as of offset (== log end) and records the
+// snapshot in l.snapshots (keeping the two newest) as if written; the caller hands it to a
+// rollSync, which writes it before removing the obsolete ones, and whose failure is sticky.
+// REQUIRES: appendMu held.
+func (l *Log) prepareSnapshotLocked(offset int64) *pendingSnapshot {
+	snap := &pendingSnapshot{offset: offset, data: l.producers.encodeSnapshot(offset)}
+	l.producersDirty = false
+	l.snapshots = insertSorted(l.snapshots, offset)
+	for len(l.snapshots) > 2 {
+		snap.obsolete = append(snap.obsolete, l.snapshots[0])
+		l.snapshots = l.snapshots[1:]
+	}
+	return snap
+}
+
+// write writes the snapshot (file and directory fsynced) and then removes the obsolete ones.
+func (s *pendingSnapshot) write(fs FS, dir string) error {
+	if err := WriteFileAtomic(fs, dir, fileName("", s.offset, snapshotSuffix), s.data); err != nil {
 		return err
 	}
-	// Checkpoint the recovery point as far as earlier background fsyncs have got.
-	if prevRoll != nil {
-		select {
-		case <-prevRoll.done:
-			if prevRoll.err == nil && prevRoll.upto > l.recoveryPoint {
-				return l.checkpointRecoveryPointLocked(prevRoll.upto)
-			}
-		default:
+	for _, off := range s.obsolete {
+		if err := fs.Remove(fileName(dir, off, snapshotSuffix)); err != nil && !isNotExist(err) {
+			return err
 		}
 	}
 	return nil
 }
 
-// rollSync is the background fsync of one rolled segment. Each waits for the previous one, so
-// when one is done every segment before it is durable.
-type rollSync struct {
-	done chan struct{} // closed when finished
-	err  error         // set before done is closed
-	upto int64         // the rolled segment's end offset
-}
-
-// startRollSync fsyncs seg's files in the background and then marks offsets below upto durable.
+// startRollSync, in the background: fsyncs seg's files (seg may be nil), writes snap, marks
+// offsets below upto durable and checkpoints the recovery point there.
 // REQUIRES: appendMu held; seg's index files already persisted.
-func (l *Log) startRollSync(seg *segment, upto int64) {
+func (l *Log) startRollSync(seg *segment, upto int64, snap *pendingSnapshot) {
 	prev := l.pendingRoll.Load()
 	gen := l.flushGen()
 	rs := &rollSync{done: make(chan struct{}), upto: upto}
@@ -831,16 +865,66 @@ func (l *Log) startRollSync(seg *segment, upto int64) {
 				return
 			}
 		}
-		began := time.Now()
-		for _, f := range seg.files() {
-			if err := f.Sync(); err != nil {
+		if seg != nil {
+			began := time.Now()
+			for _, f := range seg.files() {
+				if err := f.Sync(); err != nil {
+					rs.err = l.fail(err)
+					return
+				}
+			}
+			observeFlush(time.Since(began))
+		}
+		if snap != nil {
+			if err := snap.write(l.fs, l.dir); err != nil {
 				rs.err = l.fail(err)
 				return
 			}
 		}
-		observeFlush(time.Since(began))
+		if seg == nil {
+			return
+		}
 		l.markFlushedGen(upto, gen)
+		if err := l.raiseRecoveryPoint(upto); err != nil {
+			rs.err = l.fail(err)
+		}
 	}()
+}
+
+// raiseRecoveryPoint checkpoints the recovery point at rp if that raises it. Called by a
+// rollSync without appendMu.
+func (l *Log) raiseRecoveryPoint(rp int64) error {
+	l.rpMu.Lock()
+	defer l.rpMu.Unlock()
+	if rp <= l.recoveryPoint {
+		return nil
+	}
+	if err := WriteFileAtomic(l.fs, l.dir, recoveryPointFile, encodeOffsetCheckpoint(l.dir, rp)); err != nil {
+		return err
+	}
+	l.recoveryPoint, l.recoveryPointOnDisk = rp, true
+	return nil
+}
+
+// ensureRecoveryPointOnDisk writes the recovery point checkpoint if the file does not exist.
+func (l *Log) ensureRecoveryPointOnDisk() error {
+	l.rpMu.Lock()
+	defer l.rpMu.Unlock()
+	if l.recoveryPointOnDisk {
+		return nil
+	}
+	if err := WriteFileAtomic(l.fs, l.dir, recoveryPointFile, encodeOffsetCheckpoint(l.dir, l.recoveryPoint)); err != nil {
+		return err
+	}
+	l.recoveryPointOnDisk = true
+	return nil
+}
+
+// recoveryPointNow returns the recovery point and whether its checkpoint file exists.
+func (l *Log) recoveryPointNow() (int64, bool) {
+	l.rpMu.Lock()
+	defer l.rpMu.Unlock()
+	return l.recoveryPoint, l.recoveryPointOnDisk
 }
 
 // waitRollSyncs waits for background fsyncs of rolled segments.
@@ -863,6 +947,8 @@ func (l *Log) initNewSegment(seg *segment) {
 // checkpointRecoveryPointLocked records that everything below rp is durable.
 // REQUIRES: appendMu held.
 func (l *Log) checkpointRecoveryPointLocked(rp int64) error {
+	l.rpMu.Lock()
+	defer l.rpMu.Unlock()
 	if err := WriteFileAtomic(l.fs, l.dir, recoveryPointFile, encodeOffsetCheckpoint(l.dir, rp)); err != nil {
 		return err
 	}

@@ -75,6 +75,7 @@ func Listen(cfg Config) (*Server, error) {
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		s.requests.duration,
 		&brokerCollector{s: s},
+		&telemetryCollector{s: s},
 	)
 	mux := http.NewServeMux()
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {

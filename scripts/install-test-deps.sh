@@ -33,3 +33,11 @@ if ! [ -f "${SLUICE_CACHE:-$HOME/.cache/sluice}/npm/node_modules/kafkajs/package
   npm install --no-audit --no-fund --silent --prefix "${SLUICE_CACHE:-$HOME/.cache/sluice}/npm" \
     --cache "${SLUICE_CACHE:-$HOME/.cache/sluice}/npm-cache" kafkajs@2.2.4 >/dev/null
 fi
+# confluent-kafka from PyPI with a librdkafka of 2.5 or later, which pushes client telemetry
+# (KIP-714; compat-tests/telemetry_test.go); Debian's librdkafka is older. In its own venv in
+# the cache, never in the repository.
+RDKAFKA_VENV="${SLUICE_CACHE:-$HOME/.cache/sluice}/pyvenv-rdkafka"
+if ! "$RDKAFKA_VENV/bin/python" -c "import confluent_kafka" >/dev/null 2>&1; then
+  /usr/bin/python3 -m venv "$RDKAFKA_VENV"
+  "$RDKAFKA_VENV/bin/pip" install -q --disable-pip-version-check confluent-kafka==2.16.1 >/dev/null
+fi

@@ -51,6 +51,21 @@ type ConnInfo struct {
 	// principal is set once the connection authenticated (TLS client certificate or SASL),
 	// and again on a KIP-368 re-authentication; nil means User:ANONYMOUS.
 	principal atomic.Pointer[string]
+	// clientSoftware is the name and version the client sent in ApiVersions v3+ (KIP-511).
+	clientSoftware atomic.Pointer[[2]string]
+}
+
+// SetClientSoftware records the client's software name and version from its ApiVersions.
+func (c *ConnInfo) SetClientSoftware(name, version string) {
+	c.clientSoftware.Store(&[2]string{name, version})
+}
+
+// ClientSoftware is the client's software name and version, "" when it sent none.
+func (c *ConnInfo) ClientSoftware() (name, version string) {
+	if p := c.clientSoftware.Load(); p != nil {
+		return p[0], p[1]
+	}
+	return "", ""
 }
 
 // Principal is the connection's authenticated principal, "User:name", or AnonymousPrincipal.

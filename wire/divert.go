@@ -63,3 +63,15 @@ func (c *prefixedConn) Read(p []byte) (int, error) {
 	}
 	return c.Conn.Read(p)
 }
+
+// DivertedPrincipal is the principal of a connection handed to Config.DivertConn, as this
+// listener would give a Kafka connection without SASL: on a TLS listener the client
+// certificate's subject mapped by mapper (ssl.principal.mapping.rules), else User:ANONYMOUS.
+// A certificate whose subject no rule maps is an error, as the listener refuses it.
+func DivertedPrincipal(c net.Conn, mapper *PrincipalMapper) (string, error) {
+	pc, ok := c.(*prefixedConn)
+	if !ok || pc.tls == nil {
+		return AnonymousPrincipal, nil
+	}
+	return certificatePrincipal(pc.tls.ConnectionState(), mapper)
+}

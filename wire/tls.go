@@ -2,6 +2,7 @@ package wire
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -28,20 +29,37 @@ func (c *conn) tlsHandshake() error {
 	if c.sasl != nil {
 		return nil // SASL_SSL: the SASL user is the principal
 	}
-	state := c.tlsConn.ConnectionState()
+	principal, err := certificatePrincipal(c.tlsConn.ConnectionState(), c.srv.cfg.PrincipalMapper)
+	if err != nil {
+		c.log.Info("wire: no principal for the client certificate; closing connection", "err", err)
+		return fmt.Errorf("tls principal: %w", err)
+	}
+	if principal != AnonymousPrincipal {
+		c.info.setPrincipal(principal)
+	}
+	return nil
+}
+
+// certificatePrincipal is the principal of a TLS connection: its client certificate's subject
+// mapped by mapper (ssl.principal.mapping.rules; nil keeps the subject), as Kafka's
+// DefaultKafkaPrincipalBuilder does, or User:ANONYMOUS without a certificate (ssl.client.auth
+// none, or requested and not sent).
+func certificatePrincipal(state tls.ConnectionState, mapper *PrincipalMapper) (string, error) {
 	if len(state.PeerCertificates) == 0 {
-		return nil // ssl.client.auth none or requested without a certificate: ANONYMOUS
+		return AnonymousPrincipal, nil
 	}
 	dn, err := DistinguishedName(state.PeerCertificates[0].RawSubject)
-	if err == nil {
-		var name string
-		if name, err = c.srv.cfg.PrincipalMapper.Name(dn); err == nil {
-			c.info.setPrincipal("User:" + name)
-			return nil
-		}
+	if err != nil {
+		return "", err
 	}
-	c.log.Info("wire: no principal for the client certificate; closing connection", "err", err)
-	return fmt.Errorf("tls principal: %w", err)
+	if mapper == nil {
+		return "User:" + dn, nil
+	}
+	name, err := mapper.Name(dn)
+	if err != nil {
+		return "", err
+	}
+	return "User:" + name, nil
 }
 
 // plainWriter hides every method of a writer but Write, so that a TLS connection is written

@@ -80,10 +80,13 @@ type result struct {
 	P50Ms       float64 `json:"p50_ms"`
 	P99Ms       float64 `json:"p99_ms"`
 	P999Ms      float64 `json:"p999_ms"`
-	E2EP50Ms    float64 `json:"e2e_p50_ms"`
-	E2EP99Ms    float64 `json:"e2e_p99_ms"`
-	CPUSeconds  float64 `json:"cpu_seconds"`
-	PeakRSSMiB  float64 `json:"peak_rss_mib"` // the largest node's
+	// P9999Ms and MaxMs are the longest produce stalls (a record waiting on a roll, an fsync).
+	P9999Ms    float64 `json:"p9999_ms,omitempty"`
+	MaxMs      float64 `json:"max_ms,omitempty"`
+	E2EP50Ms   float64 `json:"e2e_p50_ms"`
+	E2EP99Ms   float64 `json:"e2e_p99_ms"`
+	CPUSeconds float64 `json:"cpu_seconds"`
+	PeakRSSMiB float64 `json:"peak_rss_mib"` // the largest node's
 	// NodePeakRSSMiB is each node's peak RSS (several for a multi-node broker).
 	NodePeakRSSMiB []float64 `json:"node_peak_rss_mib,omitempty"`
 	Nodes          int       `json:"nodes"`
@@ -202,6 +205,9 @@ func cmdAll(ctx context.Context, args []string) error {
 // so its latency is the broker's, not the client's queue.
 const fixedRate = 2000
 
+// e2eRates are the fixed rates of the end-to-end rows (default mode).
+var e2eRates = []int{1000, 10000, 50000}
+
 func plan(cfg runConfig, mode string) []workload {
 	all := fullPlan(cfg, mode)
 	if len(cfg.Only) == 0 {
@@ -249,6 +255,15 @@ func fullPlan(cfg runConfig, mode string) []workload {
 			RecordSize: 1024, AcksAll: true, Producers: 1, Rate: fixedRate},
 		{ID: "100-a1-seq", Title: "100 B, acks=1, 1 producer, one record at a time (linger 0)", Tool: toolLoadgenProduce,
 			RecordSize: 100, Producers: 1, Sequential: true},
+	}
+	if mode == "default" {
+		// End-to-end latency of a consumer tailing the log at fixed rates below saturation:
+		// the figure is e2e p50/p99, not throughput (issue 20).
+		for _, rate := range e2eRates {
+			lg = append(lg, workload{ID: fmt.Sprintf("e2e-1k-all-%dk", rate/1000),
+				Title: fmt.Sprintf("end-to-end, 1 KiB, acks=all, 1 producer, fixed %d records/s, consumer tailing", rate),
+				Tool:  toolLoadgenProduce, RecordSize: 1024, AcksAll: true, Producers: 1, Rate: rate})
+		}
 	}
 	if mode == "fsync" {
 		return append(lg,
@@ -453,6 +468,7 @@ func runWorkload(ctx context.Context, cfg runConfig, b *brokerProc, w workload, 
 			r.Records, r.Seconds = res.Records, res.Elapsed.Seconds()
 			r.MiB = float64(res.Bytes) / (1 << 20)
 			r.P50Ms, r.P99Ms, r.P999Ms = ms(res.Produce.quantile(0.5)), ms(res.Produce.quantile(0.99)), ms(res.Produce.quantile(0.999))
+			r.P9999Ms, r.MaxMs = ms(res.Produce.quantile(0.9999)), ms(time.Duration(res.Produce.max))
 			r.Latency = curve(res.Produce)
 			if res.EndToEnd != nil {
 				r.E2EP50Ms, r.E2EP99Ms = ms(res.EndToEnd.quantile(0.5)), ms(res.EndToEnd.quantile(0.99))
@@ -499,7 +515,7 @@ func runWorkload(ctx context.Context, cfg runConfig, b *brokerProc, w workload, 
 		r.Records = res.Records
 		r.MiB = float64(res.Records*int64(w.RecordSize)) / (1 << 20)
 		r.Seconds = float64(res.Records) / res.RecPerSec
-		r.P50Ms, r.P99Ms, r.P999Ms = res.P50Ms, res.P99Ms, res.P999Ms
+		r.P50Ms, r.P99Ms, r.P999Ms, r.MaxMs = res.P50Ms, res.P99Ms, res.P999Ms, res.MaxMs
 		r.Latency = []pct{{0.5, res.P50Ms}, {0.95, res.P95Ms}, {0.99, res.P99Ms}, {0.999, res.P999Ms}, {1, res.MaxMs}}
 		r.Note = fmt.Sprintf("JVM start to exit %.1fs; latencies are whole ms as the tool prints them", time.Since(start).Seconds())
 	case toolPerfConsumer:

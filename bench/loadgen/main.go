@@ -12,6 +12,8 @@
 //	loadgen overhead -sluice-bin bin/sluice [-rounds 3 -duration 10s -out F]   metrics on vs off
 //	loadgen scale -kafka-lib DIR -sluice-bin bin/sluice [-sizes 1000,5000,10000 -ramp-to 100000]
 //	                                           partitions at scale: create, Metadata, restart
+//	loadgen share -kafka-lib DIR -sluice-bin bin/sluice [-partitions 1,4 -records 200000 -consumers 4]
+//	                                           share groups: records/s and ack latency (share.go)
 //
 // `all` starts each broker in turn on a fresh data directory under -workdir (Kafka in KRaft
 // combined mode, formatted with its StorageTool), runs the same workloads against each, first
@@ -42,7 +44,7 @@ import (
 func main() {
 	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, nil)))
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: loadgen all|produce|consume|txn|limits|overhead|scale [flags]")
+		fmt.Fprintln(os.Stderr, "usage: loadgen all|produce|consume|txn|limits|overhead|scale|conns|share|omb [flags]")
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -63,6 +65,12 @@ func main() {
 		err = cmdOverhead(ctx, os.Args[2:])
 	case "scale":
 		err = cmdScale(ctx, os.Args[2:])
+	case "conns":
+		err = cmdConns(ctx, os.Args[2:])
+	case "omb":
+		err = cmdOMB(ctx, os.Args[2:])
+	case "share":
+		err = cmdShare(ctx, os.Args[2:])
 	default:
 		err = fmt.Errorf("unknown command %q", os.Args[1])
 	}

@@ -379,6 +379,8 @@ type AppendOptions struct {
 	TransactionVersion int8
 	// VerificationGuard of a verified transactional produce (logstore.LeaderAppend).
 	VerificationGuard uint64
+	// Validated: the broker validated the client's batch (logstore.LeaderAppend.Validated).
+	Validated bool
 }
 
 // AppendInfo is the outcome of a successful append as leader.
@@ -420,7 +422,7 @@ func (r *Replica) AppendAsLeader(origin Origin, batches []byte, o AppendOptions)
 	}
 	res, sync, err := r.log.AppendAsLeaderWith(batches, r.mu.leaderEpoch, logstore.LeaderAppend{
 		Coordinator: origin == OriginCoordinator, TransactionVersion: o.TransactionVersion,
-		VerificationGuard: o.VerificationGuard,
+		VerificationGuard: o.VerificationGuard, Validated: o.Validated,
 	})
 	if err != nil {
 		r.mu.Unlock()

@@ -258,8 +258,11 @@ func decodeDirectoryID(s string) ([16]byte, error) {
 // first active controller of a new metadata log to write.
 const bootstrapRecordsFile = "bootstrap.records"
 
-// maxBootstrapRecordsBytes bounds what readBootstrapRecords reads.
-const maxBootstrapRecordsBytes = 1 << 20
+// maxBootstrapRecordsBytes bounds what readBootstrapRecords reads. The records go into the
+// first metadata entry with the cluster ID, so with their framing they must stay below the
+// controller's entry bound (8 MiB); base64 makes 4 bytes of 3. `sluice migrate` writes the
+// most: a whole Kafka cluster's topics, partitions and configs.
+const maxBootstrapRecordsBytes = 7 << 20
 
 func writeBootstrapRecords(dir string, recs []controller.Record) error {
 	var b strings.Builder

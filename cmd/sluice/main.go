@@ -7,6 +7,8 @@
 // version (version.go); --log-format text|json and --log-level shape the log.
 //
 // `sluice format` prepares a node's directories, as kafka-storage format does (format.go).
+// `sluice migrate --from-kafka DIR` adopts a stopped Kafka KRaft broker's directory in place
+// (migrate.go, package migrate).
 //
 // `sluice topic|produce|consume|group|cluster ...` are admin subcommands instead, Kafka clients
 // on franz-go that work against any Kafka-compatible broker (cli.go; `sluice help` lists them).
@@ -49,6 +51,9 @@ import (
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "format" {
 		os.Exit(runFormat(os.Args[2:], os.Stdout, os.Stderr))
+	}
+	if len(os.Args) > 1 && os.Args[1] == "migrate" {
+		os.Exit(runMigrate(os.Args[2:], os.Stdout, os.Stderr))
 	}
 	if isSubcommand(os.Args[1:]) {
 		os.Exit(runCLI(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))

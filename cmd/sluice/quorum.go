@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"sluice/authz"
 	"sluice/broker"
 	"sluice/cluster"
 	"sluice/controller"
@@ -43,7 +44,10 @@ type quorum struct {
 	// transport's inbound raft connections authenticate with; nil otherwise. Set by listen
 	// before the listener accepts (and so before the transport reads it).
 	raftSASL *wire.SASLConfig
-	alone    aloneQuorum // the broker's Metadata when link is nil
+	// raftMapper is the controller listener's ssl.principal.mapping.rules: the principal of a
+	// raft connection with a client certificate (set with raftSASL).
+	raftMapper *wire.PrincipalMapper
+	alone      aloneQuorum // the broker's Metadata when link is nil
 }
 
 // startQuorum opens the metadata log at dir and, with controller.quorum.voters set or on a
@@ -117,12 +121,30 @@ func startQuorum(cfg *config.Broker, dir string, endpoints []controller.Endpoint
 			tcfg.Authenticate = func(ctx context.Context, rw io.ReadWriter, addr string) error {
 				return wire.AuthenticateSASLStream(ctx, rw, mech, addr)
 			}
-			tcfg.AuthenticateInbound = func(r io.Reader, w io.Writer) (time.Time, error) {
+			tcfg.AuthenticateInbound = func(r io.Reader, w io.Writer) (string, time.Time, error) {
 				if q.raftSASL == nil {
-					return time.Time{}, errors.New("this node serves no SASL controller listener")
+					return "", time.Time{}, errors.New("this node serves no SASL controller listener")
 				}
 				s, err := q.raftSASL.ServeSASLStream(r, w)
-				return s.Expires, err
+				return s.Principal, s.Expires, err
+			}
+		}
+		if z := broker.NewAuthorizer(cfg); z != nil {
+			// Raft between voters needs CLUSTER_ACTION on the cluster, as Kafka's Vote,
+			// BeginQuorumEpoch and Fetch do, checked against this node's image.
+			tcfg.AuthorizeInbound = func(conn net.Conn, principal string) error {
+				if principal == "" {
+					var err error
+					if principal, err = wire.DivertedPrincipal(conn, q.raftMapper); err != nil {
+						return err
+					}
+				}
+				if q.ctrl == nil || !z.Authorize(q.ctrl.Image().ACLs, authz.Request{Principal: principal,
+					Host: authz.HostOf(conn.RemoteAddr()), Operation: authz.OpClusterAction,
+					ResourceType: authz.ResourceCluster, ResourceName: authz.ClusterName}) {
+					return fmt.Errorf("%s lacks CLUSTER_ACTION on the cluster (add it to super.users)", principal)
+				}
+				return nil
 			}
 		}
 		q.transport, err = controller.NewNetTransport(tcfg)
@@ -210,7 +232,8 @@ func (q *quorum) listen(cfg *config.Broker, addrs map[int32]string, memory *wire
 	srv, err := cluster.NewServer(cluster.ServerConfig{
 		Controller: q.ctrl, Voters: addrs, ListenerName: l.Name,
 		DefaultNumPartitions: cfg.NumPartitions, DefaultReplicationFactor: cfg.DefaultReplicationFactor,
-		Logger: logger.With("component", "controller-api"),
+		Authorizer: broker.NewAuthorizer(cfg),
+		Logger:     logger.With("component", "controller-api"),
 	})
 	if err != nil {
 		return err
@@ -222,6 +245,7 @@ func (q *quorum) listen(cfg *config.Broker, addrs map[int32]string, memory *wire
 	// SCRAM users are looked up in the metadata image first, as on the broker listeners.
 	withImageScram(sec.sasl, q.ctrl.Image)
 	q.raftSASL = sec.sasl
+	q.raftMapper = sec.mapper
 	wcfg := wire.Config{
 		SecurityProtocol:   sec.protocol,
 		TLS:                sec.tls,

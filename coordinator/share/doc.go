@@ -31,7 +31,10 @@
 //
 //	AVAILABLE → ACQUIRED        Acquire; delivery count +1
 //	ACQUIRED  → ACKNOWLEDGED    ACCEPT
-//	ACQUIRED  → ARCHIVED        REJECT, or GAP (the offset held no record)
+//	ACQUIRED  → ARCHIVED        REJECT, or GAP (the offset held no record),
+//	                            or ArchiveAcquired right after Acquire: a
+//	                            read_committed group's records of aborted
+//	                            transactions, never handed out
 //	ACQUIRED  → AVAILABLE       RELEASE or lock timeout, unless the delivery
 //	                            count reached the limit: then ARCHIVED
 //	ACQUIRED  → AVAILABLE       the member left or its share session closed

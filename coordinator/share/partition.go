@@ -520,3 +520,54 @@ func (p *Partition) ArchiveAvailable(first, last int64) bool {
 	}
 	return changed
 }
+
+// OffsetRange is a run of offsets, first to last inclusive.
+type OffsetRange struct {
+	FirstOffset, LastOffset int64
+}
+
+// ArchiveAcquired archives the offsets of acquired that lie in one of the ranges (sorted, not
+// overlapping) while member still holds them, and returns acquired without them, in offset
+// order. A read_committed share group calls it right after Acquire with the batches of aborted
+// transactions in the read: those records are never delivered and never will be (Kafka's
+// SharePartition.filterAbortedTransactionalAcquiredRecords archives them the same way, keeping
+// the delivery the acquisition counted).
+func (p *Partition) ArchiveAcquired(member string, acquired []AcquiredRange, ranges []OffsetRange) []AcquiredRange {
+	if len(ranges) == 0 || len(acquired) == 0 {
+		return acquired
+	}
+	inRanges := func(offset int64) bool {
+		for _, r := range ranges {
+			if offset < r.FirstOffset {
+				return false
+			}
+			if offset <= r.LastOffset {
+				return true
+			}
+		}
+		return false
+	}
+	var out []AcquiredRange
+	changed := false
+	for _, a := range acquired {
+		for offset := a.FirstOffset; offset <= a.LastOffset; offset++ {
+			if offset >= p.startOffset && offset < p.windowEnd() && inRanges(offset) {
+				rec := &p.window[offset-p.startOffset]
+				if rec.state == Acquired && rec.member == member {
+					*rec = record{state: Archived, deliveries: rec.deliveries}
+					changed = true
+					continue
+				}
+			}
+			if n := len(out); n > 0 && out[n-1].LastOffset == offset-1 && out[n-1].DeliveryCount == a.DeliveryCount {
+				out[n-1].LastOffset = offset
+				continue
+			}
+			out = append(out, AcquiredRange{FirstOffset: offset, LastOffset: offset, DeliveryCount: a.DeliveryCount})
+		}
+	}
+	if changed {
+		p.advanceStart()
+	}
+	return out
+}

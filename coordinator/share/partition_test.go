@@ -24,6 +24,8 @@ import (
 //	advance d=10s         moves the clock, then expires due locks
 //	log-start offset=N
 //	archive-available from=N to=N
+//	acquire-committed member=M to=N [max=N] aborted=F-L[,F-L...]
+//	                      acquire, then archive what falls in the aborted ranges
 //	show
 func TestPartitionDataDriven(t *testing.T) {
 	datadriven.Walk(t, "testdata/partition", func(t *testing.T, path string) {
@@ -82,6 +84,30 @@ func TestPartitionDataDriven(t *testing.T) {
 				}
 				code := p.Acknowledge(arg("member", ""), now, batches)
 				fmt.Fprintf(&out, "ack: %s\n", codeName(code))
+			case "acquire-committed":
+				ranges := p.Acquire(arg("member", ""), now, p.NextFetchOffset(), num("to", -1), int(num("max", 500)))
+				var aborted []OffsetRange
+				for _, a := range d.CmdArgs {
+					if a.Key != "aborted" {
+						continue
+					}
+					for _, v := range a.Vals {
+						first, last, ok := strings.Cut(v, "-")
+						f, err1 := strconv.ParseInt(first, 10, 64)
+						l, err2 := strconv.ParseInt(last, 10, 64)
+						if !ok || err1 != nil || err2 != nil {
+							d.Fatalf(t, "aborted: want first-last, got %q", v)
+						}
+						aborted = append(aborted, OffsetRange{FirstOffset: f, LastOffset: l})
+					}
+				}
+				ranges = p.ArchiveAcquired(arg("member", ""), ranges, aborted)
+				if len(ranges) == 0 {
+					out.WriteString("acquired: none\n")
+				}
+				for _, r := range ranges {
+					fmt.Fprintf(&out, "acquired: %d-%d delivery=%d\n", r.FirstOffset, r.LastOffset, r.DeliveryCount)
+				}
 			case "release-member":
 				fmt.Fprintf(&out, "released: %v\n", p.ReleaseMember(arg("member", "")))
 			case "advance":

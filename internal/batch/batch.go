@@ -196,11 +196,31 @@ func Check(b []byte) (Header, error) {
 	if got := crc32.Checksum(b[CRCStart:size], castagnoli); got != h.CRC {
 		return h, ErrCorrupt
 	}
+	return h, checkOffsets(&h)
+}
+
+// CheckWithoutCRC is Check for bytes whose CRC the caller has verified (and not changed
+// since): it parses the header and checks that b holds the whole batch and its offset fields
+// are sane, without reading the batch's body.
+func CheckWithoutCRC(b []byte) (Header, error) {
+	h, err := ParseHeader(b)
+	if err != nil {
+		return h, err
+	}
+	if int64(len(b)) < h.Size() {
+		return h, ErrTruncated
+	}
+	return h, checkOffsets(&h)
+}
+
+// checkOffsets checks a header's offset fields: lastOffsetDelta and the record count are not
+// negative, and the last offset does not overflow.
+func checkOffsets(h *Header) error {
 	if h.LastOffsetDelta < 0 || h.RecordCount < 0 || h.BaseOffset < 0 ||
 		h.BaseOffset > math.MaxInt64-int64(h.LastOffsetDelta)-1 {
-		return h, ErrCorrupt
+		return ErrCorrupt
 	}
-	return h, nil
+	return nil
 }
 
 // CheckCount verifies what Kafka's LogValidator checks of a batch a client produced: at least

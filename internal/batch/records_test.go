@@ -137,7 +137,10 @@ func BenchmarkCheckRecords(b *testing.B) {
 		for _, impl := range []struct {
 			name  string
 			check func([]byte, int32) (int32, error)
-		}{{"WalkRecords", walkSequential}, {"CheckRecordsSequential", CheckRecordsSequential}} {
+		}{{"WalkRecords", walkSequential}, {"CheckRecordsSequential", CheckRecordsSequential}, {"ValidateClientRecords", func(rest []byte, count int32) (int32, error) {
+			s, err := ValidateClientRecords(rest, count)
+			return s.Walked, err
+		}}} {
 			b.Run(fmt.Sprintf("value=%d/records=%d/%s", valueSize, h.RecordCount, impl.name), func(b *testing.B) {
 				b.SetBytes(int64(len(data)))
 				b.ReportAllocs()
@@ -149,4 +152,133 @@ func BenchmarkCheckRecords(b *testing.B) {
 			})
 		}
 	}
+}
+
+// refClientRecords is ValidateClientRecords written plainly with binary.Varint, record by
+// record: the reference the fuzz target holds it to.
+func refClientRecords(rest []byte, count int32) (s RecordsSummary, err error) {
+	varBytes := func(b []byte, allowNull bool) ([]byte, bool) {
+		l, n := binary.Varint(b)
+		if n <= 0 || l < -1 || (l == -1 && !allowNull) || l > int64(len(b)-n) {
+			return nil, false
+		}
+		return b[n+max(int(l), 0):], true
+	}
+	for ; s.Walked < count; s.Walked++ {
+		length, n := binary.Varint(rest)
+		if n <= 0 || length < 0 || length > int64(len(rest)-n) {
+			return s, ErrCorrupt
+		}
+		rec, next := rest[n:n+int(length)], rest[n+int(length):]
+		rest = next
+		if len(rec) < 1 {
+			return s, ErrCorrupt
+		}
+		rec = rec[1:]
+		ts, n := binary.Varint(rec)
+		if n <= 0 {
+			return s, ErrCorrupt
+		}
+		rec = rec[n:]
+		od, n := binary.Varint(rec)
+		if n <= 0 || od < 0 || od > 1<<31-1 {
+			return s, ErrCorrupt
+		}
+		rec = rec[n:]
+		keyLen, _ := binary.Varint(rec)
+		var ok bool
+		if rec, ok = varBytes(rec, true); !ok {
+			return s, ErrCorrupt
+		}
+		if rec, ok = varBytes(rec, true); !ok {
+			return s, ErrCorrupt
+		}
+		headers, n := binary.Varint(rec)
+		if n <= 0 || headers < 0 || headers > int64(len(rec)) {
+			return s, ErrCorrupt
+		}
+		rec = rec[n:]
+		for range headers {
+			if rec, ok = varBytes(rec, false); !ok {
+				return s, ErrCorrupt
+			}
+			if rec, ok = varBytes(rec, true); !ok {
+				return s, ErrCorrupt
+			}
+		}
+		if len(rec) != 0 {
+			return s, ErrCorrupt
+		}
+		if od != int64(s.Walked) {
+			return s, nil
+		}
+		if s.Walked == 0 {
+			s.MinTimestampDelta, s.MaxTimestampDelta = ts, ts
+		}
+		s.MinTimestampDelta, s.MaxTimestampDelta = min(s.MinTimestampDelta, ts), max(s.MaxTimestampDelta, ts)
+		if keyLen < 0 {
+			s.NullKeys++
+		}
+	}
+	if len(rest) != 0 {
+		return s, ErrCorrupt
+	}
+	return s, nil
+}
+
+func TestValidateClientRecords(t *testing.T) {
+	hdr := [][2][]byte{{[]byte("h"), []byte("v")}, {[]byte("n"), nil}}
+	ts := func(rec []byte, delta int64) []byte { // rec with its timestamp delta (1 byte: 3) replaced
+		return append(append([]byte{0}, binary.AppendVarint(nil, delta)...), rec[2:]...)
+	}
+	for _, tc := range []struct {
+		name    string
+		rest    []byte
+		count   int32
+		want    RecordsSummary
+		wantErr error
+	}{
+		{"empty", nil, 0, RecordsSummary{}, nil},
+		{"three", frame(ts(rawRecord(0, nil, []byte("a"), nil), 5), ts(rawRecord(1, []byte("k"), nil, hdr), -2), ts(rawRecord(2, nil, nil, nil), 900)), 3,
+			RecordsSummary{Walked: 3, MinTimestampDelta: -2, MaxTimestampDelta: 900, NullKeys: 2}, nil},
+		{"gap", frame(rawRecord(0, nil, nil, nil), rawRecord(2, nil, nil, nil)), 2, RecordsSummary{Walked: 1, MinTimestampDelta: 3, MaxTimestampDelta: 3, NullKeys: 1}, nil},
+		{"null header key", frame(rawRecord(0, []byte("k"), nil, [][2][]byte{{nil, []byte("v")}})), 1, RecordsSummary{}, ErrCorrupt},
+		{"trailing bytes", append(frame(rawRecord(0, []byte("k"), nil, nil)), 0), 1, RecordsSummary{}, ErrCorrupt},
+		{"fewer than count", frame(rawRecord(0, nil, nil, nil)), 2, RecordsSummary{}, ErrCorrupt},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := ValidateClientRecords(tc.rest, tc.count)
+			if !errors.Is(err, tc.wantErr) || (err == nil) != (tc.wantErr == nil) {
+				t.Fatalf("err = %v, want %v", err, tc.wantErr)
+			}
+			if err == nil && got != tc.want {
+				t.Fatalf("got %+v, want %+v", got, tc.want)
+			}
+			ref, refErr := refClientRecords(tc.rest, tc.count)
+			if (refErr == nil) != (err == nil) || (err == nil && ref != got) {
+				t.Fatalf("disagrees with the reference: got (%+v, %v), reference (%+v, %v)", got, err, ref, refErr)
+			}
+		})
+	}
+}
+
+// FuzzValidateClientRecords holds ValidateClientRecords to refClientRecords on arbitrary
+// records sections: both accept with the same summary, or both reject.
+func FuzzValidateClientRecords(f *testing.F) {
+	f.Add(frame(rawRecord(0, nil, []byte("a"), nil), rawRecord(1, []byte("k"), nil, [][2][]byte{{[]byte("h"), nil}})), int32(2))
+	f.Add(frame(rawRecord(0, []byte("k"), nil, [][2][]byte{{nil, []byte("v")}})), int32(1))
+	f.Add(frame(rawRecord(0, nil, nil, nil), rawRecord(2, nil, nil, nil)), int32(2))
+	f.Add(frame(rawRecord(0, nil, make([]byte, 200), nil)), int32(1))
+	f.Add(sample()[HeaderSize:], int32(3))
+	f.Add([]byte{}, int32(0))
+	f.Fuzz(func(t *testing.T, rest []byte, count int32) {
+		got, err := ValidateClientRecords(rest, count)
+		ref, refErr := refClientRecords(rest, count)
+		if err != nil && !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("unexpected error %v", err)
+		}
+		if (err == nil) != (refErr == nil) || (err == nil && got != ref) {
+			t.Fatalf("got (%+v, %v), reference (%+v, %v)", got, err, ref, refErr)
+		}
+	})
 }

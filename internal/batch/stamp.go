@@ -13,3 +13,14 @@ func SetLogAppendTime(b []byte, ts int64) {
 	size := LogOverhead + int64(int32(binary.BigEndian.Uint32(b[offLength:])))
 	binary.BigEndian.PutUint32(b[offCRC:], CRC(b[:size]))
 }
+
+// SetCreateTimeMax marks the batch at the start of b as CreateTime with maxTimestamp ts and
+// recomputes its CRC, as Kafka's LogValidator sets a client batch's max timestamp to its
+// records' (RecordBatch.setMaxTimestamp). REQUIRES: b holds the whole batch, already checked.
+func SetCreateTimeMax(b []byte, ts int64) {
+	attrs := binary.BigEndian.Uint16(b[offAttributes:]) &^ AttrTimestampType
+	binary.BigEndian.PutUint16(b[offAttributes:], attrs)
+	binary.BigEndian.PutUint64(b[offMaxTimestamp:], uint64(ts))
+	size := LogOverhead + int64(int32(binary.BigEndian.Uint32(b[offLength:])))
+	binary.BigEndian.PutUint32(b[offCRC:], CRC(b[:size]))
+}

@@ -5,6 +5,8 @@ import (
 	"io"
 	"slices"
 	"strings"
+
+	"sluice/internal/telemetry"
 )
 
 // WriteReference writes docs/configuration.md: every broker and topic key, grouped by what
@@ -55,6 +57,16 @@ func WriteReference(w io.Writer) error {
 	for _, n := range names {
 		d := dynamicOnlyBrokerDefs[n]
 		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", d.Name, defaultCell(d), d.Support, d.supportWhy)
+	}
+	b.WriteString("\n## Client metrics subscription keys\n\n")
+	b.WriteString("The keys of a CLIENT_METRICS config resource (KIP-714; `kafka-client-metrics --alter --name N`, `kafka-configs --entity-type client-metrics`), all honoured: clients whose attributes match every `match` entry (client_instance_id, client_id, client_software_name, client_software_version, client_source_address, client_source_port, each `name=regex`) push the metrics named by the `metrics` prefixes (`*`: all) every `interval.ms` (100 to 3600000); the broker exports them on /metrics. Stored in the metadata log.\n\n")
+	b.WriteString("| key | type | default | doc |\n|---|---|---|---|\n")
+	for _, d := range telemetry.KeyDocs {
+		def := "\"\""
+		if d.Default != "" {
+			def = "`" + d.Default + "`"
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", d.Name, d.Type, def, d.Doc)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

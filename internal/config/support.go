@@ -54,9 +54,9 @@ const (
 	whyJava        = "sluice cannot load Java classes"
 	whyTiered      = "sluice has no tiered storage"
 	whyTuning      = "a Kafka tuning setting; sluice sizes this itself"
-	whyShare       = "sluice's share groups (KIP-932) use the simple assignor, keep their state in memory on one node and take only two per-group overrides (share.auto.offset.reset, share.record.lock.duration.ms); these bound or tune what they do not take"
+	whyShare       = "sluice's share groups (KIP-932) use the simple assignor, keep their state in memory on one node and take only three per-group overrides (share.auto.offset.reset, share.record.lock.duration.ms, share.isolation.level); these bound or tune what they do not take"
 	whyQuotas      = "replica moves between log directories are paced by replica.alter.log.dirs.io.max.bytes.per.second directly (a byte rate since the move started), not through Kafka's windowed quota"
-	whyMetrics     = "sluice has no metrics reporters yet"
+	whyMetrics     = "sluice loads no metrics reporters: it serves Prometheus /metrics on --http-addr, where it also exports the client telemetry (KIP-714) clients push, which Kafka hands to a reporter"
 	whyMetadataLog = "the metadata log's segmenting and snapshots are sluice's own"
 )
 
@@ -238,8 +238,9 @@ var brokerSupport = []supportGroup{
 	{NoEffect, whyMetrics, []string{
 		"metric.reporters", "metrics.num.samples", "metrics.recording.level", "metrics.sample.window.ms",
 		"kafka.metrics.polling.interval.secs", "kafka.metrics.reporters", "controller.performance.always.log.threshold.ms",
-		"controller.performance.sample.period.ms", "telemetry.max.bytes",
+		"controller.performance.sample.period.ms",
 	}},
+	{Honoured, "", []string{"telemetry.max.bytes"}}, // internal/telemetry: TELEMETRY_TOO_LARGE past it
 	{NoEffect, whyMetadataLog, []string{
 		"metadata.log.max.record.bytes.between.snapshots", "metadata.log.max.snapshot.interval.ms",
 		"metadata.log.segment.bytes", "metadata.log.segment.ms", "metadata.max.idle.interval.ms",

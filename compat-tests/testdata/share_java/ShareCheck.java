@@ -12,6 +12,11 @@
 //                      killed.
 //   take OFFSETS       a consumer must receive every offset in OFFSETS again with a delivery
 //                      count of at least 2 (redelivered after the dead holder's locks timed out).
+//   txn COUNT          a transactional producer commits COUNT transactions ("c-<i>") and aborts
+//                      COUNT ("a-<i>"), interleaved, then commits "end"; one consumer of a group
+//                      whose share.isolation.level is read_committed and share.auto.offset.reset
+//                      earliest (set by the Go test) must receive every committed record once
+//                      and no aborted one.
 //
 // The share partition starts at the latest offset when the group first fetches it
 // (share.auto.offset.reset=latest), so each mode first produces marker records until a consumer
@@ -102,6 +107,7 @@ public class ShareCheck {
             case "release" -> release(Integer.parseInt(args[4]), Integer.parseInt(args[5]));
             case "hold" -> hold(Integer.parseInt(args[4]));
             case "take" -> take(args[4]);
+            case "txn" -> txn(Integer.parseInt(args[4]));
             default -> fail("unknown mode " + mode);
         }
         if (!failures.isEmpty()) {
@@ -288,6 +294,54 @@ public class ShareCheck {
         });
         if (failures.isEmpty()) {
             System.out.println("OK redelivered=" + got);
+        }
+    }
+
+    // txn: committed and aborted transactions, one read_committed share consumer.
+    static void txn(int count) throws Exception {
+        Properties p = new Properties();
+        p.put("bootstrap.servers", bootstrap);
+        p.put("key.serializer", StringSerializer.class.getName());
+        p.put("value.serializer", StringSerializer.class.getName());
+        p.put("transactional.id", "share-check-txn");
+        try (KafkaProducer<String, String> prod = new KafkaProducer<>(p)) {
+            prod.initTransactions();
+            for (int i = 0; i < count; i++) {
+                prod.beginTransaction();
+                prod.send(new ProducerRecord<>(topic, "c-" + i));
+                prod.commitTransaction();
+                prod.beginTransaction();
+                prod.send(new ProducerRecord<>(topic, "a-" + i));
+                prod.flush();
+                prod.abortTransaction();
+            }
+            prod.beginTransaction();
+            prod.send(new ProducerRecord<>(topic, "end"));
+            prod.commitTransaction();
+        }
+        Set<String> seen = new HashSet<>();
+        boolean end = false;
+        try (KafkaShareConsumer<String, String> c = consumer("t1", "implicit")) {
+            while (!end && !late()) {
+                for (ConsumerRecord<String, String> r : c.poll(Duration.ofMillis(200))) {
+                    if (r.value().equals("end")) {
+                        end = true;
+                    } else if (r.value().startsWith("a-")) {
+                        fail("aborted record " + r.value() + " (offset " + r.offset() + ") delivered");
+                    } else if (!seen.add(r.value())) {
+                        fail(r.value() + " (offset " + r.offset() + ") delivered twice");
+                    }
+                }
+            }
+        }
+        if (!end) {
+            fail("the last committed record never arrived; got " + seen.size() + " committed records");
+        }
+        if (seen.size() != count) {
+            fail("got " + seen.size() + " committed records, want " + count);
+        }
+        if (failures.isEmpty()) {
+            System.out.println("OK committed=" + seen.size() + " aborted=0");
         }
     }
 }
