@@ -2,18 +2,21 @@ package broker
 
 // DescribeLogDirs, key 35: v0–v4.
 //
-// sluice has one log directory per node. It is answered with every hosted partition (a null
-// topic list) or the requested ones that are hosted here, leaders and followers alike, each
-// with its size on disk, IsFuture false and the offset lag Kafka's ReplicaManager reports for
-// a replica that is not a future one: max(high watermark − log end offset, 0), which is 0 for
-// every healthy replica (a follower's HW never passes its own log end; the lag is meant for
-// replicas moving between directories, which sluice does not have). v3+: top-level error
-// code. v4+ (KIP-827): the file system's total and usable bytes, as Kafka reads them from the
+// Every log directory of log.dirs is answered (log_dirs.go), each with the hosted partitions
+// it holds (all of them with a null topic list, else the requested ones), leaders and
+// followers alike, each with its size on disk, and the offset lag Kafka's ReplicaManager
+// reports for a replica that is not a future one: max(high watermark − log end offset, 0),
+// which is 0 for every healthy replica. A replica moving to another directory
+// (AlterReplicaLogDirs, log_dir_moves.go) is also listed in its destination with IsFuture
+// set, the bytes copied so far as its size and, until its copy has caught up, the source's
+// records (log end − log start) as its offset lag, then 0. v3+: top-level error code. v4+
+// (KIP-827): each file system's total and usable bytes, as Kafka reads them from the
 // directory's FileStore.
 //
-// While a storage error keeps partitions offline (offline.go) the directory is answered with
-// KAFKA_STORAGE_ERROR, as Kafka answers for an offline log directory, and the offline
-// partitions are left out; the healthy ones are still listed.
+// A failed directory (one of its opened logs failed, offline.go) is answered with
+// KAFKA_STORAGE_ERROR, no partitions and -1 for its sizes, as Kafka answers for an offline log
+// directory; with a single directory, any offline partition fails it, and its healthy
+// partitions are still listed.
 //
 // Retention until consumed (retention_consumed.go) holds back bytes that Kafka's response has
 // no field for, and the response keeps Kafka's shape (no sluice tagged fields: a later Kafka
@@ -24,7 +27,7 @@ package broker
 // segments, the largest of a partition's series is what the setting keeps in all. README
 // ("Retention until consumed") and the key's DescribeConfigs doc point there.
 //
-// Not done: multiple log directories, v5 (cordoned directories, KIP-1066).
+// Not done: v5 (cordoned directories, KIP-1066).
 
 import (
 	"context"
@@ -41,17 +44,33 @@ func init() { registerSync(35, 0, 4, (*Broker).handleDescribeLogDirs) }
 
 func (b *Broker) handleDescribeLogDirs(_ context.Context, _ *wire.ConnInfo, req *kmsg.DescribeLogDirsRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.DescribeLogDirsResponse)
-	dir := kmsg.NewDescribeLogDirsResponseDir()
-	dir.Dir = b.cfg.LogDir
-	if abs, err := filepath.Abs(b.cfg.LogDir); err == nil {
-		dir.Dir = abs
+	paths := b.logDirPaths()
+	dirs := make([]kmsg.DescribeLogDirsResponseDir, len(paths))
+	// failed directories are answered without partitions or sizes; with one directory an
+	// offline partition only sets its error (its healthy partitions are listed, as before).
+	failed := b.failedLogDirs()
+	offline := b.offlineSnapshot()
+	single := len(paths) == 1
+	if single {
+		failed = nil
 	}
-	dir.TotalBytes, dir.UsableBytes = -1, -1
-	if req.Version >= 4 {
-		if total, usable, err := diskSpace(dir.Dir); err == nil {
-			dir.TotalBytes, dir.UsableBytes = total, usable
-		} else {
-			b.logger.Warn("reading log dir disk space", "dir", dir.Dir, "err", err)
+	for i, path := range paths {
+		dir := &dirs[i]
+		*dir = kmsg.NewDescribeLogDirsResponseDir()
+		dir.Dir = path
+		if abs, err := filepath.Abs(path); err == nil {
+			dir.Dir = abs
+		}
+		dir.TotalBytes, dir.UsableBytes = -1, -1
+		if failed[i] || single && len(offline) > 0 {
+			dir.ErrorCode = kerr.KafkaStorageError.Code
+		}
+		if !failed[i] && req.Version >= 4 {
+			if total, usable, err := diskSpace(dir.Dir); err == nil {
+				dir.TotalBytes, dir.UsableBytes = total, usable
+			} else {
+				b.logger.Warn("reading log dir disk space", "dir", dir.Dir, "err", err)
+			}
 		}
 	}
 
@@ -69,28 +88,43 @@ func (b *Broker) handleDescribeLogDirs(_ context.Context, _ *wire.ConnInfo, req 
 			}
 		}
 	}
-	offline := b.offlineSnapshot()
-	if len(offline) > 0 {
-		dir.ErrorCode = kerr.KafkaStorageError.Code
+	add := func(i int, topic string, dp kmsg.DescribeLogDirsResponseDirTopicPartition) {
+		dir := &dirs[i]
+		if n := len(dir.Topics); n == 0 || dir.Topics[n-1].Topic != topic {
+			t := kmsg.NewDescribeLogDirsResponseDirTopic()
+			t.Topic = topic
+			dir.Topics = append(dir.Topics, t)
+		}
+		t := &dir.Topics[len(dir.Topics)-1]
+		t.Partitions = append(t.Partitions, dp)
 	}
 	for _, p := range b.hostedPartitions() {
 		if want != nil && !want[p.tp.topic][p.tp.partition] || offline[p.tp] {
 			continue
 		}
-		if n := len(dir.Topics); n == 0 || dir.Topics[n-1].Topic != p.tp.topic {
-			t := kmsg.NewDescribeLogDirsResponseDirTopic()
-			t.Topic = p.tp.topic
-			dir.Topics = append(dir.Topics, t)
+		i, ok := b.placedIn(p.tp)
+		if !ok || failed[i] {
+			continue
 		}
 		dp := kmsg.NewDescribeLogDirsResponseDirTopicPartition()
 		dp.Partition = p.tp.partition
 		dp.Size = p.log.Size()
 		snap := p.replica.Snapshot()
 		dp.OffsetLag = max(snap.HighWatermark-snap.LogEnd, 0)
-		t := &dir.Topics[len(dir.Topics)-1]
-		t.Partitions = append(t.Partitions, dp)
+		add(i, p.tp.topic, dp)
+		// A move in progress: the future replica in its destination, as Kafka lists it.
+		if mv := b.movingTo(p.tp); mv != nil && !failed[mv.dst] {
+			fp := kmsg.NewDescribeLogDirsResponseDirTopicPartition()
+			fp.Partition = p.tp.partition
+			fp.Size = mv.copied.Load()
+			fp.IsFuture = true
+			if !mv.caughtUp.Load() {
+				fp.OffsetLag = snap.LogEnd - p.log.LogStartOffset()
+			}
+			add(mv.dst, p.tp.topic, fp)
+		}
 	}
-	resp.Dirs = []kmsg.DescribeLogDirsResponseDir{dir}
+	resp.Dirs = dirs
 	resp.ErrorCode = 0
 	return resp, nil
 }

@@ -33,6 +33,8 @@ type testBroker struct {
 	Broker *Broker
 	Client *kgo.Client
 	Admin  *kadm.Client
+	// handler serves the listener's requests with the current Broker (restartBroker).
+	handler *lateHandler
 }
 
 // lateHandler forwards to a Broker set after the listener is up: the listener's port must be
@@ -100,12 +102,16 @@ func startTestBroker(t testing.TB, props map[string]string, opts ...kgo.Opt) *te
 	}
 	t.Cleanup(func() { _ = ctrl.Close() })
 
-	b, err := New(Config{Static: static, LogDir: logDir, Logger: logger}, ctrl)
+	b, err := New(Config{Static: static, LogDir: logDir, LogDirs: static.LogDirs, Logger: logger}, ctrl)
 	if err != nil {
 		t.Fatalf("broker: %v", err)
 	}
 	h.b.Store(b)
-	t.Cleanup(func() { _ = b.Close() })
+	t.Cleanup(func() {
+		if b := h.b.Load(); b != nil {
+			_ = b.Close()
+		}
+	})
 
 	base := []kgo.Opt{kgo.SeedBrokers(addr), kgo.RecordPartitioner(kgo.ManualPartitioner())}
 	cl, err := kgo.NewClient(append(base, opts...)...)
@@ -114,7 +120,7 @@ func startTestBroker(t testing.TB, props map[string]string, opts ...kgo.Opt) *te
 	}
 	t.Cleanup(cl.Close) // runs first: clients go before the listener
 
-	return &testBroker{Addr: addr, Dir: logDir, Static: static, Ctrl: ctrl, Broker: b, Client: cl, Admin: kadm.NewClient(cl)}
+	return &testBroker{Addr: addr, Dir: logDir, Static: static, Ctrl: ctrl, Broker: b, Client: cl, Admin: kadm.NewClient(cl), handler: h}
 }
 
 // testContext is a context bounded by testWait and cancelled at cleanup.

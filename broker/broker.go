@@ -3,7 +3,6 @@ package broker
 import (
 	"context"
 	"crypto/tls"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -31,8 +30,12 @@ import (
 type Config struct {
 	// Static is the parsed server.properties (plus --set overrides).
 	Static *config.Broker
-	// LogDir is the directory that holds this node's partition directories.
+	// LogDir is the directory that holds this node's partition directories, and the
+	// broker's own files (metadata-offset-checkpoint); with LogDirs, their first (set by New).
 	LogDir string
+	// LogDirs are the log directories (log.dirs) partitions are placed in (log_dirs.go);
+	// empty: LogDir alone.
+	LogDirs []string
 	// FS is the file system of the partition logs; nil means the OS's.
 	FS     logstore.FS
 	Logger *slog.Logger
@@ -51,6 +54,10 @@ type Config struct {
 	// PeerTLS is the inter-broker listener's client TLS (nil without TLS), for the
 	// connections that watch a leader's liveness (leader_hints.go), which send no requests.
 	PeerTLS *tls.Config
+	// OnFatal, if set, is called (once) when the broker cannot go on and the process should
+	// shut down: a failed log directory the controller was not told of within
+	// log.dir.failure.timeout.ms (offline.go). Nil: the error is only logged.
+	OnFatal func(error)
 	// LogLevels are the run-time levels of the process's log components, the BROKER_LOGGER
 	// config resource (broker_loggers.go); nil: that resource lists only a root logger that
 	// cannot change.
@@ -105,6 +112,16 @@ type Broker struct {
 
 	// offline are the partitions a storage error took offline (offline.go).
 	offline offlineSet
+	// dirs are the log directories (log_dirs.go), set by New and read-only after.
+	dirs []logDirState
+	// placement is which log directory holds each partition (log_dirs.go).
+	placement logDirPlacement
+	// moves are the AlterReplicaLogDirs moves in progress (log_dir_moves.go).
+	moves logDirMoves
+	// dirAssign are the replica directories to tell the controller (log_dir_assign.go).
+	dirAssign dirAssignments
+	// fatalOnce guards Config.OnFatal.
+	fatalOnce sync.Once
 	// metadataCheckpointed is the offset in the log directory's metadata-offset-checkpoint.
 	// Owned by the reconcile goroutine (and New before it starts).
 	metadataCheckpointed int64
@@ -126,7 +143,8 @@ type Broker struct {
 		atStart map[replica.TopicPartition]int64 // read in New, then read-only
 		mu      struct {
 			sync.Mutex
-			written map[replica.TopicPartition]int64
+			// written is what each log directory's checkpoint holds (by Broker.dirs index).
+			written []map[replica.TopicPartition]int64
 		}
 	}
 	alterPartition alterPartitionSender
@@ -174,6 +192,9 @@ func New(cfg Config, ctrl Metadata) (*Broker, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.LogDir == "" && len(cfg.LogDirs) > 0 {
+		cfg.LogDir = cfg.LogDirs[0]
+	}
 	b := &Broker{
 		cfg:           cfg,
 		nodeID:        cfg.Static.NodeID,
@@ -198,12 +219,10 @@ func New(cfg Config, ctrl Metadata) (*Broker, error) {
 	b.mu.partitions = make(map[topicPartition]*Partition)
 	b.mu.appliedChanged = make(chan struct{})
 	b.offline.init()
-	if mp, err := ReadMetaProperties(cfg.LogDir); err == nil && mp != nil {
-		// The ID a heartbeat names when the directory is offline (offline.go); a directory
-		// without one (tests, a node alone before it claimed it) reports the zero ID.
-		if id, err := base64.RawURLEncoding.DecodeString(mp.DirectoryID); err == nil && len(id) == 16 {
-			copy(b.offline.dirID[:], id)
-		}
+	b.moves.init()
+	b.dirAssign.wake = make(chan struct{}, 1)
+	if err := b.initLogDirs(); err != nil {
+		return nil, err
 	}
 	b.removeDeletedDirs()
 	b.loadHighWatermarkCheckpoint()
@@ -228,7 +247,8 @@ func New(cfg Config, ctrl Metadata) (*Broker, error) {
 		b.closePartitions()
 		return nil, err
 	}
-	b.done.Add(9)
+	b.done.Add(10)
+	go b.dirAssignLoop()
 	go alterSender.run()
 	go b.storageRecoveryLoop()
 	go b.followImages(initial)
@@ -307,6 +327,7 @@ func (b *Broker) Close() error {
 	b.Drain()
 	start := time.Now()
 	close(b.closing)
+	b.cancelMoves()    // before the logs close: a move in its swap finishes it
 	b.done.Wait()      // metadata following, retention and the purgatory worker; timed with the coordinator
 	b.fetchers.close() // after followImages: no partition is added to a fetcher any more
 	b.txnCoord.Close()
@@ -338,8 +359,11 @@ func (b *Broker) markCleanShutdown() error {
 		b.logger.Warn("not writing the clean shutdown file: partitions are offline", "offline", left)
 		return nil
 	}
-	if err := writeCleanShutdownFile(b.fs(), b.cfg.LogDir, epoch); err != nil {
-		return fmt.Errorf("writing the clean shutdown file: %w", err)
+	// In every log directory, as Kafka writes one per directory: a start reads them all.
+	for _, dir := range b.logDirPaths() {
+		if err := writeCleanShutdownFile(b.fs(), dir, epoch); err != nil {
+			return fmt.Errorf("writing the clean shutdown file in %s: %w", dir, err)
+		}
 	}
 	b.logger.Info("wrote the clean shutdown file", "broker_epoch", epoch)
 	return nil
@@ -418,8 +442,10 @@ func (b *Broker) fs() logstore.FS {
 	return b.cfg.FS
 }
 
+// partitionDir is tp's directory in the log directory that holds it (placing a new
+// partition, log_dirs.go).
 func (b *Broker) partitionDir(tp topicPartition) string {
-	return filepath.Join(b.cfg.LogDir, tp.String())
+	return filepath.Join(b.logDirPaths()[b.partitionDirIndex(tp)], tp.String())
 }
 
 // followImages reconciles hosted partitions with every metadata image published after

@@ -122,6 +122,12 @@ const metadataDirName = "__cluster_metadata-0"
 // metadata log describes, or writes one: a directory of another cluster or node is refused,
 // as Kafka refuses it.
 func ClaimLogDir(logDir string, found *MetaProperties, clusterID string, nodeID int32) error {
+	return ClaimLogDirAs(logDir, found, clusterID, nodeID, [16]byte{})
+}
+
+// ClaimLogDirAs is ClaimLogDir writing dirID (zero: a random one) as the directory.id of a
+// directory without meta.properties: the ID the broker registered for it.
+func ClaimLogDirAs(logDir string, found *MetaProperties, clusterID string, nodeID int32, dirID [16]byte) error {
 	path := filepath.Join(logDir, metaPropertiesFile)
 	if found != nil {
 		if found.ClusterID != clusterID {
@@ -133,9 +139,10 @@ func ClaimLogDir(logDir string, found *MetaProperties, clusterID string, nodeID 
 		}
 		return nil
 	}
-	var dirID [16]byte
-	if _, err := rand.Read(dirID[:]); err != nil {
-		return err
+	if dirID == ([16]byte{}) {
+		if _, err := rand.Read(dirID[:]); err != nil {
+			return err
+		}
 	}
 	mp := MetaProperties{ClusterID: clusterID, NodeID: nodeID, DirectoryID: base64.RawURLEncoding.EncodeToString(dirID[:])}
 	return logstore.WriteFileAtomic(logstore.OSFS{}, logDir, metaPropertiesFile, encodeMetaProperties(mp, time.Now()))

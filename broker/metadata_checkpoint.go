@@ -75,28 +75,34 @@ func (b *Broker) checkMetadataNotRewound(im *controller.Image) error {
 			logDir, checkpointed, filepath.Join(logDir, metadataOffsetFile), im.Offset, filepath.Join(logDir, metadataDirName))
 	}
 	b.metadataCheckpointed = checkpointed
-	dirs, err := partitionDirs(logDir)
-	if err != nil {
-		return fmt.Errorf("log directory %s: %w", logDir, err)
-	}
-	for _, name := range dirs {
-		dir := filepath.Join(logDir, name)
-		data, err := readSmallFile(filepath.Join(dir, partitionMetadataFile), maxPartitionMetadataBytes)
+	// Every log directory's partitions (log_dirs.go); the checkpoint lives in the first.
+	for _, dataDir := range b.logDirPaths() {
+		dirs, err := partitionDirs(dataDir)
 		if err != nil {
-			continue // no file or unreadable: reconcile decides if the partition is wanted
+			return fmt.Errorf("log directory %s: %w", dataDir, err)
 		}
-		id, err := parsePartitionMetadata(data)
-		if err != nil || im.TopicsByID[id] != nil {
-			continue
-		}
-		idText := base64.RawURLEncoding.EncodeToString(id[:])
-		if !ok {
-			b.logger.Warn("partition directory of a topic ID the metadata does not know; leaving it", "dir", dir, "topicID", idText)
-			continue
-		}
-		b.logger.Warn("removing the partition directory of a deleted topic (its deletion was interrupted)", "dir", dir, "topicID", idText)
-		if err := b.discardPartitionDir(dir, controller.TopicID(id)); err != nil {
-			return fmt.Errorf("removing stray partition directory %s: %w", dir, err)
+		for _, name := range dirs {
+			dir := filepath.Join(dataDir, name)
+			data, err := readSmallFile(filepath.Join(dir, partitionMetadataFile), maxPartitionMetadataBytes)
+			if err != nil {
+				continue // no file or unreadable: reconcile decides if the partition is wanted
+			}
+			id, err := parsePartitionMetadata(data)
+			if err != nil || im.TopicsByID[id] != nil {
+				continue
+			}
+			idText := base64.RawURLEncoding.EncodeToString(id[:])
+			if !ok {
+				b.logger.Warn("partition directory of a topic ID the metadata does not know; leaving it", "dir", dir, "topicID", idText)
+				continue
+			}
+			b.logger.Warn("removing the partition directory of a deleted topic (its deletion was interrupted)", "dir", dir, "topicID", idText)
+			if err := b.discardPartitionDir(dir, controller.TopicID(id)); err != nil {
+				return fmt.Errorf("removing stray partition directory %s: %w", dir, err)
+			}
+			if tp, isPartition := parsePartitionDirName(name); isPartition {
+				b.unplace(tp)
+			}
 		}
 	}
 	return nil

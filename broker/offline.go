@@ -16,7 +16,10 @@ package broker
 //
 // Unlike Kafka, which takes the whole log directory offline and needs a restart to bring it
 // back, sluice takes single partitions offline and brings them back by itself once the file
-// system accepts writes again (space freed, device back).
+// system accepts writes again (space freed, device back). With several log directories
+// (log_dirs.go) a directory counts as failed while one of its opened logs is failed: new
+// partitions are placed elsewhere and DescribeLogDirs answers it KAFKA_STORAGE_ERROR; the
+// partitions of the other directories keep serving.
 //
 // Leadership (reportLogDir): while some partition whose log was open has failed (a write
 // error, not a log that could not be opened at start), the broker reports its log directory
@@ -30,8 +33,9 @@ package broker
 // Reopened). Once no opened log is failed, the broker reports the directory online; the
 // controller lets it lead and join ISRs again, and its partitions, followers now, rejoin as
 // any follower does: truncate to the leader's epoch, catch up, and the leader's AlterPartition
-// adds them. A sluice broker has one log directory, so a failure of any partition moves all of
-// its partitions, as Kafka moves every partition of the failed directory.
+// adds them. With several log directories only the failed ones are named, and the controller,
+// told which directory holds each replica (log_dir_assign.go), moves only their partitions;
+// the partitions of the other directories keep this broker as their leader.
 
 import (
 	"context"
@@ -40,6 +44,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -73,9 +78,8 @@ type offlineSet struct {
 	// reportMu orders reportLogDir's reports, so the last one made is the current state. It
 	// is taken before mu, never under it.
 	reportMu sync.Mutex
-	// dirID is the log directory's ID (meta.properties' directory.id; zero without one), the
-	// one the heartbeats name when it is offline.
-	dirID [16]byte
+	// reportWatch is set while a log.dir.failure.timeout.ms check is pending.
+	reportWatch atomic.Bool
 }
 
 // offlinePartition is why and since when one partition is offline.
@@ -89,6 +93,8 @@ type offlinePartition struct {
 	// gen changes whenever the partition fails again, so a recovery that started before does
 	// not bring it back online.
 	gen uint64
+	// dir is the index of the partition's log directory (Broker.dirs).
+	dir int
 }
 
 func (s *offlineSet) init() {
@@ -102,6 +108,7 @@ func (s *offlineSet) init() {
 // callback.
 func (b *Broker) markOffline(tp topicPartition, id controller.TopicID, cause error, opened bool) {
 	s := &b.offline
+	dir, _ := b.placedIn(tp)
 	s.mu.Lock()
 	op := s.mu.partitions[tp]
 	fresh := op == nil
@@ -114,14 +121,14 @@ func (b *Broker) markOffline(tp topicPartition, id controller.TopicID, cause err
 		if s.count.Add(1) == 1 {
 			level = slog.LevelError
 		}
-		attrs := []any{"partition", tp.String(), "dir", b.partitionDir(tp), "err", cause}
+		attrs := []any{"partition", tp.String(), "dir", filepath.Join(b.logDirPaths()[dir], tp.String()), "err", cause}
 		var pe *fs.PathError
 		if errors.As(cause, &pe) {
 			attrs = append(attrs, "file", pe.Path)
 		}
 		b.logger.Log(context.Background(), level, "partition offline after a storage error; answering KAFKA_STORAGE_ERROR and retrying in the background", attrs...)
 	}
-	op.topicID, op.cause, op.opened = id, cause, opened
+	op.topicID, op.cause, op.opened, op.dir = id, cause, opened, dir
 	op.gen++
 	s.mu.Unlock()
 	b.reportLogDir()
@@ -135,14 +142,20 @@ func (b *Broker) markOffline(tp topicPartition, id controller.TopicID, cause err
 }
 
 // logDirReporter is the Metadata of a broker that heartbeats (cluster.Link): it tells the
-// controller which log directories failed.
+// controller which log directories failed, and which it last told it.
 type logDirReporter interface {
 	SetOfflineLogDirs(dirs [][16]byte)
+	ReportedOfflineLogDirs() [][16]byte
 }
 
-// reportLogDir tells the controller, through the Metadata's heartbeats, whether the log
-// directory is offline: some partition whose log was open has failed (see the top of this
+// reportLogDir tells the controller, through the Metadata's heartbeats, which log directories
+// are offline: those where some partition whose log was open has failed (see the top of this
 // file). Safe from any goroutine, including logstore's failure callback (it calls into no log).
+//
+// With several log directories each failed one is named: the controller, told which
+// directory holds each replica (log_dir_assign.go), moves only their replicas. A Metadata that
+// cannot carry those assignments is told only once every directory has failed, since its
+// controller would move all of the broker's partitions.
 func (b *Broker) reportLogDir() {
 	r, ok := b.ctrl.(logDirReporter)
 	if !ok {
@@ -151,20 +164,87 @@ func (b *Broker) reportLogDir() {
 	s := &b.offline
 	s.reportMu.Lock()
 	defer s.reportMu.Unlock()
-	failed := false
-	s.mu.Lock()
-	for _, op := range s.mu.partitions {
-		if op.opened {
-			failed = true
-			break
+	dirs := b.offlineDirsToReport()
+	r.SetOfflineLogDirs(dirs)
+	if len(dirs) > 0 {
+		b.watchLogDirReport(r)
+	}
+}
+
+// offlineDirsToReport are the IDs of the failed log directories the heartbeats name (see
+// reportLogDir).
+func (b *Broker) offlineDirsToReport() [][16]byte {
+	failed := b.failedLogDirs()
+	_, perDir := b.ctrl.(replicaDirAssigner)
+	var dirs [][16]byte
+	if n := max(len(b.dirs), 1); len(failed) == n || perDir && len(failed) > 0 {
+		for i := range n {
+			if !failed[i] {
+				continue
+			}
+			var id [16]byte
+			if i < len(b.dirs) {
+				id = b.dirs[i].id
+			}
+			dirs = append(dirs, id)
 		}
 	}
-	s.mu.Unlock()
-	var dirs [][16]byte
-	if failed {
-		dirs = [][16]byte{s.dirID}
+	return dirs
+}
+
+// watchLogDirReport checks, log.dir.failure.timeout.ms after failed directories were handed to
+// the heartbeats, that the controller accepted a heartbeat naming every directory still
+// failed; if not, the broker asks the process to shut down (Config.OnFatal), as Kafka's
+// broker does: leadership it cannot give up must not stay with a broker whose storage failed.
+// One check is pending at a time.
+func (b *Broker) watchLogDirReport(r logDirReporter) {
+	if !b.offline.reportWatch.CompareAndSwap(false, true) {
+		return
 	}
-	r.SetOfflineLogDirs(dirs)
+	timeout := time.Duration(b.cfg.Static.Int64("log.dir.failure.timeout.ms")) * time.Millisecond
+	time.AfterFunc(timeout, func() {
+		b.offline.reportWatch.Store(false)
+		select {
+		case <-b.closing:
+			return
+		default:
+		}
+		reported := r.ReportedOfflineLogDirs()
+		unreported := 0
+		for _, id := range b.offlineDirsToReport() {
+			if !slices.Contains(reported, id) {
+				unreported++
+			}
+		}
+		if unreported == 0 {
+			return
+		}
+		err := fmt.Errorf("%d failed log directories were not reported to the controller within log.dir.failure.timeout.ms (%v)", unreported, timeout)
+		b.logger.Error("shutting down: a failed log directory could not be reported to the controller", "err", err)
+		if b.cfg.OnFatal != nil {
+			b.fatalOnce.Do(func() { b.cfg.OnFatal(err) })
+		}
+	})
+}
+
+// failedLogDirs returns the indexes of the log directories with a failed opened log.
+func (b *Broker) failedLogDirs() map[int]bool {
+	s := &b.offline
+	if s.count.Load() == 0 {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out map[int]bool
+	for _, op := range s.mu.partitions {
+		if op.opened {
+			if out == nil {
+				out = map[int]bool{}
+			}
+			out[op.dir] = true
+		}
+	}
+	return out
 }
 
 // offlineTopic reports whether tp is offline and for which topic ID.
@@ -218,6 +298,7 @@ func (b *Broker) forgetOffline(tp topicPartition) {
 	if err := b.discardPartitionDir(dir, op.topicID); err != nil {
 		b.logger.Error("deleting directory of an offline partition whose topic is gone", "partition", tp.String(), "dir", dir, "err", err)
 	}
+	b.unplace(tp)
 }
 
 // markOnline brings tp back, unless it failed again since gen (gen 0: unconditionally).
@@ -362,15 +443,17 @@ func (b *Broker) discardPartitionDir(dir string, id controller.TopicID) error {
 
 // removeDeletedDirs finishes deletions a crash interrupted: directories renamed for deletion.
 func (b *Broker) removeDeletedDirs() {
-	names, err := b.fs().ReadDir(b.cfg.LogDir)
-	if err != nil {
-		return
-	}
-	for _, name := range names {
-		if strings.HasSuffix(name, deleteDirSuffix) {
-			path := filepath.Join(b.cfg.LogDir, name)
-			if err := b.fs().RemoveAll(path); err != nil {
-				b.logger.Warn("removing directory left for deletion", "dir", path, "err", err)
+	for _, dir := range b.logDirPaths() {
+		names, err := b.fs().ReadDir(dir)
+		if err != nil {
+			continue
+		}
+		for _, name := range names {
+			if strings.HasSuffix(name, deleteDirSuffix) {
+				path := filepath.Join(dir, name)
+				if err := b.fs().RemoveAll(path); err != nil {
+					b.logger.Warn("removing directory left for deletion", "dir", path, "err", err)
+				}
 			}
 		}
 	}

@@ -8,6 +8,8 @@ import (
 	"net"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -66,13 +68,17 @@ func startTestBrokerMeta(t *testing.T, fs logstore.FS, wrap func(*controller.Con
 		t.Fatal(err)
 	}
 	h.b.Store(b)
-	t.Cleanup(func() { _ = b.Close() })
+	t.Cleanup(func() {
+		if b := h.b.Load(); b != nil {
+			_ = b.Close()
+		}
+	})
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(cl.Close)
-	return &testBroker{Addr: addr, Dir: logDir, Static: static, Ctrl: ctrl, Broker: b, Client: cl, Admin: kadm.NewClient(cl)}
+	return &testBroker{Addr: addr, Dir: logDir, Static: static, Ctrl: ctrl, Broker: b, Client: cl, Admin: kadm.NewClient(cl), handler: h}
 }
 
 func produceDirect(t *testing.T, tb *testBroker, topic string, value string) int16 {
@@ -179,12 +185,90 @@ func TestPartitionWriteErrorGoesOfflineAndRecovers(t *testing.T) {
 type dirReportingMetadata struct {
 	*controller.Controller
 	reports chan [][16]byte
+	// unreachable: the controller never accepts a heartbeat (ReportedOfflineLogDirs stays
+	// empty).
+	unreachable bool
+	mu          sync.Mutex
+	last        [][16]byte
 }
 
 func (m *dirReportingMetadata) SetOfflineLogDirs(dirs [][16]byte) {
+	m.mu.Lock()
+	m.last = dirs
+	m.mu.Unlock()
 	select {
 	case m.reports <- dirs:
 	default:
+	}
+}
+
+func (m *dirReportingMetadata) ReportedOfflineLogDirs() [][16]byte {
+	if m.unreachable {
+		return nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.last
+}
+
+// TestLogDirFailureTimeout: a failed log directory the controller does not hear of within
+// log.dir.failure.timeout.ms asks the process to shut down (Config.OnFatal), as Kafka's
+// broker does; one the controller heard of does not.
+func TestLogDirFailureTimeout(t *testing.T) {
+	for _, reachable := range []bool{true, false} {
+		efs := logstore.NewErrorFS(nil)
+		meta := &dirReportingMetadata{reports: make(chan [][16]byte, 64), unreachable: !reachable}
+		tb := startTestBrokerMeta(t, efs, func(c *controller.Controller) Metadata {
+			meta.Controller = c
+			return meta
+		})
+		static, err := config.ParseBroker(map[string]string{"node.id": "1", "log.dirs": tb.Dir, "listeners": "PLAINTEXT://" + tb.Addr,
+			"log.dir.failure.timeout.ms": "50"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := tb.Broker.Close(); err != nil {
+			t.Fatal(err)
+		}
+		tb.handler.b.Store(nil)
+		fatal := make(chan error, 1)
+		b, err := New(Config{Static: static, LogDir: tb.Dir, Logger: tb.Broker.logger, FS: efs,
+			OnFatal: func(err error) { fatal <- err }}, meta)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tb.Broker, tb.Static = b, static
+		tb.handler.b.Store(b)
+		tb.createTopic(t, "eio", 1, nil)
+		tb.produce(t, "eio", 0, 5)
+		efs.FailNow(logstore.OpWrite, logstore.ErrIO)
+		if code := produceDirect(t, tb, "eio", "lost"); code != kerr.KafkaStorageError.Code {
+			t.Fatalf("produce after EIO: code %d, want KAFKA_STORAGE_ERROR", code)
+		}
+		if !reachable {
+			select {
+			case err := <-fatal:
+				if !strings.Contains(err.Error(), "log.dir.failure.timeout.ms") {
+					t.Fatalf("OnFatal: %v", err)
+				}
+			case <-time.After(testWait):
+				t.Fatal("an unreported failed log directory did not shut the broker down")
+			}
+			continue
+		}
+		// Reported: the check runs once and does nothing.
+		deadline := time.Now().Add(testWait)
+		for b.offline.reportWatch.Load() {
+			if time.Now().After(deadline) {
+				t.Fatal("the log.dir.failure.timeout.ms check never ran")
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		select {
+		case err := <-fatal:
+			t.Fatalf("a failed log directory the controller heard of shut the broker down: %v", err)
+		default:
+		}
 	}
 }
 

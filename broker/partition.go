@@ -204,34 +204,52 @@ func (b *Broker) highWatermarkCheckpointLoop() {
 	b.every(interval, 5*time.Second, b.checkpointHighWatermarks)
 }
 
-// checkpointHighWatermarks writes the HW of every hosted partition, keeping the entries of
-// partitions that are offline (their HW is not known until they serve again), and only when
-// something changed since the last write.
+// checkpointHighWatermarks writes the HW of every hosted partition into the checkpoint of its
+// log directory, keeping the entries of partitions that are offline (their HW is not known
+// until they serve again), and only for the directories where something changed since the
+// last write.
 func (b *Broker) checkpointHighWatermarks() {
 	b.hwCheckpoint.mu.Lock()
 	defer b.hwCheckpoint.mu.Unlock()
-	next := make(map[replica.TopicPartition]int64)
+	paths := b.logDirPaths()
+	next := make([]map[replica.TopicPartition]int64, len(paths))
+	for i := range next {
+		next[i] = make(map[replica.TopicPartition]int64)
+	}
 	b.mu.RLock()
 	for tp, p := range b.mu.partitions {
-		next[replica.TopicPartition{Topic: tp.topic, Partition: tp.partition}] = p.highWatermark()
+		i, ok := b.placedIn(tp)
+		if !ok {
+			continue
+		}
+		next[i][replica.TopicPartition{Topic: tp.topic, Partition: tp.partition}] = p.highWatermark()
 	}
 	b.mu.RUnlock()
 	for tp := range b.offlineSnapshot() {
 		key := replica.TopicPartition{Topic: tp.topic, Partition: tp.partition}
-		if hw, ok := b.hwCheckpoint.mu.written[key]; ok {
-			if _, hosted := next[key]; !hosted {
-				next[key] = hw
+		i, ok := b.placedIn(tp)
+		if !ok {
+			continue
+		}
+		if hw, ok := b.hwCheckpoint.mu.written[i][key]; ok {
+			if _, hosted := next[i][key]; !hosted {
+				next[i][key] = hw
 			}
 		}
 	}
-	if b.hwCheckpoint.mu.written != nil && maps.Equal(next, b.hwCheckpoint.mu.written) {
-		return
+	if b.hwCheckpoint.mu.written == nil {
+		b.hwCheckpoint.mu.written = make([]map[replica.TopicPartition]int64, len(paths))
 	}
-	if err := replica.WriteHighWatermarks(b.fs(), b.cfg.LogDir, next); err != nil {
-		b.logger.Warn("writing the high-watermark checkpoint", "dir", b.cfg.LogDir, "err", err)
-		return
+	for i, dir := range paths {
+		if b.hwCheckpoint.mu.written[i] != nil && maps.Equal(next[i], b.hwCheckpoint.mu.written[i]) {
+			continue
+		}
+		if err := replica.WriteHighWatermarks(b.fs(), dir, next[i]); err != nil {
+			b.logger.Warn("writing the high-watermark checkpoint", "dir", dir, "err", err)
+			continue
+		}
+		b.hwCheckpoint.mu.written[i] = next[i]
 	}
-	b.hwCheckpoint.mu.written = next
 }
 
 // checkpointedHighWatermark is tp's HW in the checkpoint read at start, or -1.
@@ -242,17 +260,28 @@ func (b *Broker) checkpointedHighWatermark(tp topicPartition) int64 {
 	return -1
 }
 
-// loadHighWatermarkCheckpoint reads the checkpoint at start. A damaged file is logged and
-// ignored: a HW that starts lower than it was is safe (records become visible again as the
-// ISR confirms them; a sole-replica leader moves it to its log end at once), never a higher one.
+// loadHighWatermarkCheckpoint reads the checkpoints of every log directory at start. A damaged
+// file is logged and ignored: a HW that starts lower than it was is safe (records become
+// visible again as the ISR confirms them; a sole-replica leader moves it to its log end at
+// once), never a higher one. Only a partition's own directory's entry counts (a moved
+// partition's old directory may still name it).
 func (b *Broker) loadHighWatermarkCheckpoint() {
-	hws, err := replica.ReadHighWatermarks(b.fs(), b.cfg.LogDir)
-	if err != nil {
-		b.logger.Warn("ignoring the high-watermark checkpoint", "dir", b.cfg.LogDir, "err", err)
-		hws = nil
+	paths := b.logDirPaths()
+	b.hwCheckpoint.atStart = make(map[replica.TopicPartition]int64)
+	b.hwCheckpoint.mu.written = make([]map[replica.TopicPartition]int64, len(paths))
+	for i, dir := range paths {
+		hws, err := replica.ReadHighWatermarks(b.fs(), dir)
+		if err != nil {
+			b.logger.Warn("ignoring the high-watermark checkpoint", "dir", dir, "err", err)
+			hws = nil
+		}
+		b.hwCheckpoint.mu.written[i] = hws
+		for tp, hw := range hws {
+			if j, ok := b.placedIn(topicPartition{tp.Topic, tp.Partition}); ok && j == i {
+				b.hwCheckpoint.atStart[tp] = hw
+			}
+		}
 	}
-	b.hwCheckpoint.atStart = hws
-	b.hwCheckpoint.mu.written = hws
 }
 
 // isrExpirationLoop asks every led partition to drop followers that lag more than

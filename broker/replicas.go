@@ -44,6 +44,9 @@ func (b *Broker) reconcile(im *controller.Image) error {
 				b.removePartition(tp)
 				p = nil
 			}
+			if p == nil && b.moveSwapping(tp) {
+				continue // opened from its new log directory once swapped (log_dir_moves.go)
+			}
 			if p == nil {
 				if id, offline := b.offlineTopic(tp); offline && id != topic.ID {
 					changing()
@@ -105,7 +108,7 @@ type openJob struct {
 }
 
 // openPartitions opens the partitions of jobs with num.recovery.threads.per.data.dir workers
-// (sluice has one data directory), as Kafka's LogManager loads logs: after an unclean stop
+// per log directory (one pool over all of them), as Kafka's LogManager loads logs: after an unclean stop
 // each open may scan segments, and one at a time leaves the port closed for the sum of them.
 // A partition that fails to open goes offline; nothing is deleted.
 //
@@ -113,7 +116,7 @@ type openJob struct {
 // every openProgressInterval and, when it took long or was large, a summary: partitions,
 // segments and bytes opened, and the time taken.
 func (b *Broker) openPartitions(jobs []openJob) {
-	workers := int(b.cfg.Static.Int32("num.recovery.threads.per.data.dir"))
+	workers := int(b.cfg.Static.Int32("num.recovery.threads.per.data.dir")) * len(b.logDirPaths())
 	start := time.Now()
 	var opened, failed, segments, bytes atomic.Int64
 	stop := make(chan struct{})
@@ -144,6 +147,9 @@ func (b *Broker) openPartitions(jobs []openJob) {
 		segments.Add(int64(p.log.NumSegments()))
 		bytes.Add(p.log.Size())
 		b.markOnline(j.tp, 0)
+		if i, ok := b.placedIn(j.tp); ok {
+			b.queueDirAssignment(j.tp, j.id, i)
+		}
 		b.applyLeadership(p, j.info)
 	})
 	close(stop)
@@ -210,7 +216,11 @@ func (b *Broker) openPartition(tp topicPartition, id controller.TopicID, cfg log
 	if err != nil {
 		return nil, fmt.Errorf("open partition %s: %w", tp, err)
 	}
-	p := b.newPartition(tp, id, log, b.checkpointedHighWatermark(tp))
+	hw := b.checkpointedHighWatermark(tp)
+	if moved, ok := b.takeHandoverHW(tp); ok {
+		hw = moved // the HW it had before its move to another log directory
+	}
+	p := b.newPartition(tp, id, log, hw)
 	p.settings.Store(settings)
 	b.mu.Lock()
 	b.mu.partitions[tp] = p
@@ -237,6 +247,7 @@ func (b *Broker) removePartition(tp topicPartition) {
 	if err := b.discardPartitionDir(b.partitionDir(tp), p.topicID); err != nil {
 		b.logger.Error("deleting partition", "partition", tp.String(), "err", err)
 	}
+	b.unplace(tp)
 }
 
 // claimPartitionDir makes dir belong to topic id. created reports a directory made here (it

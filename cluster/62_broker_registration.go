@@ -3,7 +3,7 @@ package cluster
 // BrokerRegistration, key 62: v0–v4.
 //
 // v0: node ID, cluster ID, incarnation ID, listeners, features, rack. v1 IsMigratingZkBroker
-// (refused: there is no ZooKeeper here), v2 log directories (accepted and not used), v3
+// (refused: there is no ZooKeeper here), v2 log directories (their IDs, which controller/log_dirs.go uses to move the replicas of a failed one), v3
 // PreviousBrokerEpoch: the epoch of the broker's clean shutdown file, -1 when it has none or
 // the request is older than v3; the controller takes a broker whose previous epoch is not its
 // last one out of every ISR and ELR (KIP-966 unclean shutdown detection,
@@ -35,6 +35,9 @@ func (s *Server) handleBrokerRegistration(ctx context.Context, req *kmsg.BrokerR
 		PreviousBrokerEpoch: -1}
 	if req.Version >= 3 {
 		reg.PreviousBrokerEpoch = req.PreviousBrokerEpoch
+	}
+	if req.Version >= 2 {
+		reg.LogDirs = req.LogDirs
 	}
 	for _, l := range req.Listeners {
 		reg.Endpoints = append(reg.Endpoints, controller.Endpoint{Listener: l.Name, Host: l.Host, Port: int32(l.Port), SecurityProtocol: l.SecurityProtocol})

@@ -4,7 +4,8 @@ package cluster
 //
 // v0: broker ID and epoch, metadata offset, WantFence, WantShutDown. v1 offline log
 // directories (a tagged field): the controller moves the broker's leadership and ISR
-// memberships to other replicas while it reports any (controller/membership.go). v2 cordoned
+// memberships to other replicas while it reports any (controller/membership.go), only those of
+// the replicas in the named directories when they are some of its several (controller/log_dirs.go). v2 cordoned
 // log directories are accepted and not used. Errors:
 // BROKER_ID_NOT_REGISTERED, STALE_BROKER_EPOCH, NOT_CONTROLLER. The rules are
 // controller/membership.go's.

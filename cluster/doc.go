@@ -43,6 +43,7 @@
 // goroutine heartbeats every HeartbeatInterval (broker.heartbeat.interval.ms), registering
 // again when the controller answers STALE_BROKER_EPOCH or BROKER_ID_NOT_REGISTERED. Every
 // heartbeat carries the log directories SetOfflineLogDirs last named (the broker's storage
-// failed), and a change of them sends one at once.
+// failed), and a change of them sends one at once. Registrations carry LinkConfig.LogDirs, and
+// AssignReplicaDirs tells the active controller which of them holds each replica (API 73).
 // ControlledShutdown heartbeats with WantShutDown until ShouldShutDown.
 package cluster

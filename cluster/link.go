@@ -45,6 +45,9 @@ type LinkConfig struct {
 	// cleanly). Every registration of this incarnation sends it (BrokerRegistration v3+), so
 	// the controller can tell a clean restart from a crash (KIP-966).
 	PreviousBrokerEpoch int64
+	// LogDirs are the IDs of the broker's log directories (meta.properties' directory.id),
+	// sent with every registration (BrokerRegistration v2+).
+	LogDirs [][16]byte
 	// Registered, if set, is called once, after the first successful registration: an
 	// observer's transport starts dialling the voters then, when they know it.
 	Registered func()
@@ -86,6 +89,9 @@ type Link struct {
 		// offlineLogDirs are the IDs of this broker's failed log directories, sent with
 		// every heartbeat (SetOfflineLogDirs).
 		offlineLogDirs [][16]byte
+		// reportedLogDirs are the offline log directories of the last heartbeat the active
+		// controller accepted (ReportedOfflineLogDirs).
+		reportedLogDirs [][16]byte
 		// clusterID is the cluster ID the voters answered an observer (quorumClusterID),
 		// until its own log has one.
 		clusterID string
@@ -405,7 +411,8 @@ func (l *Link) register(ctx context.Context) error {
 
 func (l *Link) registerOnce(ctx context.Context) error {
 	reg := controller.BrokerRegistration{BrokerID: l.cfg.NodeID, ClusterID: l.quorumClusterID(ctx),
-		IncarnationID: l.incarnation, Endpoints: l.cfg.Endpoints, Rack: l.cfg.Rack, PreviousBrokerEpoch: l.cfg.PreviousBrokerEpoch}
+		IncarnationID: l.incarnation, Endpoints: l.cfg.Endpoints, Rack: l.cfg.Rack, PreviousBrokerEpoch: l.cfg.PreviousBrokerEpoch,
+		LogDirs: l.cfg.LogDirs}
 	var epoch int64
 	err := l.withLeader(ctx, func() error {
 		var err error
@@ -414,7 +421,7 @@ func (l *Link) registerOnce(ctx context.Context) error {
 	}, func(cl *kgo.Client) error {
 		req := kmsg.NewPtrBrokerRegistrationRequest()
 		req.BrokerID, req.ClusterID, req.IncarnationID, req.Rack = reg.BrokerID, reg.ClusterID, reg.IncarnationID, reg.Rack
-		req.PreviousBrokerEpoch = reg.PreviousBrokerEpoch
+		req.PreviousBrokerEpoch, req.LogDirs = reg.PreviousBrokerEpoch, reg.LogDirs
 		for _, e := range reg.Endpoints {
 			li := kmsg.NewBrokerRegistrationRequestListener()
 			li.Name, li.Host, li.Port, li.SecurityProtocol = e.Listener, e.Host, uint16(e.Port), e.SecurityProtocol
@@ -479,6 +486,7 @@ func (l *Link) heartbeatOnce(ctx context.Context) (controller.HeartbeatResult, e
 	}
 	l.mu.Lock()
 	l.mu.fenced = res.IsFenced
+	l.mu.reportedLogDirs = hb.OfflineLogDirs
 	if res.ShouldShutDown {
 		l.mu.shouldStop = true
 	}
@@ -526,6 +534,15 @@ func (l *Link) SetOfflineLogDirs(dirs [][16]byte) {
 	case l.kick <- struct{}{}:
 	default:
 	}
+}
+
+// ReportedOfflineLogDirs returns the offline log directories of the last heartbeat the active
+// controller accepted: the broker's log.dir.failure.timeout.ms watches that its failed
+// directories get there (broker/offline.go).
+func (l *Link) ReportedOfflineLogDirs() [][16]byte {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.mu.reportedLogDirs)
 }
 
 // ControlledShutdown asks the active controller to move leadership off this broker and
@@ -1144,4 +1161,53 @@ func (l *Link) UnregisterBroker(ctx context.Context, id int32) error {
 		l.waitOffset(ctx, offsetOf(&r.UnknownTags))
 		return nil
 	})
+}
+
+// AssignReplicaDirs tells the active controller which of this broker's log directories holds
+// each listed replica (AssignReplicasToDirs, API 73), and returns the per-item errors.
+func (l *Link) AssignReplicaDirs(ctx context.Context, items []controller.ReplicaDirAssignment) ([]error, error) {
+	epoch := l.Epoch()
+	var out []error
+	err := l.withLeader(ctx, func() error {
+		var err error
+		out, err = l.local.AssignReplicaDirs(ctx, l.cfg.NodeID, epoch, items)
+		return err
+	}, func(cl *kgo.Client) error {
+		req := kmsg.NewPtrAssignReplicasToDirsRequest()
+		req.BrokerID, req.BrokerEpoch = l.cfg.NodeID, epoch
+		// One directory, topic and partition entry per item, so the answer maps back by position.
+		for _, it := range items {
+			d := kmsg.NewAssignReplicasToDirsRequestDirectory()
+			d.ID = it.Dir
+			t := kmsg.NewAssignReplicasToDirsRequestDirectoryTopic()
+			t.TopicID = it.TopicID
+			p := kmsg.NewAssignReplicasToDirsRequestDirectoryTopicPartition()
+			p.Partition = it.Partition
+			t.Partitions = append(t.Partitions, p)
+			d.Topics = append(d.Topics, t)
+			req.Directories = append(req.Directories, d)
+		}
+		resp, err := request(ctx, cl, req)
+		if err != nil {
+			return err
+		}
+		r := resp.(*kmsg.AssignReplicasToDirsResponse)
+		if err := kerr.ErrorForCode(r.ErrorCode); err != nil {
+			return err
+		}
+		out = make([]error, len(items))
+		i := 0
+		for _, d := range r.Directories {
+			for _, t := range d.Topics {
+				for _, p := range t.Partitions {
+					if i < len(out) {
+						out[i] = kerr.ErrorForCode(p.ErrorCode)
+					}
+					i++
+				}
+			}
+		}
+		return nil
+	})
+	return out, err
 }

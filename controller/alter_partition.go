@@ -176,7 +176,7 @@ func validateAlterPartition(w *Image, r *AlterPartition) (*TopicInfo, *Partition
 			why = "shutting down"
 		case b.Fenced:
 			why = "fenced"
-		case b.LogDirOffline:
+		case b.LogDirOffline || replicaDirOffline(b, p, id):
 			why = "in an offline log directory"
 		case r.NewISREpochs != nil && r.NewISREpochs[i] != -1 && r.NewISREpochs[i] != b.Epoch:
 			return nil, nil, fail(kerr.IneligibleReplica, "Broker %d in the new ISR %v of %s-%d has broker epoch %d, not %d.",

@@ -135,6 +135,7 @@ func (b *imageBuilder) apply(r Record) error {
 			Fenced:           r.Fenced,
 			IncarnationID:    r.IncarnationID,
 			RegisteredOffset: b.offset,
+			LogDirs:          slices.Clone(r.LogDirs),
 		}
 
 	case *BrokerChangeRecord:
@@ -156,7 +157,29 @@ func (b *imageBuilder) apply(r Record) error {
 		if r.LogDirOffline != nil {
 			next.LogDirOffline = *r.LogDirOffline
 		}
+		if r.OfflineLogDirs != nil {
+			next.OfflineLogDirs = cloneNonEmptyDirs(*r.OfflineLogDirs)
+		}
 		img.Brokers[r.BrokerID] = &next
+
+	case *ReplicaDirsRecord:
+		if old := img.Brokers[r.BrokerID]; old == nil || old.Epoch != r.BrokerEpoch {
+			return fmt.Errorf("%w: replica directories of broker %d epoch %d, not the registered one", ErrInvalidRecord, r.BrokerID, r.BrokerEpoch)
+		}
+		for _, rp := range r.Partitions {
+			t := img.TopicsByID[rp.TopicID]
+			if t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.Partitions) {
+				return fmt.Errorf("%w: replica directory of unknown partition %s/%d", ErrInvalidRecord, rp.TopicID, rp.Partition)
+			}
+			t = b.topicForWrite(t)
+			p := &t.Partitions[rp.Partition]
+			dirs := make(map[int32][16]byte, len(p.Directories)+1)
+			for k, v := range p.Directories {
+				dirs[k] = v
+			}
+			dirs[r.BrokerID] = r.Dir
+			p.Directories = dirs
+		}
 
 	case *UnregisterBrokerRecord:
 		old := img.Brokers[r.BrokerID]
@@ -338,6 +361,14 @@ func setOrDelete(m map[string]string, key string, value *string) {
 }
 
 // cloneMap copies m; the result is never nil.
+// cloneNonEmptyDirs clones dirs, nil when empty.
+func cloneNonEmptyDirs(dirs [][16]byte) [][16]byte {
+	if len(dirs) == 0 {
+		return nil
+	}
+	return slices.Clone(dirs)
+}
+
 func cloneMap[K comparable, V any](m map[K]V) map[K]V {
 	if m == nil {
 		return map[K]V{}

@@ -123,7 +123,8 @@
 // server key and iterations per mechanism, scram.go), 16 ClientQuota (one quota key of one
 // user/client-id/ip entity, quotas.go), 14 AccessControlEntry and 15
 // RemoveAccessControlEntry (acls.go), 17 FeatureLevel (one feature's finalized level, 0 for
-// none; a feature without one is at its default, features.go) — see records.go. Empty entries (a new leader's) and raft
+// none; a feature without one is at its default, features.go), 18 ReplicaDirs (which log
+// directory of a broker holds its replicas of some partitions, log_dirs.go) — see records.go. Empty entries (a new leader's) and raft
 // configuration changes carry no records. A record that does not fit the state (e.g. a
 // partition of an unknown topic) is skipped identically on every node. The state machine is
 // a pure function of the records and the raft index of the entry carrying each: a
@@ -146,6 +147,9 @@
 // failed) moves the broker's leadership and ISR memberships to other replicas and marks its
 // log directory offline, so it is not active (elected nowhere, refused in an ISR) until a
 // heartbeat reports it online again, which elects it where it is the only possible leader.
+// A broker with several log directories (registered with their IDs, each replica's directory
+// told through AssignReplicaDirs) that reports only some of them offline loses the
+// leadership and ISR memberships of the replicas in those directories alone (log_dirs.go).
 // UnregisterBroker removes a registration (and a broker-only node's learner; unregister.go).
 // CreateACLs and DeleteACLs propose AccessControlEntryRecords and
 // RemoveAccessControlEntryRecords (acls.go); the image's ACLs are an authz.Set.

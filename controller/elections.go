@@ -153,7 +153,7 @@ func preferredElection(w *Image, topic TopicID, p *PartitionInfo) *PartitionChan
 		return nil
 	}
 	preferred := p.Replicas[0]
-	if p.Leader == preferred || !slices.Contains(p.ISR, preferred) || !w.Brokers[preferred].active() {
+	if p.Leader == preferred || !slices.Contains(p.ISR, preferred) || !w.replicaActive(p, preferred) {
 		return nil
 	}
 	return buildChange(w, topic, p, currentTarget(p), changeOptions{election: electionPreferred})
@@ -326,7 +326,7 @@ func buildChange(w *Image, topic TopicID, p *PartitionInfo, target partitionTarg
 	}
 	acceptable := o.acceptable
 	if acceptable == nil {
-		acceptable = func(r int32) bool { return w.Brokers[r].active() }
+		acceptable = func(r int32) bool { return w.replicaActive(p, r) }
 	}
 	name := ""
 	if t := w.TopicsByID[topic]; t != nil {
@@ -452,7 +452,7 @@ func removeReplicaChange(w *Image, topic TopicID, p *PartitionInfo, id int32) *P
 	target := currentTarget(p)
 	target.isr = slices.DeleteFunc(target.isr, func(r int32) bool { return r == id })
 	return buildChange(w, topic, p, target, changeOptions{election: topicElection(w, topic),
-		acceptable: func(r int32) bool { return r != id && w.Brokers[r].active() }})
+		acceptable: func(r int32) bool { return r != id && w.replicaActive(p, r) }})
 }
 
 // uncleanShutdownChange is the change that takes broker id, registering again after an
@@ -470,7 +470,7 @@ func uncleanShutdownChange(w *Image, topic TopicID, p *PartitionInfo, id int32) 
 	target := currentTarget(p)
 	target.isr = slices.DeleteFunc(target.isr, func(r int32) bool { return r == id })
 	return buildChange(w, topic, p, target, changeOptions{election: topicElection(w, topic),
-		acceptable:      func(r int32) bool { return r != id && w.Brokers[r].active() },
+		acceptable:      func(r int32) bool { return r != id && w.replicaActive(p, r) },
 		uncleanShutdown: []int32{id}})
 }
 
@@ -481,7 +481,12 @@ func unfenceChange(w *Image, topic TopicID, p *PartitionInfo, id int32) *Partiti
 		return nil
 	}
 	rec := buildChange(w, topic, p, currentTarget(p), changeOptions{election: topicElection(w, topic),
-		acceptable: func(r int32) bool { return r == id || w.Brokers[r].active() }})
+		acceptable: func(r int32) bool {
+			if r == id {
+				return !replicaDirOffline(w.Brokers[id], p, id)
+			}
+			return w.replicaActive(p, r)
+		}})
 	if rec == nil || rec.Leader == -1 {
 		return nil
 	}

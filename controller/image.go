@@ -38,6 +38,11 @@ type BrokerInfo struct {
 	// error, BrokerHeartbeat's OfflineLogDirs; membership.go). It leads nothing and is in no
 	// ISR until they report it online again.
 	LogDirOffline bool `json:",omitempty"`
+	// LogDirs are the IDs of the broker's log directories, as it registered them.
+	LogDirs [][16]byte `json:",omitempty"`
+	// OfflineLogDirs are those of LogDirs its heartbeats report offline while others work
+	// (log_dirs.go): its replicas in them lead nothing and are in no ISR.
+	OfflineLogDirs [][16]byte `json:",omitempty"`
 }
 
 // active reports whether the broker may lead, join an ISR by election and get new replicas:
@@ -72,6 +77,10 @@ type PartitionInfo struct {
 	// uncleanly (outside the ISR and ELR) and has not yet told the controller it recovered
 	// (AlterPartition with RECOVERED); meanwhile its ISR stays the leader alone.
 	LeaderRecovering bool `json:",omitempty"`
+	// Directories maps a replica to the ID of its broker's log directory holding it
+	// (AssignReplicasToDirs, log_dirs.go); a replica without an entry is not known yet.
+	// Read-only: a change replaces the map.
+	Directories map[int32][16]byte `json:",omitempty"`
 }
 
 // Reassigning reports whether a reassignment of the partition is in progress.

@@ -46,6 +46,8 @@ type BrokerRegistration struct {
 	// epoch is not the one the controller last gave that broker is treated as coming back
 	// from an unclean shutdown: it leaves every ISR and ELR (see RegisterBroker).
 	PreviousBrokerEpoch int64
+	// LogDirs are the IDs of the broker's log directories (v2+; log_dirs.go).
+	LogDirs [][16]byte
 }
 
 // BrokerHeartbeat is a BrokerHeartbeat request (API 63).
@@ -57,7 +59,8 @@ type BrokerHeartbeat struct {
 	WantFence      bool
 	WantShutDown   bool
 	// OfflineLogDirs are the IDs of the broker's log directories that failed (BrokerHeartbeat
-	// v1+). A sluice broker has one log directory: any entry means its storage is offline.
+	// v1+). Some of several registered directories: their replicas move (log_dirs.go); all of
+	// them, or any from a broker with one: the broker leads nothing and is in no ISR.
 	OfflineLogDirs [][16]byte
 }
 
@@ -163,6 +166,7 @@ func (c *Controller) RegisterBroker(ctx context.Context, reg BrokerRegistration)
 			Rack:          cloneStringPtr(reg.Rack),
 			Fenced:        true,
 			IncarnationID: reg.IncarnationID,
+			LogDirs:       slices.Clone(reg.LogDirs),
 		})
 	}}
 	if err := c.submit(ctx, req); err != nil {
@@ -239,12 +243,23 @@ func (c *Controller) Heartbeat(ctx context.Context, hb BrokerHeartbeat) (Heartbe
 		c.noteHeartbeat(b)
 		var recs []Record
 		offline := len(hb.OfflineLogDirs) > 0
+		partial := offline && partialDirsOffline(b, hb.OfflineLogDirs)
 		switch {
+		case partial && (b.LogDirOffline || !sameDirSet(b.OfflineLogDirs, hb.OfflineLogDirs)):
+			// Some of its log directories failed: only their replicas move (log_dirs.go).
+			recs = logDirStateRecords(w, b.ID, hb.OfflineLogDirs)
+			c.logger.Warn("broker reports some of its log directories offline; moving the leadership and ISR memberships of their replicas",
+				"broker", b.ID, "offline_dirs", len(hb.OfflineLogDirs), "of", len(b.LogDirs), "partitions", len(recs)-1)
+		case partial:
+		case !offline && len(b.OfflineLogDirs) > 0 && !b.LogDirOffline:
+			recs = logDirStateRecords(w, b.ID, nil)
+			c.logger.Info("broker reports its log directories online again; its replicas in them may lead and rejoin ISRs", "broker", b.ID)
 		case offline && !b.LogDirOffline:
 			// The broker's storage failed: its partitions move to other ISR members, as
 			// Kafka's handleDirectoriesOffline moves those of a failed directory.
+			none := [][16]byte{}
 			recs = append(removeBrokerRecords(w, b.ID),
-				&BrokerChangeRecord{BrokerID: b.ID, BrokerEpoch: b.Epoch, LogDirOffline: ptr(true)})
+				&BrokerChangeRecord{BrokerID: b.ID, BrokerEpoch: b.Epoch, LogDirOffline: ptr(true), OfflineLogDirs: &none})
 			c.logger.Warn("broker reports its log directory offline; moving its leadership and ISR memberships to other replicas",
 				"broker", b.ID, "partitions", len(recs)-1)
 		case !offline && b.LogDirOffline:

@@ -35,6 +35,8 @@ const (
 	RecordRemoveAccessControlEntry RecordType = 15
 	// RecordFeatureLevel is Kafka's FeatureLevelRecord (features.go).
 	RecordFeatureLevel RecordType = 17
+	// RecordReplicaDirs is ReplicaDirsRecord (log_dirs.go).
+	RecordReplicaDirs RecordType = 18
 )
 
 // recordVersion is the version of every record's JSON payload. Decoders accept versions up to
@@ -75,6 +77,8 @@ type RegisterBrokerRecord struct {
 	// IncarnationID is the UUID the broker process made at its start; zero for the
 	// registrations Start makes for its own node.
 	IncarnationID [16]byte `json:"incarnation_id,omitempty"`
+	// LogDirs are the IDs of the broker's log directories (BrokerRegistration v2+).
+	LogDirs [][16]byte `json:"log_dirs,omitempty"`
 }
 
 // BrokerChangeRecord changes the state of the registration BrokerID/BrokerEpoch (as Kafka's
@@ -88,6 +92,9 @@ type BrokerChangeRecord struct {
 	// LogDirOffline, when set, is whether the broker's log directory is offline
 	// (BrokerInfo.LogDirOffline).
 	LogDirOffline *bool `json:"log_dir_offline,omitempty"`
+	// OfflineLogDirs, when set, are the broker's log directories reported offline while
+	// others work (BrokerInfo.OfflineLogDirs, log_dirs.go).
+	OfflineLogDirs *[][16]byte `json:"offline_log_dirs,omitempty"`
 }
 
 // PartitionChangeRecord changes the leadership of an existing partition (as Kafka's
@@ -219,6 +226,8 @@ func newRecord(t RecordType) Record {
 		return new(RemoveAccessControlEntryRecord)
 	case RecordFeatureLevel:
 		return new(FeatureLevelRecord)
+	case RecordReplicaDirs:
+		return new(ReplicaDirsRecord)
 	}
 	return nil
 }

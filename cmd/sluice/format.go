@@ -157,7 +157,6 @@ func format(args []string, stdout io.Writer) error {
 		}
 	}
 
-	logDir := cfg.LogDirs[0]
 	metadataDir := cfg.MetadataLogDir
 	if voters != nil {
 		if err := controller.BootstrapVoters(filepath.Join(metadataDir, "__cluster_metadata-0"), *clusterID, voters, bootstrap...); err != nil {
@@ -174,7 +173,11 @@ func format(args []string, stdout io.Writer) error {
 			return err
 		}
 	}
-	if filepath.Clean(logDir) != filepath.Clean(metadataDir) {
+	// Every log directory gets its own directory.id, as kafka-storage format writes them.
+	for _, logDir := range cfg.LogDirs {
+		if filepath.Clean(logDir) == filepath.Clean(metadataDir) {
+			continue
+		}
 		if err := broker.FormatLogDir(logDir, broker.MetaProperties{ClusterID: *clusterID, NodeID: cfg.NodeID, DirectoryID: broker.NewDirectoryID()}, *ignoreFormatted); err != nil {
 			return err
 		}

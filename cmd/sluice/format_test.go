@@ -1,6 +1,7 @@
 package main
 
 import (
+	"sluice/broker"
 	"sluice/controller"
 	"strings"
 	"testing"
@@ -111,5 +112,34 @@ func TestFormatAddScramWritesBootstrapRecords(t *testing.T) {
 	}
 	if _, found, err := readBootstrapRecords(t.TempDir()); found || err != nil {
 		t.Errorf("an unformatted directory: found %v, %v", found, err)
+	}
+}
+
+// TestFormatEveryLogDir: with several log.dirs, `sluice format` writes a meta.properties in
+// each, every one of the same cluster and node with its own directory.id, as kafka-storage
+// format does.
+func TestFormatEveryLogDir(t *testing.T) {
+	root := t.TempDir()
+	dirs := []string{root + "/d1", root + "/d2", root + "/d3"}
+	args := []string{"--set", "log.dirs=" + strings.Join(dirs, ","), "--set", "listeners=PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093",
+		"--set", "controller.listener.names=CONTROLLER", "--set", "controller.quorum.bootstrap.servers=127.0.0.1:9093",
+		"--cluster-id", "jbodcluster", "--standalone"}
+	var out strings.Builder
+	if err := format(args, &out); err != nil {
+		t.Fatalf("format: %v", err)
+	}
+	ids := map[string]bool{}
+	for _, d := range dirs {
+		mp, err := broker.ReadMetaProperties(d)
+		if err != nil || mp == nil {
+			t.Fatalf("%s: meta.properties %v, %v", d, mp, err)
+		}
+		if mp.ClusterID != "jbodcluster" || mp.NodeID != 1 || mp.DirectoryID == "" {
+			t.Fatalf("%s: %+v", d, mp)
+		}
+		ids[mp.DirectoryID] = true
+	}
+	if len(ids) != len(dirs) {
+		t.Fatalf("directory IDs %v: want one per directory", ids)
 	}
 }

@@ -24,6 +24,7 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"flag"
 	"fmt"
@@ -35,6 +36,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -187,18 +189,22 @@ func run(args []string) error {
 		}
 	}
 
+	// Every log directory (log.dirs: several are JBOD, broker/log_dirs.go) is created and
+	// locked; the first also holds the broker's own files.
 	logDir := cfg.LogDirs[0]
-	if err := os.MkdirAll(logDir, 0o755); err != nil {
-		return err
+	for _, dir := range cfg.LogDirs {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+		unlock, err := lockDir(dir)
+		if err != nil {
+			return err
+		}
+		defer unlock()
 	}
-	unlock, err := lockDir(logDir)
-	if err != nil {
-		return err
-	}
-	defer unlock()
 	// metadata.log.dir (default: the log directory) holds the metadata log, as in Kafka.
 	metadataDir := cfg.MetadataLogDir
-	if filepath.Clean(metadataDir) != filepath.Clean(logDir) {
+	if !slices.ContainsFunc(cfg.LogDirs, func(d string) bool { return filepath.Clean(d) == filepath.Clean(metadataDir) }) {
 		if err := os.MkdirAll(metadataDir, 0o755); err != nil {
 			return err
 		}
@@ -221,8 +227,8 @@ func run(args []string) error {
 	if err != nil {
 		return fmt.Errorf("metadata directory %s: %w", metadataLog, err)
 	}
-	identityDirs := []string{logDir}
-	if filepath.Clean(metadataDir) != filepath.Clean(logDir) {
+	identityDirs := slices.Clone(cfg.LogDirs)
+	if !slices.ContainsFunc(cfg.LogDirs, func(d string) bool { return filepath.Clean(d) == filepath.Clean(metadataDir) }) {
 		identityDirs = append(identityDirs, metadataDir)
 	}
 	// A controller joining a dynamic quorum starts without metadata of its own, on
@@ -255,14 +261,33 @@ func run(args []string) error {
 	// before anything else touches the logs (-1: it did not shut down cleanly).
 	previousEpoch := int64(-1)
 	if cfg.HasRole("broker") {
-		if previousEpoch, err = broker.TakeCleanShutdownEpoch(logDir); err != nil {
-			return fmt.Errorf("log directory %s: %w", logDir, err)
+		// Clean only when every log directory says so, with the same epoch.
+		for i, dir := range cfg.LogDirs {
+			epoch, err := broker.TakeCleanShutdownEpoch(dir)
+			if err != nil {
+				return fmt.Errorf("log directory %s: %w", dir, err)
+			}
+			if i == 0 {
+				previousEpoch = epoch
+			} else if epoch != previousEpoch {
+				previousEpoch = -1
+			}
 		}
 		if previousEpoch < 0 {
 			logger.Info("no clean shutdown file: the controller will take this broker out of the eligible leader replicas it was in", "log.dir", logDir)
 		}
 	}
-	q, err := startQuorum(cfg, metadataLog, endpoints, memory, limits, joiner, clusterID, bootstrap, ctrlClient, previousEpoch, logger)
+	// Each log directory's ID, registered with the controller before the directory is
+	// claimed: the one its meta.properties names, or a new one ClaimLogDir then writes.
+	logDirIDs := make([][16]byte, len(cfg.LogDirs))
+	for i := range cfg.LogDirs {
+		if mp := metaProps[i]; mp != nil && mp.DirectoryID != "" {
+			logDirIDs[i], _ = decodeDirectoryID(mp.DirectoryID)
+		} else {
+			rand.Read(logDirIDs[i][:])
+		}
+	}
+	q, err := startQuorum(cfg, metadataLog, endpoints, memory, limits, joiner, clusterID, bootstrap, ctrlClient, previousEpoch, logDirIDs, logger)
 	if err != nil {
 		return fmt.Errorf("starting controller: %w", err)
 	}
@@ -299,13 +324,27 @@ func run(args []string) error {
 	}
 	ctrl := q.metadata()
 	for i, dir := range identityDirs {
-		if err := broker.ClaimLogDir(dir, metaProps[i], ctrl.Image().ClusterID, cfg.NodeID); err != nil {
+		var id [16]byte
+		if i < len(logDirIDs) {
+			id = logDirIDs[i]
+		}
+		if err := broker.ClaimLogDirAs(dir, metaProps[i], ctrl.Image().ClusterID, cfg.NodeID, id); err != nil {
 			return err
 		}
 	}
 	bootstrapDone(metadataDir, logger)
 
-	b, err := broker.New(broker.Config{Static: cfg, LogDir: logDir, Logger: logger.With("component", "broker"),
+	// A broker that cannot go on (a failed log directory it could not report within
+	// log.dir.failure.timeout.ms) shuts down as on SIGTERM and exits with its error.
+	var fatal atomic.Pointer[error]
+	onFatal := func(err error) {
+		fatal.CompareAndSwap(nil, &err)
+		select {
+		case signals <- syscall.SIGTERM:
+		default:
+		}
+	}
+	b, err := broker.New(broker.Config{Static: cfg, LogDir: logDir, LogDirs: cfg.LogDirs, OnFatal: onFatal, Logger: logger.With("component", "broker"),
 		CacheWindowBytes: *cacheWindow, PeerClientOpts: brokerClient.kgoOpts(), PeerTLS: brokerClient.tls, LogLevels: logLevels}, ctrl)
 	if err != nil {
 		return fmt.Errorf("starting broker: %w", err)
@@ -353,7 +392,7 @@ func run(args []string) error {
 		logger.Info("listening", "listener", l.Name, "security.protocol", l.SecurityProtocol, "addr", srv.Addr().String())
 	}
 	im := ctrl.Image()
-	logger.Info("sluice started", "version", buildVersion(), "node.id", cfg.NodeID, "cluster.id", im.ClusterID, "log.dir", logDir, "metadata.log.dir", metadataDir)
+	logger.Info("sluice started", "version", buildVersion(), "node.id", cfg.NodeID, "cluster.id", im.ClusterID, "log.dirs", strings.Join(cfg.LogDirs, ","), "metadata.log.dir", metadataDir)
 
 	if opsServer != nil {
 		var listeners []ops.Listener
@@ -390,6 +429,9 @@ func run(args []string) error {
 	quorumClosed = true
 	q.close(logger)
 	logger.Info("shutdown complete", "took", time.Since(shutdownStart))
+	if err := fatal.Load(); err != nil {
+		return *err
+	}
 	return nil
 }
 

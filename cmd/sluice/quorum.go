@@ -64,7 +64,7 @@ type quorum struct {
 // promoted; clusterID (its formatted meta.properties') makes voters of another cluster refuse
 // it. previousEpoch is the broker's PreviousBrokerEpoch (its clean shutdown file's, -1 none).
 func startQuorum(cfg *config.Broker, dir string, endpoints []controller.Endpoint, memory *wire.MemoryPool, limits *wire.ConnLimits,
-	joiner bool, clusterID string, bootstrap []controller.Record, ctrlClient peerClient, previousEpoch int64, logger *slog.Logger) (*quorum, error) {
+	joiner bool, clusterID string, bootstrap []controller.Record, ctrlClient peerClient, previousEpoch int64, logDirIDs [][16]byte, logger *slog.Logger) (*quorum, error) {
 	q := &quorum{}
 	voters, addrs := quorumVoters(cfg)
 	isController, isBroker := cfg.HasRole("controller"), cfg.HasRole("broker")
@@ -174,8 +174,10 @@ func startQuorum(cfg *config.Broker, dir string, endpoints []controller.Endpoint
 				Observer:          observer,
 				// The clean shutdown file's epoch (broker.TakeCleanShutdownEpoch), KIP-966.
 				PreviousBrokerEpoch: previousEpoch,
-				ClientOpts:          ctrlClient.kgoOpts(),
-				Logger:              logger.With("component", "link"),
+				// The log directories' IDs (BrokerRegistration v2+, controller/log_dirs.go).
+				LogDirs:    logDirIDs,
+				ClientOpts: ctrlClient.kgoOpts(),
+				Logger:     logger.With("component", "link"),
 			}
 			if observer {
 				lc.Registered = q.transport.Connect // the voters know this node once it registered

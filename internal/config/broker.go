@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -256,6 +257,19 @@ func parseBroker(props map[string]string) (*Broker, error) {
 		b.LogDirs = b.List("log.dirs")
 		if len(b.LogDirs) == 0 || slices.Contains(b.LogDirs, "") {
 			return nil, b.errorf("log.dirs", "must list one or more directories without empty entries")
+		}
+		// Each directory once (Kafka's LogManager refuses duplicates too): two entries for
+		// one directory would place partitions in it twice over.
+		seen := map[string]bool{}
+		for _, d := range b.LogDirs {
+			c := filepath.Clean(d)
+			if abs, err := filepath.Abs(c); err == nil {
+				c = abs
+			}
+			if seen[c] {
+				return nil, b.errorf("log.dirs", "lists %s twice", d)
+			}
+			seen[c] = true
 		}
 	} else {
 		dir := b.String("log.dir")

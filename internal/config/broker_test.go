@@ -152,6 +152,7 @@ func TestParseBrokerErrors(t *testing.T) {
 		{map[string]string{"process.roles": "controller", "controller.listener.names": "CONTROLLER", "listeners": "CONTROLLER://:9093,PLAINTEXT://:9092"}, "listeners", "must only contain controller listeners"},
 		{map[string]string{"log.dirs": ""}, "log.dirs", "must list one or more directories"},
 		{map[string]string{"log.dirs": "/a,,/b"}, "log.dirs", "without empty entries"},
+		{map[string]string{"log.dirs": "/a,/b,/a/"}, "log.dirs", "lists /a/ twice"},
 		{map[string]string{"log.dir": " "}, "log.dir", "must not be empty"},
 		{map[string]string{"replica.fetch.wait.max.ms": "31000", "replica.lag.time.max.ms": "60000"}, "replica.fetch.wait.max.ms", "must not be greater than replica.socket.timeout.ms"},
 		{map[string]string{"controller.quorum.voters": "2@h:9093", "controller.listener.names": "C", "listeners": "PLAINTEXT://:9092,C://:9093", "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,C:PLAINTEXT"}, "controller.quorum.voters", "must include this node (node.id 1)"},

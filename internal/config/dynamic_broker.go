@@ -19,9 +19,8 @@ var dynamicOnlyBrokerDefs = map[string]*Def{
 		Default: str(maxLongText), Validate: atLeast(0), Support: Honoured,
 		Doc: "Bytes per second a follower fetches for the out-of-sync replicas its topics list in follower.replication.throttled.replicas."},
 	"replica.alter.log.dirs.io.max.bytes.per.second": {Name: "replica.alter.log.dirs.io.max.bytes.per.second", Type: TypeLong,
-		Default: str(maxLongText), Validate: atLeast(0), Support: NoEffect,
-		supportWhy: "sluice has one log directory per node: replicas never move between directories",
-		Doc:        "Bytes per second of replica moves between log directories."},
+		Default: str(maxLongText), Validate: atLeast(0), Support: Honoured,
+		Doc: "Bytes per second each replica move between log directories copies (AlterReplicaLogDirs), read when the move starts."},
 }
 
 var maxLongText = strconv.FormatInt(math.MaxInt64, 10)

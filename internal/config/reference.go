@@ -79,7 +79,6 @@ var refusedValuesNote = map[string]string{
 	"sasl.server.callback.handler.class":               "only Kafka's OAUTHBEARER validators (`OAuthBearerUnsecuredValidatorCallbackHandler`, `OAuthBearerValidatorCallbackHandler`, for `listener.name.NAME.oauthbearer.`); other classes are refused",
 	"authorizer.class.name":                            "unset (every request allowed) or `org.apache.kafka.metadata.authorizer.StandardAuthorizer` (the ACLs of the metadata log); other classes are refused",
 	"replica.selector.class":                           "unset (consumers fetch from the leader) or `org.apache.kafka.common.replica.RackAwareReplicaSelector` (KIP-392: a leader points a consumer whose `client.rack` is another rack's at an in-sync follower in that rack); other classes are refused",
-	"log.dirs":                                         "one directory only: several log directories (JBOD) are not supported yet",
 	"group.consumer.assignors":                         "the first (default) assignor must be `uniform`",
 	"group.coordinator.rebalance.protocols":            "`share` is refused, and `consumer` must be listed (without `streams`, StreamsGroupHeartbeat answers UNSUPPORTED_VERSION)",
 	"listeners":                                        "PLAINTEXT, SSL, SASL_PLAINTEXT and SASL_SSL listeners, the controller and inter-broker listeners included (SASL between nodes with PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512)",

@@ -55,7 +55,7 @@ const (
 	whyTiered      = "sluice has no tiered storage"
 	whyTuning      = "a Kafka tuning setting; sluice sizes this itself"
 	whyShare       = "sluice's share groups (KIP-932) use the simple assignor, serve their members from one node and take only three per-group overrides (share.auto.offset.reset, share.record.lock.duration.ms, share.isolation.level); these bound or tune what they do not take"
-	whyQuotas      = "log-dir move quotas are not implemented (sluice does not move replicas between log dirs: AlterReplicaLogDirs is not served)"
+	whyQuotas      = "replica moves between log directories are paced by replica.alter.log.dirs.io.max.bytes.per.second directly (a byte rate since the move started), not through Kafka's windowed quota"
 	whyMetrics     = "sluice loads no metrics reporters: it serves Prometheus /metrics on --http-addr, where it also exports the client telemetry (KIP-714) clients push, which Kafka hands to a reporter"
 	whyMetadataLog = "the metadata log's segmenting and snapshots are sluice's own"
 )
@@ -175,9 +175,6 @@ var brokerSupport = []supportGroup{
 		"request.timeout.ms", "socket.connection.setup.timeout.ms", "socket.connection.setup.timeout.max.ms",
 		"internal.metadata.max.fetch.size.in.bytes",
 	}},
-	{NoEffect, "a failed partition is taken offline and retried on its own (offline.go); sluice does not take whole log directories offline", []string{
-		"log.dir.failure.timeout.ms",
-	}},
 	{NoEffect, "sluice's cleaner reads a segment through a 1 MiB window and writes each batch as it is filtered", []string{
 		"log.cleaner.io.buffer.size",
 	}},
@@ -241,6 +238,7 @@ var brokerSupport = []supportGroup{
 		"group.consumer.regex.refresh.interval.ms",
 	}},
 	{Honoured, "", []string{"controller.quota.window.num", "controller.quota.window.size.seconds"}}, // broker/quotas_mutation.go
+	{Honoured, "", []string{"num.replica.alter.log.dirs.threads", "log.dir.failure.timeout.ms"}},    // broker/log_dir_moves.go
 	{NoEffect, whyQuotas, []string{
 		"alter.log.dirs.replication.quota.window.num", "alter.log.dirs.replication.quota.window.size.seconds",
 	}},
@@ -272,7 +270,7 @@ var brokerSupport = []supportGroup{
 	}},
 	{NoEffect, whyTuning, []string{
 		"background.threads", "num.io.threads", "num.network.threads",
-		"num.replica.alter.log.dirs.threads", "group.coordinator.threads", "group.coordinator.append.linger.ms",
+		"group.coordinator.threads", "group.coordinator.append.linger.ms",
 		"delete.records.purgatory.purge.interval.requests", "fetch.purgatory.purge.interval.requests",
 		"producer.purgatory.purge.interval.requests", "offsets.load.buffer.size", "offsets.topic.compression.codec",
 		"queued.max.requests", "socket.listen.backlog.size", "socket.receive.buffer.bytes",
@@ -327,12 +325,6 @@ var valueRefusals = map[string]func(value string) string{
 	"transaction.partition.verification.enable": func(v string) string {
 		if b, _ := ParseBool(v); !b {
 			return "transactional produce is always verified with the transaction coordinator (KIP-890); turning verification off is not supported"
-		}
-		return ""
-	},
-	"log.dirs": func(v string) string {
-		if len(ParseList(v)) > 1 {
-			return "several log directories (JBOD) are not supported yet; give one directory"
 		}
 		return ""
 	},

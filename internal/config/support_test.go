@@ -191,7 +191,6 @@ func TestUnsupportedBrokerSettingsRefused(t *testing.T) {
 		{map[string]string{"authorizer.class.name": "kafka.security.authorizer.AclAuthorizer"}, "authorizer.class.name"},
 		{map[string]string{"create.topic.policy.class.name": "com.example.Policy"}, "create.topic.policy.class.name"},
 		{map[string]string{"delegation.token.secret.key": "s3cret"}, "delegation.token.secret.key"},
-		{map[string]string{"log.dirs": "/a,/b"}, "log.dirs"},
 		{map[string]string{"compression.type": "zstd"}, "compression.type"},
 		{map[string]string{"group.coordinator.rebalance.protocols": "classic,consumer,share"}, "group.coordinator.rebalance.protocols"},
 	} {
