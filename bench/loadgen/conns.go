@@ -16,7 +16,6 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -28,13 +27,12 @@ import (
 )
 
 type connsConfig struct {
-	KafkaLib, SluiceBin, WorkDir, OutDir string
-	Brokers                              []string
-	Conns                                int           // connections held
-	Active                               int           // of them, how many send Metadata in the mix
-	Interval                             time.Duration // between one active connection's requests
-	MixFor                               time.Duration // how long the mix runs
-	DialParallel                         int           // connections being opened at once
+	singleNodeRun
+	Conns        int           // connections held
+	Active       int           // of them, how many send Metadata in the mix
+	Interval     time.Duration // between one active connection's requests
+	MixFor       time.Duration // how long the mix runs
+	DialParallel int           // connections being opened at once
 }
 
 type connsResult struct {
@@ -60,31 +58,17 @@ type connsResult struct {
 func cmdConns(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("conns", flag.ExitOnError)
 	var cfg connsConfig
-	fs.StringVar(&cfg.KafkaLib, "kafka-lib", "", "directory of Apache Kafka's jars (scripts/fetch-kafka.sh prints it)")
-	fs.StringVar(&cfg.SluiceBin, "sluice-bin", "bin/sluice", "sluice binary")
-	fs.StringVar(&cfg.WorkDir, "workdir", filepath.Join(os.TempDir(), "sluice-bench-conns"), "scratch directory (wiped)")
-	fs.StringVar(&cfg.OutDir, "out", "bench/results", "where the report goes")
-	brokers := fs.String("brokers", "kafka,sluice", "brokers to run, in order")
+	cfg.registerFlags(fs, "conns")
 	fs.IntVar(&cfg.Conns, "conns", 10000, "connections to hold open")
 	fs.IntVar(&cfg.Active, "active", 2000, "connections that send Metadata during the mix")
 	fs.DurationVar(&cfg.Interval, "interval", 500*time.Millisecond, "time between one active connection's requests")
 	fs.DurationVar(&cfg.MixFor, "mix-for", 20*time.Second, "how long the idle/active mix runs")
 	fs.IntVar(&cfg.DialParallel, "dial-parallel", 64, "connections being opened at once")
 	_ = fs.Parse(args)
-	if cfg.KafkaLib == "" && strings.Contains(*brokers, "kafka") {
-		return errors.New("-kafka-lib is required")
-	}
 	if cfg.Active > cfg.Conns {
 		return errors.New("-active is more than -conns")
 	}
-	cfg.Brokers = strings.Split(*brokers, ",")
-	if err := os.RemoveAll(cfg.WorkDir); err != nil {
-		return err
-	}
-	if err := os.MkdirAll(cfg.WorkDir, 0o755); err != nil {
-		return err
-	}
-	if err := os.MkdirAll(cfg.OutDir, 0o755); err != nil {
+	if err := cfg.prepare(); err != nil {
 		return err
 	}
 	started := time.Now().UTC()
@@ -99,13 +83,7 @@ func cmdConns(ctx context.Context, args []string) error {
 		}
 		results = append(results, r)
 	}
-	_ = writeJSON(filepath.Join(cfg.WorkDir, started.Format("2006-01-02")+"-conns.json"), results)
-	path := filepath.Join(cfg.OutDir, started.Format("2006-01-02")+"-conns.md")
-	if err := os.WriteFile(path, []byte(renderConns(cfg, started, results, os.Args)), 0o644); err != nil {
-		return err
-	}
-	slog.Info("report written", "markdown", path)
-	return nil
+	return cfg.writeReport(started, "conns", results, renderConns(cfg, started, results, os.Args))
 }
 
 // connsTopic is the one-partition topic the mix's Metadata requests name.
@@ -113,30 +91,13 @@ const connsTopic = "conns"
 
 func runConns(ctx context.Context, cfg connsConfig, name string) (r connsResult) {
 	r.Broker = name
-	dir := filepath.Join(cfg.WorkDir, name)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		r.Err = err.Error()
-		return r
-	}
-	var b *brokerProc
-	var err error
-	switch name {
-	case "kafka":
-		b, err = startKafka(cfg.KafkaLib, dir, 1, false)
-	case "sluice":
-		b, err = startSluice(cfg.SluiceBin, dir, 1, false, false)
-	default:
-		err = fmt.Errorf("unknown broker %q", name)
-	}
+	b, err := cfg.startNode(name, false)
 	if err != nil {
 		r.Err = err.Error()
 		return r
 	}
 	r.LogPath = b.LogPath
-	defer func() {
-		_ = b.stop()
-		os.RemoveAll(b.DataDir)
-	}()
+	defer stopNode(b)
 	if err := createTopic(ctx, b.Addrs, connsTopic, 1, 1); err != nil {
 		r.Err = "create topic: " + err.Error()
 		return r

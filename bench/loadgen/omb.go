@@ -13,12 +13,10 @@ package main
 import (
 	"context"
 	"encoding/binary"
-	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -28,13 +26,12 @@ import (
 )
 
 type ombConfig struct {
-	KafkaLib, SluiceBin, WorkDir, OutDir string
-	Brokers                              []string
-	Rate                                 int
-	Duration                             time.Duration
-	Partitions                           int
-	Producers, Consumers                 int
-	RecordSize                           int
+	singleNodeRun
+	Rate                 int
+	Duration             time.Duration
+	Partitions           int
+	Producers, Consumers int
+	RecordSize           int
 }
 
 type ombRow struct {
@@ -61,11 +58,7 @@ type ombRow struct {
 func cmdOMB(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("omb", flag.ExitOnError)
 	var cfg ombConfig
-	fs.StringVar(&cfg.KafkaLib, "kafka-lib", "", "directory of Apache Kafka's jars (scripts/fetch-kafka.sh prints it)")
-	fs.StringVar(&cfg.SluiceBin, "sluice-bin", "bin/sluice", "sluice binary")
-	fs.StringVar(&cfg.WorkDir, "workdir", filepath.Join(os.TempDir(), "sluice-bench-omb"), "scratch directory on the data disk (wiped)")
-	fs.StringVar(&cfg.OutDir, "out", "bench/results", "where the report goes")
-	brokers := fs.String("brokers", "kafka,sluice", "brokers to run, in order")
+	cfg.registerFlags(fs, "omb")
 	fs.IntVar(&cfg.Rate, "rate", 10000, "the fixed row's publish rate, records/s over all producers")
 	fs.DurationVar(&cfg.Duration, "duration", 30*time.Second, "how long each row publishes")
 	fs.IntVar(&cfg.Partitions, "partitions", 100, "partitions of the topic")
@@ -73,17 +66,8 @@ func cmdOMB(ctx context.Context, args []string) error {
 	fs.IntVar(&cfg.Consumers, "consumers", 4, "consumers in the group")
 	fs.IntVar(&cfg.RecordSize, "size", 1024, "record value bytes")
 	_ = fs.Parse(args)
-	if cfg.KafkaLib == "" && strings.Contains(*brokers, "kafka") {
-		return errors.New("-kafka-lib is required")
-	}
-	cfg.Brokers = strings.Split(*brokers, ",")
-	if err := os.RemoveAll(cfg.WorkDir); err != nil {
+	if err := cfg.prepare(); err != nil {
 		return err
-	}
-	for _, d := range []string{cfg.WorkDir, cfg.OutDir} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			return err
-		}
 	}
 	started := time.Now().UTC()
 	var rows []ombRow
@@ -93,40 +77,18 @@ func cmdOMB(ctx context.Context, args []string) error {
 		}
 		rows = append(rows, runOMB(ctx, cfg, name)...)
 	}
-	_ = writeJSON(filepath.Join(cfg.WorkDir, started.Format("2006-01-02")+"-omb.json"), rows)
-	path := filepath.Join(cfg.OutDir, started.Format("2006-01-02")+"-omb.md")
-	if err := os.WriteFile(path, []byte(renderOMB(cfg, started, rows, os.Args)), 0o644); err != nil {
-		return err
-	}
-	slog.Info("report written", "markdown", path)
-	return nil
+	return cfg.writeReport(started, "omb", rows, renderOMB(cfg, started, rows, os.Args))
 }
 
 // runOMB runs the fixed-rate and the max-rate row on one fresh node of broker name, each on
 // its own topic, after an unmeasured warm-up.
 func runOMB(ctx context.Context, cfg ombConfig, name string) []ombRow {
 	fail := func(err error) []ombRow { return []ombRow{{Broker: name, Row: "start", Err: err.Error()}} }
-	dir := filepath.Join(cfg.WorkDir, name)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fail(err)
-	}
-	var b *brokerProc
-	var err error
-	switch name {
-	case "kafka":
-		b, err = startKafka(cfg.KafkaLib, dir, 1, false)
-	case "sluice":
-		b, err = startSluice(cfg.SluiceBin, dir, 1, false, false)
-	default:
-		err = fmt.Errorf("unknown broker %q", name)
-	}
+	b, err := cfg.startNode(name, false)
 	if err != nil {
 		return fail(err)
 	}
-	defer func() {
-		_ = b.stop()
-		os.RemoveAll(b.DataDir)
-	}()
+	defer stopNode(b)
 	warm := cfg
 	warm.Duration = 5 * time.Second
 	if r := ombRun(ctx, warm, b, "omb-warmup", "warmup", cfg.Rate); r.Err != "" {

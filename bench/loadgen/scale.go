@@ -8,7 +8,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -26,14 +25,13 @@ import (
 )
 
 type scaleConfig struct {
-	KafkaLib, SluiceBin, WorkDir, OutDir string
-	Brokers                              []string
-	Sizes                                []int         // the measured creates, in order, on one broker
-	MetadataRequests                     int           // Metadata(all topics) requests timed
-	RampTo                               int           // partitions the ramp tries to reach
-	RampStep                             int           // partitions per topic of the ramp
-	RampBudget                           time.Duration // per broker; the ramp stops when spent
-	ProfileSeconds                       int           // sluice CPU profile during the largest create (0: none)
+	singleNodeRun
+	Sizes            []int         // the measured creates, in order, on one broker
+	MetadataRequests int           // Metadata(all topics) requests timed
+	RampTo           int           // partitions the ramp tries to reach
+	RampStep         int           // partitions per topic of the ramp
+	RampBudget       time.Duration // per broker; the ramp stops when spent
+	ProfileSeconds   int           // sluice CPU profile during the largest create (0: none)
 }
 
 // createRow is one CreateTopics of Partitions partitions.
@@ -85,11 +83,7 @@ type scaleResult struct {
 func cmdScale(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("scale", flag.ExitOnError)
 	var cfg scaleConfig
-	fs.StringVar(&cfg.KafkaLib, "kafka-lib", "", "directory of Apache Kafka's jars (scripts/fetch-kafka.sh prints it)")
-	fs.StringVar(&cfg.SluiceBin, "sluice-bin", "bin/sluice", "sluice binary")
-	fs.StringVar(&cfg.WorkDir, "workdir", filepath.Join(os.TempDir(), "sluice-bench-scale"), "scratch directory on the data disk (wiped)")
-	fs.StringVar(&cfg.OutDir, "out", "bench/results", "where the report goes")
-	brokers := fs.String("brokers", "kafka,sluice", "brokers to run, in order")
+	cfg.registerFlags(fs, "scale")
 	sizes := fs.String("sizes", "1000,5000,10000", "partitions of each measured CreateTopics, created in turn on one broker")
 	fs.IntVar(&cfg.MetadataRequests, "metadata-requests", 50, "Metadata requests for every partition to time")
 	fs.IntVar(&cfg.RampTo, "ramp-to", 100000, "partitions the ramp tries to reach on one node (0: no ramp)")
@@ -97,10 +91,6 @@ func cmdScale(ctx context.Context, args []string) error {
 	fs.DurationVar(&cfg.RampBudget, "ramp-budget", 150*time.Second, "time each broker's ramp may take")
 	fs.IntVar(&cfg.ProfileSeconds, "profile-seconds", 0, "take a sluice CPU profile (--debug-addr) of this many seconds from the start of the largest create")
 	_ = fs.Parse(args)
-	if cfg.KafkaLib == "" && strings.Contains(*brokers, "kafka") {
-		return errors.New("-kafka-lib is required")
-	}
-	cfg.Brokers = strings.Split(*brokers, ",")
 	for _, s := range strings.Split(*sizes, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil || n < 1 {
@@ -108,13 +98,7 @@ func cmdScale(ctx context.Context, args []string) error {
 		}
 		cfg.Sizes = append(cfg.Sizes, n)
 	}
-	if err := os.RemoveAll(cfg.WorkDir); err != nil {
-		return err
-	}
-	if err := os.MkdirAll(cfg.WorkDir, 0o755); err != nil {
-		return err
-	}
-	if err := os.MkdirAll(cfg.OutDir, 0o755); err != nil {
+	if err := cfg.prepare(); err != nil {
 		return err
 	}
 	started := time.Now().UTC()
@@ -130,44 +114,19 @@ func cmdScale(ctx context.Context, args []string) error {
 		results = append(results, r)
 	}
 	finished := time.Now().UTC()
-	_ = writeJSON(filepath.Join(cfg.WorkDir, started.Format("2006-01-02")+"-scale.json"), results)
-	md := renderScale(cfg, started, finished, results, os.Args)
-	path := filepath.Join(cfg.OutDir, started.Format("2006-01-02")+"-scale.md")
-	if err := os.WriteFile(path, []byte(md), 0o644); err != nil {
-		return err
-	}
-	slog.Info("report written", "markdown", path)
-	return nil
+	return cfg.writeReport(started, "scale", results, renderScale(cfg, started, finished, results, os.Args))
 }
 
 // runScale runs the whole scale workload against one fresh node of broker name.
 func runScale(ctx context.Context, cfg scaleConfig, name string) (r scaleResult) {
 	r.Broker = name
-	dir := filepath.Join(cfg.WorkDir, name)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		r.Err = err.Error()
-		return r
-	}
-	slog.Info("starting broker", "broker", name)
-	var b *brokerProc
-	var err error
-	switch name {
-	case "kafka":
-		b, err = startKafka(cfg.KafkaLib, dir, 1, false)
-	case "sluice":
-		b, err = startSluice(cfg.SluiceBin, dir, 1, false, cfg.ProfileSeconds > 0)
-	default:
-		err = fmt.Errorf("unknown broker %q", name)
-	}
+	b, err := cfg.startNode(name, cfg.ProfileSeconds > 0)
 	if err != nil {
 		r.Err = err.Error()
 		return r
 	}
 	r.LogPath = b.LogPath
-	defer func() {
-		_ = b.stop()
-		os.RemoveAll(b.DataDir)
-	}()
+	defer stopNode(b)
 	r.NoFileLimit = procNoFileLimit(b.pid())
 	r.FDsBefore = countFDs(b.pid())
 	if rss, err := procStatusKiB(b.pid(), "VmRSS"); err == nil {

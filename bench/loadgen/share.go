@@ -30,13 +30,12 @@ import (
 )
 
 type shareConfig struct {
-	KafkaLib, SluiceBin, WorkDir, OutDir string
-	Brokers                              []string
-	Partitions                           []int
-	Records, Size, Consumers             int
-	Warmup                               int
-	Timeout                              time.Duration
-	ProfileSeconds                       int
+	singleNodeRun
+	Partitions               []int
+	Records, Size, Consumers int
+	Warmup                   int
+	Timeout                  time.Duration
+	ProfileSeconds           int
 }
 
 // shareRow is one broker's run of one partition count.
@@ -61,11 +60,7 @@ type shareRow struct {
 func cmdShare(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("share", flag.ExitOnError)
 	var cfg shareConfig
-	fs.StringVar(&cfg.KafkaLib, "kafka-lib", "", "directory of Apache Kafka's jars (scripts/fetch-kafka.sh prints it)")
-	fs.StringVar(&cfg.SluiceBin, "sluice-bin", "bin/sluice", "sluice binary")
-	fs.StringVar(&cfg.WorkDir, "workdir", filepath.Join(os.TempDir(), "sluice-bench-share"), "scratch directory on the data disk (wiped)")
-	fs.StringVar(&cfg.OutDir, "out", "bench/results", "where the report goes")
-	brokers := fs.String("brokers", "kafka,sluice", "brokers to run, in order")
+	cfg.registerFlags(fs, "share")
 	parts := fs.String("partitions", "1,4", "partition counts, one topic each")
 	fs.IntVar(&cfg.Records, "records", 200000, "backlog records per topic")
 	fs.IntVar(&cfg.Size, "size", 512, "record value bytes")
@@ -74,10 +69,6 @@ func cmdShare(ctx context.Context, args []string) error {
 	fs.DurationVar(&cfg.Timeout, "timeout", 5*time.Minute, "how long one topic's consumption may take")
 	fs.IntVar(&cfg.ProfileSeconds, "profile-seconds", 0, "take a sluice CPU profile (--debug-addr) of this many seconds from the start of each consumption")
 	_ = fs.Parse(args)
-	if cfg.KafkaLib == "" && strings.Contains(*brokers, "kafka") {
-		return errors.New("-kafka-lib is required")
-	}
-	cfg.Brokers = strings.Split(*brokers, ",")
 	for _, s := range strings.Split(*parts, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil || n < 1 {
@@ -88,13 +79,7 @@ func cmdShare(ctx context.Context, args []string) error {
 	if cfg.Records < 1 || cfg.Consumers < 1 || cfg.Size < 1 {
 		return errors.New("-records, -consumers and -size must be positive")
 	}
-	if err := os.RemoveAll(cfg.WorkDir); err != nil {
-		return err
-	}
-	if err := os.MkdirAll(cfg.WorkDir, 0o755); err != nil {
-		return err
-	}
-	if err := os.MkdirAll(cfg.OutDir, 0o755); err != nil {
+	if err := cfg.prepare(); err != nil {
 		return err
 	}
 	started := time.Now().UTC()
@@ -107,41 +92,17 @@ func cmdShare(ctx context.Context, args []string) error {
 		rows = append(rows, runShareBroker(ctx, cfg, name)...)
 	}
 	finished := time.Now().UTC()
-	_ = writeJSON(filepath.Join(cfg.WorkDir, started.Format("2006-01-02")+"-share.json"), rows)
-	md := renderShare(cfg, started, finished, rows, machine, os.Args)
-	path := filepath.Join(cfg.OutDir, started.Format("2006-01-02")+"-share.md")
-	if err := os.WriteFile(path, []byte(md), 0o644); err != nil {
-		return err
-	}
-	slog.Info("report written", "markdown", path)
-	return nil
+	return cfg.writeReport(started, "share", rows, renderShare(cfg, started, finished, rows, machine, os.Args))
 }
 
 // runShareBroker starts one fresh node of broker name and runs every partition count on it.
 func runShareBroker(ctx context.Context, cfg shareConfig, name string) []shareRow {
 	fail := func(err error) []shareRow { return []shareRow{{Broker: name, Err: err.Error()}} }
-	dir := filepath.Join(cfg.WorkDir, name)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fail(err)
-	}
-	slog.Info("starting broker", "broker", name)
-	var b *brokerProc
-	var err error
-	switch name {
-	case "kafka":
-		b, err = startKafka(cfg.KafkaLib, dir, 1, false)
-	case "sluice":
-		b, err = startSluice(cfg.SluiceBin, dir, 1, false, cfg.ProfileSeconds > 0)
-	default:
-		err = fmt.Errorf("unknown broker %q", name)
-	}
+	b, err := cfg.startNode(name, cfg.ProfileSeconds > 0)
 	if err != nil {
 		return fail(err)
 	}
-	defer func() {
-		_ = b.stop()
-		os.RemoveAll(b.DataDir)
-	}()
+	defer stopNode(b)
 	if err := enableShareGroups(ctx, b.Addrs); err != nil {
 		return fail(err)
 	}
