@@ -44,7 +44,8 @@ func TestClusterReassignments(t *testing.T) {
 
 	for id := range tc.nodes {
 		eventually(t, "node's image has the reassignment", func() bool {
-			return tc.nodes[id].ctrl.Image().Topics["moving"].Partitions[0].Reassigning()
+			topic := tc.nodes[id].ctrl.Image().Topics["moving"] // nil until the node applied its creation
+			return topic != nil && topic.Partitions[0].Reassigning()
 		})
 		lr := tc.rawRequest(ctx, id, kmsg.NewPtrListPartitionReassignmentsRequest()).(*kmsg.ListPartitionReassignmentsResponse)
 		if len(lr.Topics) != 1 || lr.Topics[0].Topic != "moving" || len(lr.Topics[0].Partitions) != 1 {
