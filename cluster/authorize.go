@@ -91,7 +91,7 @@ func (s *Server) authorize(req *wire.Request) (refused kmsg.Response, finish fun
 		if s.allowedCluster(req.Conn, op) {
 			return nil, nil
 		}
-		return clusterRefusal(req.Body), nil
+		return authz.ClusterRefusal(req.Body), nil
 	}
 	switch r := req.Body.(type) {
 	case *kmsg.CreateTopicsRequest:
@@ -106,96 +106,7 @@ func (s *Server) authorize(req *wire.Request) (refused kmsg.Response, finish fun
 		return nil, s.authorizeIncrementalAlterConfigs(req.Conn, r)
 	}
 	// An API added to the listener without a rule here is refused rather than left open.
-	return clusterRefusal(req.Body), nil
-}
-
-// clusterRefusal is the CLUSTER_AUTHORIZATION_FAILED answer to a request refused as a whole.
-func clusterRefusal(body kmsg.Request) kmsg.Response {
-	code := kerr.ClusterAuthorizationFailed.Code
-	resp := body.ResponseKind()
-	switch r := resp.(type) {
-	case *kmsg.DescribeACLsResponse:
-		r.ErrorCode = code
-	case *kmsg.CreateACLsResponse:
-		for range body.(*kmsg.CreateACLsRequest).Creations {
-			c := kmsg.NewCreateACLsResponseResult()
-			c.ErrorCode = code
-			r.Results = append(r.Results, c)
-		}
-	case *kmsg.DeleteACLsResponse:
-		for range body.(*kmsg.DeleteACLsRequest).Filters {
-			f := kmsg.NewDeleteACLsResponseResult()
-			f.ErrorCode = code
-			r.Results = append(r.Results, f)
-		}
-	case *kmsg.ElectLeadersResponse:
-		r.ErrorCode = code
-	case *kmsg.AlterPartitionAssignmentsResponse:
-		r.ErrorCode = code
-	case *kmsg.ListPartitionReassignmentsResponse:
-		r.ErrorCode = code
-	case *kmsg.AlterClientQuotasResponse:
-		for _, e := range body.(*kmsg.AlterClientQuotasRequest).Entries {
-			re := kmsg.NewAlterClientQuotasResponseEntry()
-			re.ErrorCode = code
-			for _, en := range e.Entity {
-				ren := kmsg.NewAlterClientQuotasResponseEntryEntity()
-				ren.Type, ren.Name = en.Type, en.Name
-				re.Entity = append(re.Entity, ren)
-			}
-			r.Entries = append(r.Entries, re)
-		}
-	case *kmsg.AlterUserSCRAMCredentialsResponse:
-		q := body.(*kmsg.AlterUserSCRAMCredentialsRequest)
-		seen := map[string]bool{}
-		for _, user := range append(deletionNames(q), upsertionNames(q)...) {
-			if !seen[user] {
-				seen[user] = true
-				rr := kmsg.NewAlterUserSCRAMCredentialsResponseResult()
-				rr.User, rr.ErrorCode = user, code
-				r.Results = append(r.Results, rr)
-			}
-		}
-	case *kmsg.DescribeQuorumResponse:
-		r.ErrorCode = code
-	case *kmsg.AlterPartitionResponse:
-		r.ErrorCode = code
-	case *kmsg.UpdateFeaturesResponse:
-		r.ErrorCode = code
-	case *kmsg.DescribeClusterResponse:
-		r.ErrorCode = code
-	case *kmsg.BrokerRegistrationResponse:
-		r.ErrorCode = code
-	case *kmsg.BrokerHeartbeatResponse:
-		r.ErrorCode = code
-	case *kmsg.UnregisterBrokerResponse:
-		r.ErrorCode = code
-	case *kmsg.AllocateProducerIDsResponse:
-		r.ErrorCode = code
-	case *kmsg.AddRaftVoterResponse:
-		r.ErrorCode = code
-	case *kmsg.RemoveRaftVoterResponse:
-		r.ErrorCode = code
-	case *kmsg.UpdateRaftVoterResponse:
-		r.ErrorCode = code
-	}
-	return resp
-}
-
-func deletionNames(q *kmsg.AlterUserSCRAMCredentialsRequest) []string {
-	var out []string
-	for _, d := range q.Deletions {
-		out = append(out, d.Name)
-	}
-	return out
-}
-
-func upsertionNames(q *kmsg.AlterUserSCRAMCredentialsRequest) []string {
-	var out []string
-	for _, u := range q.Upsertions {
-		out = append(out, u.Name)
-	}
-	return out
+	return authz.ClusterRefusal(req.Body), nil
 }
 
 // authorizeCreateTopics keeps the topics conn may create (CREATE on the cluster, else on the
