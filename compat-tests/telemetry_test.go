@@ -108,7 +108,9 @@ func rdkafkaPython(t *testing.T) string {
 		}
 		cache = filepath.Join(home, ".cache", "sluice")
 	}
-	py := filepath.Join(cache, "pyvenv-rdkafka", "bin", "python")
+	// The compatibility matrix's PyPI venv (compat-tests/matrix/installers.go), which
+	// scripts/install-test-deps.sh installs for make test.
+	py := filepath.Join(cache, "pyvenv", "bin", "python")
 	if _, _, err := runCmdErr(time.Minute, "", py, "-c", "import confluent_kafka"); err != nil {
 		t.Fatalf("%s cannot import confluent_kafka (run scripts/install-test-deps.sh): %v", py, err)
 	}

@@ -35,15 +35,9 @@ if ! [ -f "${SLUICE_CACHE:-$HOME/.cache/sluice}/npm/node_modules/kafkajs/package
   npm install --no-audit --no-fund --silent --prefix "${SLUICE_CACHE:-$HOME/.cache/sluice}/npm" \
     --cache "${SLUICE_CACHE:-$HOME/.cache/sluice}/npm-cache" kafkajs@2.2.4 >/dev/null
 fi
-# confluent-kafka from PyPI with a librdkafka of 2.5 or later, which pushes client telemetry
-# (KIP-714; compat-tests/telemetry_test.go); Debian's librdkafka is older. In its own venv in
-# the cache, never in the repository.
-RDKAFKA_VENV="${SLUICE_CACHE:-$HOME/.cache/sluice}/pyvenv-rdkafka"
-if ! "$RDKAFKA_VENV/bin/python" -c "import confluent_kafka" >/dev/null 2>&1; then
-  /usr/bin/python3 -m venv "$RDKAFKA_VENV"
-  "$RDKAFKA_VENV/bin/pip" install -q --disable-pip-version-check confluent-kafka==2.16.1 >/dev/null
-fi
 # The compatibility matrix's rows that TestQuickMatrix runs and that come from a registry
 # (PyPI: confluent-kafka, kafka-python 2.x, aiokafka in a venv; npm: @platformatic/kafka), each
 # installed into the cache by the matrix's own installer (compat-tests/matrix/installers.go).
+# The venv's confluent-kafka bundles a librdkafka of 2.5 or later, which pushes client
+# telemetry (KIP-714): compat-tests/telemetry_test.go uses it too (Debian's is older).
 go run ./compat-tests/matrix -install '^(confluent-pypi|kafka-python-2|aiokafka|platformatic)$'
