@@ -154,6 +154,7 @@ func TestParseBrokerErrors(t *testing.T) {
 		{map[string]string{"log.dirs": "/a,,/b"}, "log.dirs", "without empty entries"},
 		{map[string]string{"log.dirs": "/a,/b,/a/"}, "log.dirs", "lists /a/ twice"},
 		{map[string]string{"log.dir": " "}, "log.dir", "must not be empty"},
+		{map[string]string{"cordoned.log.dirs": "/a"}, "cordoned.log.dirs", "cordoning log directories (KIP-1066) is not implemented yet"},
 		{map[string]string{"replica.fetch.wait.max.ms": "31000", "replica.lag.time.max.ms": "60000"}, "replica.fetch.wait.max.ms", "must not be greater than replica.socket.timeout.ms"},
 		{map[string]string{"controller.quorum.voters": "2@h:9093", "controller.listener.names": "C", "listeners": "PLAINTEXT://:9092,C://:9093", "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,C:PLAINTEXT"}, "controller.quorum.voters", "must include this node (node.id 1)"},
 		{map[string]string{"process.roles": "broker", "controller.quorum.voters": "1@h:9093", "controller.listener.names": "C"}, "controller.quorum.voters", "must not include this node"},
