@@ -1,16 +1,21 @@
 package broker
 
-// Wire tests of the newest versions of Fetch (18), ListOffsets (11), DescribeLogDirs (5) and
-// DeleteGroups (3): each request is encoded at its version, sent on a TCP connection to the
+// Wire tests of the newest versions of Fetch (18), ListOffsets (11), DescribeLogDirs (5),
+// DeleteGroups (3) and TxnOffsetCommit (6, through franz-go): each request is encoded at its version, sent on a TCP connection to the
 // broker's listener and its answer decoded at that version, beside the previous version's
 // answer to the same request, which must not change.
 
 import (
 	"net"
+	"strconv"
+	"sync"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"sluice/wire"
 )
 
 // wireAt sends req at its own version to tb's listener on a fresh connection and returns the
@@ -181,5 +186,95 @@ func TestDeleteGroupsV3(t *testing.T) {
 				t.Fatalf("v%d group %q: error %d message %v, want %d and no message", version, g.Group, g.ErrorCode, g.ErrorMessage, code)
 			}
 		}
+	}
+}
+
+// TestTxnOffsetCommitV6FranzGo: franz-go (go.mod's version) sends TxnOffsetCommit v6, with
+// topic IDs, from a GroupTransactSession under transaction version 2; the consumed offsets
+// become the group's at the commit, and every input is transformed once.
+func TestTxnOffsetCommitV6FranzGo(t *testing.T) {
+	tb := startTestBroker(t, nil)
+	tb.createTopic(t, "etl6-in", 1, nil)
+	tb.createTopic(t, "etl6-out", 1, nil)
+	const n = 20
+	tb.produce(t, "etl6-in", 0, n)
+	var mu sync.Mutex
+	versions := map[int16]bool{}
+	observe := func(r *wire.Request) {
+		if r.Key == 28 {
+			mu.Lock()
+			versions[r.Version] = true
+			mu.Unlock()
+		}
+	}
+	tb.handler.observe.Store(&observe)
+	defer tb.handler.observe.Store(nil)
+
+	ctx := testContext(t)
+	sess, err := kgo.NewGroupTransactSession(kgo.SeedBrokers(tb.Addr), kgo.TransactionalID("tx-etl6"),
+		kgo.ConsumerGroup("etl6"), kgo.ConsumeTopics("etl6-in"), kgo.DefaultProduceTopic("etl6-out"),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.RequireStableFetchOffsets(),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	for seen := 0; seen < n; {
+		fs := sess.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("transform loop: %d of %d inputs before the deadline", seen, n)
+		}
+		fs.EachError(func(_ string, _ int32, err error) { t.Fatalf("fetch: %v", err) })
+		if err := sess.Begin(); err != nil {
+			t.Fatalf("begin: %v", err)
+		}
+		batch := 0
+		fs.EachRecord(func(r *kgo.Record) {
+			batch++
+			sess.Produce(ctx, &kgo.Record{Partition: 0, Value: append([]byte("out-"), r.Value...)}, func(_ *kgo.Record, err error) {
+				if err != nil {
+					t.Errorf("produce output: %v", err)
+				}
+			})
+		})
+		committed, err := sess.End(ctx, kgo.TryCommit)
+		if err != nil {
+			t.Fatalf("end: %v", err)
+		}
+		if committed {
+			seen += batch
+		}
+	}
+	offsets, err := tb.Admin.FetchOffsets(ctx, "etl6")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, ok := offsets.Lookup("etl6-in", 0); !ok || o.Err != nil || o.At != n {
+		t.Fatalf("group etl6 offset of etl6-in/0: %+v (found %v), want %d", o, ok, n)
+	}
+	// The outputs, read committed: each input transformed once.
+	out, err := kgo.NewClient(kgo.SeedBrokers(tb.Addr), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"etl6-out": {0: kgo.NewOffset().AtStart()}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	got := map[string]int{}
+	for total := 0; total < n; {
+		fs := out.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("read %d of %d outputs", total, n)
+		}
+		fs.EachRecord(func(r *kgo.Record) { got[string(r.Value)]++; total++ })
+	}
+	for i := range n {
+		if v := "out-v" + strconv.Itoa(i); got[v] != 1 {
+			t.Fatalf("output %s seen %d times: %v", v, got[v], got)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !versions[6] || len(versions) != 1 {
+		t.Fatalf("TxnOffsetCommit versions sent: %v, want only 6", versions)
 	}
 }
