@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"sluice/authz"
 	"sluice/wire"
 )
 
@@ -276,5 +277,53 @@ func TestTxnOffsetCommitV6FranzGo(t *testing.T) {
 	defer mu.Unlock()
 	if !versions[6] || len(versions) != 1 {
 		t.Fatalf("TxnOffsetCommit versions sent: %v, want only 6", versions)
+	}
+}
+
+// TestAuthorizationTxnOffsetCommitV6: v6 names topics by ID, and READ is checked on the
+// topic the ID names: a commit naming a topic the client may not read is refused for it
+// (TOPIC_AUTHORIZATION_FAILED, the others OPERATION_NOT_ATTEMPTED), one naming only readable
+// topics passes to the coordinator, and an unknown ID is left to the coordinator.
+func TestAuthorizationTxnOffsetCommitV6(t *testing.T) {
+	tb := startTestBroker(t, map[string]string{"authorizer.class.name": authz.StandardAuthorizerClass})
+	tb.addACLs(t, anonACL(authz.ResourceCluster, authz.ClusterName, authz.OpCreate),
+		anonACL(authz.ResourceTransactionalID, "tx6", authz.OpWrite),
+		anonACL(authz.ResourceGroup, "g6", authz.OpRead),
+		anonACL(authz.ResourceTopic, "readable6", authz.OpRead))
+	for _, name := range []string{"readable6", "hidden6"} {
+		if _, err := tb.Admin.CreateTopic(testContext(t), 1, 1, nil, name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	im := tb.Ctrl.Image()
+	commit := func(ids ...[16]byte) []int16 {
+		req := kmsg.NewPtrTxnOffsetCommitRequest()
+		req.Version = 6
+		req.TransactionalID, req.Group, req.ProducerID, req.ProducerEpoch = "tx6", "g6", 1, 0
+		for _, id := range ids {
+			rt := kmsg.NewTxnOffsetCommitRequestTopic()
+			rt.TopicID = id
+			rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+			rt.Partitions = append(rt.Partitions, rp)
+			req.Topics = append(req.Topics, rt)
+		}
+		resp := wireAt[*kmsg.TxnOffsetCommitResponse](t, tb, req)
+		var codes []int16
+		for i, rt := range resp.Topics {
+			if rt.TopicID != ids[i] {
+				t.Fatalf("topic %d answered as %x, want %x", i, rt.TopicID, ids[i])
+			}
+			codes = append(codes, rt.Partitions[0].ErrorCode)
+		}
+		return codes
+	}
+	readable, hidden := [16]byte(im.Topics["readable6"].ID), [16]byte(im.Topics["hidden6"].ID)
+	if codes := commit(readable, hidden); len(codes) != 2 || codes[0] != kerr.OperationNotAttempted.Code || codes[1] != kerr.TopicAuthorizationFailed.Code {
+		t.Fatalf("readable and hidden: %v, want OPERATION_NOT_ATTEMPTED and TOPIC_AUTHORIZATION_FAILED", codes)
+	}
+	for _, ids := range [][][16]byte{{readable}, {{7}}} {
+		if codes := commit(ids...); len(codes) != 1 || codes[0] == kerr.TopicAuthorizationFailed.Code || codes[0] == kerr.OperationNotAttempted.Code {
+			t.Fatalf("%x: %v, want the coordinator's answer", ids, codes)
+		}
 	}
 }
