@@ -213,3 +213,18 @@ func TestParseBrokerDoesNotRetainInput(t *testing.T) {
 		t.Fatal("Raw aliases the input map")
 	}
 }
+
+// TestCordonedLogDirsRefused: cordoned.log.dirs (KIP-1066) is refused on a running broker too,
+// naming the key; the cluster-wide default resource refuses it first as a per-broker key, as
+// Kafka does. Empty (its default) is accepted.
+func TestCordonedLogDirsRefused(t *testing.T) {
+	if err := ValidateBrokerDynamic("cordoned.log.dirs", "/a"); err == nil || !strings.Contains(err.Error(), "cordoned.log.dirs") || !strings.Contains(err.Error(), "KIP-1066") {
+		t.Errorf("per broker: %v", err)
+	}
+	if err := ValidateBrokerDynamicDefault("cordoned.log.dirs", "*"); err == nil || !strings.Contains(err.Error(), "broker id must be specified: cordoned.log.dirs") {
+		t.Errorf("cluster default: %v", err)
+	}
+	if err := ValidateBrokerDynamic("cordoned.log.dirs", ""); err != nil {
+		t.Errorf("empty: %v", err)
+	}
+}
