@@ -1,6 +1,6 @@
 package broker
 
-// Fetch, key 1: v0–v17.
+// Fetch, key 1: v0–v18.
 //
 // v0–v3 are the versions of consumers that cannot read RecordBatch v2, served as Kafka 3.x
 // served them though Kafka 4 refuses them (KIP-896): the records read are converted down to
@@ -28,6 +28,10 @@ package broker
 // NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH carries its current leader, v16+ with the
 // leaders' endpoints (KIP-951, leader_hints.go).
 //
+// v17 adds the follower's directory ID and v18 its known high watermark (KIP-853, KIP-1166),
+// both tagged fields for KRaft voters fetching the metadata log; a broker's Fetch ignores them,
+// as Kafka's ReplicaManager does, and the response of v17 and v18 is v16's.
+//
 // A fetch with a replica ID >= 0 is a follower's (follower_fetch.go): it reads up to the log
 // end, not the HW, and its fetch offset is the follower's log end, which moves the HW.
 //
@@ -50,7 +54,7 @@ import (
 	"sluice/wire"
 )
 
-func init() { register(1, 0, 17, (*Broker).handleFetch) }
+func init() { register(1, 0, 18, (*Broker).handleFetch) }
 
 // maxFetchWait bounds MaxWaitMillis so a parked fetch always answers.
 const maxFetchWait = 5 * time.Minute

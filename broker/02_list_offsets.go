@@ -1,6 +1,6 @@
 package broker
 
-// ListOffsets, key 2: v0–v10.
+// ListOffsets, key 2: v0–v11.
 //
 // v0 (removed by Kafka 4, KIP-896; served as Kafka 3.x's handleListOffsetRequestV0) answers a
 // list of at most MaxNumOffsets offsets, newest first: for -1 the high watermark followed by
@@ -11,7 +11,10 @@ package broker
 // Special timestamps: -2 earliest (log start offset), -1 latest (the high watermark; the last
 // stable offset for read_committed), -3 (v7+) the offset of the largest timestamp, -4 (v8+)
 // earliest local (= earliest: sluice has no tiered storage), -5 (v9+) latest tiered (none:
-// offset -1). Any other timestamp finds the first offset whose timestamp is at least it, or
+// offset -1), -6 (v11+, KIP-1023) earliest pending upload: timestamp, offset and leader epoch
+// -1, what Kafka 4.4's UnifiedLog answers for a topic without remote storage (sluice has none);
+// before v11, -6 is refused with INVALID_REQUEST like any other negative timestamp. Any other
+// timestamp finds the first offset whose timestamp is at least it, or
 // offset -1 when there is none below the high watermark. v4+ checks the client's current leader
 // epoch and answers the leader epoch of the found offset.
 
@@ -26,7 +29,7 @@ import (
 	"sluice/wire"
 )
 
-func init() { registerSync(2, 0, 10, (*Broker).handleListOffsets) }
+func init() { registerSync(2, 0, 11, (*Broker).handleListOffsets) }
 
 // The special timestamps of ListOffsets.
 const (
@@ -35,6 +38,8 @@ const (
 	listMaxTimestamp  = -3
 	listEarliestLocal = -4
 	listLatestTiered  = -5
+	// listEarliestPendingUpload (v11+) is the first offset not yet uploaded to remote storage.
+	listEarliestPendingUpload = -6
 )
 
 func (b *Broker) handleListOffsets(_ context.Context, conn *wire.ConnInfo, req *kmsg.ListOffsetsRequest) (kmsg.Response, error) {
@@ -93,6 +98,13 @@ func (b *Broker) listOffset(im *controller.Image, req *kmsg.ListOffsetsRequest, 
 		}
 	case listLatestTiered:
 		// No tiered storage: nothing was ever uploaded.
+	case listEarliestPendingUpload:
+		if req.Version < 11 {
+			out.ErrorCode = kerr.InvalidRequest.Code
+			return
+		}
+		// No remote storage: Kafka answers -1 for the offset, timestamp and leader epoch
+		// (UnifiedLog.fetchEarliestPendingUploadOffset when remote log is disabled).
 	default:
 		if rp.Timestamp < 0 {
 			out.ErrorCode = kerr.InvalidRequest.Code

@@ -1,6 +1,6 @@
 package broker
 
-// TxnOffsetCommit, key 28: v0–v5.
+// TxnOffsetCommit, key 28: v0–v6.
 //
 // Served by the group coordinator: the offsets are appended to the group's __consumer_offsets
 // partition inside the producer's transaction and stay invisible to OffsetFetch
@@ -12,7 +12,9 @@ package broker
 // appended): v0–v4 verify only — the producer added the group's partition with
 // AddOffsetsToTxn, else INVALID_TXN_STATE — and v5, transaction version 2 (KIP-890 part 2,
 // no AddOffsetsToTxn), adds the partition to the transaction through the same verification a
-// transactional produce goes through.
+// transactional produce goes through. v6 (KIP-1319) names topics by ID and answers
+// GROUP_ID_NOT_FOUND, STALE_MEMBER_EPOCH and UNKNOWN_TOPIC_ID where older versions answer
+// ILLEGAL_GENERATION or have no ID to refuse (coordinator/txn_offsets.go).
 
 import (
 	"context"
@@ -26,7 +28,7 @@ import (
 )
 
 func init() {
-	register(28, 0, 5, func(b *Broker, ctx context.Context, w *wire.Request, respond wire.Respond) {
+	register(28, 0, 6, func(b *Broker, ctx context.Context, w *wire.Request, respond wire.Respond) {
 		req, ok := w.Body.(*kmsg.TxnOffsetCommitRequest)
 		if !ok {
 			respond(nil, errUnexpectedBody)

@@ -1,6 +1,6 @@
 package broker
 
-// DescribeLogDirs, key 35: v0–v4.
+// DescribeLogDirs, key 35: v0–v5.
 //
 // Every log directory of log.dirs is answered (log_dirs.go), each with the hosted partitions
 // it holds (all of them with a null topic list, else the requested ones), leaders and
@@ -27,7 +27,9 @@ package broker
 // segments, the largest of a partition's series is what the setting keeps in all. README
 // ("Retention until consumed") and the key's DescribeConfigs doc point there.
 //
-// Not done: v5 (cordoned directories, KIP-1066).
+// v5 (KIP-1066) adds IsCordoned per directory: always false, since sluice cannot cordon a
+// directory yet (cordoned.log.dirs is refused at start, naming the key), which is what Kafka
+// 4.4 answers for a broker without cordoned.log.dirs.
 
 import (
 	"context"
@@ -40,7 +42,7 @@ import (
 	"sluice/wire"
 )
 
-func init() { registerSync(35, 0, 4, (*Broker).handleDescribeLogDirs) }
+func init() { registerSync(35, 0, 5, (*Broker).handleDescribeLogDirs) }
 
 func (b *Broker) handleDescribeLogDirs(_ context.Context, _ *wire.ConnInfo, req *kmsg.DescribeLogDirsRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.DescribeLogDirsResponse)

@@ -40,9 +40,17 @@ type testBroker struct {
 // lateHandler forwards to a Broker set after the listener is up: the listener's port must be
 // known before the controller registers this broker's endpoint, and the Broker needs the
 // controller.
-type lateHandler struct{ b atomic.Pointer[Broker] }
+type lateHandler struct {
+	b atomic.Pointer[Broker]
+	// observe, when set, sees every request the listener hands on (which versions a client
+	// sends).
+	observe atomic.Pointer[func(*wire.Request)]
+}
 
 func (h *lateHandler) Handle(ctx context.Context, req *wire.Request, respond wire.Respond) {
+	if f := h.observe.Load(); f != nil {
+		(*f)(req)
+	}
 	b := h.b.Load()
 	if b == nil {
 		respond(nil, errUnexpectedBody)

@@ -97,9 +97,12 @@ func (b *Broker) authorizeTxnCall(conn *wire.ConnInfo, req kmsg.Request) kmsg.Re
 		}
 		topicCodes := make([]int16, len(r.Topics))
 		anyDenied := code != 0
+		im := b.ctrl.Image()
 		for i, t := range r.Topics {
 			topicCodes[i] = code
-			if code == 0 && !b.allowedTopic(conn, authz.OpRead, t.Topic) {
+			// v6 names topics by ID; an ID this broker does not know is the coordinator's
+			// UNKNOWN_TOPIC_ID.
+			if name := topicName(im, t.Topic, t.TopicID); code == 0 && name != "" && !b.allowedTopic(conn, authz.OpRead, name) {
 				topicCodes[i], anyDenied = kerr.TopicAuthorizationFailed.Code, true
 			}
 		}

@@ -2,7 +2,7 @@ package broker
 
 // The fetch response's wire encoding, written here rather than by kmsg so that record batches
 // go from segment files to the socket with sendfile (wire.SplicedResponse) instead of being
-// copied through user space. It produces exactly kmsg's FetchResponse encoding for v4–v17
+// copied through user space. It produces exactly kmsg's FetchResponse encoding for v4–v18
 // (fetch_encode_test.go compares them), except that UnknownTags, which sluice never sets, are
 // not written. v0–v3 responses carry down-converted records inline (legacy_records.go) and are
 // encoded by kmsg itself.

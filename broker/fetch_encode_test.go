@@ -30,7 +30,7 @@ func TestSplicedFetchEncodingMatchesKmsg(t *testing.T) {
 		t.Fatal(err)
 	}
 	rack := "r1"
-	for version := int16(4); version <= 17; version++ {
+	for version := int16(4); version <= 18; version++ {
 		for trial := 0; trial < 20; trial++ {
 			want := kmsg.NewPtrFetchResponse()
 			want.Version = version

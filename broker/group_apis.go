@@ -7,7 +7,7 @@ package broker
 //
 //	OffsetCommit (8) v0–10 · OffsetFetch (9) v0–10 · JoinGroup (11) v0–9 · Heartbeat (12) v0–4 ·
 //	LeaveGroup (13) v0–5 · SyncGroup (14) v0–5 · DescribeGroups (15) v0–6 · ListGroups (16) v0–5 ·
-//	DeleteGroups (42) v0–2 · OffsetDelete (47) v0 · ConsumerGroupHeartbeat (68) v0–1 ·
+//	DeleteGroups (42) v0–3 · OffsetDelete (47) v0 · ConsumerGroupHeartbeat (68) v0–1 ·
 //	ConsumerGroupDescribe (69) v0–1
 //
 // Group IDs are one namespace for every group type, as in Kafka: a group of one type does not
@@ -19,6 +19,13 @@ package broker
 // consumer or streams group's ID, is GROUP_ID_NOT_FOUND "Group <id> is not a share group."
 // (76_share_group_heartbeat.go). The share groups are this node's: a consumer group joining
 // through another node's coordinator does not see them (share groups are served on one node).
+//
+// DeleteGroups v3 adds a per-group ErrorMessage. Kafka 4.4 fills it only when deleting a
+// streams group's internal topics fails or a coordinator shard fails with a message of its own
+// (GroupCoordinatorService.deleteGroups); its per-group answers (GROUP_ID_NOT_FOUND,
+// NON_EMPTY_GROUP, INVALID_GROUP_ID) and its generic coordinator errors carry none. sluice
+// deletes no internal topics with a group and its coordinator errors are the generic ones, so
+// v3 answers null messages with v2's codes.
 
 import (
 	"context"
@@ -64,7 +71,7 @@ func init() {
 	registerGroupAPIBroker(16, 0, 5, func(b *Broker, ctx context.Context, _ *wire.Request, req *kmsg.ListGroupsRequest) (kmsg.Response, error) {
 		return b.listGroups(ctx, req)
 	})
-	registerGroupAPIBroker(42, 0, 2, func(b *Broker, ctx context.Context, _ *wire.Request, req *kmsg.DeleteGroupsRequest) (kmsg.Response, error) {
+	registerGroupAPIBroker(42, 0, 3, func(b *Broker, ctx context.Context, _ *wire.Request, req *kmsg.DeleteGroupsRequest) (kmsg.Response, error) {
 		return b.deleteGroups(ctx, req)
 	})
 	registerGroupAPI(47, 0, 0, func(c *coordinator.Coordinator, ctx context.Context, _ *wire.Request, req *kmsg.OffsetDeleteRequest) (kmsg.Response, error) {

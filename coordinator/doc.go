@@ -95,7 +95,7 @@
 //
 // Versions served: OffsetCommit 0–10, OffsetFetch 0–10, JoinGroup 0–9,
 // Heartbeat 0–4, LeaveGroup 0–5, SyncGroup 0–5, DescribeGroups 0–6,
-// ListGroups 0–5, DeleteGroups 0–2, OffsetDelete 0, ConsumerGroupHeartbeat
+// ListGroups 0–5, DeleteGroups 0–3, OffsetDelete 0, ConsumerGroupHeartbeat
 // 0–1, ConsumerGroupDescribe 0–1, StreamsGroupHeartbeat 0–1,
 // StreamsGroupDescribe 0–1 (the kmsg v1.15.1 maxima).
 //

@@ -23,12 +23,18 @@ type txnOffsetKey struct {
 	partition int32
 }
 
-// TxnOffsetCommit handles TxnOffsetCommit (key 28) v0–v5. It answers once
+// TxnOffsetCommit handles TxnOffsetCommit (key 28) v0–v6. It answers once
 // the offsets are appended (committed to the log, still pending in the
 // transaction). v3+ carries the group's generation and member, checked by
 // validateTxnOffsetCommit (ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID,
 // FENCED_INSTANCE_ID); v0–v2 carry none and are checked as if they named
-// generation -1 and no member, as Kafka does.
+// generation -1 and no member, as Kafka does. v6 (KIP-1319) names topics by
+// ID (an unknown ID is UNKNOWN_TOPIC_ID for its partitions, as OffsetCommit
+// v10's) and answers the errors Kafka 4.4 maps to ILLEGAL_GENERATION for
+// older versions with their own codes: GROUP_ID_NOT_FOUND for a member's
+// commit to a group that does not exist, STALE_MEMBER_EPOCH for a KIP-848 or
+// streams member's other epoch (OffsetMetadataManager.
+// validateTransactionalOffsetCommit). It needs Config.Topics to resolve IDs.
 func (c *Coordinator) TxnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetCommitRequest) (*kmsg.TxnOffsetCommitResponse, error) {
 	errResp := func(code int16) *kmsg.TxnOffsetCommitResponse {
 		return TxnOffsetCommitAnswer(req, func(int) int16 { return code })
@@ -47,7 +53,7 @@ func TxnOffsetCommitAnswer(req *kmsg.TxnOffsetCommitRequest, code func(topic int
 	r := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
 	for i, t := range req.Topics {
 		rt := kmsg.NewTxnOffsetCommitResponseTopic()
-		rt.Topic = t.Topic
+		rt.Topic, rt.TopicID = t.Topic, t.TopicID
 		c := code(i)
 		for _, p := range t.Partitions {
 			rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
@@ -66,16 +72,26 @@ func (s *shard) txnOffsetCommit(req *kmsg.TxnOffsetCommitRequest, errResp func(i
 	if req.Version < 3 {
 		gen, member, instance = -1, "", nil // v0–v2 carry none: Kafka's defaults
 	}
+	byID := req.Version >= 6
 	g := s.groups[req.Group]
 	if g == nil {
 		if gen >= 0 {
-			reply(errResp(errIllegalGeneration))
+			if byID {
+				reply(errResp(kerr.GroupIDNotFound.Code))
+			} else {
+				reply(errResp(errIllegalGeneration))
+			}
 			return
 		}
 		g = s.newGroup(req.Group)
 	} else if code := g.validateTxnOffsetCommit(gen, member, instance); code != 0 {
-		reply(errResp(code))
-		return
+		if byID && code == errIllegalGeneration && (g.cg != nil || g.sg != nil) {
+			code = s.txnMemberEpochCode(g, req)
+		}
+		if code != 0 {
+			reply(errResp(code))
+			return
+		}
 	}
 	resp := TxnOffsetCommitAnswer(req, func(int) int16 { return 0 })
 	now := s.now().UnixMilli()
@@ -89,7 +105,7 @@ func (s *shard) txnOffsetCommit(req *kmsg.TxnOffsetCommitRequest, errResp func(i
 	for i := range req.Topics {
 		t := &req.Topics[i]
 		rt := &resp.Topics[i]
-		_, numPartitions, known, code := s.resolveTopic(false, t.Topic, [16]byte{})
+		name, numPartitions, known, code := s.resolveTopic(byID, t.Topic, t.TopicID)
 		for j := range t.Partitions {
 			p := &t.Partitions[j]
 			rp := &rt.Partitions[j]
@@ -98,12 +114,15 @@ func (s *shard) txnOffsetCommit(req *kmsg.TxnOffsetCommitRequest, errResp func(i
 				continue
 			}
 			e := &offsetEntry{offset: p.Offset, leaderEpoch: p.LeaderEpoch, commitTimestamp: now, expireTimestamp: -1}
+			if byID {
+				e.topicID = t.TopicID
+			}
 			if p.Metadata != nil {
 				e.metadata = *p.Metadata
 			}
-			key := txnOffsetKey{req.Group, t.Topic, p.Partition}
+			key := txnOffsetKey{req.Group, name, p.Partition}
 			pend = append(pend, pendingOffset{key, e, rp})
-			recs = append(recs, offsetRecord(req.Group, t.Topic, p.Partition, e))
+			recs = append(recs, offsetRecord(req.Group, name, p.Partition, e))
 		}
 	}
 	s.writeAs(req.ProducerID, req.ProducerEpoch, recs, func(code int16) {
@@ -169,6 +188,40 @@ func (g *group) validateTxnOffsetCommit(gen int32, member string, instance *stri
 		}
 		if gen != g.generation {
 			return errIllegalGeneration
+		}
+	}
+	return 0
+}
+
+// txnMemberEpochCode is a v6 commit's answer when its member epoch is not the
+// KIP-848 or streams member's (validateTxnOffsetCommit said
+// ILLEGAL_GENERATION), as Kafka 4.4's group validators decide it: a newer
+// epoch, or any epoch in a streams group, is STALE_MEMBER_EPOCH; an older one
+// stands (KIP-1251) when the member has held every partition of the commit
+// since that epoch, else STALE_MEMBER_EPOCH too. Partitions the commit refuses
+// anyway (unknown topic or partition, metadata too large) are not checked.
+// REQUIRES: shard event.
+func (s *shard) txnMemberEpochCode(g *group, req *kmsg.TxnOffsetCommitRequest) int16 {
+	if g.sg != nil {
+		return kerr.StaleMemberEpoch.Code
+	}
+	m := g.cg.members[req.MemberID]
+	if m == nil || req.Generation > m.epoch {
+		return kerr.StaleMemberEpoch.Code
+	}
+	for _, t := range req.Topics {
+		_, numPartitions, _, code := s.resolveTopic(true, t.Topic, t.TopicID)
+		if code != 0 {
+			continue
+		}
+		for _, p := range t.Partitions {
+			if p.Partition < 0 || p.Partition >= numPartitions ||
+				(p.Metadata != nil && len(*p.Metadata) > s.cfg.OffsetMetadataMaxBytes) {
+				continue
+			}
+			if !m.heldSince(req.Generation, t.TopicID, p.Partition) {
+				return kerr.StaleMemberEpoch.Code
+			}
 		}
 	}
 	return 0

@@ -229,3 +229,101 @@ func TestTxnOffsetCommitVersionsConsumerGroup(t *testing.T) {
 		}
 	}
 }
+
+// txnCommitV6 sends a TxnOffsetCommit at version (5 names topic, 6 its ID)
+// for one partition of one topic and returns the answer.
+func (h *harness) txnCommitV6(version int16, group string, gen int32, member string, topic string, id [16]byte, partition int32, offset int64) *kmsg.TxnOffsetCommitResponse {
+	h.t.Helper()
+	req := kmsg.NewPtrTxnOffsetCommitRequest()
+	req.Version = version
+	req.TransactionalID, req.Group, req.ProducerID, req.ProducerEpoch = "tx", group, 7, 0
+	req.Generation, req.MemberID = gen, member
+	t := kmsg.NewTxnOffsetCommitRequestTopic()
+	t.Topic, t.TopicID = topic, id
+	tp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+	tp.Partition, tp.Offset = partition, offset
+	t.Partitions = append(t.Partitions, tp)
+	req.Topics = append(req.Topics, t)
+	r, err := h.c.TxnOffsetCommit(ctx, req)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if len(r.Topics) != 1 || len(r.Topics[0].Partitions) != 1 || r.Topics[0].TopicID != id {
+		h.t.Fatalf("v%d answer %+v", version, r)
+	}
+	return r
+}
+
+// TxnOffsetCommit v6 (KIP-1319) against a KIP-848 consumer group, beside v5:
+// topics by ID (an unknown one UNKNOWN_TOPIC_ID), GROUP_ID_NOT_FOUND for a
+// member's commit to no group, STALE_MEMBER_EPOCH for a newer epoch or an
+// older one the member has not held the partition since, an older epoch
+// standing where it has (KIP-1251), as Kafka 4.4's
+// validateTransactionalOffsetCommit; v5 answers ILLEGAL_GENERATION to each
+// of those, as before. A v6 commit becomes the group's offset under the
+// topic's name at the commit marker.
+func TestTxnOffsetCommitV6ConsumerGroup(t *testing.T) {
+	h := cgHarness(t)
+	r := h.cgHeartbeat(cgReq{member: "m1", epoch: 0, topics: []string{"a"}})
+	if r.ErrorCode != 0 {
+		t.Fatalf("join: code %d", r.ErrorCode)
+	}
+	old := r.MemberEpoch
+	r = h.cgHeartbeat(cgReq{member: "m1", epoch: old, topics: []string{"a", "b"}})
+	if r.ErrorCode != 0 || r.MemberEpoch <= old {
+		t.Fatalf("subscribe to b: %+v %s", r, assigned(r))
+	}
+	epoch := r.MemberEpoch
+	code := func(r *kmsg.TxnOffsetCommitResponse) int16 { return r.Topics[0].Partitions[0].ErrorCode }
+	cases := []struct {
+		name    string
+		version int16
+		group   string
+		gen     int32
+		topic   string
+		id      [16]byte
+		want    int16
+	}{
+		{"v6 current epoch", 6, "cg", epoch, "", topicA, 0},
+		{"v5 current epoch", 5, "cg", epoch, "a", [16]byte{}, 0},
+		{"v6 unknown topic ID", 6, "cg", epoch, "", [16]byte{9}, kerr.UnknownTopicID.Code},
+		{"v6 newer epoch", 6, "cg", epoch + 1, "", topicA, kerr.StaleMemberEpoch.Code},
+		{"v5 newer epoch", 5, "cg", epoch + 1, "a", [16]byte{}, errIllegalGeneration},
+		{"v6 older epoch, partition held since", 6, "cg", old, "", topicA, 0},
+		{"v6 older epoch, partition assigned later", 6, "cg", old, "", topicB, kerr.StaleMemberEpoch.Code},
+		{"v5 older epoch", 5, "cg", old, "a", [16]byte{}, errIllegalGeneration},
+		{"v6 no group, with a generation", 6, "nogroup", 1, "", topicA, kerr.GroupIDNotFound.Code},
+		{"v5 no group, with a generation", 5, "nogroup", 1, "a", [16]byte{}, errIllegalGeneration},
+	}
+	for _, c := range cases {
+		h.load(c.group)
+		if got := code(h.txnCommitV6(c.version, c.group, c.gen, "m1", c.topic, c.id, 0, 4)); got != c.want {
+			t.Errorf("%s: code %d (%s), want %d (%s)", c.name, got, codeName(got), c.want, codeName(c.want))
+		}
+	}
+
+	// The v6 commit is pending under a's name and becomes the offset at the marker.
+	l := h.load("cg")
+	h.txnCommitV6(6, "cg", epoch, "m1", "", topicA, 1, 11)
+	l.appendControl(7, 0, true)
+	h.c.CompleteTxnOffsets(h.c.PartitionFor("cg"), 7, true)
+	if got := h.fetch("cg", "a", 1); !slices.Equal(got, []int64{11}) {
+		t.Fatalf("a-1 after the commit marker: %v", got)
+	}
+}
+
+// A v6 commit into a classic group: another generation stays
+// ILLEGAL_GENERATION (a classic group has no member epochs).
+func TestTxnOffsetCommitV6Classic(t *testing.T) {
+	topics := fakeTopics{"a": {id: topicA, parts: 4}}
+	h := newHarness(t, func(c *Config) { c.Topics = topics })
+	h.load("g")
+	ids, gen := h.formGroup("g", 1)
+	code := func(r *kmsg.TxnOffsetCommitResponse) int16 { return r.Topics[0].Partitions[0].ErrorCode }
+	if got := code(h.txnCommitV6(6, "g", gen, ids[0], "", topicA, 0, 3)); got != 0 {
+		t.Fatalf("v6 member and generation: %s", codeName(got))
+	}
+	if got := code(h.txnCommitV6(6, "g", gen+1, ids[0], "", topicA, 0, 3)); got != errIllegalGeneration {
+		t.Fatalf("v6 other generation: %s, want ILLEGAL_GENERATION", codeName(got))
+	}
+}

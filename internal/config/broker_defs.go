@@ -92,10 +92,11 @@ func ValidateBroker(key, value string) error {
 	return d.Check(value)
 }
 
-// isPerBrokerName: listener and security settings, which Kafka only lets change per broker.
+// isPerBrokerName: listener and security settings and cordoned.log.dirs (whose entries are one
+// broker's directories), which Kafka only lets change per broker (PER_BROKER_CONFIGS).
 func isPerBrokerName(name string) bool {
 	switch name {
-	case "listeners", "listener.security.protocol.map", "principal.builder.class":
+	case "listeners", "listener.security.protocol.map", "principal.builder.class", "cordoned.log.dirs":
 		return true
 	}
 	return strings.HasPrefix(name, "ssl.") || strings.HasPrefix(name, "sasl.")

@@ -80,6 +80,8 @@ var brokerTable = []*Def{
 		Doc: "Length of one controller mutation quota sample."},
 	{Name: "controller.socket.timeout.ms", Type: TypeInt, Default: str("30000"), ReadOnly: true,
 		Doc: "Socket timeout of broker-to-controller channels."},
+	{Name: "cordoned.log.dirs", Type: TypeList, Default: str(""),
+		Doc: "Log directories (entries of log.dirs, or * for all) that take no new partitions (KIP-1066)."},
 	{Name: "create.topic.policy.class.name", Type: TypeClass, Default: nil, ReadOnly: true,
 		Doc: "Java class checking CreateTopics requests; Java plugins cannot run in sluice."},
 	{Name: "default.replication.factor", Type: TypeInt, Default: str("1"), ReadOnly: true,

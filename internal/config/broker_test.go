@@ -154,6 +154,7 @@ func TestParseBrokerErrors(t *testing.T) {
 		{map[string]string{"log.dirs": "/a,,/b"}, "log.dirs", "without empty entries"},
 		{map[string]string{"log.dirs": "/a,/b,/a/"}, "log.dirs", "lists /a/ twice"},
 		{map[string]string{"log.dir": " "}, "log.dir", "must not be empty"},
+		{map[string]string{"cordoned.log.dirs": "/a"}, "cordoned.log.dirs", "cordoning log directories (KIP-1066) is not implemented yet"},
 		{map[string]string{"replica.fetch.wait.max.ms": "31000", "replica.lag.time.max.ms": "60000"}, "replica.fetch.wait.max.ms", "must not be greater than replica.socket.timeout.ms"},
 		{map[string]string{"controller.quorum.voters": "2@h:9093", "controller.listener.names": "C", "listeners": "PLAINTEXT://:9092,C://:9093", "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,C:PLAINTEXT"}, "controller.quorum.voters", "must include this node (node.id 1)"},
 		{map[string]string{"process.roles": "broker", "controller.quorum.voters": "1@h:9093", "controller.listener.names": "C"}, "controller.quorum.voters", "must not include this node"},
@@ -210,5 +211,20 @@ func TestParseBrokerDoesNotRetainInput(t *testing.T) {
 	props["num.partitions"] = "4"
 	if b.Raw["num.partitions"] != "3" {
 		t.Fatal("Raw aliases the input map")
+	}
+}
+
+// TestCordonedLogDirsRefused: cordoned.log.dirs (KIP-1066) is refused on a running broker too,
+// naming the key; the cluster-wide default resource refuses it first as a per-broker key, as
+// Kafka does. Empty (its default) is accepted.
+func TestCordonedLogDirsRefused(t *testing.T) {
+	if err := ValidateBrokerDynamic("cordoned.log.dirs", "/a"); err == nil || !strings.Contains(err.Error(), "cordoned.log.dirs") || !strings.Contains(err.Error(), "KIP-1066") {
+		t.Errorf("per broker: %v", err)
+	}
+	if err := ValidateBrokerDynamicDefault("cordoned.log.dirs", "*"); err == nil || !strings.Contains(err.Error(), "broker id must be specified: cordoned.log.dirs") {
+		t.Errorf("cluster default: %v", err)
+	}
+	if err := ValidateBrokerDynamic("cordoned.log.dirs", ""); err != nil {
+		t.Errorf("empty: %v", err)
 	}
 }

@@ -19,6 +19,7 @@ var authorizerKeys = map[string]bool{"super.users": true, "allow.everyone.if.no.
 // default), which the 4.1.1 dump cannot list.
 var laterKafkaKeys = map[string]bool{
 	"group.streams.initial.rebalance.delay.ms": true, // Kafka 4.2 (KAFKA-19829), default 3000
+	"cordoned.log.dirs":                        true, // Kafka 4.2+ (KIP-1066), default empty; sluice refuses it (NotYet)
 }
 
 // TestDefsMatchKafka checks every definition against the ConfigDefs dumped from Kafka 4.1.1:

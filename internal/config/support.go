@@ -192,6 +192,9 @@ var brokerSupport = []supportGroup{
 	{NoEffect, "the transaction coordinator loads __transaction_state in 1 MiB reads", []string{
 		"transaction.state.log.load.buffer.size",
 	}},
+	{NotYet, "cordoning log directories (KIP-1066) is not implemented yet: DescribeLogDirs answers every directory not cordoned", []string{
+		"cordoned.log.dirs",
+	}},
 	{NotYet, "two-phase commit with an external transaction manager (KIP-939) is not implemented yet", []string{
 		"transaction.two.phase.commit.enable",
 	}},
