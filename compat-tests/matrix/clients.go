@@ -15,7 +15,7 @@ import (
 // Clients is the row order of COMPAT.md.
 func Clients() []*Client {
 	return []*Client{
-		{ID: "franz-go", Name: "franz-go v1.22 (kgo + kadm)", Family: "franz-go", Run: runFranz, Quick: "group"},
+		{ID: "franz-go", Name: "franz-go v1.22 (kgo + kadm)", Family: "franz-go", Run: runFranz, Share: runFranzShare, Quick: "group"},
 		{ID: "kcat", Name: "kcat (librdkafka, Debian)", Family: "librdkafka", Prepare: needCommand("kcat"), Run: runKcat, Quick: "keys-headers"},
 		{ID: "kcat-0.9", Name: "kcat (librdkafka) with api.version.request=false, broker.version.fallback=0.9.0", Family: "librdkafka", Prepare: needCommand("kcat"), Run: runKcatOld, Timeout: oldClientTimeout},
 		scriptClient("confluent-python", "confluent-kafka-python (librdkafka, Debian)", "librdkafka", "confluent_kafka", "confluent.py", "produce-zstd"),
