@@ -31,10 +31,12 @@ func Clients() []*Client {
 		{ID: "sarama-0.10", Name: "sarama v1.61.1 with Version V0_10_2_0 (old protocol versions)", Family: "sarama", Run: runSaramaOld, Timeout: oldClientTimeout},
 		{ID: "sarama-0.8", Name: "sarama v1.61.1 with Version V0_8_2_0 (magic 0, v0 requests)", Family: "sarama", Run: runSaramaV08, Timeout: oldClientTimeout},
 		{ID: "kafka-go", Name: "segmentio/kafka-go v0.4.51", Family: "kafka-go", Run: runKafkaGo, Quick: "produce-snappy"},
-		javaClient("java-producer", "Java producer (kafka-clients 4.4.0, idempotent)", "producer", "produce-lz4"),
-		javaClient("java-consumer-classic", "Java consumer, classic protocol", "consumer-classic", ""),
-		javaClient("java-consumer-848", "Java consumer, consumer protocol (KIP-848)", "consumer-848", "group"),
-		javaClient("java-admin", "Java Admin client", "admin", ""),
+		withShare(javaClient("java-producer", "Java producer (kafka-clients 4.4.0, idempotent)", "producer", "produce-lz4"), nil, javaShareElsewhere),
+		withShare(javaClient("java-consumer-classic", "Java consumer, classic protocol", "consumer-classic", ""), nil, javaShareElsewhere),
+		// The share cell of this row is KafkaShareConsumer (kafka-clients 4.4.0), the Java
+		// client's share consumer, whose group protocol is KIP-848's.
+		withShare(javaClient("java-consumer-848", "Java consumer, consumer protocol (KIP-848)", "consumer-848", "group"), runJavaShare, ""),
+		withShare(javaClient("java-admin", "Java Admin client", "admin", ""), nil, javaShareElsewhere),
 		cliClient("kafka-topics", "kafka-topics (TopicCommand)", runKafkaTopics, "admin"),
 		cliClient("console-producer", "kafka-console-producer", runConsoleProducer, ""),
 		cliClient("console-consumer", "kafka-console-consumer", runConsoleConsumer, ""),
@@ -50,6 +52,15 @@ func Clients() []*Client {
 		{ID: "connect", Name: "Kafka Connect " + connectVersion + " standalone, FileStream source and sink connectors", Family: "connect", Prepare: prepareConnect, Run: runConnect, Timeout: 180 * time.Second},
 		{ID: "streams", Name: "Kafka Streams 4.4.0 word count", Family: "java", Prepare: prepareJava, Run: runStreams, Timeout: 150 * time.Second},
 	}
+}
+
+// javaShareElsewhere is the n/a reason of the Java rows other than the KIP-848 consumer's.
+const javaShareElsewhere = "not a consumer: the Java client's share consumer (KafkaShareConsumer) is in the KIP-848 consumer row"
+
+// withShare sets a client's share cell runner, or the reason it has none.
+func withShare(c *Client, run CellFunc, noShare string) *Client {
+	c.Share, c.NoShare = run, noShare
+	return c
 }
 
 // oldClientTimeout bounds the old-protocol row's cells: a client whose requests sluice refuses

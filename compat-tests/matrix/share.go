@@ -287,3 +287,17 @@ func runFranzShare(ctx context.Context, e *Env) error {
 	}
 	return e.VerifyShare(ctx, ledger)
 }
+
+// runJavaShare is the share cell of the Java client: clients/ShareCompat.java, two
+// KafkaShareConsumers with explicit acknowledgement.
+func runJavaShare(ctx context.Context, e *Env) error {
+	out, err := e.Tools.Java(ctx, e, "", "ShareCompat", e.Addr, e.Topic, e.Group)
+	if err != nil {
+		return err
+	}
+	ds, err := parseShareLedger(out)
+	if err != nil {
+		return err
+	}
+	return e.VerifyShare(ctx, ds)
+}
