@@ -40,6 +40,7 @@ func Clients() []*Client {
 		cliClient("kafka-topics", "kafka-topics (TopicCommand)", runKafkaTopics, "admin"),
 		cliClient("console-producer", "kafka-console-producer", runConsoleProducer, ""),
 		cliClient("console-consumer", "kafka-console-consumer", runConsoleConsumer, ""),
+		withShare(cliClient("console-share-consumer", "kafka-console-share-consumer", noScenario("kafka-console-share-consumer only consumes in share groups"), ""), runConsoleShare, ""),
 		cliClient("consumer-groups", "kafka-consumer-groups", runConsumerGroups, ""),
 		cliClient("kafka-configs", "kafka-configs (ConfigCommand)", runKafkaConfigs, ""),
 		cliClient("get-offsets", "kafka-get-offsets (GetOffsetShell)", runGetOffsets, ""),
@@ -663,4 +664,10 @@ func runStreams(ctx context.Context, e *Env) error {
 	}
 	_, err := e.Tools.Java(ctx, e, "", "WordCount", e.Addr, e.Topic, e.Group, guarantee)
 	return err
+}
+
+// noScenario is the Run of a row that has only its share cell: every other scenario is n/a with
+// reason.
+func noScenario(reason string) CellFunc {
+	return func(context.Context, *Env) error { return na("%s", reason) }
 }

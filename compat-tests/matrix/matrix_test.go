@@ -149,3 +149,35 @@ func TestReportSecuritySection(t *testing.T) {
 		t.Errorf("a client with no security cell has a security row:\n%s", sec)
 	}
 }
+
+// TestConsoleShareLedger: the console share cell's ledger check (reject v0, release, accept).
+func TestConsoleShareLedger(t *testing.T) {
+	out := "Offset:0\tDelivery:1\tv0\nProcessed a total of 1 messages\n"
+	ds, err := parseConsoleShare("rejecter", "reject", out)
+	if err != nil || len(ds) != 1 || ds[0] != (shareDelivery{"rejecter", 0, "v0", 1, "reject"}) {
+		t.Fatalf("parse: %+v %v", ds, err)
+	}
+	for i := 1; i < seedCount; i++ {
+		ds = append(ds, shareDelivery{"releaser", int64(i), fmt.Sprintf("v%d", i), 1, "release"})
+	}
+	for i := 1; i < seedCount; i++ {
+		ds = append(ds, shareDelivery{[]string{"c1", "c2"}[i%2], int64(i), fmt.Sprintf("v%d", i), 2, "accept"})
+	}
+	if err := verifyConsoleShareLedger(ds); err != nil {
+		t.Fatalf("the KIP-932 outcome fails: %v", err)
+	}
+	for name, c := range map[string]struct {
+		ds   []shareDelivery
+		want string
+	}{
+		"rejected back":     {append(ds[:len(ds):len(ds)], shareDelivery{"c1", 0, "v0", 2, "accept"}), "v0 delivered [rejecter#1 reject, c1#2 accept]"},
+		"accepted twice":    {append(ds[:len(ds):len(ds)], shareDelivery{"c1", 4, "v4", 3, "accept"}), "v4 delivered [releaser#1 release, c1#2 accept, c1#3 accept]"},
+		"count not rising":  {append(append(ds[:10:10], shareDelivery{"c1", 1, "v1", 1, "accept"}), ds[11:]...), "v1 delivered [releaser#1 release, c1#1 accept]"},
+		"released not back": {ds[:len(ds)-1], "v9 delivered [releaser#1 release]"},
+	} {
+		err := verifyConsoleShareLedger(c.ds)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: got %v, want an error with %q", name, err, c.want)
+		}
+	}
+}

@@ -167,14 +167,16 @@ func strPtr(s *string) string {
 	return *s
 }
 
-// VerifyShare checks a share cell: the client's ledger, then the group's share-partition start
+// VerifyShare checks a share cell: the client's ledger (unless nil: checked by the caller), then the group's share-partition start
 // offset, which must reach seedCount (acknowledgements sent at close may land just after the
 // client exits, so it is waited for, with the cell's deadline).
 func (e *Env) VerifyShare(ctx context.Context, ds []shareDelivery) error {
-	if err := verifyShareLedger(ds); err != nil {
-		return err
+	if ds != nil {
+		if err := verifyShareLedger(ds); err != nil {
+			return err
+		}
+		e.Log.Printf("[harness] ledger: %d deliveries; every record accepted once except %s (released once, accepted on delivery 2) and %s (rejected once)", len(ds), shareReleased, shareRejected)
 	}
-	e.Log.Printf("[harness] ledger: %d deliveries; every record accepted once except %s (released once, accepted on delivery 2) and %s (rejected once)", len(ds), shareReleased, shareRejected)
 	cl, err := e.client()
 	if err != nil {
 		return err
@@ -300,4 +302,135 @@ func runJavaShare(ctx context.Context, e *Env) error {
 		return err
 	}
 	return e.VerifyShare(ctx, ds)
+}
+
+// The console share consumer acknowledges every record it prints the same way (accept, or
+// --release, or --reject), so its share cell runs it in three steps over the seeded records:
+//
+//  1. one console consumer with --reject --max-messages 1 rejects v0 (records it acquired but
+//     did not print go back when it closes);
+//  2. one with --release --max-messages 9 releases the nine others;
+//  3. two running at once (the default, accept) with --timeout-ms share the nine: each must be
+//     accepted by exactly one of them, and v0 is never delivered again.
+//
+// A record's delivery count must rise with each delivery (step 1 may have acquired records it
+// did not print, which counts a delivery the ledger does not show).
+const consoleShareIdle = "5000" // --timeout-ms of step 3: exit after 5 s without a record
+
+// runConsoleShare is the share cell of kafka-console-share-consumer.
+func runConsoleShare(ctx context.Context, e *Env) error {
+	const cls = "org.apache.kafka.tools.consumer.ConsoleShareConsumer"
+	console := func(name string, args ...string) ([]shareDelivery, error) {
+		out, err := e.Tools.Java(ctx, e, "", cls, append([]string{"--bootstrap-server", e.Addr, "--topic", e.Topic, "--group", e.Group,
+			"--formatter-property", "print.offset=true", "--formatter-property", "print.delivery=true"}, args...)...)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		ack := "accept"
+		for _, a := range args {
+			if a == "--reject" || a == "--release" {
+				ack = a[2:]
+			}
+		}
+		return parseConsoleShare(name, ack, out)
+	}
+	ledger, err := console("rejecter", "--reject", "--max-messages", "1", "--timeout-ms", "20000")
+	if err != nil {
+		return err
+	}
+	ds, err := console("releaser", "--release", "--max-messages", "9", "--timeout-ms", "20000")
+	if err != nil {
+		return err
+	}
+	ledger = append(ledger, ds...)
+	var wg sync.WaitGroup
+	res := make([][]shareDelivery, 2)
+	errs := make([]error, 2)
+	for i, name := range []string{"c1", "c2"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res[i], errs[i] = console(name, "--timeout-ms", consoleShareIdle)
+		}()
+	}
+	wg.Wait()
+	for i := range res {
+		if errs[i] != nil {
+			return errs[i]
+		}
+		ledger = append(ledger, res[i]...)
+	}
+	for _, d := range ledger {
+		e.Log.Printf("%s", d)
+	}
+	if err := verifyConsoleShareLedger(ledger); err != nil {
+		return err
+	}
+	return e.VerifyShare(ctx, nil)
+}
+
+// parseConsoleShare reads the console share consumer's "Offset:<o>\tDelivery:<n>\t<value>" lines.
+func parseConsoleShare(consumer, ack, out string) ([]shareDelivery, error) {
+	var ds []shareDelivery
+	for _, line := range strings.Split(out, "\n") {
+		if !strings.HasPrefix(line, "Offset:") {
+			continue
+		}
+		f := strings.SplitN(line, "\t", 3)
+		if len(f) != 3 || !strings.HasPrefix(f[1], "Delivery:") {
+			return nil, fmt.Errorf("%s: unexpected line %q", consumer, line)
+		}
+		off, err1 := strconv.ParseInt(strings.TrimPrefix(f[0], "Offset:"), 10, 64)
+		n, err2 := strconv.Atoi(strings.TrimPrefix(f[1], "Delivery:"))
+		if err1 != nil || err2 != nil {
+			return nil, fmt.Errorf("%s: unexpected line %q", consumer, line)
+		}
+		ds = append(ds, shareDelivery{Consumer: consumer, Offset: off, Value: f[2], Count: n, Ack: ack})
+	}
+	return ds, nil
+}
+
+// verifyConsoleShareLedger checks the console cell's ledger: v0 delivered once and rejected;
+// every other seeded record released zero or more times and then accepted exactly once, by one
+// of the two accepting consumers, its delivery count rising with each delivery.
+func verifyConsoleShareLedger(ds []shareDelivery) error {
+	by := map[string][]shareDelivery{}
+	for _, d := range ds {
+		by[d.Value] = append(by[d.Value], d)
+	}
+	var problems []string
+	for i := 0; i < seedCount; i++ {
+		v := fmt.Sprintf("v%d", i)
+		got := by[v]
+		delete(by, v)
+		var desc []string
+		ok := len(got) > 0
+		for j, d := range got {
+			desc = append(desc, fmt.Sprintf("%s#%d %s", d.Consumer, d.Count, d.Ack))
+			ok = ok && d.Offset == int64(i) && d.Count >= 1 && (j == 0 || d.Count > got[j-1].Count)
+			switch {
+			case i == 0:
+				ok = ok && len(got) == 1 && d.Ack == "reject"
+			case j < len(got)-1:
+				ok = ok && d.Ack == "release"
+			default:
+				ok = ok && d.Ack == "accept"
+			}
+		}
+		if !ok {
+			want := "released 0 or more times, then accepted once, delivery counts rising"
+			if i == 0 {
+				want = "rejected once, never again"
+			}
+			problems = append(problems, fmt.Sprintf("%s delivered [%s], want %s", v, strings.Join(desc, ", "), want))
+		}
+	}
+	for v := range by {
+		problems = append(problems, fmt.Sprintf("unexpected record %q delivered", v))
+	}
+	if len(problems) > 0 {
+		sort.Strings(problems)
+		return fmt.Errorf("verify share: %s", strings.Join(problems, "; "))
+	}
+	return nil
 }
