@@ -20,7 +20,7 @@ func Clients() []*Client {
 		{ID: "kcat-0.9", Name: "kcat (librdkafka) with api.version.request=false, broker.version.fallback=0.9.0", Family: "librdkafka", Prepare: needCommand("kcat"), Run: runKcatOld, Timeout: oldClientTimeout},
 		scriptClient("confluent-python", "confluent-kafka-python (librdkafka, Debian)", "librdkafka", "confluent_kafka", "confluent.py", "produce-zstd"),
 		scriptClient("kafka-python", "kafka-python (Debian)", "kafka-python", "kafka", "kafkapython.py", "consume-begin"),
-		venvScript("confluent-pypi", "confluent-kafka-python "+pypiConfluentKafka+" (PyPI, bundled librdkafka "+pypiConfluentLibrdkf+")", "librdkafka-pypi", "confluent.py", "transactions"),
+		withShare(venvScript("confluent-pypi", "confluent-kafka-python "+pypiConfluentKafka+" (PyPI, bundled librdkafka "+pypiConfluentLibrdkf+")", "librdkafka-pypi", "confluent.py", "transactions"), runConfluentShare, ""),
 		venvScript("kafka-python-2", "kafka-python "+pypiKafkaPython+" (PyPI)", "kafka-python-2", "kafkapython.py", "transactions"),
 		venvScript("aiokafka", "aiokafka "+pypiAiokafka+" (PyPI)", "aiokafka", "aiokafka_compat.py", "exactly-once"),
 		{ID: "kafkajs", Name: "kafkajs " + kafkajsVersion + " (npm)", Family: "kafkajs", Prepare: prepareNode, Run: runKafkajs, Quick: "produce-gzip"},

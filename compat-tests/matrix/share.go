@@ -19,6 +19,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -433,4 +434,22 @@ func verifyConsoleShareLedger(ds []shareDelivery) error {
 		return fmt.Errorf("verify share: %s", strings.Join(problems, "; "))
 	}
 	return nil
+}
+
+// runConfluentShare is the share cell of confluent-kafka-python from PyPI: clients/
+// confluent_share.py, two ShareConsumers with explicit acknowledgement.
+func runConfluentShare(ctx context.Context, e *Env) error {
+	python, err := e.Tools.PythonVenv(ctx)
+	if err != nil {
+		return err
+	}
+	out, err := runProgram(ctx, e.Log, e.Dir, nil, "", python, filepath.Join(e.Tools.scripts, "confluent_share.py"), e.Addr, e.Topic, e.Group)
+	if err != nil {
+		return err
+	}
+	ds, err := parseShareLedger(out)
+	if err != nil {
+		return err
+	}
+	return e.VerifyShare(ctx, ds)
 }
