@@ -26,6 +26,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -183,37 +184,43 @@ func (e *Env) VerifyShare(ctx context.Context, ds []shareDelivery) error {
 		return err
 	}
 	defer cl.Close()
+	brokers, err := kadm.NewClient(cl).ListBrokers(ctx)
+	if err != nil {
+		return err
+	}
+	// The request names the partition: without topics sluice lists only the share partitions
+	// the answering node knows (on a cluster, share group membership is per node). Every node is
+	// asked until one has the group (GROUP_ID_NOT_FOUND elsewhere).
 	var last string
 	err = waitFor(ctx, func() error {
-		req := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
-		g := kmsg.NewDescribeShareGroupOffsetsRequestGroup()
-		g.GroupID = e.Group
-		req.Groups = append(req.Groups, g)
-		resp, err := req.RequestWith(ctx, cl)
-		if err != nil {
-			return err
-		}
-		for _, g := range resp.Groups {
-			if err := kerr.ErrorForCode(g.ErrorCode); err != nil {
-				return err
+		var errs []string
+		for _, b := range brokers {
+			req := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
+			g := kmsg.NewDescribeShareGroupOffsetsRequestGroup()
+			g.GroupID = e.Group
+			g.Topics = []kmsg.DescribeShareGroupOffsetsRequestGroupTopic{{Topic: e.Topic, Partitions: []int32{0}}}
+			req.Groups = append(req.Groups, g)
+			resp, err := req.RequestWith(ctx, cl.Broker(int(b.NodeID)))
+			if err == nil && (len(resp.Groups) != 1 || len(resp.Groups[0].Topics) != 1 || len(resp.Groups[0].Topics[0].Partitions) != 1) {
+				err = fmt.Errorf("unexpected response shape %+v", resp.Groups)
 			}
-			for _, t := range g.Topics {
-				for _, p := range t.Partitions {
-					if t.Topic != e.Topic || p.Partition != 0 {
-						continue
-					}
-					if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
-						return err
-					}
-					last = fmt.Sprintf("start offset %d, lag %d", p.StartOffset, p.Lag)
-					if p.StartOffset == seedCount {
-						return nil
-					}
-					return fmt.Errorf("share group %s: %s, want start offset %d", e.Group, last, seedCount)
+			if err == nil {
+				if err = kerr.ErrorForCode(resp.Groups[0].ErrorCode); err == nil {
+					err = kerr.ErrorForCode(resp.Groups[0].Topics[0].Partitions[0].ErrorCode)
 				}
 			}
+			if err != nil {
+				errs = append(errs, fmt.Sprintf("node %d: %v", b.NodeID, err))
+				continue
+			}
+			p := resp.Groups[0].Topics[0].Partitions[0]
+			last = fmt.Sprintf("start offset %d, lag %d (node %d)", p.StartOffset, p.Lag, b.NodeID)
+			if p.StartOffset == seedCount {
+				return nil
+			}
+			errs = append(errs, last)
 		}
-		return fmt.Errorf("share group %s: no offsets for %s[0]", e.Group, e.Topic)
+		return fmt.Errorf("DescribeShareGroupOffsets %s %s[0]: %s; want start offset %d", e.Group, e.Topic, strings.Join(errs, "; "), seedCount)
 	})
 	if err != nil {
 		return fmt.Errorf("verify share: %w", err)
