@@ -56,7 +56,7 @@ func Clients() []*Client {
 }
 
 // javaShareElsewhere is the n/a reason of the Java rows other than the KIP-848 consumer's.
-const javaShareElsewhere = "not a consumer: the Java client's share consumer (KafkaShareConsumer) is in the KIP-848 consumer row"
+const javaShareElsewhere = "the Java client's share consumer (KafkaShareConsumer) is in the KIP-848 consumer row"
 
 // withShare sets a client's share cell runner, or the reason it has none.
 func withShare(c *Client, run CellFunc, noShare string) *Client {
