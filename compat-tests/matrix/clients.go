@@ -16,10 +16,11 @@ import (
 func Clients() []*Client {
 	return []*Client{
 		{ID: "franz-go", Name: "franz-go v1.22 (kgo + kadm)", Family: "franz-go", Run: runFranz, Share: runFranzShare, Quick: "group"},
-		{ID: "kcat", Name: "kcat (librdkafka, Debian)", Family: "librdkafka", Prepare: needCommand("kcat"), Run: runKcat, Quick: "keys-headers"},
-		{ID: "kcat-0.9", Name: "kcat (librdkafka) with api.version.request=false, broker.version.fallback=0.9.0", Family: "librdkafka", Prepare: needCommand("kcat"), Run: runKcatOld, Timeout: oldClientTimeout},
-		scriptClient("confluent-python", "confluent-kafka-python (librdkafka, Debian)", "librdkafka", "confluent_kafka", "confluent.py", "produce-zstd"),
-		scriptClient("kafka-python", "kafka-python (Debian)", "kafka-python", "kafka", "kafkapython.py", "consume-begin"),
+		{ID: "kcat", Name: "kcat (librdkafka, Debian)", Family: "librdkafka", Prepare: needCommand("kcat"), Run: runKcat, Quick: "keys-headers", NoShare: debianKcatNoShare},
+		{ID: "kcat-0.9", Name: "kcat (librdkafka) with api.version.request=false, broker.version.fallback=0.9.0", Family: "librdkafka", Prepare: needCommand("kcat"), Run: runKcatOld, Timeout: oldClientTimeout, NoShare: debianKcatNoShare},
+		withShare(scriptClient("confluent-python", "confluent-kafka-python (librdkafka, Debian)", "librdkafka", "confluent_kafka", "confluent.py", "produce-zstd"), nil,
+			"no share consumer in Debian's confluent-kafka-python 1.7.0 (librdkafka 2.0.2); the PyPI row's 2.16.1 has one"),
+		withShare(scriptClient("kafka-python", "kafka-python (Debian)", "kafka-python", "kafka", "kafkapython.py", "consume-begin"), nil, "no share consumer in kafka-python 2.0.2 (Debian)"),
 		withShare(venvScript("confluent-pypi", "confluent-kafka-python "+pypiConfluentKafka+" (PyPI, bundled librdkafka "+pypiConfluentLibrdkf+")", "librdkafka-pypi", "confluent.py", "transactions"), runConfluentShare, ""),
 		venvScript("kafka-python-2", "kafka-python "+pypiKafkaPython+" (PyPI)", "kafka-python-2", "kafkapython.py", "transactions"),
 		venvScript("aiokafka", "aiokafka "+pypiAiokafka+" (PyPI)", "aiokafka", "aiokafka_compat.py", "exactly-once"),
@@ -54,6 +55,9 @@ func Clients() []*Client {
 		{ID: "streams", Name: "Kafka Streams 4.4.0 word count", Family: "java", Prepare: prepareJava, Run: runStreams, Timeout: 150 * time.Second},
 	}
 }
+
+// debianKcatNoShare is the kcat rows' share n/a reason.
+const debianKcatNoShare = "no share consumer in kcat 1.7.1 (Debian, librdkafka 2.0.2)"
 
 // javaShareElsewhere is the n/a reason of the Java rows other than the KIP-848 consumer's.
 const javaShareElsewhere = "the Java client's share consumer (KafkaShareConsumer) is in the KIP-848 consumer row"
