@@ -6,8 +6,9 @@ package broker
 // The share group coordinator (share_groups.go, coordinator/share/group.go) keeps the group in
 // memory with the simple assignor: every member is given every partition of the topics it
 // subscribes to, and the records of a partition are shared among them by the share partitions.
-// A member that leaves (MemberEpoch -1) or misses group.share.session.timeout.ms of
-// heartbeats has its acquired records released and its share session closed.
+// A member that misses group.share.session.timeout.ms of heartbeats has its acquired records
+// released and its share session closed. One that leaves (MemberEpoch -1) keeps both, as in
+// Kafka: its session closes with a final-epoch request or its connection.
 
 import (
 	"context"
@@ -76,14 +77,13 @@ func (sg *shareGroups) heartbeat(w *wire.Request, req *kmsg.ShareGroupHeartbeatR
 		Group: req.GroupID, Member: req.MemberID, MemberEpoch: req.MemberEpoch, RackID: req.RackID,
 		Subscribed: req.SubscribedTopicNames, ClientID: client.ClientID, ClientHost: client.ClientHost,
 	})
-	var wake []topicPartition
-	if res.Left != "" {
-		sg.mu.sessions.RemoveMember(req.GroupID, res.Left)
-		wake = sg.releaseMemberLocked(req.GroupID, res.Left)
-	}
+	// A member that leaves keeps its share session and its acquired records, as in Kafka 4.4
+	// (the group coordinator does not tell the share partitions): librdkafka's share consumer
+	// leaves first and then closes its session with a final-epoch ShareAcknowledge carrying its
+	// last acknowledgements. The session ends with that request, with the connection, or the
+	// records' locks time out.
 	sg.scheduleLocked()
 	sg.mu.Unlock()
-	sg.wake(wake)
 
 	resp.ErrorCode = res.Code
 	if res.Message != "" {

@@ -330,3 +330,41 @@ func TestShareGroupLockTimeoutWakesFetch(t *testing.T) {
 		t.Fatal("the waiting share fetch never answered")
 	}
 }
+
+// TestShareLeaveThenFinalAck: a member that leaves its share group (ShareGroupHeartbeat epoch
+// -1) keeps its share session and acquired records, as in Kafka 4.4, so the final-epoch
+// ShareAcknowledge librdkafka's share consumer sends after leaving applies its acceptances and
+// closes the session (sluice used to close the session at the leave: the final acknowledgement
+// got SHARE_SESSION_NOT_FOUND and the accepted records came back).
+func TestShareLeaveThenFinalAck(t *testing.T) {
+	tb := startTestBroker(t, nil)
+	tb.createTopic(t, "lv", 1, nil)
+	topicID := [16]byte(tb.Ctrl.Image().Topics["lv"].ID)
+	m := &shareClient{t: t, tb: tb, group: "lvg", member: "m"}
+	other := &shareClient{t: t, tb: tb, group: "lvg", member: "o"}
+	m.heartbeat(0, "lv")
+	other.heartbeat(0, "lv")
+	m.fetch(topicID, 10) // starts the share partition at the high watermark, 0
+	tb.produce(t, "lv", 0, 3)
+	got, _ := m.fetch(topicID, 10)
+	wantRanges(t, "m", got, [3]int64{0, 2, 1})
+	if hb := m.heartbeat(-1); hb.ErrorCode != 0 || hb.MemberEpoch != -1 {
+		t.Fatalf("leave: %+v", hb)
+	}
+	// The records stay m's until its session ends: the other member gets none of them.
+	if got, _ := other.fetch(topicID, 10); len(got) != 0 {
+		t.Fatalf("o acquired %v after m left holding them", ranges(got))
+	}
+	if code, pcode := m.ack(topicID, -1, ackRange{0, 2, 1}); code != 0 || pcode != 0 {
+		t.Fatalf("final-epoch ShareAcknowledge after the leave: %v / %v, want no error", kerr.ErrorForCode(code), kerr.ErrorForCode(pcode))
+	}
+	req := &kmsg.DescribeShareGroupOffsetsRequest{Version: 1, Groups: []kmsg.DescribeShareGroupOffsetsRequestGroup{{GroupID: "lvg",
+		Topics: []kmsg.DescribeShareGroupOffsetsRequestGroupTopic{{Topic: "lv", Partitions: []int32{0}}}}}}
+	if p := tb.direct(t, req).(*kmsg.DescribeShareGroupOffsetsResponse).Groups[0].Topics[0].Partitions[0]; p.StartOffset != 3 || p.Lag != 0 {
+		t.Fatalf("after the final acknowledgement: start offset %d lag %d, want 3 and 0 (all accepted)", p.StartOffset, p.Lag)
+	}
+	// The session is closed: another final-epoch request finds none.
+	if code, _ := m.ack(topicID, -1); code != kerr.ShareSessionNotFound.Code {
+		t.Fatalf("second close: %v, want SHARE_SESSION_NOT_FOUND", kerr.ErrorForCode(code))
+	}
+}

@@ -15,12 +15,13 @@ import (
 // Clients is the row order of COMPAT.md.
 func Clients() []*Client {
 	return []*Client{
-		{ID: "franz-go", Name: "franz-go v1.22 (kgo + kadm)", Family: "franz-go", Run: runFranz, Quick: "group"},
-		{ID: "kcat", Name: "kcat (librdkafka, Debian)", Family: "librdkafka", Prepare: needCommand("kcat"), Run: runKcat, Quick: "keys-headers"},
-		{ID: "kcat-0.9", Name: "kcat (librdkafka) with api.version.request=false, broker.version.fallback=0.9.0", Family: "librdkafka", Prepare: needCommand("kcat"), Run: runKcatOld, Timeout: oldClientTimeout},
-		scriptClient("confluent-python", "confluent-kafka-python (librdkafka, Debian)", "librdkafka", "confluent_kafka", "confluent.py", "produce-zstd"),
-		scriptClient("kafka-python", "kafka-python (Debian)", "kafka-python", "kafka", "kafkapython.py", "consume-begin"),
-		venvScript("confluent-pypi", "confluent-kafka-python "+pypiConfluentKafka+" (PyPI, bundled librdkafka "+pypiConfluentLibrdkf+")", "librdkafka-pypi", "confluent.py", "transactions"),
+		{ID: "franz-go", Name: "franz-go v1.22 (kgo + kadm)", Family: "franz-go", Run: runFranz, Share: runFranzShare, Quick: "group"},
+		{ID: "kcat", Name: "kcat (librdkafka, Debian)", Family: "librdkafka", Prepare: needCommand("kcat"), Run: runKcat, Quick: "keys-headers", NoShare: debianKcatNoShare},
+		{ID: "kcat-0.9", Name: "kcat (librdkafka) with api.version.request=false, broker.version.fallback=0.9.0", Family: "librdkafka", Prepare: needCommand("kcat"), Run: runKcatOld, Timeout: oldClientTimeout, NoShare: debianKcatNoShare},
+		withShare(scriptClient("confluent-python", "confluent-kafka-python (librdkafka, Debian)", "librdkafka", "confluent_kafka", "confluent.py", "produce-zstd"), nil,
+			"no share consumer in Debian's confluent-kafka-python 1.7.0 (librdkafka 2.0.2); the PyPI row's 2.16.1 has one"),
+		withShare(scriptClient("kafka-python", "kafka-python (Debian)", "kafka-python", "kafka", "kafkapython.py", "consume-begin"), nil, "no share consumer in kafka-python 2.0.2 (Debian)"),
+		withShare(venvScript("confluent-pypi", "confluent-kafka-python "+pypiConfluentKafka+" (PyPI, bundled librdkafka "+pypiConfluentLibrdkf+")", "librdkafka-pypi", "confluent.py", "transactions"), runConfluentShare, ""),
 		venvScript("kafka-python-2", "kafka-python "+pypiKafkaPython+" (PyPI)", "kafka-python-2", "kafkapython.py", "transactions"),
 		venvScript("aiokafka", "aiokafka "+pypiAiokafka+" (PyPI)", "aiokafka", "aiokafka_compat.py", "exactly-once"),
 		{ID: "kafkajs", Name: "kafkajs " + kafkajsVersion + " (npm)", Family: "kafkajs", Prepare: prepareNode, Run: runKafkajs, Quick: "produce-gzip"},
@@ -31,13 +32,16 @@ func Clients() []*Client {
 		{ID: "sarama-0.10", Name: "sarama v1.61.1 with Version V0_10_2_0 (old protocol versions)", Family: "sarama", Run: runSaramaOld, Timeout: oldClientTimeout},
 		{ID: "sarama-0.8", Name: "sarama v1.61.1 with Version V0_8_2_0 (magic 0, v0 requests)", Family: "sarama", Run: runSaramaV08, Timeout: oldClientTimeout},
 		{ID: "kafka-go", Name: "segmentio/kafka-go v0.4.51", Family: "kafka-go", Run: runKafkaGo, Quick: "produce-snappy"},
-		javaClient("java-producer", "Java producer (kafka-clients 4.4.0, idempotent)", "producer", "produce-lz4"),
-		javaClient("java-consumer-classic", "Java consumer, classic protocol", "consumer-classic", ""),
-		javaClient("java-consumer-848", "Java consumer, consumer protocol (KIP-848)", "consumer-848", "group"),
-		javaClient("java-admin", "Java Admin client", "admin", ""),
+		withShare(javaClient("java-producer", "Java producer (kafka-clients 4.4.0, idempotent)", "producer", "produce-lz4"), nil, javaShareElsewhere),
+		withShare(javaClient("java-consumer-classic", "Java consumer, classic protocol", "consumer-classic", ""), nil, javaShareElsewhere),
+		// The share cell of this row is KafkaShareConsumer (kafka-clients 4.4.0), the Java
+		// client's share consumer, whose group protocol is KIP-848's.
+		withShare(javaClient("java-consumer-848", "Java consumer, consumer protocol (KIP-848)", "consumer-848", "group"), runJavaShare, ""),
+		withShare(javaClient("java-admin", "Java Admin client", "admin", ""), nil, javaShareElsewhere),
 		cliClient("kafka-topics", "kafka-topics (TopicCommand)", runKafkaTopics, "admin"),
 		cliClient("console-producer", "kafka-console-producer", runConsoleProducer, ""),
 		cliClient("console-consumer", "kafka-console-consumer", runConsoleConsumer, ""),
+		withShare(cliClient("console-share-consumer", "kafka-console-share-consumer", noScenario("kafka-console-share-consumer only consumes in share groups"), ""), runConsoleShare, ""),
 		cliClient("consumer-groups", "kafka-consumer-groups", runConsumerGroups, ""),
 		cliClient("kafka-configs", "kafka-configs (ConfigCommand)", runKafkaConfigs, ""),
 		cliClient("get-offsets", "kafka-get-offsets (GetOffsetShell)", runGetOffsets, ""),
@@ -50,6 +54,18 @@ func Clients() []*Client {
 		{ID: "connect", Name: "Kafka Connect " + connectVersion + " standalone, FileStream source and sink connectors", Family: "connect", Prepare: prepareConnect, Run: runConnect, Timeout: 180 * time.Second},
 		{ID: "streams", Name: "Kafka Streams 4.4.0 word count", Family: "java", Prepare: prepareJava, Run: runStreams, Timeout: 150 * time.Second},
 	}
+}
+
+// debianKcatNoShare is the kcat rows' share n/a reason.
+const debianKcatNoShare = "no share consumer in kcat 1.7.1 (Debian, librdkafka 2.0.2)"
+
+// javaShareElsewhere is the n/a reason of the Java rows other than the KIP-848 consumer's.
+const javaShareElsewhere = "the Java client's share consumer (KafkaShareConsumer) is in the KIP-848 consumer row"
+
+// withShare sets a client's share cell runner, or the reason it has none.
+func withShare(c *Client, run CellFunc, noShare string) *Client {
+	c.Share, c.NoShare = run, noShare
+	return c
 }
 
 // oldClientTimeout bounds the old-protocol row's cells: a client whose requests sluice refuses
@@ -652,4 +668,10 @@ func runStreams(ctx context.Context, e *Env) error {
 	}
 	_, err := e.Tools.Java(ctx, e, "", "WordCount", e.Addr, e.Topic, e.Group, guarantee)
 	return err
+}
+
+// noScenario is the Run of a row that has only its share cell: every other scenario is n/a with
+// reason.
+func noScenario(reason string) CellFunc {
+	return func(context.Context, *Env) error { return na("%s", reason) }
 }

@@ -27,6 +27,13 @@
 //     k<i>=out-v<i> with the offsets in transactions; the harness checks that read_committed
 //     sees out-v0..out-v9 exactly once, the aborted records only uncommitted, and offset 10.
 //
+//   - share (KIP-932, share.go): the harness sets share.auto.offset.reset=earliest on the group
+//     (a GROUP config); two share consumers of the client release v3 once, reject v7 and
+//     accept the rest, printing one "SHARE <consumer> <offset> <value> <delivery count> <ack>"
+//     line per delivery; the harness checks that ledger (each record accepted exactly once, v3
+//     back with delivery count 2, v7 never back) and that the group's share-partition start
+//     offset reaches 10. A client without a share consumer is n/a (Client.Share nil).
+//
 // Clients are plain functions (Go clients) or programs (kcat, Python, Node, Java, Kafka's CLI
 // tools, Kafka Connect, a Spring Boot app, and compiled programs for confluent-kafka-go and Rust's
 // rdkafka) started with a deadline. What does not come with the machine is installed or built by

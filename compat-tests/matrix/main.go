@@ -30,6 +30,10 @@ type Client struct {
 	Prepare func(ctx context.Context, t *Tools) error
 	// Run runs a scenario.
 	Run CellFunc
+	// Share runs the share scenario (share.go) with the client's share consumer; nil: the
+	// cell is n/a with NoShare as the reason (default "no share consumer in <Name>").
+	Share   CellFunc
+	NoShare string
 	// Quick names the scenario the fast subset runs for this client ("" means none).
 	Quick string
 	// Timeout bounds one cell (default defaultCellTimeout).
@@ -168,6 +172,13 @@ func (m *Matrix) RunCell(ctx context.Context, c *Client, s Scenario) (cell Cell)
 		}
 		m.broker = b
 	}
+	run := c.Run
+	if s.ID == shareScenario {
+		if run = c.Share; run == nil {
+			cell.Outcome, cell.Detail = NA, cmp.Or(c.NoShare, "no share consumer in "+c.Name)
+			return cell
+		}
+	}
 	if c.Prepare != nil {
 		if _, done := m.prepErr[c.ID]; !done {
 			pctx, cancel := context.WithTimeout(ctx, cmp.Or(c.PrepareTimeout, 10*time.Minute))
@@ -192,7 +203,6 @@ func (m *Matrix) RunCell(ctx context.Context, c *Client, s Scenario) (cell Cell)
 		Dir:    dir, DataDir: m.broker.DataDir(), Log: log, Tools: m.tools,
 		Nodes: m.nodes, RF: int16(min(m.nodes, 3)),
 	}
-	run := c.Run
 	if s.Security != "" {
 		if e.Sec = m.broker.sec; e.Sec == nil {
 			cell.Outcome, cell.Detail = Fail, "the broker was started without the security listeners"

@@ -52,6 +52,7 @@ var Scenarios = func() []Scenario {
 		Scenario{ID: "delete-records", Title: "delete records", Seed: seedCount},
 		Scenario{ID: "transactions", Title: "transactions"},
 		Scenario{ID: "exactly-once", Title: "exactly-once (consume-transform-produce)", Seed: seedCount},
+		Scenario{ID: shareScenario, Title: "share group (KIP-932): 2 consumers, release, reject", Seed: seedCount},
 	)
 	return append(s, securityScenarios...)
 }()
@@ -121,6 +122,9 @@ func (e *Env) setup(ctx context.Context) error {
 		}
 	}
 	e.Log.Printf("[harness] topic %s created, %d records seeded (ts base %d)", e.Topic, len(recs), e.TSBase)
+	if e.Scenario.ID == shareScenario {
+		return e.setupShare(ctx, cl)
+	}
 	return nil
 }
 
