@@ -503,3 +503,74 @@ func FuzzParseOffsetCheckpoint(f *testing.F) {
 		parseColonProperties(string(data))
 	})
 }
+
+// Client metrics subscriptions (config resource type 16) are carried over as the controller
+// keeps them, each key checked as an AlterConfigs of it would be; one that does not validate
+// is a problem, not silently dropped.
+func TestPrepareClientMetrics(t *testing.T) {
+	addSubs := func(t *testing.T, dir string, recs ...[]byte) {
+		t.Helper()
+		path := filepath.Join(dir, KafkaMetadataDir, "00000000000000000000.log")
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rewrite(t, path, string(append(data, metadataBatch(5, recs...)...)))
+	}
+	t.Run("valid", func(t *testing.T) {
+		dir := kafkaDir(t)
+		addSubs(t, dir, configRec(controller.ResourceClientMetrics, "sub1", "metrics", ptr("org.apache.kafka.producer.")),
+			configRec(controller.ResourceClientMetrics, "sub1", "interval.ms", ptr("60000")),
+			configRec(controller.ResourceClientMetrics, "sub1", "match", ptr("client_id=app-.*")))
+		p, err := prepare(t, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(p.Problems) > 0 {
+			t.Fatalf("problems: %v", p.Problems)
+		}
+		var got []string
+		for _, r := range p.Records {
+			if c, ok := r.(*controller.ConfigRecord); ok && c.ResourceType == controller.ResourceClientMetrics {
+				got = append(got, fmt.Sprintf("%s:%s=%s", c.ResourceName, c.Key, *c.Value))
+			}
+		}
+		if s := strings.Join(got, " "); s != "sub1:interval.ms=60000 sub1:match=client_id=app-.* sub1:metrics=org.apache.kafka.producer." {
+			t.Fatalf("client metrics records: %s", s)
+		}
+		im, err := controller.ReplayRecords(append([]controller.Record{&controller.ClusterIDRecord{ClusterID: p.ClusterID}}, p.Records...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s := fmt.Sprint(im.ClientMetrics); s != "map[sub1:map[interval.ms:60000 match:client_id=app-.* metrics:org.apache.kafka.producer.]]" {
+			t.Fatalf("the new cluster's subscriptions: %s", s)
+		}
+		if strings.Contains(strings.Join(p.Notes, "\n"), "resource type 16") {
+			t.Fatalf("notes still say client metrics are left out: %v", p.Notes)
+		}
+	})
+	for _, tc := range []struct{ name, key, value, want string }{
+		{"interval out of range", "interval.ms", "50", "client metrics subscription bad: interval.ms=50: Invalid value 50 for interval.ms"},
+		{"unknown key", "colour", "blue", "client metrics subscription bad: colour=blue: Unknown client metrics configuration: colour"},
+		{"bad match", "match", "no_such_selector=x", "client metrics subscription bad: match=no_such_selector=x"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := kafkaDir(t)
+			addSubs(t, dir, configRec(controller.ResourceClientMetrics, "bad", tc.key, ptr(tc.value)))
+			before := listing(t, dir)
+			p, err := prepare(t, dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(strings.Join(p.Problems, "\n"), tc.want) {
+				t.Fatalf("problems %q, want one containing %q", p.Problems, tc.want)
+			}
+			if err := p.Apply(func(*Plan) error { t.Fatal("bootstrap written despite problems"); return nil }); err == nil {
+				t.Fatal("Apply ran despite problems")
+			}
+			if after := listing(t, dir); after != before {
+				t.Fatal("the directory changed")
+			}
+		})
+	}
+}
