@@ -574,3 +574,53 @@ func TestPrepareClientMetrics(t *testing.T) {
 		})
 	}
 }
+
+// A flushed segment's batch chain is walked from the batch its offset index's last entry
+// points at (so the cost follows segments, not batches); an index entry that does not point at
+// a batch holding its offset means a walk from the start; a torn tail is found either way.
+func TestWalkSegmentFromIndex(t *testing.T) {
+	dir := t.TempDir()
+	var seg []byte
+	var positions []int64
+	for i := range 10 {
+		positions = append(positions, int64(len(seg)))
+		seg = append(seg, batch.Build(batch.Header{BaseOffset: 100 + int64(3*i), LastOffsetDelta: 2, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1},
+			[]batch.Record{{Value: []byte("a")}, {Value: []byte("b")}, {Value: []byte("c")}})...)
+	}
+	seg[16] = 9 // batch 0's magic: only a walk from the start reads it
+	logPath, idxPath := filepath.Join(dir, "seg.log"), filepath.Join(dir, "seg.index")
+	rewrite(t, logPath, string(seg))
+	index := func(entries ...[2]int64) {
+		var b []byte
+		for _, e := range entries {
+			b = binary.BigEndian.AppendUint32(b, uint32(e[0]))
+			b = binary.BigEndian.AppendUint32(b, uint32(e[1]))
+		}
+		rewrite(t, idxPath, string(b))
+	}
+	// Kafka's entry: batch 7's last offset (100+21+2), relative to the base 100, at its start.
+	index([2]int64{5, positions[2]}, [2]int64{23, positions[7]})
+	if end, size, _, err := walkSegment(logPath, idxPath, 100, false); err != nil || end != 130 || size != int64(len(seg)) {
+		t.Fatalf("from the index: end %d size %d err %v, want 130 %d nil", end, size, err, len(seg))
+	}
+	if _, _, _, err := walkSegment(logPath, idxPath, 100, true); err == nil {
+		t.Fatal("checking CRCs walks from the start and must find batch 0's bad magic")
+	}
+	for name, entry := range map[string][2]int64{
+		"position inside a batch": {23, positions[7] + 5},
+		"offset of another batch": {2, positions[7]},
+		"position past the end":   {23, int64(len(seg)) + 100},
+		"zero-filled":             {0, 0},
+	} {
+		index(entry)
+		if _, _, _, err := walkSegment(logPath, idxPath, 100, false); err == nil || !strings.Contains(err.Error(), "batch at byte 0") {
+			t.Errorf("%s: err %v, want the walk from the start to find batch 0's bad magic", name, err)
+		}
+	}
+	seg[16] = 2
+	rewrite(t, logPath, string(seg[:len(seg)-4]))
+	index([2]int64{23, positions[7]})
+	if _, _, _, err := walkSegment(logPath, idxPath, 100, false); err == nil || !strings.Contains(err.Error(), "truncated") {
+		t.Fatalf("torn tail after the indexed batch: err %v", err)
+	}
+}
