@@ -624,3 +624,28 @@ func TestWalkSegmentFromIndex(t *testing.T) {
 		t.Fatalf("torn tail after the indexed batch: err %v", err)
 	}
 }
+
+// FuzzWalkSegment: any segment and offset index bytes give an answer or an error, never a
+// panic; a walk from the index never ends below the segment's base.
+func FuzzWalkSegment(f *testing.F) {
+	seg := batch.Build(batch.Header{BaseOffset: 5, LastOffsetDelta: 1, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1},
+		[]batch.Record{{Value: []byte("a")}, {Value: []byte("b")}})
+	seg2 := append(append([]byte{}, seg...), batch.Build(batch.Header{BaseOffset: 7, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1},
+		[]batch.Record{{Value: []byte("c")}})...)
+	f.Add(seg2, binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint32(nil, 2), uint32(len(seg))))
+	f.Add(seg, []byte{})
+	f.Fuzz(func(t *testing.T, log, index []byte) {
+		dir := t.TempDir()
+		logPath, idxPath := filepath.Join(dir, "s.log"), filepath.Join(dir, "s.index")
+		if err := os.WriteFile(logPath, log, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(idxPath, index, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		end, size, _, err := walkSegment(logPath, idxPath, 5, false)
+		if err == nil && (end < 5 || size != int64(len(log))) {
+			t.Fatalf("end %d size %d for a %d-byte segment based at 5", end, size, len(log))
+		}
+	})
+}
