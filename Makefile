@@ -125,6 +125,21 @@ bench-share:
 	bin/loadgen share -kafka-lib "$$(KAFKA_VERSION=4.4.0 scripts/fetch-kafka.sh)" -sluice-bin bin/sluice \
 	  -workdir "$${TMPDIR:-/tmp}/sluice-bench-share" -out bench/results $(SHARE_ARGS)
 
+# Adopting real Apache Kafka 4.4 directories of gigabytes (issue 18): for each
+# TOTAL_MIB:SEGMENT_MIB of MIGRATE_BIG_RUNS, one Kafka broker loaded with ProducerPerformance
+# (four topics of four partitions) and a group's commits, stopped; `sluice migrate --dry-run`,
+# `--dry-run --check-all-crcs` and `sluice migrate` timed; sluice started on the result and its
+# log start/end offsets, committed offsets and sampled records compared with Kafka's. The times
+# are the MIGRATE-BIG lines of the output (bench/results/2026-12-05-migrate.md). The default
+# (4 GiB in 64 MiB segments, 1 GiB in 16 MiB, 4 GiB in 16 MiB) takes about 15 minutes and needs
+# 5 GB free in MIGRATE_BIG_DIR; MIGRATE_BIG_RUNS=10240:64 for 10 GB.
+MIGRATE_BIG_RUNS ?= 4096:64,1024:16,4096:16
+MIGRATE_BIG_DIR ?= $${TMPDIR:-/tmp}/sluice-migrate-big
+.PHONY: migrate-big
+migrate-big: build
+	SLUICE_BIN=$(CURDIR)/bin/sluice SLUICE_MIGRATE_BIG_RUNS=$(MIGRATE_BIG_RUNS) SLUICE_MIGRATE_BIG_DIR=$(MIGRATE_BIG_DIR) \
+	  $(GO) test -tags migratebig ./compat-tests -run '^TestMigrateBig$$' -count=1 -v -timeout 3h
+
 # The client compatibility matrix: every client and tool (franz-go, kcat, confluent-kafka-python
 # from Debian and from PyPI, kafka-python from Debian and 2.x from PyPI, aiokafka, kafkajs,
 # @platformatic/kafka, sarama, kafka-go, confluent-kafka-go, Rust rdkafka, Java clients, Kafka's

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,7 +14,9 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"sluice/internal/testcluster"
 )
@@ -112,6 +115,12 @@ func TestMigrateFromKafka(t *testing.T) {
 		if q.Err != nil {
 			t.Fatalf("client quota: %v", q.Err)
 		}
+	}
+	// A client metrics subscription (config resource type 16), as kafka-client-metrics --alter
+	// makes one.
+	if err := alterClientMetrics(ctx, cl, "mig-sub", map[string]string{"metrics": "org.apache.kafka.producer.",
+		"interval.ms": "60000", "match": "client_id=mig-.*"}); err != nil {
+		t.Fatal(err)
 	}
 	prod, err := kgo.NewClient(kgo.SeedBrokers(kc.Bootstrap()...), kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.ProducerBatchMaxBytes(64<<10), kgo.ProducerBatchCompression(kgo.NoCompression()))
@@ -215,6 +224,10 @@ func TestMigrateFromKafka(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	wantSub, err := describeClientMetrics(ctx, cl, "mig-sub")
+	if err != nil {
+		t.Fatal(err)
+	}
 	cl.Close()
 	bin := sluiceBinary(t)
 	// A running Kafka holds its directory's lock: refused, whatever the flags.
@@ -298,6 +311,9 @@ func TestMigrateFromKafka(t *testing.T) {
 	}
 	if got.Quotas != want.Quotas || !strings.Contains(want.Quotas, "bob") {
 		t.Errorf("client quotas\n got %s\nwant %s", got.Quotas, want.Quotas)
+	}
+	if gotSub, err := describeClientMetrics(ctx, scl, "mig-sub"); err != nil || gotSub != wantSub || !strings.Contains(wantSub, "interval.ms=60000") {
+		t.Errorf("client metrics subscription mig-sub\n got %s (%v)\nwant %s", gotSub, err, wantSub)
 	}
 	for tp, w := range want.Records {
 		g := got.Records[tp]
@@ -520,4 +536,53 @@ func dirListing(t *testing.T, dir string) []string {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// alterClientMetrics sets a client metrics subscription's keys (IncrementalAlterConfigs SET on
+// resource type 16).
+func alterClientMetrics(ctx context.Context, cl *kgo.Client, name string, cfg map[string]string) error {
+	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	res := kmsg.NewIncrementalAlterConfigsRequestResource()
+	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeClientMetrics, name
+	for _, k := range slices.Sorted(maps.Keys(cfg)) {
+		c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+		c.Name, c.Value, c.Op = k, kmsg.StringPtr(cfg[k]), kmsg.IncrementalAlterConfigOpSet
+		res.Configs = append(res.Configs, c)
+	}
+	req.Resources = append(req.Resources, res)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return err
+	}
+	for _, r := range resp.Resources {
+		if err := kerr.ErrorForCode(r.ErrorCode); err != nil {
+			return fmt.Errorf("alter client metrics %s: %v %v", name, err, r.ErrorMessage)
+		}
+	}
+	return nil
+}
+
+// describeClientMetrics renders a subscription's keys that are set, as "k=v" sorted.
+func describeClientMetrics(ctx context.Context, cl *kgo.Client, name string) (string, error) {
+	req := kmsg.NewPtrDescribeConfigsRequest()
+	res := kmsg.NewDescribeConfigsRequestResource()
+	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeClientMetrics, name
+	req.Resources = append(req.Resources, res)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return "", err
+	}
+	var kv []string
+	for _, r := range resp.Resources {
+		if err := kerr.ErrorForCode(r.ErrorCode); err != nil {
+			return "", fmt.Errorf("describe client metrics %s: %v", name, err)
+		}
+		for _, c := range r.Configs {
+			if c.Value != nil && c.Source == kmsg.ConfigSourceClientMetricsConfig {
+				kv = append(kv, c.Name+"="+*c.Value)
+			}
+		}
+	}
+	slices.Sort(kv)
+	return strings.Join(kv, " "), nil
 }

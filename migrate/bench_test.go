@@ -1,6 +1,7 @@
 package migrate
 
 import (
+	"encoding/binary"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,11 +12,12 @@ import (
 
 // BenchmarkPrepare measures Prepare (what `sluice migrate` costs before it writes anything) on
 // one partition of segments×batches batches of batchKiB each, after a clean shutdown (the
-// recovery point at the log end), plus a small active segment. Flushed segments cost one
-// 61-byte header read per batch; only the active segment is read whole for its CRCs. So the
-// time follows the number of segments and batches, not the bytes: compare
-// segments=20/batchKiB=16 with batchKiB=64 (4× the bytes, the same batches) and with
-// segments=80 (4× the segments and bytes).
+// recovery point at the log end), plus a small active segment. A flushed segment costs its
+// files' opens and the header reads from its offset index's last entry to its end; only the
+// active segment is read whole for its CRCs. So the time follows the number of segments, not
+// their batches or bytes: compare segments=20/batchKiB=16 with batchKiB=64 (4× the bytes) and
+// with segments=80 (4× the segments and bytes). make migrate-big measures it on real Kafka
+// directories (bench/results/2026-12-05-migrate.md).
 //
 //	go test ./migrate -run XXX -bench Prepare -benchtime 5x
 func BenchmarkPrepare(b *testing.B) {
@@ -55,16 +57,22 @@ func benchKafkaDir(b *testing.B, segments, batches, batchBytes int) string {
 		base := offset
 		f, err := os.Create(filepath.Join(pdir, fmt.Sprintf("%020d.log", base)))
 		must(err)
+		// An offset index entry a batch, as Kafka writes one every index.interval.bytes (4 KiB).
+		var index []byte
+		pos := 0
 		for range batches {
-			_, err := f.Write(batch.Build(batch.Header{BaseOffset: offset, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1},
-				[]batch.Record{{Key: []byte(fmt.Sprint(s)), Value: value}}))
+			bt := batch.Build(batch.Header{BaseOffset: offset, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1},
+				[]batch.Record{{Key: []byte(fmt.Sprint(s)), Value: value}})
+			_, err := f.Write(bt)
 			must(err)
+			index = binary.BigEndian.AppendUint32(index, uint32(offset-base))
+			index = binary.BigEndian.AppendUint32(index, uint32(pos))
+			pos += len(bt)
 			offset++
 		}
 		must(f.Close())
-		for _, ext := range []string{".index", ".timeindex"} {
-			must(os.WriteFile(filepath.Join(pdir, fmt.Sprintf("%020d%s", base, ext)), nil, 0o644))
-		}
+		must(os.WriteFile(filepath.Join(pdir, fmt.Sprintf("%020d.index", base)), index, 0o644))
+		must(os.WriteFile(filepath.Join(pdir, fmt.Sprintf("%020d.timeindex", base)), nil, 0o644))
 	}
 	// The active segment, read whole for its CRCs, is the same small one in every case, so
 	// the cases differ only in the flushed segments.

@@ -2,6 +2,7 @@ package migrate
 
 import (
 	"encoding/base64"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -125,8 +126,11 @@ type partitionReport struct {
 // every segment its offset and time indexes (present, whole entries) and its batch chain
 // (each batch header: magic 2, a length that fits, offsets increasing and at or above the
 // segment's base; the chain ends exactly at the end of the file). Segments that end above the
-// recovery point (not known flushed; after a clean shutdown only the newest) also have every
-// batch's CRC checked, as Kafka's recovery would; checkAllCRCs does that for every segment.
+// recovery point (not known flushed; after a clean shutdown only the newest) have the whole
+// chain walked and every batch's CRC checked, as Kafka's recovery would; checkAllCRCs does that
+// for every segment. Flushed segments, as Kafka trusts them, have the chain walked from the
+// batch their offset index's last entry points at (walkSegment), so the cost follows the
+// number of segments, not their bytes or batches.
 func verifyPartitionDir(dir string, recoveryPoint int64, checkAllCRCs bool) partitionReport {
 	rep := partitionReport{Dir: dir, MaxEpoch: -1}
 	problem := func(format string, args ...any) { rep.Problems = append(rep.Problems, fmt.Sprintf(format, args...)) }
@@ -200,7 +204,7 @@ func verifyPartitionDir(dir string, recoveryPoint int64, checkAllCRCs bool) part
 		// A segment ends below the next one's base: it is wholly below the recovery point
 		// (flushed, trusted by Kafka's recovery) when that base is.
 		flushed := i+1 < len(bases) && bases[i+1] <= recoveryPoint
-		end, size, crcs, err := walkSegment(stem+".log", base, checkAllCRCs || !flushed)
+		end, size, crcs, err := walkSegment(stem+".log", stem+".index", base, checkAllCRCs || !flushed)
 		rep.Bytes += size
 		rep.Segments++
 		if crcs {
@@ -222,8 +226,12 @@ func verifyPartitionDir(dir string, recoveryPoint int64, checkAllCRCs bool) part
 
 // walkSegment follows the batch chain of one segment file and returns the offset after its
 // last batch (base when empty) and the file's size. With checkCRC every batch is read whole
-// and its CRC-32C checked; otherwise only the 61-byte headers are read.
-func walkSegment(path string, base int64, checkCRC bool) (end, size int64, crcChecked bool, err error) {
+// and its CRC-32C checked from the file's start. Otherwise only the 61-byte headers are read,
+// from the batch the offset index's last entry points at (indexStart) to the file's end, as
+// Kafka trusts a flushed segment and its index: the cost is a few reads a segment, not one a
+// batch; an index entry that does not point at a batch holding its offset means a walk from
+// the start.
+func walkSegment(path, indexPath string, base int64, checkCRC bool) (end, size int64, crcChecked bool, err error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return base, 0, false, err
@@ -237,7 +245,13 @@ func walkSegment(path string, base int64, checkCRC bool) (end, size int64, crcCh
 	end = base
 	var hdr [batch.HeaderSize]byte
 	var buf []byte
-	for pos := int64(0); pos < size; {
+	pos := int64(0)
+	if !checkCRC {
+		if p, first, ok := indexStart(f, size, indexPath, base); ok {
+			pos, end = p, first
+		}
+	}
+	for pos < size {
 		if size-pos < batch.HeaderSize {
 			return end, size, checkCRC, fmt.Errorf("truncated: %d bytes at byte %d are less than a batch header", size-pos, pos)
 		}
@@ -267,6 +281,40 @@ func walkSegment(path string, base int64, checkCRC bool) (end, size int64, crcCh
 		pos += h.Size()
 	}
 	return end, size, checkCRC, nil
+}
+
+// indexStart reads the last entry of a segment's offset index (relative offset, byte
+// position: Kafka indexes a batch's last offset at the batch's start) and returns the position
+// and base offset of the batch it points at, when that batch's header is there, at or above the
+// segment's base, and holds the entry's offset. ok is false for an empty, unreadable or
+// inconsistent index (zero-filled, or from another file): the caller walks from the start.
+func indexStart(f *os.File, size int64, indexPath string, base int64) (pos, first int64, ok bool) {
+	idx, err := os.Open(indexPath)
+	if err != nil {
+		return 0, 0, false
+	}
+	defer idx.Close()
+	info, err := idx.Stat()
+	if err != nil || info.Size() < 8 || info.Size()%8 != 0 {
+		return 0, 0, false
+	}
+	var entry [8]byte
+	if _, err := idx.ReadAt(entry[:], info.Size()-8); err != nil {
+		return 0, 0, false
+	}
+	rel, p := int64(binary.BigEndian.Uint32(entry[:4])), int64(binary.BigEndian.Uint32(entry[4:]))
+	if p <= 0 || p+batch.HeaderSize > size {
+		return 0, 0, false
+	}
+	var hdr [batch.HeaderSize]byte
+	if _, err := f.ReadAt(hdr[:], p); err != nil {
+		return 0, 0, false
+	}
+	h, err := batch.ParseHeader(hdr[:])
+	if err != nil || h.BaseOffset < base || h.LastOffsetDelta < 0 || base+rel < h.BaseOffset || base+rel > h.LastOffset() {
+		return 0, 0, false
+	}
+	return p, h.BaseOffset, true
 }
 
 // parseColonProperties parses partition.metadata's "key: value" lines.

@@ -503,3 +503,149 @@ func FuzzParseOffsetCheckpoint(f *testing.F) {
 		parseColonProperties(string(data))
 	})
 }
+
+// Client metrics subscriptions (config resource type 16) are carried over as the controller
+// keeps them, each key checked as an AlterConfigs of it would be; one that does not validate
+// is a problem, not silently dropped.
+func TestPrepareClientMetrics(t *testing.T) {
+	addSubs := func(t *testing.T, dir string, recs ...[]byte) {
+		t.Helper()
+		path := filepath.Join(dir, KafkaMetadataDir, "00000000000000000000.log")
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rewrite(t, path, string(append(data, metadataBatch(5, recs...)...)))
+	}
+	t.Run("valid", func(t *testing.T) {
+		dir := kafkaDir(t)
+		addSubs(t, dir, configRec(controller.ResourceClientMetrics, "sub1", "metrics", ptr("org.apache.kafka.producer.")),
+			configRec(controller.ResourceClientMetrics, "sub1", "interval.ms", ptr("60000")),
+			configRec(controller.ResourceClientMetrics, "sub1", "match", ptr("client_id=app-.*")))
+		p, err := prepare(t, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(p.Problems) > 0 {
+			t.Fatalf("problems: %v", p.Problems)
+		}
+		var got []string
+		for _, r := range p.Records {
+			if c, ok := r.(*controller.ConfigRecord); ok && c.ResourceType == controller.ResourceClientMetrics {
+				got = append(got, fmt.Sprintf("%s:%s=%s", c.ResourceName, c.Key, *c.Value))
+			}
+		}
+		if s := strings.Join(got, " "); s != "sub1:interval.ms=60000 sub1:match=client_id=app-.* sub1:metrics=org.apache.kafka.producer." {
+			t.Fatalf("client metrics records: %s", s)
+		}
+		im, err := controller.ReplayRecords(append([]controller.Record{&controller.ClusterIDRecord{ClusterID: p.ClusterID}}, p.Records...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s := fmt.Sprint(im.ClientMetrics); s != "map[sub1:map[interval.ms:60000 match:client_id=app-.* metrics:org.apache.kafka.producer.]]" {
+			t.Fatalf("the new cluster's subscriptions: %s", s)
+		}
+		if strings.Contains(strings.Join(p.Notes, "\n"), "resource type 16") {
+			t.Fatalf("notes still say client metrics are left out: %v", p.Notes)
+		}
+	})
+	for _, tc := range []struct{ name, key, value, want string }{
+		{"interval out of range", "interval.ms", "50", "client metrics subscription bad: interval.ms=50: Invalid value 50 for interval.ms"},
+		{"unknown key", "colour", "blue", "client metrics subscription bad: colour=blue: Unknown client metrics configuration: colour"},
+		{"bad match", "match", "no_such_selector=x", "client metrics subscription bad: match=no_such_selector=x"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := kafkaDir(t)
+			addSubs(t, dir, configRec(controller.ResourceClientMetrics, "bad", tc.key, ptr(tc.value)))
+			before := listing(t, dir)
+			p, err := prepare(t, dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(strings.Join(p.Problems, "\n"), tc.want) {
+				t.Fatalf("problems %q, want one containing %q", p.Problems, tc.want)
+			}
+			if err := p.Apply(func(*Plan) error { t.Fatal("bootstrap written despite problems"); return nil }); err == nil {
+				t.Fatal("Apply ran despite problems")
+			}
+			if after := listing(t, dir); after != before {
+				t.Fatal("the directory changed")
+			}
+		})
+	}
+}
+
+// A flushed segment's batch chain is walked from the batch its offset index's last entry
+// points at (so the cost follows segments, not batches); an index entry that does not point at
+// a batch holding its offset means a walk from the start; a torn tail is found either way.
+func TestWalkSegmentFromIndex(t *testing.T) {
+	dir := t.TempDir()
+	var seg []byte
+	var positions []int64
+	for i := range 10 {
+		positions = append(positions, int64(len(seg)))
+		seg = append(seg, batch.Build(batch.Header{BaseOffset: 100 + int64(3*i), LastOffsetDelta: 2, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1},
+			[]batch.Record{{Value: []byte("a")}, {Value: []byte("b")}, {Value: []byte("c")}})...)
+	}
+	seg[16] = 9 // batch 0's magic: only a walk from the start reads it
+	logPath, idxPath := filepath.Join(dir, "seg.log"), filepath.Join(dir, "seg.index")
+	rewrite(t, logPath, string(seg))
+	index := func(entries ...[2]int64) {
+		var b []byte
+		for _, e := range entries {
+			b = binary.BigEndian.AppendUint32(b, uint32(e[0]))
+			b = binary.BigEndian.AppendUint32(b, uint32(e[1]))
+		}
+		rewrite(t, idxPath, string(b))
+	}
+	// Kafka's entry: batch 7's last offset (100+21+2), relative to the base 100, at its start.
+	index([2]int64{5, positions[2]}, [2]int64{23, positions[7]})
+	if end, size, _, err := walkSegment(logPath, idxPath, 100, false); err != nil || end != 130 || size != int64(len(seg)) {
+		t.Fatalf("from the index: end %d size %d err %v, want 130 %d nil", end, size, err, len(seg))
+	}
+	if _, _, _, err := walkSegment(logPath, idxPath, 100, true); err == nil {
+		t.Fatal("checking CRCs walks from the start and must find batch 0's bad magic")
+	}
+	for name, entry := range map[string][2]int64{
+		"position inside a batch": {23, positions[7] + 5},
+		"offset of another batch": {2, positions[7]},
+		"position past the end":   {23, int64(len(seg)) + 100},
+		"zero-filled":             {0, 0},
+	} {
+		index(entry)
+		if _, _, _, err := walkSegment(logPath, idxPath, 100, false); err == nil || !strings.Contains(err.Error(), "batch at byte 0") {
+			t.Errorf("%s: err %v, want the walk from the start to find batch 0's bad magic", name, err)
+		}
+	}
+	seg[16] = 2
+	rewrite(t, logPath, string(seg[:len(seg)-4]))
+	index([2]int64{23, positions[7]})
+	if _, _, _, err := walkSegment(logPath, idxPath, 100, false); err == nil || !strings.Contains(err.Error(), "truncated") {
+		t.Fatalf("torn tail after the indexed batch: err %v", err)
+	}
+}
+
+// FuzzWalkSegment: any segment and offset index bytes give an answer or an error, never a
+// panic; a walk from the index never ends below the segment's base.
+func FuzzWalkSegment(f *testing.F) {
+	seg := batch.Build(batch.Header{BaseOffset: 5, LastOffsetDelta: 1, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1},
+		[]batch.Record{{Value: []byte("a")}, {Value: []byte("b")}})
+	seg2 := append(append([]byte{}, seg...), batch.Build(batch.Header{BaseOffset: 7, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1},
+		[]batch.Record{{Value: []byte("c")}})...)
+	f.Add(seg2, binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint32(nil, 2), uint32(len(seg))))
+	f.Add(seg, []byte{})
+	f.Fuzz(func(t *testing.T, log, index []byte) {
+		dir := t.TempDir()
+		logPath, idxPath := filepath.Join(dir, "s.log"), filepath.Join(dir, "s.index")
+		if err := os.WriteFile(logPath, log, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(idxPath, index, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		end, size, _, err := walkSegment(logPath, idxPath, 5, false)
+		if err == nil && (end < 5 || size != int64(len(log))) {
+			t.Fatalf("end %d size %d for a %d-byte segment based at 5", end, size, len(log))
+		}
+	})
+}

@@ -15,6 +15,7 @@ import (
 	"sluice/authz"
 	"sluice/controller"
 	"sluice/internal/config"
+	"sluice/internal/telemetry"
 	"sluice/logstore"
 )
 
@@ -290,7 +291,7 @@ func Prepare(opts Options) (*Plan, error) {
 		note("%s: a partition directory of no topic in the metadata; left as it is, not adopted", name)
 	}
 
-	// Configs other than topics', quotas, SCRAM credentials, ACLs, the producer ID block.
+	// Configs other than topics' (brokers', groups', client metrics subscriptions'), quotas, SCRAM credentials, ACLs, the producer ID block.
 	var cfgKeys []configKey
 	for k := range im.configs {
 		cfgKeys = append(cfgKeys, k)
@@ -312,6 +313,13 @@ func Prepare(opts Options) (*Plan, error) {
 				note("dynamic configs of broker %s (another node) are left out", k.name)
 				continue
 			}
+		case controller.ResourceClientMetrics:
+			// Client metrics subscriptions (KIP-714), checked key by key as the controller
+			// checks an AlterConfigs of them (telemetry.ValidateKey).
+			if k.name == "" {
+				problem("a client metrics subscription with an empty name (remove it with kafka-client-metrics before migrating)")
+				continue
+			}
 		default:
 			note("%d dynamic configs of resource type %d (%s) are left out: sluice does not keep that resource", len(im.configs[k]), k.resourceType, k.name)
 			continue
@@ -326,6 +334,12 @@ func Prepare(opts Options) (*Plan, error) {
 			if k.resourceType == controller.ResourceBroker {
 				if err := config.ValidateBrokerDynamic(key, v); err != nil {
 					problem("dynamic broker config %s=%s: %v (remove it with kafka-configs before migrating)", key, v, err)
+					continue
+				}
+			}
+			if k.resourceType == controller.ResourceClientMetrics {
+				if err := telemetry.ValidateKey(key, v); err != nil {
+					problem("client metrics subscription %s: %s=%s: %s (change it with kafka-client-metrics before migrating)", k.name, key, v, err.Message)
 					continue
 				}
 			}
