@@ -29,7 +29,7 @@ func TestUnsupportedSettingsStopTheStart(t *testing.T) {
 			"listener.name.sasl_plaintext.plain.sasl.jaas.config=" + plainModule + ` required user_a="b";`}, "sasl.mechanism.inter.broker.protocol"},
 		{[]string{"authorizer.class.name=kafka.security.authorizer.AclAuthorizer"}, "authorizer.class.name"}, // only the StandardAuthorizer
 		{[]string{"replica.selector.class=com.example.NearestReplicaSelector"}, "replica.selector.class"},    // only the rack-aware one
-		{[]string{"log.dirs=" + t.TempDir() + "," + t.TempDir()}, "log.dirs"},
+		{[]string{"cordoned.log.dirs=" + t.TempDir()}, "cordoned.log.dirs"},                                  // KIP-1066 (several log.dirs are served now)
 	} {
 		args := []string{"--set", "log.dirs=" + t.TempDir(), "--set", "listeners=PLAINTEXT://127.0.0.1:0"}
 		for _, s := range tc.settings {
