@@ -48,8 +48,10 @@ vet:
 # wants regular ones, so when the fetch answer of the broker leading one regular topic and
 # some __consumer_offsets partitions arrives before the answer of the broker leading the other
 # regular topic, it counts __consumer_offsets and misses that topic. On one node every
-# partition comes in one fetch answer; the one-node run keeps it.
-FRANZ_CLUSTER_SKIP = TestSCRAM|TestOAuth|^Test848RegexBrokerResolves$$
+# partition comes in one fetch answer; the one-node run keeps it. TestShareGroupETL (48 s on an
+# idle machine, 218 s on a loaded one) runs in the one-node suite only, to keep make test under
+# 30 minutes; franz-go's other share-group tests run on the cluster too.
+FRANZ_CLUSTER_SKIP = TestSCRAM|TestOAuth|^Test848RegexBrokerResolves$$|^TestShareGroupETL$$
 franz-cluster: build
 	FRANZ_NODES=3 FRANZ_RF=3 FRANZ_TIMEOUT=20m FRANZ_SKIP='$(FRANZ_CLUSTER_SKIP)' scripts/franz-suite.sh $(RUN)
 
