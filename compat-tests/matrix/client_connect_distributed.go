@@ -77,6 +77,21 @@ func distributedProps(e *Env, port int) []string {
 	}
 }
 
+// withSettings returns base with each key=value of extra replacing the setting of that key, or
+// appended.
+func withSettings(base, extra []string) []string {
+	out := slices.Clone(base)
+	for _, kv := range extra {
+		key, _, _ := strings.Cut(kv, "=")
+		if i := slices.IndexFunc(out, func(b string) bool { return strings.HasPrefix(b, key+"=") }); i >= 0 {
+			out[i] = kv
+		} else {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
 // startWorker starts a distributed worker with the cell's cluster settings plus extra and waits
 // until its REST API answers.
 func startWorker(ctx context.Context, e *Env, class string, extra []string, argsAfter ...string) (*worker, error) {
@@ -96,7 +111,7 @@ func startWorker(ctx context.Context, e *Env, class string, extra []string, args
 	e.Tools.mu.seqConnect++
 	n := e.Tools.mu.seqConnect
 	e.Tools.mu.Unlock()
-	props := append(distributedProps(e, port), extra...)
+	props := withSettings(distributedProps(e, port), extra)
 	wf := filepath.Join(e.Dir, fmt.Sprintf("worker-%d.properties", n))
 	if err := os.WriteFile(wf, []byte(strings.Join(props, "\n")+"\n"), 0o644); err != nil {
 		return nil, err
