@@ -26,7 +26,8 @@ import (
 // on sluice, connectors created through its REST API on a free loopback port. Every cell checks
 // that the worker's three internal topics were created compacted with the replication factor it
 // asked for (the cluster's RF: 3 on three nodes). The produce scenarios run the FileStreamSource
-// connector; consume-begin the FileStreamSink; group a source and a sink across a graceful worker
+// connector; consume-begin a FileStreamSink on two workers in one group, killing the one that
+// runs its task (the task moves to the other, no record lost or written twice); group a source and a sink across a graceful worker
 // restart (the source resumes from the offsets topic, the sink from its group: no line twice);
 // exactly-once a source on a worker with exactly.once.source.support=enabled (transactional
 // producer per task, offsets read read_committed) across a kill -9 and restart.
@@ -332,19 +333,7 @@ func runConnectDistributed(ctx context.Context, e *Env) error {
 		}
 		return e.VerifyProduced(ctx, seedCount, true)
 	case s.ID == "consume-begin":
-		out := filepath.Join(e.Dir, "out.txt")
-		w, err := startWorker(ctx, e, class, nil)
-		if err != nil {
-			return err
-		}
-		err = checkInternalTopics(ctx, e)
-		if err == nil {
-			err = w.createConnector(ctx, "sink", map[string]string{"connector.class": "org.apache.kafka.connect.file.FileStreamSinkConnector", "file": out, "topics": e.Topic})
-		}
-		if err == nil {
-			err = waitFile(w.wctx, out, seedValues(0, seedCount))
-		}
-		return errors.Join(err, w.stop())
+		return connectTwoWorkers(ctx, e, class)
 	case s.ID == "group":
 		return connectResume(ctx, e, class)
 	case s.ID == "exactly-once":
@@ -359,6 +348,102 @@ func runConnectDistributed(ctx context.Context, e *Env) error {
 		return na("a sink connector starts at its group's committed offset or auto.offset.reset; it cannot seek to the end or a timestamp")
 	}
 	return na("Kafka Connect moves data through connectors; the file connectors produce and consume only")
+}
+
+// connectTwoWorkers starts two workers in one Connect group and a sink connector; once the sink
+// has written the seeded records and committed them, the worker running its task is killed
+// (SIGKILL) and the harness produces two more: the task must move to the other worker, which
+// writes them after the others, each once.
+func connectTwoWorkers(ctx context.Context, e *Env, class string) error {
+	out := filepath.Join(e.Dir, "out.txt")
+	var workers []*worker
+	defer func() {
+		for _, w := range workers {
+			if w.wctx.Err() == nil {
+				w.kill()
+			}
+		}
+	}()
+	for range 2 {
+		w, err := startWorker(ctx, e, class, nil)
+		if err != nil {
+			return err
+		}
+		workers = append(workers, w)
+	}
+	if err := checkInternalTopics(ctx, e); err != nil {
+		return err
+	}
+	w0 := workers[0]
+	err := w0.createConnector(ctx, "sink", map[string]string{
+		"connector.class": "org.apache.kafka.connect.file.FileStreamSinkConnector", "file": out, "topics": e.Topic,
+		"consumer.override.group.id": e.Group,
+	})
+	if err == nil {
+		err = waitFile(w0.wctx, out, seedValues(0, seedCount))
+	}
+	if err == nil {
+		err = waitFor(w0.wctx, func() error { return e.VerifyCommitted(ctx, seedCount) })
+	}
+	var owner string
+	if err == nil {
+		owner, err = taskWorker(ctx, w0, "sink")
+	}
+	if err != nil {
+		return err
+	}
+	var victim, survivor *worker
+	for _, w := range workers {
+		if strings.HasSuffix(w.rest, "//"+owner) {
+			victim = w
+		} else {
+			survivor = w
+		}
+	}
+	if victim == nil || survivor == nil {
+		return fmt.Errorf("the sink's task runs on %q, not one of the two workers", owner)
+	}
+	e.Log.Printf("[harness] the sink's task runs on %s; killing that worker", owner)
+	victim.kill()
+	if err := produceValues(ctx, e, "v10", "v11"); err != nil {
+		return fmt.Errorf("harness produce: %w", err)
+	}
+	err = waitFor(survivor.wctx, func() error {
+		now, err := taskWorker(ctx, survivor, "sink")
+		if err == nil && !strings.HasSuffix(survivor.rest, "//"+now) {
+			err = fmt.Errorf("the sink's task is still assigned to %s", now)
+		}
+		return err
+	})
+	if err == nil {
+		err = waitFile(survivor.wctx, out, seedValues(0, seedCount+2))
+	}
+	if err == nil {
+		e.Log.Printf("[harness] the task moved to %s, which wrote v10 and v11 once", strings.TrimPrefix(survivor.rest, "http://"))
+	}
+	return errors.Join(err, survivor.stop())
+}
+
+// taskWorker returns the worker id (host:port) running the connector's task 0 once it is
+// RUNNING.
+func taskWorker(ctx context.Context, w *worker, name string) (string, error) {
+	body, err := w.call(ctx, "GET", "/connectors/"+name+"/status", nil)
+	if err != nil {
+		return "", err
+	}
+	var st struct {
+		Tasks []struct {
+			State    string
+			WorkerID string `json:"worker_id"`
+		}
+	}
+	if err := json.Unmarshal(body, &st); err != nil {
+		return "", err
+	}
+	if len(st.Tasks) == 0 || st.Tasks[0].State != "RUNNING" {
+		return "", fmt.Errorf("connector %s's task is not running: %s", name, body)
+	}
+	return st.Tasks[0].WorkerID, nil
 }
 
 // payloadLines is the lines payload(from) .. payload(to-1), each ending in a newline.
