@@ -28,6 +28,10 @@ import (
 // src.<topic> in the same group on the target; exactly-once runs the worker with
 // exactly.once.source.support=enabled and the source connector with exactly.once.support=required
 // (each record once read_committed, transaction markers in the target partition).
+//
+// The mirrormaker2-from-kafka row is the migration case with the roles turned: a one-node Apache
+// Kafka 4.4.0 the cell starts (holding a copy of the seeded records) is the source, and the sluice
+// under test is the target and the store of the worker's internal topics.
 
 // startTargetSluice starts a one-node sluice of the cell's own under its scratch directory and
 // returns its bootstrap address and a function that stops it.
@@ -48,7 +52,21 @@ func startTargetSluice(e *Env) (string, func(), error) {
 	return c.Bootstrap()[0], func() { c.Close(); logf.Close() }, nil
 }
 
-func runMirrorMaker(ctx context.Context, e *Env) error {
+func runMirrorMaker(ctx context.Context, e *Env) error { return mirrorCell(ctx, e, false) }
+
+// runMirrorMakerFromKafka is the migration case: Apache Kafka 4.4.0 is the source and the sluice
+// under test the target (and the store of the Connect worker's internal topics).
+func runMirrorMakerFromKafka(ctx context.Context, e *Env) error { return mirrorCell(ctx, e, true) }
+
+// mirrorEnd is one side of a replication: a bootstrap address, the topic there, and the
+// replication factor topics created there get.
+type mirrorEnd struct {
+	addr  string
+	topic string
+	rf    int16
+}
+
+func mirrorCell(ctx context.Context, e *Env, fromKafka bool) error {
 	s := e.Scenario
 	switch s.ID {
 	case "consume-begin", "keys-headers", "group", "exactly-once":
@@ -62,28 +80,44 @@ func runMirrorMaker(ctx context.Context, e *Env) error {
 		}
 		return na("MirrorMaker replicates topics and group offsets; it does not consume from the end or a timestamp, or alter configs")
 	}
-	target, stopTarget, err := startTargetSluice(e)
-	if err != nil {
-		return err
+	src := mirrorEnd{addr: e.Addr, topic: e.Topic, rf: e.RF}
+	var dst mirrorEnd
+	if fromKafka {
+		addr, stop, err := startSourceKafka(ctx, e)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		src = mirrorEnd{addr: addr, topic: e.Topic, rf: 1}
+		if err := copySeed(ctx, e, addr); err != nil {
+			return err
+		}
+		dst = mirrorEnd{addr: e.Addr, topic: "src." + e.Topic, rf: e.RF}
+	} else {
+		target, stopTarget, err := startTargetSluice(e)
+		if err != nil {
+			return err
+		}
+		defer stopTarget()
+		dst = mirrorEnd{addr: target, topic: "src." + e.Topic, rf: 1}
 	}
-	defer stopTarget()
 	if s.ID == "group" {
 		// The source's log starts at offset groupLogStart (records deleted), so the mirrored
 		// topic's offsets are the source's minus groupLogStart and the group's committed offset
 		// must be translated, not copied. The group has consumed the whole topic on the source.
-		cl, err := e.client()
+		cl, err := kgo.NewClient(kgo.SeedBrokers(src.addr))
 		if err != nil {
 			return err
 		}
 		adm := kadm.NewClient(cl)
 		var del kadm.Offsets
-		del.Add(kadm.Offset{Topic: e.Topic, Partition: 0, At: groupLogStart, LeaderEpoch: -1})
+		del.Add(kadm.Offset{Topic: src.topic, Partition: 0, At: groupLogStart, LeaderEpoch: -1})
 		dresp, err := adm.DeleteRecords(ctx, del)
 		if err == nil {
 			err = dresp.Error()
 		}
 		var offs kadm.Offsets
-		offs.Add(kadm.Offset{Topic: e.Topic, Partition: 0, At: seedCount, LeaderEpoch: -1})
+		offs.Add(kadm.Offset{Topic: src.topic, Partition: 0, At: seedCount, LeaderEpoch: -1})
 		if err == nil {
 			var resp kadm.OffsetResponses
 			resp, err = adm.CommitOffsets(ctx, e.Group, offs)
@@ -98,9 +132,10 @@ func runMirrorMaker(ctx context.Context, e *Env) error {
 	}
 	const class = "org.apache.kafka.connect.cli.ConnectDistributed"
 	bytesConv := "org.apache.kafka.connect.converters.ByteArrayConverter"
+	rf := strconv.Itoa(int(dst.rf))
 	settings := []string{
-		"bootstrap.servers=" + target,
-		"config.storage.replication.factor=1", "offset.storage.replication.factor=1", "status.storage.replication.factor=1",
+		"bootstrap.servers=" + dst.addr,
+		"config.storage.replication.factor=" + rf, "offset.storage.replication.factor=" + rf, "status.storage.replication.factor=" + rf,
 	}
 	if s.ID == "exactly-once" {
 		settings = append(settings, "exactly.once.source.support=enabled")
@@ -113,25 +148,27 @@ func runMirrorMaker(ctx context.Context, e *Env) error {
 		return map[string]string{
 			"connector.class":      "org.apache.kafka.connect.mirror." + class,
 			"source.cluster.alias": "src", "target.cluster.alias": "dst",
-			"source.cluster.bootstrap.servers": e.Addr, "target.cluster.bootstrap.servers": target,
+			"source.cluster.bootstrap.servers": src.addr, "target.cluster.bootstrap.servers": dst.addr,
 			"key.converter": bytesConv, "value.converter": bytesConv, "header.converter": bytesConv,
-			"replication.factor": "1", "checkpoints.topic.replication.factor": "1",
-			"offset-syncs.topic.replication.factor": strconv.Itoa(int(e.RF)),
-			"heartbeats.topic.replication.factor":   "1",
+			"replication.factor": rf, "checkpoints.topic.replication.factor": rf, "heartbeats.topic.replication.factor": rf,
+			"offset-syncs.topic.replication.factor": strconv.Itoa(int(src.rf)),
 		}
 	}
-	src := common("MirrorSourceConnector")
-	src["topics"] = e.Topic
-	src["sync.topic.acls.enabled"] = "false"
-	src["offset.lag.max"] = "0" // an offset sync per record, so translation is exact
+	source := common("MirrorSourceConnector")
+	source["topics"] = src.topic
+	source["sync.topic.acls.enabled"] = "false"
+	source["offset.lag.max"] = "0" // an offset sync per record, so translation is exact
 	if s.ID == "exactly-once" {
-		src["exactly.once.support"] = "required"
-		src["source.consumer.isolation.level"] = "read_committed" // the connector refuses EOS without it
+		source["exactly.once.support"] = "required"
+		source["source.consumer.isolation.level"] = "read_committed" // the connector refuses EOS without it
 	}
-	err = w.createConnector(ctx, "mirror-source", src)
-	mirrored := "src." + e.Topic
+	err = w.createConnector(ctx, "mirror-source", source)
+	want := int64(s.Seed)
+	if s.ID == "group" {
+		want -= groupLogStart
+	}
 	if err == nil {
-		err = waitFor(w.wctx, func() error { return sameRecords(ctx, e, target, mirrored) })
+		err = waitFor(w.wctx, func() error { return sameRecords(ctx, e, src, dst, int(want)) })
 	}
 	if err == nil && s.ID == "group" {
 		cp := common("MirrorCheckpointConnector")
@@ -141,13 +178,67 @@ func runMirrorMaker(ctx context.Context, e *Env) error {
 		cp["sync.group.offsets.interval.seconds"] = "1"
 		err = w.createConnector(ctx, "mirror-checkpoint", cp)
 		if err == nil {
-			err = waitFor(w.wctx, func() error { return targetCommitted(ctx, e, target, mirrored, seedCount-groupLogStart) })
+			err = waitFor(w.wctx, func() error { return targetCommitted(ctx, e, dst.addr, dst.topic, seedCount-groupLogStart) })
 		}
 	}
 	if err == nil && s.ID == "exactly-once" {
-		err = targetTransactional(ctx, target, mirrored, seedCount)
+		err = targetTransactional(ctx, dst.addr, dst.topic, want)
 	}
 	return errors.Join(err, w.stop())
+}
+
+// startSourceKafka starts a one-node Apache Kafka 4.4.0 (the jars of the Java rows) under the
+// cell's scratch directory and returns its bootstrap address and a function that stops it.
+func startSourceKafka(ctx context.Context, e *Env) (string, func(), error) {
+	lib, err := e.Tools.KafkaLib(ctx)
+	if err != nil {
+		return "", nil, err
+	}
+	logf, err := os.Create(filepath.Join(e.Dir, "source-kafka.log"))
+	if err != nil {
+		return "", nil, err
+	}
+	c, err := testcluster.StartKafka(testcluster.KafkaOptions{
+		Nodes: 1, Lib: lib, BaseDir: filepath.Join(e.Dir, "source-kafka"),
+		JVMOpts: []string{"-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true"},
+		Output:  func(int) io.Writer { return logf },
+	})
+	if err != nil {
+		logf.Close()
+		return "", nil, fmt.Errorf("start the source Apache Kafka: %w", err)
+	}
+	e.Log.Printf("[harness] source Apache Kafka 4.4.0 (one node) at %s", c.Bootstrap()[0])
+	return c.Bootstrap()[0], func() { c.Close(); logf.Close() }, nil
+}
+
+// copySeed creates the cell's topic on addr and writes to it the records the harness seeded on
+// sluice, with the same keys, values, headers and timestamps.
+func copySeed(ctx context.Context, e *Env, addr string) error {
+	recs, err := e.readAll(ctx, e.Topic, false)
+	if err != nil {
+		return err
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ProducerBatchCompression(kgo.NoCompression()))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	resp, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 1, nil, e.Topic)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		return fmt.Errorf("create %s on the source: %w", e.Topic, err)
+	}
+	var out []*kgo.Record
+	for _, r := range recs {
+		out = append(out, &kgo.Record{Topic: e.Topic, Key: r.Key, Value: r.Value, Headers: r.Headers, Timestamp: r.Timestamp})
+	}
+	if err := cl.ProduceSync(ctx, out...).FirstErr(); err != nil {
+		return fmt.Errorf("seed %s on the source: %w", e.Topic, err)
+	}
+	e.Log.Printf("[harness] %d seeded records copied to %s on the source", len(out), e.Topic)
+	return nil
 }
 
 // groupLogStart is where the group cell's source log starts (DeleteRecords).
@@ -172,14 +263,14 @@ func targetTransactional(ctx context.Context, target, topic string, n int64) err
 	return nil
 }
 
-// sameRecords checks that topic on the target holds the cell's topic's records, each with the
-// same key, value, headers and timestamp, in order.
-func sameRecords(ctx context.Context, e *Env, target, topic string) error {
-	want, err := e.readAll(ctx, e.Topic, false)
+// sameRecords checks that dst's topic holds the n records of src's topic, each with the same
+// key, value, headers and timestamp, in order.
+func sameRecords(ctx context.Context, e *Env, src, dst mirrorEnd, n int) error {
+	want, err := readTarget(ctx, src.addr, src.topic, n)
 	if err != nil {
-		return err
+		return fmt.Errorf("the source: %w", err)
 	}
-	got, err := readTarget(ctx, target, topic, len(want))
+	got, err := readTarget(ctx, dst.addr, dst.topic, n)
 	if err != nil {
 		return err
 	}
@@ -190,16 +281,16 @@ func sameRecords(ctx context.Context, e *Env, target, topic string) error {
 			same = g.Headers[j].Key == w.Headers[j].Key && bytes.Equal(g.Headers[j].Value, w.Headers[j].Value)
 		}
 		if !same {
-			return fmt.Errorf("%s record %d is %q=%q %v at %v, the source's is %q=%q %v at %v", topic, i,
+			return fmt.Errorf("%s record %d is %q=%q %v at %v, the source's is %q=%q %v at %v", dst.topic, i,
 				g.Key, g.Value, g.Headers, g.Timestamp.UnixMilli(), w.Key, w.Value, w.Headers, w.Timestamp.UnixMilli())
 		}
 	}
-	e.Log.Printf("[harness] %s on the target holds the %d records with the same keys, values, headers and timestamps", topic, len(want))
+	e.Log.Printf("[harness] %s on the target holds the %d records with the same keys, values, headers and timestamps", dst.topic, n)
 	return nil
 }
 
-// readTarget reads partition 0 of topic on the target (read_committed) from the start until it has n records
-// (more is a failure: a record copied twice) or a few seconds pass.
+// readTarget reads partition 0 of topic at addr (read_committed) from the start until it has n
+// records (more is a failure: a record copied twice) or a few seconds pass.
 func readTarget(ctx context.Context, target, topic string, n int) ([]*kgo.Record, error) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(target), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}}))
@@ -218,7 +309,7 @@ func readTarget(ctx context.Context, target, topic string, n int) ([]*kgo.Record
 		recs = append(recs, fs.Records()...)
 	}
 	if len(recs) != n {
-		return nil, fmt.Errorf("%s on the target holds %d records, want %d", topic, len(recs), n)
+		return nil, fmt.Errorf("%s on %s holds %d records, want %d", topic, target, len(recs), n)
 	}
 	return recs, nil
 }

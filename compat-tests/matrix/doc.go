@@ -29,7 +29,7 @@
 //
 // Clients are plain functions (Go clients) or programs (kcat, Python, Node, Java, Kafka's CLI
 // tools, Kafka Connect standalone and distributed, MirrorMaker 2's connectors in a Connect worker
-// replicating to a second sluice the cell starts, a Spring Boot app, and compiled programs for
+// replicating to a second sluice the cell starts and from an Apache Kafka the cell starts, a Spring Boot app, and compiled programs for
 // confluent-kafka-go and Rust's rdkafka) started with a deadline. What does not come with the machine is installed or built by
 // the client's Prepare step (installers.go) from its registry into the cache ($SLUICE_CACHE or
 // ~/.cache/sluice): a Python venv (confluent-kafka, kafka-python 2.x, aiokafka), npm prefixes,
