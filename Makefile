@@ -1,7 +1,7 @@
 # sluice — the two commands a fresh machine needs are `make run` and `make test`.
 GO ?= go
 
-.PHONY: build run test unit deps franz franz-cluster vet fmt-check clean compat cluster chaos chaos-full share-java
+.PHONY: build run test unit deps franz franz-cluster vet fmt-check clean compat compat-connect cluster chaos chaos-full share-java
 
 # The commit is stamped into `sluice --version` (Go's own VCS stamping may be off: GOFLAGS).
 SLUICE_COMMIT := $(shell git rev-parse --short=12 HEAD 2>/dev/null)$(shell git diff --quiet HEAD 2>/dev/null || echo +dirty)
@@ -145,7 +145,8 @@ migrate-big: build
 # The client compatibility matrix: every client and tool (franz-go, kcat, confluent-kafka-python
 # from Debian and from PyPI, kafka-python from Debian and 2.x from PyPI, aiokafka, kafkajs,
 # @platformatic/kafka, sarama, kafka-go, confluent-kafka-go, Rust rdkafka, Java clients, Kafka's
-# CLI tools, Spring for Apache Kafka, Kafka Connect, Kafka Streams) through the same scenarios
+# CLI tools, Spring for Apache Kafka, Kafka Connect standalone and distributed, MirrorMaker 2,
+# Kafka Streams) through the same scenarios
 # against a real sluice, plus franz-go's live-broker suite. Installs or builds the clients
 # (compat-tests/matrix/installers.go; downloads and builds cached under ~/.cache/sluice), writes
 # COMPAT.md and the cell logs it links to under compat-tests/matrix/logs/. The cells run against
@@ -155,6 +156,13 @@ migrate-big: build
 # e.g. go run ./compat-tests/matrix -merge -franz-suite=false -scenarios '^(transactions|exactly-once)$'.
 compat: deps build
 	$(GO) run ./compat-tests/matrix -bin $(CURDIR)/bin/sluice -out COMPAT.md -logs compat-tests/matrix/logs
+
+# Only the Kafka Connect rows (standalone, distributed, MirrorMaker 2 sluice to sluice and Apache
+# Kafka to sluice), on one node and three, merged into COMPAT.md (the distributed and MirrorMaker
+# 2 rows alone take about 12 minutes on the shared two-core machine).
+compat-connect: deps build
+	$(GO) run ./compat-tests/matrix -bin $(CURDIR)/bin/sluice -out COMPAT.md -logs compat-tests/matrix/logs \
+	  -merge -franz-suite=false -clients '^(connect|connect-distributed|mirrormaker2|mirrormaker2-from-kafka)$$'
 
 # Jepsen-style fault runs (as root: network namespaces): CHAOS_RUNS runs of a CHAOS_NODES-node
 # cluster under kill -9, SIGSTOP and network partitions, each checked for lost, duplicated and

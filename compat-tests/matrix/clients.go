@@ -52,6 +52,9 @@ func Clients() []*Client {
 		{ID: "spring", Name: "Spring for Apache Kafka 4.2.0 (Spring Boot " + springBootVersion + ", KafkaTemplate + @KafkaListener)", Family: "spring", PrepareTimeout: 30 * time.Minute,
 			Prepare: func(ctx context.Context, t *Tools) error { _, err := t.SpringJar(ctx); return err }, Run: runSpring, Timeout: 120 * time.Second},
 		{ID: "connect", Name: "Kafka Connect " + connectVersion + " standalone, FileStream source and sink connectors", Family: "connect", Prepare: prepareConnect, Run: runConnect, Timeout: 180 * time.Second},
+		{ID: "connect-distributed", Name: "Kafka Connect " + connectVersion + " distributed (compacted internal topics, REST API, exactly-once source), FileStream connectors", Family: "connect", Prepare: prepareConnect, Run: runConnectDistributed, Timeout: 240 * time.Second},
+		{ID: "mirrormaker2", Name: "MirrorMaker 2 (connect-mirror " + connectVersion + ": MirrorSource + MirrorCheckpoint connectors in a distributed worker) to a second sluice", Family: "connect", Prepare: prepareConnect, Run: runMirrorMaker, Timeout: 240 * time.Second},
+		{ID: "mirrormaker2-from-kafka", Name: "MirrorMaker 2 (connect-mirror " + connectVersion + ") from Apache Kafka 4.4.0 to sluice (the migration case)", Family: "connect", Prepare: prepareConnect, Run: runMirrorMakerFromKafka, Timeout: 240 * time.Second},
 		{ID: "streams", Name: "Kafka Streams 4.4.0 word count", Family: "java", Prepare: prepareJava, Run: runStreams, Timeout: 150 * time.Second},
 	}
 }

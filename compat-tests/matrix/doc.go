@@ -35,8 +35,9 @@
 //     offset reaches 10. A client without a share consumer is n/a (Client.Share nil).
 //
 // Clients are plain functions (Go clients) or programs (kcat, Python, Node, Java, Kafka's CLI
-// tools, Kafka Connect, a Spring Boot app, and compiled programs for confluent-kafka-go and Rust's
-// rdkafka) started with a deadline. What does not come with the machine is installed or built by
+// tools, Kafka Connect standalone and distributed, MirrorMaker 2's connectors in a Connect worker
+// replicating to a second sluice the cell starts and from an Apache Kafka the cell starts, a Spring Boot app, and compiled programs for
+// confluent-kafka-go and Rust's rdkafka) started with a deadline. What does not come with the machine is installed or built by
 // the client's Prepare step (installers.go) from its registry into the cache ($SLUICE_CACHE or
 // ~/.cache/sluice): a Python venv (confluent-kafka, kafka-python 2.x, aiokafka), npm prefixes,
 // go build of clients/ckgo (a module of its own, with cgo), cargo build of clients/rust, mvn

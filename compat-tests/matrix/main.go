@@ -200,7 +200,7 @@ func (m *Matrix) RunCell(ctx context.Context, c *Client, s Scenario) (cell Cell)
 	e := &Env{
 		Scenario: s, Addr: m.broker.Addr, Topic: name, Group: name + "-g",
 		TSBase: time.Now().Add(-time.Hour).Truncate(time.Second).UnixMilli(),
-		Dir:    dir, DataDir: m.broker.DataDir(), Log: log, Tools: m.tools,
+		Dir:    dir, DataDir: m.broker.DataDir(), Log: log, Tools: m.tools, Bin: m.bin,
 		Nodes: m.nodes, RF: int16(min(m.nodes, 3)),
 	}
 	if s.Security != "" {

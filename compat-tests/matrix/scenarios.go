@@ -68,8 +68,9 @@ type Env struct {
 	DataDir  string // sluice's log.dirs (kafka-dump-log reads segments there)
 	Log      *cellLog
 	Tools    *Tools
-	Nodes    int   // cluster size
-	RF       int16 // replication factor of the topics the harness creates (3 on a cluster)
+	Bin      string // the sluice binary under test (a cell may start a sluice of its own)
+	Nodes    int    // cluster size
+	RF       int16  // replication factor of the topics the harness creates (3 on a cluster)
 	// Sec is the secured listeners and credentials; set for security scenarios only.
 	Sec *Security
 }
