@@ -71,11 +71,13 @@ func (sg *shareGroups) isOtherGroup(ctx context.Context, id string) bool {
 func (sg *shareGroups) heartbeat(w *wire.Request, req *kmsg.ShareGroupHeartbeatRequest) *kmsg.ShareGroupHeartbeatResponse {
 	resp := req.ResponseKind().(*kmsg.ShareGroupHeartbeatResponse)
 	client := joinClient(w)
+	o := sg.b.shareGroupOverrides(req.GroupID) // share.session.timeout.ms, share.heartbeat.interval.ms
 	sg.mu.Lock()
 	now := sg.b.clock.Now()
 	res := sg.mu.groups.Heartbeat(now, imageTopics{sg.b.ctrl}, share.HeartbeatRequest{
 		Group: req.GroupID, Member: req.MemberID, MemberEpoch: req.MemberEpoch, RackID: req.RackID,
 		Subscribed: req.SubscribedTopicNames, ClientID: client.ClientID, ClientHost: client.ClientHost,
+		SessionTimeout: o.sessionTimeout,
 	})
 	// A member that leaves keeps its share session and its acquired records, as in Kafka 4.4
 	// (the group coordinator does not tell the share partitions): librdkafka's share consumer
@@ -97,6 +99,9 @@ func (sg *shareGroups) heartbeat(w *wire.Request, req *kmsg.ShareGroupHeartbeatR
 	resp.MemberID = &member
 	resp.MemberEpoch = res.MemberEpoch
 	resp.HeartbeatIntervalMillis = int32(sg.heartbeatInterval.Milliseconds())
+	if o.heartbeatPeriod > 0 {
+		resp.HeartbeatIntervalMillis = int32(o.heartbeatPeriod.Milliseconds())
+	}
 	if res.SendAssigned {
 		a := kmsg.NewShareGroupHeartbeatResponseAssignment()
 		for _, tp := range res.Assignment {

@@ -6,8 +6,10 @@ package broker
 //
 // sluice takes only the group keys it honours: share.auto.offset.reset (earliest or latest),
 // share.record.lock.duration.ms and share.isolation.level (read_uncommitted or
-// read_committed, share_isolation.go), all read by the share coordinator (share_groups.go) for
-// the group's share partitions. Every other key Kafka 4.4's GroupConfig defines is refused
+// read_committed, share_isolation.go), read by the share coordinator (share_groups.go) for
+// the group's share partitions; the integer keys of group_configs_modern.go (consumer.*,
+// streams.*, and share.session.timeout.ms, share.heartbeat.interval.ms,
+// share.delivery.count.limit, share.partition.max.record.locks). Every other key Kafka 4.4's GroupConfig defines is refused
 // INVALID_CONFIG naming it (sluice would store it without honouring it); a key GroupConfig
 // does not define is INVALID_CONFIG "Unknown group config name: <key>", as Kafka words it.
 // Values are checked as Kafka's GroupConfig.validate checks them, against this broker's
@@ -16,6 +18,7 @@ package broker
 import (
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -151,19 +154,42 @@ func (b *Broker) groupDefault(key string) string {
 	return strconv.Itoa(int(b.cfg.Static.Int32(key)))
 }
 
-// shareGroupOverrides reads a share group's honoured overrides from the image: whether its
-// share partitions start at the log start (earliest), and its lock duration in ms (0: the
-// broker's).
-func shareGroupOverrides(im *controller.Image, group string) (earliest bool, lockMs int32) {
-	m := im.GroupConfigs[group]
+// shareOverrides are a share group's honoured overrides; zero values mean the broker's.
+type shareOverrides struct {
+	earliest        bool  // share.auto.offset.reset=earliest: start at the log start
+	lockMs          int32 // share.record.lock.duration.ms
+	deliveryLimit   int   // share.delivery.count.limit
+	maxRecordLocks  int   // share.partition.max.record.locks
+	sessionTimeout  time.Duration
+	heartbeatPeriod time.Duration // share.heartbeat.interval.ms
+}
+
+// shareGroupOverrides reads a share group's honoured overrides from the image, the integer
+// ones clamped to the broker's group.share.min/max.* bounds as Kafka's GroupConfig.evaluate
+// clamps them.
+func (b *Broker) shareGroupOverrides(group string) shareOverrides {
+	var o shareOverrides
+	m := b.ctrl.Image().GroupConfigs[group]
 	if m == nil {
-		return false, 0
+		return o
 	}
-	earliest = m[groupShareAutoOffsetReset] == "earliest"
+	o.earliest = m[groupShareAutoOffsetReset] == "earliest"
 	if v, ok := m[groupShareRecordLockDuration]; ok {
 		if n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 32); err == nil && n > 0 {
-			lockMs = int32(n)
+			o.lockMs = int32(n)
 		}
 	}
-	return earliest, lockMs
+	if n, ok := b.clampedGroupInt(m, "share.delivery.count.limit"); ok {
+		o.deliveryLimit = int(n)
+	}
+	if n, ok := b.clampedGroupInt(m, "share.partition.max.record.locks"); ok {
+		o.maxRecordLocks = int(n)
+	}
+	if n, ok := b.clampedGroupInt(m, "share.session.timeout.ms"); ok {
+		o.sessionTimeout = time.Duration(n) * time.Millisecond
+	}
+	if n, ok := b.clampedGroupInt(m, "share.heartbeat.interval.ms"); ok {
+		o.heartbeatPeriod = time.Duration(n) * time.Millisecond
+	}
+	return o
 }

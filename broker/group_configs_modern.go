@@ -1,8 +1,9 @@
 package broker
 
-// The consumer.* and streams.* group configs (KIP-848 consumer groups, KIP-1071 streams groups)
-// sluice honours: a group's session timeout, heartbeat interval, and for streams groups its
-// standby replicas and initial rebalance delay. They are checked as Kafka 4.4's
+// The consumer.*, streams.* and integer share.* group configs (KIP-848 consumer groups, KIP-1071
+// streams groups, KIP-932 share groups) sluice honours: a group's session timeout, heartbeat
+// interval, for streams groups its standby replicas and initial rebalance delay, for share
+// groups its delivery count limit and record lock limit per share partition. They are checked as Kafka 4.4's
 // GroupConfig.validate checks them (each within the broker's group.consumer.* /
 // group.streams.* bounds; the session timeout greater than the heartbeat interval, with the
 // broker's value for the one not set), stored with the other group configs, and read by the
@@ -52,12 +53,22 @@ var modernGroupKeys = []modernGroupKey{
 		"The number of standby replicas for each task."},
 	{"streams.initial.rebalance.delay.ms", "group.streams.initial.rebalance.delay.ms", "", "", 0,
 		"The amount of time the group coordinator will wait for more streams clients to join a new group before performing the first rebalance."},
+	// KIP-932 share groups: applied by broker/share_groups.go (shareGroupOverrides).
+	{"share.session.timeout.ms", "group.share.session.timeout.ms", "group.share.min.session.timeout.ms", "group.share.max.session.timeout.ms", 1,
+		"The timeout to detect client failures when using the share group protocol."},
+	{"share.heartbeat.interval.ms", "group.share.heartbeat.interval.ms", "group.share.min.heartbeat.interval.ms", "group.share.max.heartbeat.interval.ms", 1,
+		"The heartbeat interval given to the members of a share group."},
+	{"share.delivery.count.limit", "group.share.delivery.count.limit", "group.share.min.delivery.count.limit", "group.share.max.delivery.count.limit", 2,
+		"The maximum number of delivery attempts for a record delivered to a share group."},
+	{"share.partition.max.record.locks", "group.share.partition.max.record.locks", "group.share.min.partition.max.record.locks", "group.share.max.partition.max.record.locks", 100,
+		"Share-group record lock limit per share-partition."},
 }
 
 // sessionHeartbeatPairs are the keys whose session timeout must exceed the heartbeat interval.
 var sessionHeartbeatPairs = [][2]string{
 	{"consumer.session.timeout.ms", "consumer.heartbeat.interval.ms"},
 	{"streams.session.timeout.ms", "streams.heartbeat.interval.ms"},
+	{"share.session.timeout.ms", "share.heartbeat.interval.ms"},
 }
 
 func init() {
@@ -132,6 +143,28 @@ func (b *Broker) groupSessionHeartbeatProblem(current map[string]string, ops []c
 	return 0, ""
 }
 
+// clampedGroupInt reads a group's honoured integer key from its configs m, clamped to the
+// broker's bounds as Kafka's GroupConfig.evaluate clamps it; false when it is not set.
+func (b *Broker) clampedGroupInt(m map[string]string, key string) (int64, bool) {
+	v, ok := m[key]
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 32)
+	if err != nil {
+		return 0, false
+	}
+	s := b.cfg.Static
+	k := modernGroupKeyFor(key)
+	if k.minKey != "" {
+		n = max(n, int64(s.Int32(k.minKey)))
+	}
+	if k.maxKey != "" {
+		n = min(n, int64(s.Int32(k.maxKey)))
+	}
+	return n, true
+}
+
 // groupOverrides reads a group's honoured consumer.* and streams.* configs from the newest
 // image for the coordinator, clamped to the broker's bounds.
 func (b *Broker) groupOverrides(group string) coordinator.GroupOverrides {
@@ -140,25 +173,7 @@ func (b *Broker) groupOverrides(group string) coordinator.GroupOverrides {
 	if len(m) == 0 {
 		return o
 	}
-	s := b.cfg.Static
-	get := func(key string) (int64, bool) {
-		v, ok := m[key]
-		if !ok {
-			return 0, false
-		}
-		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 32)
-		if err != nil {
-			return 0, false
-		}
-		k := modernGroupKeyFor(key)
-		if k.minKey != "" {
-			n = max(n, int64(s.Int32(k.minKey)))
-		}
-		if k.maxKey != "" {
-			n = min(n, int64(s.Int32(k.maxKey)))
-		}
-		return n, true
-	}
+	get := func(key string) (int64, bool) { return b.clampedGroupInt(m, key) }
 	ms := func(n int64) time.Duration { return time.Duration(n) * time.Millisecond }
 	if n, ok := get("consumer.session.timeout.ms"); ok {
 		o.ConsumerSessionTimeout = ms(n)

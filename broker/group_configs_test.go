@@ -116,6 +116,12 @@ func TestGroupConfigsDescribeAlter(t *testing.T) {
 		{"share.record.lock.duration.ms", "10000", "greater than or equal to group.share.min.record.lock.duration.ms"},
 		{"share.record.lock.duration.ms", "70000", "less than or equal to group.share.max.record.lock.duration.ms"},
 		{"share.record.lock.duration.ms", "x", "Invalid value x"},
+		{"share.delivery.count.limit", "1", "Value must be at least 2"},
+		{"share.delivery.count.limit", "20", "share.delivery.count.limit must be in the range 2 to 10 inclusive."},
+		{"share.partition.max.record.locks", "50", "Value must be at least 100"},
+		{"share.partition.max.record.locks", "5000", "share.partition.max.record.locks must be in the range 100 to 4000 inclusive."},
+		{"share.session.timeout.ms", "1000", "share.session.timeout.ms must be in the range 45000 to 60000 inclusive."},
+		{"share.heartbeat.interval.ms", "20000", "share.heartbeat.interval.ms must be in the range 5000 to 15000 inclusive."},
 	} {
 		code, msg := alterGroupConfigs(t, tb, "g", false, setOp(tc.key, tc.value))
 		if code != kerr.InvalidConfig.Code || !strings.Contains(msg, tc.msgHas) {
@@ -202,6 +208,66 @@ func TestShareGroupRecordLockDurationConfig(t *testing.T) {
 		wantRanges(t, "b after a's 1 s locks timed out", got, [3]int64{0, 2, 2})
 	case <-time.After(testWait):
 		t.Fatal("the waiting share fetch never answered: the group's lock duration was not used")
+	}
+}
+
+// TestShareGroupIntConfigs: a share group's share.delivery.count.limit (2, the broker's is 5)
+// archives a record released twice, its share.partition.max.record.locks bounds what one fetch
+// acquires, and its share.heartbeat.interval.ms is the interval its members are told; another
+// group keeps the broker's values.
+func TestShareGroupIntConfigs(t *testing.T) {
+	tb := startTestBroker(t, map[string]string{"group.share.min.partition.max.record.locks": "100"})
+	tb.createTopic(t, "gint", 1, nil)
+	topicID := [16]byte(tb.Ctrl.Image().Topics["gint"].ID)
+	if code, msg := alterGroupConfigs(t, tb, "limited", false, setOp("share.delivery.count.limit", "2"),
+		setOp("share.partition.max.record.locks", "100"), setOp("share.heartbeat.interval.ms", "6000"),
+		setOp("share.auto.offset.reset", "earliest")); code != 0 {
+		t.Fatalf("set: %v %s", kerr.ErrorForCode(code), msg)
+	}
+	if code, msg := alterGroupConfigs(t, tb, "plain", false, setOp("share.auto.offset.reset", "earliest")); code != 0 {
+		t.Fatalf("set: %v %s", kerr.ErrorForCode(code), msg)
+	}
+	// A session timeout not above the heartbeat interval is refused, as Kafka refuses it.
+	if code, msg := alterGroupConfigs(t, tb, "limited", false, setOp("share.session.timeout.ms", "45000"),
+		setOp("share.heartbeat.interval.ms", "15000")); code != 0 {
+		t.Fatalf("session 45 s above heartbeat 15 s: %v %s", kerr.ErrorForCode(code), msg)
+	}
+	tb.produce(t, "gint", 0, 150)
+	for _, group := range []string{"limited", "plain"} {
+		a := &shareClient{t: t, tb: tb, group: group, member: "a"}
+		hb := a.heartbeat(0, "gint")
+		wantInterval := int32(5000)
+		if group == "limited" {
+			wantInterval = 15000
+		}
+		if hb.ErrorCode != 0 || hb.HeartbeatIntervalMillis != wantInterval {
+			t.Fatalf("%s: heartbeat %v, interval %d ms, want %d", group, kerr.ErrorForCode(hb.ErrorCode), hb.HeartbeatIntervalMillis, wantInterval)
+		}
+		// One fetch acquires at most the group's record lock limit.
+		got, _ := a.fetch(topicID, 500)
+		wantLast := int64(149)
+		if group == "limited" {
+			wantLast = 99
+		}
+		wantRanges(t, group+": first fetch", got, [3]int64{0, wantLast, 1})
+		// Offset 0 released twice: archived after its second delivery with limit 2, offered a
+		// third time with the broker's 5.
+		if top, code := a.ack(topicID, a.epoch, ackRange{0, 0, 2}, ackRange{1, wantLast, 1}); top != 0 || code != 0 {
+			t.Fatalf("%s: release 0, accept the rest: %v/%v", group, kerr.ErrorForCode(top), kerr.ErrorForCode(code))
+		}
+		got, _ = a.fetch(topicID, 1)
+		wantRanges(t, group+": offset 0 again", got, [3]int64{0, 0, 2})
+		if top, code := a.ack(topicID, a.epoch, ackRange{0, 0, 2}); top != 0 || code != 0 {
+			t.Fatalf("%s: release 0 again: %v/%v", group, kerr.ErrorForCode(top), kerr.ErrorForCode(code))
+		}
+		got, _ = a.fetch(topicID, 1)
+		if group == "limited" {
+			if len(got) > 0 && got[0].FirstOffset == 0 {
+				t.Fatalf("limited: offset 0 delivered a third time with share.delivery.count.limit=2: %v", ranges(got))
+			}
+		} else {
+			wantRanges(t, "plain: offset 0 a third time", got, [3]int64{0, 0, 3})
+		}
 	}
 }
 

@@ -120,14 +120,15 @@ func newShareGroups(b *Broker) *shareGroups {
 
 // partitionLocked returns the share partition for key, creating it the first time at the
 // partition's log start when the group's share.auto.offset.reset is earliest, else at its high
-// watermark (latest, Kafka's default). The group's share.record.lock.duration.ms, when set,
-// applies to the locks taken from now on. REQUIRES: mu held.
+// watermark (latest, Kafka's default). The group's share.record.lock.duration.ms,
+// share.delivery.count.limit and share.partition.max.record.locks, when set, apply from now
+// on. REQUIRES: mu held.
 func (sg *shareGroups) partitionLocked(key sharePartitionKey, snap replica.Snapshot) *share.Partition {
-	earliest, lockMs := shareGroupOverrides(sg.b.ctrl.Image(), key.group)
+	o := sg.b.shareGroupOverrides(key.group)
 	sp := sg.mu.partitions[key]
 	if sp == nil {
 		start := snap.HighWatermark
-		if earliest {
+		if o.earliest {
 			start = snap.LogStart
 		}
 		var err error
@@ -138,8 +139,14 @@ func (sg *shareGroups) partitionLocked(key sharePartitionKey, snap replica.Snaps
 		sg.mu.partitions[key] = sp
 	}
 	cfg := sg.partCfg
-	if lockMs > 0 {
-		cfg.LockDuration = time.Duration(lockMs) * time.Millisecond
+	if o.lockMs > 0 {
+		cfg.LockDuration = time.Duration(o.lockMs) * time.Millisecond
+	}
+	if o.deliveryLimit > 0 {
+		cfg.MaxDeliveryCount = o.deliveryLimit
+	}
+	if o.maxRecordLocks > 0 {
+		cfg.MaxInFlight = o.maxRecordLocks
 	}
 	_ = sp.SetConfig(cfg) // valid: the broker's limits, and a lock duration checked when set
 	sp.AdvanceLogStart(snap.LogStart)

@@ -454,8 +454,11 @@ func validateGroupConfig(key, value string) error {
 			return fmt.Errorf("share.isolation.level must be read_committed or read_uncommitted, not %q", value)
 		}
 	case "consumer.session.timeout.ms", "consumer.heartbeat.interval.ms", "streams.session.timeout.ms",
-		"streams.heartbeat.interval.ms", "streams.num.standby.replicas", "streams.initial.rebalance.delay.ms":
-		// The broker checks them against its group.consumer.* / group.streams.* bounds.
+		"streams.heartbeat.interval.ms", "streams.num.standby.replicas", "streams.initial.rebalance.delay.ms",
+		"share.session.timeout.ms", "share.heartbeat.interval.ms", "share.delivery.count.limit",
+		"share.partition.max.record.locks":
+		// The broker checks them against its group.consumer.* / group.streams.* /
+		// group.share.* bounds.
 		n, err := strconv.ParseInt(strings.TrimSpace(value), 10, 32)
 		if err != nil || n < 0 {
 			return fmt.Errorf("%s must be a non-negative integer, not %q", key, value)

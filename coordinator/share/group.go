@@ -132,6 +132,9 @@ type HeartbeatRequest struct {
 	// Subscribed is nil when unchanged since the last heartbeat.
 	Subscribed           []string
 	ClientID, ClientHost string
+	// SessionTimeout is the group's share.session.timeout.ms, already within the broker's
+	// bounds; 0 is GroupConfig.SessionTimeout.
+	SessionTimeout time.Duration
 }
 
 // HeartbeatResult is the answer to a heartbeat.
@@ -210,7 +213,11 @@ func (gs *Groups) Heartbeat(now time.Time, topics Topics, req HeartbeatRequest) 
 			g.Epoch++
 		}
 	}
-	m.deadline = now.Add(gs.cfg.SessionTimeout)
+	timeout := gs.cfg.SessionTimeout
+	if req.SessionTimeout > 0 {
+		timeout = req.SessionTimeout
+	}
+	m.deadline = now.Add(timeout)
 	target := assignAll(topics, m.Subscribed)
 	if !assignmentEqual(target, m.Assignment) {
 		// A subscribed topic appeared or grew: a new assignment epoch.

@@ -124,3 +124,25 @@ func TestGroupHeartbeats(t *testing.T) {
 		t.Fatalf("delete: %v", kerr.ErrorForCode(code))
 	}
 }
+
+// TestGroupSessionTimeoutOverride: a heartbeat carrying the group's share.session.timeout.ms
+// gives the member that deadline instead of the broker's group.share.session.timeout.ms.
+func TestGroupSessionTimeoutOverride(t *testing.T) {
+	now := time.Unix(1000, 0)
+	gs := NewGroups(GroupConfig{SessionTimeout: 45 * time.Second, HeartbeatInterval: 5 * time.Second})
+	topics := fakeTopics{"t": 1}
+	short := gs.Heartbeat(now, topics, HeartbeatRequest{Group: "short", Member: "a", Subscribed: []string{"t"}, SessionTimeout: 20 * time.Second})
+	long := gs.Heartbeat(now, topics, HeartbeatRequest{Group: "long", Member: "a", Subscribed: []string{"t"}})
+	if short.Code != 0 || long.Code != 0 {
+		t.Fatalf("joins: %+v %+v", short, long)
+	}
+	if next, ok := gs.NextExpiry(); !ok || !next.Equal(now.Add(20*time.Second)) {
+		t.Fatalf("next expiry %v, want the overridden group's at +20s", next)
+	}
+	if gone := gs.Expire(now.Add(20 * time.Second)); len(gone) != 1 || gone[0].Group != "short" {
+		t.Fatalf("expired at +20s: %v, want only the member of the group with the 20 s timeout", gone)
+	}
+	if gone := gs.Expire(now.Add(45 * time.Second)); len(gone) != 1 || gone[0].Group != "long" {
+		t.Fatalf("expired at +45s: %v, want the member on the broker's timeout", gone)
+	}
+}

@@ -20,6 +20,12 @@ var authorizerKeys = map[string]bool{"super.users": true, "allow.everyone.if.no.
 var laterKafkaKeys = map[string]bool{
 	"group.streams.initial.rebalance.delay.ms": true, // Kafka 4.2 (KAFKA-19829), default 3000
 	"cordoned.log.dirs":                        true, // Kafka 4.2+ (KIP-1066), default empty; sluice refuses it (NotYet)
+	// Kafka 4.2+ bounds of the share.delivery.count.limit and share.partition.max.record.locks
+	// group configs (ShareGroupConfig; defaults 2, 10, 100, 4000).
+	"group.share.min.delivery.count.limit":       true,
+	"group.share.max.delivery.count.limit":       true,
+	"group.share.min.partition.max.record.locks": true,
+	"group.share.max.partition.max.record.locks": true,
 }
 
 // TestDefsMatchKafka checks every definition against the ConfigDefs dumped from Kafka 4.1.1:

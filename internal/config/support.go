@@ -54,7 +54,7 @@ const (
 	whyJava        = "sluice cannot load Java classes"
 	whyTiered      = "sluice has no tiered storage"
 	whyTuning      = "a Kafka tuning setting; sluice sizes this itself"
-	whyShare       = "sluice's share groups (KIP-932) use the simple assignor, serve their members from one node and take only three per-group overrides (share.auto.offset.reset, share.record.lock.duration.ms, share.isolation.level); these bound or tune what they do not take"
+	whyShare       = "sluice's share groups (KIP-932) use the simple assignor and serve their members from the node that coordinates the group; these choose or tune what sluice does its own way"
 	whyQuotas      = "replica moves between log directories are paced by replica.alter.log.dirs.io.max.bytes.per.second directly (a byte rate since the move started), not through Kafka's windowed quota"
 	whyMetrics     = "sluice loads no metrics reporters: it serves Prometheus /metrics on --http-addr, where it also exports the client telemetry (KIP-714) clients push, which Kafka hands to a reporter"
 	whyMetadataLog = "the metadata log's segmenting and snapshots are sluice's own"
@@ -202,14 +202,15 @@ var brokerSupport = []supportGroup{
 		"group.share.delivery.count.limit", "group.share.heartbeat.interval.ms", "group.share.max.share.sessions",
 		"group.share.max.size", "group.share.partition.max.record.locks", "group.share.record.lock.duration.ms",
 		"group.share.session.timeout.ms",
-		// They bound a group's share.record.lock.duration.ms (broker/group_configs.go).
+		// They bound a group's share.* overrides (broker/group_configs.go, group_configs_modern.go).
 		"group.share.max.record.lock.duration.ms", "group.share.min.record.lock.duration.ms",
+		"group.share.max.delivery.count.limit", "group.share.min.delivery.count.limit",
+		"group.share.max.partition.max.record.locks", "group.share.min.partition.max.record.locks",
+		"group.share.max.heartbeat.interval.ms", "group.share.min.heartbeat.interval.ms",
+		"group.share.max.session.timeout.ms", "group.share.min.session.timeout.ms",
 	}},
 	{NoEffect, whyShare, []string{
 		"group.share.assignors", "group.share.enable",
-		"group.share.max.heartbeat.interval.ms", "group.share.max.session.timeout.ms",
-		"group.share.min.heartbeat.interval.ms",
-		"group.share.min.session.timeout.ms",
 		"share.fetch.purgatory.purge.interval.requests",
 	}},
 	{Honoured, "", []string{
