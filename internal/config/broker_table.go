@@ -363,7 +363,7 @@ var brokerTable = []*Def{
 	{Name: "max.connections.per.ip.overrides", Type: TypeString, Default: str(""),
 		Doc: "Per-address exceptions to max.connections.per.ip, as host:count pairs."},
 	{Name: "max.decompressed.message.bytes", Type: TypeInt, Default: str("2147483639"), Validate: between(1, 2147483639),
-		Doc: "Default max.decompressed.message.bytes for topics: most bytes a compressed batch may expand to. sluice bounds it at max(64 MiB, 32 × max.message.bytes) and takes no other value yet."},
+		Doc: "Default for topics: most bytes one record may have once decompressed (Kafka checks it in produce validation, compaction and timestamp lookups, answering INVALID_RECORD). sluice bounds instead what a whole compressed batch may expand to, max(64 MiB, 32 × max.message.bytes), and takes no other value yet."},
 	{Name: "max.incremental.fetch.session.cache.slots", Type: TypeInt, Default: str("1000"), Validate: atLeast(0), ReadOnly: true,
 		Doc: "Most incremental fetch sessions (KIP-227) the broker keeps."},
 	{Name: "max.request.partition.size.limit", Type: TypeInt, Default: str("2000"), Validate: atLeast(1), ReadOnly: true,

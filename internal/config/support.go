@@ -59,7 +59,7 @@ const (
 	whyMetrics     = "sluice loads no metrics reporters: it serves Prometheus /metrics on --http-addr, where it also exports the client telemetry (KIP-714) clients push, which Kafka hands to a reporter"
 	whyMetadataLog = "the metadata log's segmenting and snapshots are sluice's own"
 	whyDLQ         = "share-group dead-letter queues (KIP-1191) are not implemented yet"
-	whyDecompress  = "sluice bounds what one compressed batch may expand to at max(64 MiB, 32 × max.message.bytes); another bound is not supported yet"
+	whyDecompress  = "sluice does not bound each record's decompressed size yet; it bounds what a whole compressed batch may expand to, at max(64 MiB, 32 × max.message.bytes)"
 )
 
 // brokerSupport classifies every broker key.

@@ -62,7 +62,7 @@ var topicTable = []*Def{
 		Doc:      "Longest time a record may stay uncompacted on a compacted topic.",
 		synonyms: syn("log.cleaner.max.compaction.lag.ms")},
 	{Name: "max.decompressed.message.bytes", Type: TypeInt, Default: str("2147483639"), Validate: between(1, 2147483639),
-		Doc:      "Most bytes a compressed batch may expand to. sluice bounds it at max(64 MiB, 32 × max.message.bytes) and takes no other value yet.",
+		Doc:      "Most bytes one record may have once decompressed (Kafka checks it in produce validation, compaction and timestamp lookups, answering INVALID_RECORD). sluice bounds instead what a whole compressed batch may expand to, max(64 MiB, 32 × max.message.bytes), and takes no other value yet.",
 		synonyms: syn("max.decompressed.message.bytes")},
 	{Name: "max.message.bytes", Type: TypeInt, Default: str("1048588"), Validate: atLeast(0),
 		Doc:      "Largest record batch (after compression) the topic accepts; larger produce requests fail with MESSAGE_TOO_LARGE.",
