@@ -123,3 +123,29 @@ func TestKafka44TypesAndBounds(t *testing.T) {
 		t.Errorf("group.coordinator.append.linger.ms=-1: %v", err)
 	}
 }
+
+// TestKafka44DynamicKeys: the new keys Kafka 4.4 lets change on a running cluster
+// (GroupCoordinatorConfig and ShareCoordinatorConfig RECONFIGURABLE_CONFIGS,
+// DynamicReplicationConfig, DynamicRemoteLogConfig, topic-config synonyms) are dynamic here
+// too, and the ones sluice does not support are still refused there, naming the key.
+func TestKafka44DynamicKeys(t *testing.T) {
+	for _, kv := range [][2]string{
+		{"group.coordinator.cached.buffer.max.bytes", "2097152"}, {"share.coordinator.cached.buffer.max.bytes", "2097152"},
+		{"remote.log.manager.follower.thread.pool.size", "4"}, {"log.remote.copy.lag.ms", "1000"},
+	} {
+		if err := ValidateBrokerDynamic(kv[0], kv[1]); err != nil {
+			t.Errorf("%s=%s: %v", kv[0], kv[1], err)
+		}
+	}
+	for _, kv := range [][2]string{
+		{"group.consumer.assignment.interval.ms", "5000"}, {"errors.deadletterqueue.topic.name.prefix", "dead."},
+		{"follower.fetch.last.tiered.offset.enable", "true"}, {"group.streams.assignor.offload.enable", "false"},
+	} {
+		if err := ValidateBrokerDynamic(kv[0], kv[1]); err == nil || !strings.Contains(err.Error(), kv[0]+"="+kv[1]+" is not supported by sluice yet") {
+			t.Errorf("%s=%s: %v", kv[0], kv[1], err)
+		}
+	}
+	if err := ValidateBrokerDynamic("group.streams.assignors", "sticky"); err == nil || !strings.Contains(err.Error(), "Cannot update these configs dynamically") {
+		t.Errorf("group.streams.assignors: %v", err)
+	}
+}
