@@ -262,7 +262,7 @@ var brokerSupport = []supportGroup{
 		"group.streams.task.offset.interval.ms",
 	}},
 	{NotYet, whyJava, []string{"group.streams.topology.description.plugin.class"}},
-	{NoEffect, "sluice's share coordinator initializes a group's share partitions when the group first needs them; this tunes Kafka's retry of that step", []string{
+	{NoEffect, "a persister call sluice makes (share-partition state initialization included) is retried every 20 ms while the share coordinator is not ready (broker/share_state.go), not at this interval", []string{
 		"group.share.initialize.retry.interval.ms",
 	}},
 	{NoEffect, "sluice does not take per-group streams config overrides yet, which these bound", []string{
