@@ -110,6 +110,7 @@ var brokerSupport = []supportGroup{
 		"sasl.oauthbearer.clock.skew.seconds", "sasl.oauthbearer.jwks.endpoint.refresh.ms",
 		"sasl.oauthbearer.jwks.endpoint.retry.backoff.ms", "sasl.oauthbearer.scope.claim.name",
 		"sasl.oauthbearer.sub.claim.name",
+		"sasl.oauthbearer.allow.unverified.audience", "sasl.oauthbearer.allow.unverified.issuer",
 		// The client side of connections between nodes (cmd/sluice/peer_security.go).
 		"sasl.mechanism.inter.broker.protocol", "ssl.endpoint.identification.algorithm",
 		"sasl.mechanism.controller.protocol",
@@ -143,9 +144,6 @@ var brokerSupport = []supportGroup{
 	}},
 	{NoEffect, "a JWKS reload asked for by an unknown key ID waits sasl.oauthbearer.jwks.endpoint.retry.backoff.ms between attempts, without growing", []string{
 		"sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms",
-	}},
-	{NotYet, "sluice's OAUTHBEARER validator checks a token's aud and iss against sasl.oauthbearer.expected.audience and .issuer when they are set (and refuses a token naming an audience when none is expected); turning those checks off is not supported yet", []string{
-		"sasl.oauthbearer.allow.unverified.audience", "sasl.oauthbearer.allow.unverified.issuer",
 	}},
 	{NotYet, whyJava, []string{
 		"alter.config.policy.class.name", "create.topic.policy.class.name", "client.quota.callback.class",
