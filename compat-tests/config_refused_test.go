@@ -30,6 +30,7 @@ func TestUnsupportedSettingsStopTheStart(t *testing.T) {
 		{[]string{"authorizer.class.name=kafka.security.authorizer.AclAuthorizer"}, "authorizer.class.name"}, // only the StandardAuthorizer
 		{[]string{"replica.selector.class=com.example.NearestReplicaSelector"}, "replica.selector.class"},    // only the rack-aware one
 		{[]string{"cordoned.log.dirs=" + t.TempDir()}, "cordoned.log.dirs"},                                  // KIP-1066 (several log.dirs are served now)
+		{[]string{"config.providers=file"}, "config.providers"},                                              // Kafka 4.2+: ${file:...} would be taken literally
 	} {
 		args := []string{"--set", "log.dirs=" + t.TempDir(), "--set", "listeners=PLAINTEXT://127.0.0.1:0"}
 		for _, s := range tc.settings {
@@ -52,13 +53,16 @@ func TestUnsupportedSettingsStopTheStart(t *testing.T) {
 // TestNoEffectSettingsAreLogged: a Kafka tuning hint starts, with one log line saying it has
 // no effect and why.
 func TestNoEffectSettingsAreLogged(t *testing.T) {
-	b := StartBroker(t, "num.io.threads=16")
-	waitFor(t, 10*time.Second, "the no-effect line", func() error {
-		if !strings.Contains(b.Log(), "num.io.threads is accepted for compatibility with Kafka but has no effect in sluice") {
-			return os.ErrNotExist
-		}
-		return nil
-	})
+	// group.coordinator.background.threads is a Kafka 4.2+ key.
+	b := StartBroker(t, "num.io.threads=16", "group.coordinator.background.threads=4")
+	for _, key := range []string{"num.io.threads", "group.coordinator.background.threads"} {
+		waitFor(t, 10*time.Second, "the no-effect line of "+key, func() error {
+			if !strings.Contains(b.Log(), key+" is accepted for compatibility with Kafka but has no effect in sluice") {
+				return os.ErrNotExist
+			}
+			return nil
+		})
+	}
 }
 
 // TestCompactedTopicsAccepted: CreateTopics and AlterConfigs take cleanup.policy=compact (and

@@ -16,7 +16,8 @@ package wire
 //     JWKS (RS256/384/512, PS256/384/512, ES256/384/512; never "none" or an HMAC), exp and iat
 //     present, exp not past and nbf not in the future beyond
 //     sasl.oauthbearer.clock.skew.seconds, aud among sasl.oauthbearer.expected.audience (and,
-//     as jose4j's default check, no aud at all when that is not set) and iss equal to
+//     as jose4j's default check, no aud at all when that is not set, unless
+//     sasl.oauthbearer.allow.unverified.audience) and iss equal to
 //     sasl.oauthbearer.expected.issuer when set, and the principal from
 //     sasl.oauthbearer.sub.claim.name.
 //   - A token that fails is answered, as the RFC has it, with a server challenge carrying the
@@ -70,6 +71,9 @@ type OAuthBearerConfig struct {
 	// ExpectedIssuer is sasl.oauthbearer.expected.issuer: when set, iss must equal it. Used
 	// with JWKS only.
 	ExpectedIssuer string
+	// AllowUnverifiedAudience is sasl.oauthbearer.allow.unverified.audience: with no
+	// ExpectedAudience, a token naming any audience is accepted (Kafka 4.4). Used with JWKS only.
+	AllowUnverifiedAudience bool
 }
 
 func (c *OAuthBearerConfig) principalClaim() string {
@@ -427,7 +431,7 @@ func (c *OAuthBearerConfig) checkSignedClaims(t *jwt, now time.Time) *oauthError
 			}
 		}
 	}
-	if len(c.ExpectedAudience) == 0 && len(aud) > 0 {
+	if len(c.ExpectedAudience) == 0 && len(aud) > 0 && !c.AllowUnverifiedAudience {
 		// As jose4j's default audience check, which Kafka's validator keeps: a token meant
 		// for some audience is refused by a broker that expects none.
 		return invalidToken("the token names an audience %v, but sasl.oauthbearer.expected.audience is not set", aud)

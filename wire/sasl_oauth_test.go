@@ -336,7 +336,8 @@ func TestJWKSValidator(t *testing.T) {
 // reloaded early, once per retry backoff), and the set is reloaded after the refresh interval;
 // a reload that fails keeps the keys.
 // TestJWKSAudienceNotExpected: with no sasl.oauthbearer.expected.audience a token without
-// aud is accepted and one with aud is refused, as Kafka's jose4j consumer refuses it.
+// aud is accepted and one with aud is refused, as Kafka's jose4j consumer refuses it, unless
+// sasl.oauthbearer.allow.unverified.audience is true.
 func TestJWKSAudienceNotExpected(t *testing.T) {
 	s := newSigner(t)
 	path := filepath.Join(t.TempDir(), "jwks.json")
@@ -354,6 +355,11 @@ func TestJWKSAudienceNotExpected(t *testing.T) {
 	claims["aud"] = "kafka"
 	if _, verr := cfg.validate(s.sign(t, "RS256", "rsa-1", claims), now); verr == nil {
 		t.Fatal("a token with aud accepted by a broker expecting none")
+	}
+	// sasl.oauthbearer.allow.unverified.audience=true (Kafka 4.4): any audience is accepted.
+	cfg.AllowUnverifiedAudience = true
+	if _, verr := cfg.validate(s.sign(t, "RS256", "rsa-1", claims), now); verr != nil {
+		t.Fatalf("allow.unverified.audience: %v", verr)
 	}
 }
 

@@ -83,18 +83,33 @@ func oauthBearerFor(cfg *config.Broker, l config.Listener, jaasKey string, modul
 		return nil, fmt.Errorf("%s=%s: %w", jwksURL.Key, jwksURL.Value, err)
 	}
 	var audience []string
-	for _, a := range config.ParseList(oauthKey(cfg, l, "sasl.oauthbearer.expected.audience").Value) {
+	audienceKey := oauthKey(cfg, l, "sasl.oauthbearer.expected.audience")
+	for _, a := range config.ParseList(audienceKey.Value) {
 		if a = strings.TrimSpace(a); a != "" {
 			audience = append(audience, a)
 		}
 	}
+	issuerKey := oauthKey(cfg, l, "sasl.oauthbearer.expected.issuer")
+	issuer := strings.TrimSpace(issuerKey.Value)
+	// As Kafka 4.4's BrokerJwtValidator: the issuer and audience must be expected, unless the
+	// operator opts out of checking them.
+	allowAudience := oauthKey(cfg, l, "sasl.oauthbearer.allow.unverified.audience")
+	allowIssuer := oauthKey(cfg, l, "sasl.oauthbearer.allow.unverified.issuer")
+	if b, _ := config.ParseBool(allowIssuer.Value); issuer == "" && !b {
+		return nil, fmt.Errorf("%s must be set with %s, or %s=true to accept tokens from any issuer", issuerKey.Key, jwksURL.Key, allowIssuer.Key)
+	}
+	allowAny, _ := config.ParseBool(allowAudience.Value)
+	if len(audience) == 0 && !allowAny {
+		return nil, fmt.Errorf("%s must be set with %s, or %s=true to accept tokens for any audience", audienceKey.Key, jwksURL.Key, allowAudience.Key)
+	}
 	return &wire.OAuthBearerConfig{
-		JWKS:             jwks,
-		PrincipalClaim:   strings.TrimSpace(oauthKey(cfg, l, "sasl.oauthbearer.sub.claim.name").Value),
-		ScopeClaim:       strings.TrimSpace(oauthKey(cfg, l, "sasl.oauthbearer.scope.claim.name").Value),
-		ClockSkew:        skew,
-		ExpectedAudience: audience,
-		ExpectedIssuer:   strings.TrimSpace(oauthKey(cfg, l, "sasl.oauthbearer.expected.issuer").Value),
+		JWKS:                    jwks,
+		PrincipalClaim:          strings.TrimSpace(oauthKey(cfg, l, "sasl.oauthbearer.sub.claim.name").Value),
+		ScopeClaim:              strings.TrimSpace(oauthKey(cfg, l, "sasl.oauthbearer.scope.claim.name").Value),
+		ClockSkew:               skew,
+		ExpectedAudience:        audience,
+		ExpectedIssuer:          issuer,
+		AllowUnverifiedAudience: allowAny,
 	}, nil
 }
 

@@ -75,6 +75,33 @@ func TestOAuthBearerListenerSettings(t *testing.T) {
 		t.Fatalf("signed: %+v", o)
 	}
 
+	// Kafka 4.4: a JWKS validator without an expected issuer or audience starts only when the
+	// operator opts out of checking it; then a token may name any audience.
+	sec, err = oauthListener(t, map[string]string{
+		"sasl.oauthbearer.jwks.endpoint.url":                                       "file://" + jwks,
+		"listener.name.oauth.sasl.oauthbearer.allow.unverified.audience":           "true",
+		"listener.name.oauth.oauthbearer.sasl.oauthbearer.allow.unverified.issuer": "true",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o = sec.sasl.OAuthBearer; o == nil || o.JWKS == nil || !o.AllowUnverifiedAudience || o.ExpectedIssuer != "" || len(o.ExpectedAudience) != 0 {
+		t.Fatalf("unverified: %+v", o)
+	}
+	for name, tc := range map[string]struct {
+		settings map[string]string
+		want     string
+	}{
+		"no expected issuer": {map[string]string{"sasl.oauthbearer.jwks.endpoint.url": "file://" + jwks, "sasl.oauthbearer.expected.audience": "kafka"},
+			"sasl.oauthbearer.expected.issuer must be set with sasl.oauthbearer.jwks.endpoint.url, or sasl.oauthbearer.allow.unverified.issuer=true"},
+		"no expected audience": {map[string]string{"sasl.oauthbearer.jwks.endpoint.url": "file://" + jwks, "sasl.oauthbearer.expected.issuer": "https://idp"},
+			"sasl.oauthbearer.expected.audience must be set with sasl.oauthbearer.jwks.endpoint.url, or sasl.oauthbearer.allow.unverified.audience=true"},
+	} {
+		if _, err := oauthListener(t, tc.settings); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", name, err, tc.want)
+		}
+	}
+
 	for name, settings := range map[string]map[string]string{
 		"signed handler without JWKS": {
 			"listener.name.oauth.oauthbearer.sasl.server.callback.handler.class": oauthValidator},

@@ -9,7 +9,7 @@
 //
 //   - The definitions (Def): name, Type (DescribeConfigs' type codes), default, a short doc
 //     string, sensitivity, whether a broker key can be changed dynamically, and validation.
-//     Names, types, defaults and validation rules match Kafka 4.1 (LogConfig for topics,
+//     Names, types, defaults and validation rules match Kafka 4.4 (LogConfig for topics,
 //     KafkaConfig/AbstractKafkaConfig for brokers); see TopicDefs and BrokerDefs.
 //   - Validation with Kafka's messages ("Invalid value X for configuration K: reason"),
 //     returned as *Error so callers can map them to INVALID_CONFIG: ValidateTopic (one key),
@@ -30,11 +30,14 @@
 //   - Every default value of a Def passes that Def's own validation (tested).
 //   - The tables are immutable after package initialisation; callers must not modify a *Def.
 //
-// testdata/kafka-4.1.1-configdefs.tsv is a dump of Kafka 4.1.1's ConfigDefs (made with
-// testdata/DumpConfigDefs.java); TestDefsMatchKafka keeps the tables equal to it.
+// testdata/kafka-4.4.0-configdefs.tsv is a dump of Kafka 4.4.0's ConfigDefs (made with
+// testdata/DumpConfigDefs.java); TestDefsMatchKafka keeps the tables equal to it. Keys Kafka
+// removed (group.share.enable and internal.metadata.max.fetch.size.in.bytes in 4.2) are unknown
+// keys here too: Kafka 4.4's jars do not know them either.
 //
 // Where sluice's defaults deliberately differ from Kafka's, the Def's doc says so. They differ
 // only so that `sluice` with no arguments is a working single-node cluster on 127.0.0.1:9092
 // that keeps its data in ./data: node.id (Kafka: required), process.roles (Kafka: required),
-// listeners (Kafka: PLAINTEXT://:9092), log.dir (Kafka: /tmp/kafka-logs).
+// listeners (Kafka: PLAINTEXT://:9092), log.dir (Kafka: /tmp/kafka-logs),
+// controller.listener.names (Kafka 4.4: required; sluice: needed only in a multi-node quorum).
 package config

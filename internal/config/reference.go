@@ -16,11 +16,11 @@ func WriteReference(w io.Writer) error {
 	var b strings.Builder
 	b.WriteString("# sluice configuration reference\n\n")
 	b.WriteString("Generated from internal/config (`go test ./internal/config -run TestConfigurationDocIsCurrent -update`); do not edit by hand.\n\n")
-	b.WriteString("sluice reads Apache Kafka's own keys. Each key is one of:\n\n")
+	b.WriteString("sluice reads Apache Kafka's own keys, those of Kafka 4.4.0 (types, defaults and validation checked against its jars). Each key is one of:\n\n")
 	b.WriteString("- **honoured**: it does what Kafka documents. A few values of an honoured key need a feature sluice does not have yet; those values are refused, as noted.\n")
 	b.WriteString("- **not supported yet**: setting it to anything but its default stops the start (broker keys) or fails CreateTopics / AlterConfigs (topic keys) with an error naming the key.\n")
 	b.WriteString("- **no effect**: accepted so that Kafka's files carry over; setting it is logged once at start, with the reason.\n\n")
-	b.WriteString("Unknown keys are always an error. Listener-prefixed keys (`listener.name.NAME.key`) follow the key they prefix.\n")
+	b.WriteString("Unknown keys are always an error. Keys Kafka has removed are unknown too, as they are to Kafka 4.4: `group.share.enable` and `internal.metadata.max.fetch.size.in.bytes` (removed in 4.2). Listener-prefixed keys (`listener.name.NAME.key`) follow the key they prefix.\n")
 	for _, part := range []struct {
 		title string
 		defs  []*Def

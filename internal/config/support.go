@@ -58,6 +58,8 @@ const (
 	whyQuotas      = "replica moves between log directories are paced by replica.alter.log.dirs.io.max.bytes.per.second directly (a byte rate since the move started), not through Kafka's windowed quota"
 	whyMetrics     = "sluice loads no metrics reporters: it serves Prometheus /metrics on --http-addr, where it also exports the client telemetry (KIP-714) clients push, which Kafka hands to a reporter"
 	whyMetadataLog = "the metadata log's segmenting and snapshots are sluice's own"
+	whyDLQ         = "share-group dead-letter queues (KIP-1191) are not implemented yet"
+	whyDecompress  = "sluice does not bound each record's decompressed size yet; it bounds what a whole compressed batch may expand to, at max(64 MiB, 32 × max.message.bytes)"
 )
 
 // brokerSupport classifies every broker key.
@@ -108,6 +110,7 @@ var brokerSupport = []supportGroup{
 		"sasl.oauthbearer.clock.skew.seconds", "sasl.oauthbearer.jwks.endpoint.refresh.ms",
 		"sasl.oauthbearer.jwks.endpoint.retry.backoff.ms", "sasl.oauthbearer.scope.claim.name",
 		"sasl.oauthbearer.sub.claim.name",
+		"sasl.oauthbearer.allow.unverified.audience", "sasl.oauthbearer.allow.unverified.issuer",
 		// The client side of connections between nodes (cmd/sluice/peer_security.go).
 		"sasl.mechanism.inter.broker.protocol", "ssl.endpoint.identification.algorithm",
 		"sasl.mechanism.controller.protocol",
@@ -173,7 +176,15 @@ var brokerSupport = []supportGroup{
 		"controller.quorum.election.timeout.ms", "controller.quorum.fetch.timeout.ms",
 		"controller.quorum.request.timeout.ms", "controller.quorum.retry.backoff.ms", "controller.socket.timeout.ms",
 		"request.timeout.ms", "socket.connection.setup.timeout.ms", "socket.connection.setup.timeout.max.ms",
-		"internal.metadata.max.fetch.size.in.bytes",
+	}},
+	{NoEffect, "sluice's metadata quorum (etcd-raft) bounds its own messages: at most 1 MiB of entries per append, snapshots sent whole", []string{
+		"controller.quorum.fetch.max.bytes", "controller.quorum.fetch.snapshot.max.bytes",
+	}},
+	{NotYet, "a controller joining the voter set by itself (KIP-853 auto-join) is not implemented yet; add it with kafka-metadata-quorum add-controller", []string{
+		"controller.quorum.auto.join.enable",
+	}},
+	{NotYet, "sluice loads no ConfigProviders: ${provider:path:key} references would be taken literally", []string{
+		"config.providers",
 	}},
 	{NoEffect, "sluice's cleaner reads a segment through a 1 MiB window and writes each batch as it is filtered", []string{
 		"log.cleaner.io.buffer.size",
@@ -210,7 +221,7 @@ var brokerSupport = []supportGroup{
 		"group.share.max.session.timeout.ms", "group.share.min.session.timeout.ms",
 	}},
 	{NoEffect, whyShare, []string{
-		"group.share.assignors", "group.share.enable",
+		"group.share.assignors",
 		"share.fetch.purgatory.purge.interval.requests",
 	}},
 	{Honoured, "", []string{
@@ -223,8 +234,35 @@ var brokerSupport = []supportGroup{
 	}},
 	{NoEffect, "the share coordinator appends each state write at once, uncompressed, on one event loop per __share_group_state partition, loads in 1 MiB reads, and relies on compaction alone to bound the topic (no periodic pruning or cold-partition snapshots)", []string{
 		"share.coordinator.append.linger.ms", "share.coordinator.cold.partition.snapshot.interval.ms",
+		"share.coordinator.cached.buffer.max.bytes",
 		"share.coordinator.load.buffer.size", "share.coordinator.state.topic.compression.codec",
 		"share.coordinator.state.topic.prune.interval.ms", "share.coordinator.threads",
+	}},
+	{NotYet, whyDLQ, []string{
+		"errors.deadletterqueue.auto.create.topics.enable", "errors.deadletterqueue.topic.name.prefix",
+		"group.share.dlq.manager.class.name",
+	}},
+	{NotYet, "sluice computes a group's target assignment at the heartbeat that needs it, in the coordinator: there is no batching interval and nothing to offload", []string{
+		"group.consumer.assignment.interval.ms", "group.consumer.assignor.offload.enable",
+		"group.share.assignment.interval.ms", "group.share.assignor.offload.enable",
+		"group.streams.assignment.interval.ms", "group.streams.assignor.offload.enable",
+	}},
+	{NoEffect, "sluice does not take the per-group *.assignment.interval.ms overrides, which these bound", []string{
+		"group.consumer.max.assignment.interval.ms", "group.consumer.min.assignment.interval.ms",
+		"group.share.max.assignment.interval.ms", "group.share.min.assignment.interval.ms",
+		"group.streams.max.assignment.interval.ms", "group.streams.min.assignment.interval.ms",
+	}},
+	{NotYet, "sluice has one built-in streams assignor, without warm-up replicas, task lag or rack awareness", []string{
+		"group.streams.assignors", "group.streams.num.warmup.replicas", "group.streams.acceptable.recovery.lag",
+		"group.streams.rack.aware.assignment.tags",
+	}},
+	{NoEffect, "sluice's streams assignor uses no warm-up replicas or task offsets, and sluice does not take the per-group overrides these bound or pace", []string{
+		"group.streams.max.warmup.replicas", "group.streams.min.task.offset.interval.ms",
+		"group.streams.task.offset.interval.ms",
+	}},
+	{NotYet, whyJava, []string{"group.streams.topology.description.plugin.class"}},
+	{NoEffect, "a persister call sluice makes (share-partition state initialization included) is retried every 20 ms while the share coordinator is not ready (broker/share_state.go), not at this interval", []string{
+		"group.share.initialize.retry.interval.ms",
 	}},
 	{NoEffect, "sluice does not take per-group streams config overrides yet, which these bound", []string{
 		"group.streams.max.heartbeat.interval.ms",
@@ -258,8 +296,11 @@ var brokerSupport = []supportGroup{
 		"metadata.max.retention.bytes", "metadata.max.retention.ms", "internal.metadata.log.segment.bytes",
 		"internal.metadata.max.batch.size.in.bytes", "internal.metadata.delete.delay.millis",
 	}},
+	{NotYet, whyTiered, []string{"follower.fetch.last.tiered.offset.enable"}},
+	{NotYet, whyDecompress, []string{"max.decompressed.message.bytes"}},
 	{NoEffect, whyTiered, []string{
-		"log.local.retention.bytes", "log.local.retention.ms", "remote.fetch.max.wait.ms",
+		"log.local.retention.bytes", "log.remote.copy.lag.bytes", "log.remote.copy.lag.ms",
+		"remote.log.index.file.cache.ttl.ms", "remote.log.manager.follower.thread.pool.size", "log.local.retention.ms", "remote.fetch.max.wait.ms",
 		"remote.list.offsets.request.timeout.ms", "remote.log.index.file.cache.total.size.bytes",
 		"remote.log.manager.copier.thread.pool.size", "remote.log.manager.copy.max.bytes.per.second",
 		"remote.log.manager.copy.quota.window.num", "remote.log.manager.copy.quota.window.size.seconds",
@@ -275,6 +316,7 @@ var brokerSupport = []supportGroup{
 	{NoEffect, whyTuning, []string{
 		"background.threads", "num.io.threads", "num.network.threads",
 		"group.coordinator.threads", "group.coordinator.append.linger.ms",
+		"group.coordinator.background.threads", "group.coordinator.cached.buffer.max.bytes",
 		"delete.records.purgatory.purge.interval.requests", "fetch.purgatory.purge.interval.requests",
 		"producer.purgatory.purge.interval.requests", "offsets.load.buffer.size", "offsets.topic.compression.codec",
 		"queued.max.requests", "socket.listen.backlog.size", "socket.receive.buffer.bytes",
@@ -302,7 +344,10 @@ var topicSupport = []supportGroup{
 	}},
 	{NoEffect, whyTiered, []string{
 		"local.retention.bytes", "local.retention.ms", "remote.log.copy.disable", "remote.log.delete.on.disable",
+		"remote.copy.lag.bytes", "remote.copy.lag.ms",
 	}},
+	{NotYet, whyDLQ, []string{"errors.deadletterqueue.group.enable"}},
+	{NotYet, whyDecompress, []string{"max.decompressed.message.bytes"}},
 }
 
 // valueRefusals are the values of honoured keys that need a feature sluice lacks; each returns

@@ -7,7 +7,7 @@ import (
 	"strings"
 )
 
-// Topic configuration keys, as Kafka 4.1's LogConfig defines them. Names, types, defaults and
+// Topic configuration keys, as Kafka 4.4's LogConfig defines them. Names, types, defaults and
 // validation rules match Kafka; docs are sluice's own. message.downconversion.enable is absent
 // because Kafka 4.0 removed it.
 
@@ -34,6 +34,8 @@ var topicTable = []*Def{
 	{Name: "delete.retention.ms", Type: TypeLong, Default: str("86400000"), Validate: atLeast(0),
 		Doc:      "On compacted topics, how long a tombstone (null value) stays readable after compaction reaches it.",
 		synonyms: syn("log.cleaner.delete.retention.ms")},
+	{Name: "errors.deadletterqueue.group.enable", Type: TypeBoolean, Default: str("false"),
+		Doc: "Share groups (KIP-1191): let this topic be a dead-letter topic of share groups. sluice has no share-group dead-letter queues yet."},
 	{Name: "file.delete.delay.ms", Type: TypeLong, Default: str("60000"), Validate: atLeast(0),
 		Doc:      "Delay between a segment leaving the log and its files being removed, so in-flight reads finish.",
 		synonyms: syn("log.segment.delete.delay.ms")},
@@ -59,6 +61,9 @@ var topicTable = []*Def{
 	{Name: "max.compaction.lag.ms", Type: TypeLong, Default: str("9223372036854775807"), Validate: atLeast(1),
 		Doc:      "Longest time a record may stay uncompacted on a compacted topic.",
 		synonyms: syn("log.cleaner.max.compaction.lag.ms")},
+	{Name: "max.decompressed.message.bytes", Type: TypeInt, Default: str("2147483639"), Validate: between(1, 2147483639),
+		Doc:      "Most bytes one record may have once decompressed (Kafka checks it in produce validation, compaction and timestamp lookups, answering INVALID_RECORD). sluice bounds instead what a whole compressed batch may expand to, max(64 MiB, 32 × max.message.bytes), and takes no other value yet.",
+		synonyms: syn("max.decompressed.message.bytes")},
 	{Name: "max.message.bytes", Type: TypeInt, Default: str("1048588"), Validate: atLeast(0),
 		Doc:      "Largest record batch (after compression) the topic accepts; larger produce requests fail with MESSAGE_TOO_LARGE.",
 		synonyms: syn("message.max.bytes")},
@@ -83,6 +88,12 @@ var topicTable = []*Def{
 	{Name: "preallocate", Type: TypeBoolean, Default: str("false"),
 		Doc:      "Allocate a new segment's file at full size when it is created.",
 		synonyms: syn("log.preallocate")},
+	{Name: "remote.copy.lag.bytes", Type: TypeLong, Default: str("-1"), Validate: atLeast(-1),
+		Doc:      "Tiered storage: bytes a segment must be behind the log end before it is copied to remote storage. sluice has no tiered storage.",
+		synonyms: syn("log.remote.copy.lag.bytes")},
+	{Name: "remote.copy.lag.ms", Type: TypeLong, Default: str("0"), Validate: atLeast(-1),
+		Doc:      "Tiered storage: time a segment must be closed before it is copied to remote storage. sluice has no tiered storage.",
+		synonyms: syn("log.remote.copy.lag.ms")},
 	{Name: "remote.log.copy.disable", Type: TypeBoolean, Default: str("false"),
 		Doc: "Tiered storage: stop copying segments to remote storage. sluice has no tiered storage."},
 	{Name: "remote.log.delete.on.disable", Type: TypeBoolean, Default: str("false"),

@@ -1,7 +1,6 @@
 // Prints the topic (LogConfig) and broker (AbstractKafkaConfig) ConfigDefs of the Kafka jars on the
-// class path, one key per line, for testdata/kafka-4.1.1-configdefs.tsv:
-//   CP=$(ls $(scripts/fetch-kafka.sh)/*.jar | tr "\n" :); javac -cp "$CP" -d /tmp DumpConfigDefs.java
-//   java -cp "$CP:/tmp" DumpConfigDefs | grep -v ^SYN
+// class path, one key per line, for testdata/kafka-4.4.0-configdefs.tsv (Kafka 4.4.0):
+//   java -cp "$HOME/.cache/sluice/kafka-4.4.0/lib/*" DumpConfigDefs.java | grep -v ^SYN
 import java.util.*;
 import java.lang.reflect.*;
 import org.apache.kafka.common.config.ConfigDef;
