@@ -18,7 +18,6 @@ var kafkaDefaults = map[string]bool{"node.id": true, "process.roles": true, "lis
 // properties but they are in the authorizer's ConfigDef, not in the dumped KafkaConfig one.
 var authorizerKeys = map[string]bool{"super.users": true, "allow.everyone.if.no.acl.found": true}
 
-
 // TestDefsMatchKafka checks every definition against the ConfigDefs dumped from Kafka 4.4.0:
 // the same keys, types and defaults, nothing missing and nothing invented.
 func TestDefsMatchKafka(t *testing.T) {
