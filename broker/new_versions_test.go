@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -246,12 +247,22 @@ func TestTxnOffsetCommitV6FranzGo(t *testing.T) {
 			seen += batch
 		}
 	}
-	offsets, err := tb.Admin.FetchOffsets(ctx, "etl6")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if o, ok := offsets.Lookup("etl6-in", 0); !ok || o.Err != nil || o.At != n {
-		t.Fatalf("group etl6 offset of etl6-in/0: %+v (found %v), want %d", o, ok, n)
+	// The transaction's offsets become visible once its commit marker reaches the group's
+	// __consumer_offsets partition, which EndTxn does not wait for: wait with a deadline.
+	deadline := time.Now().Add(testWait)
+	for {
+		offsets, err := tb.Admin.FetchOffsets(ctx, "etl6")
+		if err != nil {
+			t.Fatal(err)
+		}
+		o, ok := offsets.Lookup("etl6-in", 0)
+		if ok && o.Err == nil && o.At == n {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("group etl6 offset of etl6-in/0: %+v (found %v), want %d", o, ok, n)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 	// The outputs, read committed: each input transformed once.
 	out, err := kgo.NewClient(kgo.SeedBrokers(tb.Addr), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
