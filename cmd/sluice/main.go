@@ -243,6 +243,16 @@ func run(args []string) error {
 		if bootstrap, formatted, err = readBootstrapRecords(metadataDir); err != nil {
 			return err
 		}
+		// Or Kafka's own kafka-storage format prepared the directories (kafka_format.go).
+		if !formatted {
+			if formatted, err = kafkaFormatted(metadataLog); err != nil {
+				return fmt.Errorf("metadata directory %s: %w", metadataLog, err)
+			}
+			if formatted {
+				logger.Info("the log directories were formatted by kafka-storage format: starting a new cluster with their cluster.id",
+					"metadata.log.dir", metadataDir)
+			}
+		}
 	}
 	metaProps := make([]*broker.MetaProperties, len(identityDirs))
 	for i, dir := range identityDirs {
