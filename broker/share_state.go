@@ -118,97 +118,33 @@ func (b *Broker) reconcileShareCoordinator(im *controller.Image) {
 	}
 }
 
-// The persister APIs are inter-broker: CLUSTER_ACTION on the cluster, as Kafka's KafkaApis.
+// The persister APIs are inter-broker: CLUSTER_ACTION on the cluster, as Kafka's KafkaApis;
+// a caller without it gets CLUSTER_AUTHORIZATION_FAILED on every partition.
 func init() {
 	registerSync(83, 0, 0, func(b *Broker, ctx context.Context, conn *wire.ConnInfo, req *kmsg.InitializeShareGroupStateRequest) (kmsg.Response, error) {
-		if b.shareStateDenied(conn) {
-			resp := req.ResponseKind().(*kmsg.InitializeShareGroupStateResponse)
-			for _, t := range req.Topics {
-				rt := kmsg.NewInitializeShareGroupStateResponseTopic()
-				rt.TopicID = t.TopicID
-				for _, p := range t.Partitions {
-					rp := kmsg.NewInitializeShareGroupStateResponseTopicPartition()
-					rp.Partition, rp.ErrorCode = p.Partition, kerr.ClusterAuthorizationFailed.Code
-					rt.Partitions = append(rt.Partitions, rp)
-				}
-				resp.Topics = append(resp.Topics, rt)
-			}
-			return resp, nil
-		}
-		return b.shareCoord.HandleInitialize(ctx, req), nil
+		return b.shareCoord.HandleInitialize(ctx, req, b.shareStateRefusal(conn)), nil
 	})
 	registerSync(84, 0, 0, func(b *Broker, ctx context.Context, conn *wire.ConnInfo, req *kmsg.ReadShareGroupStateRequest) (kmsg.Response, error) {
-		if b.shareStateDenied(conn) {
-			resp := req.ResponseKind().(*kmsg.ReadShareGroupStateResponse)
-			for _, t := range req.Topics {
-				rt := kmsg.NewReadShareGroupStateResponseTopic()
-				rt.TopicID = t.TopicID
-				for _, p := range t.Partitions {
-					rp := kmsg.NewReadShareGroupStateResponseTopicPartition()
-					rp.Partition, rp.ErrorCode = p.Partition, kerr.ClusterAuthorizationFailed.Code
-					rt.Partitions = append(rt.Partitions, rp)
-				}
-				resp.Topics = append(resp.Topics, rt)
-			}
-			return resp, nil
-		}
-		return b.shareCoord.HandleRead(ctx, req), nil
+		return b.shareCoord.HandleRead(ctx, req, b.shareStateRefusal(conn)), nil
 	})
 	registerSync(85, 0, 1, func(b *Broker, ctx context.Context, conn *wire.ConnInfo, req *kmsg.WriteShareGroupStateRequest) (kmsg.Response, error) {
-		if b.shareStateDenied(conn) {
-			resp := req.ResponseKind().(*kmsg.WriteShareGroupStateResponse)
-			for _, t := range req.Topics {
-				rt := kmsg.NewWriteShareGroupStateResponseTopic()
-				rt.TopicID = t.TopicID
-				for _, p := range t.Partitions {
-					rp := kmsg.NewWriteShareGroupStateResponseTopicPartition()
-					rp.Partition, rp.ErrorCode = p.Partition, kerr.ClusterAuthorizationFailed.Code
-					rt.Partitions = append(rt.Partitions, rp)
-				}
-				resp.Topics = append(resp.Topics, rt)
-			}
-			return resp, nil
-		}
-		return b.shareCoord.HandleWrite(ctx, req), nil
+		return b.shareCoord.HandleWrite(ctx, req, b.shareStateRefusal(conn)), nil
 	})
 	registerSync(86, 0, 0, func(b *Broker, ctx context.Context, conn *wire.ConnInfo, req *kmsg.DeleteShareGroupStateRequest) (kmsg.Response, error) {
-		if b.shareStateDenied(conn) {
-			resp := req.ResponseKind().(*kmsg.DeleteShareGroupStateResponse)
-			for _, t := range req.Topics {
-				rt := kmsg.NewDeleteShareGroupStateResponseTopic()
-				rt.TopicID = t.TopicID
-				for _, p := range t.Partitions {
-					rp := kmsg.NewDeleteShareGroupStateResponseTopicPartition()
-					rp.Partition, rp.ErrorCode = p.Partition, kerr.ClusterAuthorizationFailed.Code
-					rt.Partitions = append(rt.Partitions, rp)
-				}
-				resp.Topics = append(resp.Topics, rt)
-			}
-			return resp, nil
-		}
-		return b.shareCoord.HandleDelete(ctx, req), nil
+		return b.shareCoord.HandleDelete(ctx, req, b.shareStateRefusal(conn)), nil
 	})
 	registerSync(87, 0, 1, func(b *Broker, ctx context.Context, conn *wire.ConnInfo, req *kmsg.ReadShareGroupStateSummaryRequest) (kmsg.Response, error) {
-		if b.shareStateDenied(conn) {
-			resp := req.ResponseKind().(*kmsg.ReadShareGroupStateSummaryResponse)
-			for _, t := range req.Topics {
-				rt := kmsg.NewReadShareGroupStateSummaryResponseTopic()
-				rt.TopicID = t.TopicID
-				for _, p := range t.Partitions {
-					rp := kmsg.NewReadShareGroupStateSummaryResponseTopicPartition()
-					rp.Partition, rp.ErrorCode = p.Partition, kerr.ClusterAuthorizationFailed.Code
-					rt.Partitions = append(rt.Partitions, rp)
-				}
-				resp.Topics = append(resp.Topics, rt)
-			}
-			return resp, nil
-		}
-		return b.shareCoord.HandleReadSummary(ctx, req), nil
+		return b.shareCoord.HandleReadSummary(ctx, req, b.shareStateRefusal(conn)), nil
 	})
 }
 
-func (b *Broker) shareStateDenied(conn *wire.ConnInfo) bool {
-	return b.authzOn() && !b.allowedCluster(conn, authz.OpClusterAction)
+// shareStateRefusal is the code every partition of a persister request gets when conn may not
+// make it (CLUSTER_AUTHORIZATION_FAILED), 0 when it may.
+func (b *Broker) shareStateRefusal(conn *wire.ConnInfo) int16 {
+	if b.authzOn() && !b.allowedCluster(conn, authz.OpClusterAction) {
+		return kerr.ClusterAuthorizationFailed.Code
+	}
+	return 0
 }
 
 // sharePersistTimeout bounds one persister call (share.coordinator.write.timeout.ms).

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"sluice/authz"
 	"sluice/controller"
 	"sluice/coordinator"
 )
@@ -220,4 +221,100 @@ func TestShareStateDroppedWithTopic(t *testing.T) {
 		r := tb.Broker.shareCoord.Read(testContext(t), key.coordinatorKey(), -1, true)
 		return r.ErrorCode == 0 && r.StartOffset == -1
 	})
+}
+
+// TestSharePersisterAPIsNeedClusterAction: with an authorizer, a caller without CLUSTER_ACTION
+// gets CLUSTER_AUTHORIZATION_FAILED on every partition of each persister API, as Kafka's
+// KafkaApis answers, and its write changes no state.
+func TestSharePersisterAPIsNeedClusterAction(t *testing.T) {
+	tb := startTestBroker(t, map[string]string{"authorizer.class.name": authz.StandardAuthorizerClass})
+	id := [16]byte{7}
+	parts := func(n int32) []int32 { return []int32{n, n + 1} }
+	refused := kerr.ClusterAuthorizationFailed.Code
+	check := func(api string, codes []int16) {
+		t.Helper()
+		if len(codes) != 2 || codes[0] != refused || codes[1] != refused {
+			t.Errorf("%s: partition codes %v, want CLUSTER_AUTHORIZATION_FAILED on both", api, codes)
+		}
+	}
+
+	init := kmsg.NewPtrInitializeShareGroupStateRequest()
+	init.GroupID = "g"
+	it := kmsg.NewInitializeShareGroupStateRequestTopic()
+	it.TopicID = id
+	for _, p := range parts(0) {
+		ip := kmsg.NewInitializeShareGroupStateRequestTopicPartition()
+		ip.Partition = p
+		it.Partitions = append(it.Partitions, ip)
+	}
+	init.Topics = append(init.Topics, it)
+	var codes []int16
+	for _, p := range tb.direct(t, init).(*kmsg.InitializeShareGroupStateResponse).Topics[0].Partitions {
+		codes = append(codes, p.ErrorCode)
+	}
+	check("InitializeShareGroupState", codes)
+
+	read := kmsg.NewPtrReadShareGroupStateRequest()
+	read.GroupID = "g"
+	rt := kmsg.NewReadShareGroupStateRequestTopic()
+	rt.TopicID = id
+	for _, p := range parts(0) {
+		rp := kmsg.NewReadShareGroupStateRequestTopicPartition()
+		rp.Partition = p
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	read.Topics = append(read.Topics, rt)
+	codes = nil
+	for _, p := range tb.direct(t, read).(*kmsg.ReadShareGroupStateResponse).Topics[0].Partitions {
+		codes = append(codes, p.ErrorCode)
+	}
+	check("ReadShareGroupState", codes)
+
+	write := kmsg.NewPtrWriteShareGroupStateRequest()
+	write.GroupID = "g"
+	wt := kmsg.NewWriteShareGroupStateRequestTopic()
+	wt.TopicID = id
+	for _, p := range parts(0) {
+		wp := kmsg.NewWriteShareGroupStateRequestTopicPartition()
+		wp.Partition, wp.StartOffset = p, 5
+		wt.Partitions = append(wt.Partitions, wp)
+	}
+	write.Topics = append(write.Topics, wt)
+	codes = nil
+	for _, p := range tb.direct(t, write).(*kmsg.WriteShareGroupStateResponse).Topics[0].Partitions {
+		codes = append(codes, p.ErrorCode)
+	}
+	check("WriteShareGroupState", codes)
+
+	del := kmsg.NewPtrDeleteShareGroupStateRequest()
+	del.GroupID = "g"
+	dt := kmsg.NewDeleteShareGroupStateRequestTopic()
+	dt.TopicID = id
+	for _, p := range parts(0) {
+		dp := kmsg.NewDeleteShareGroupStateRequestTopicPartition()
+		dp.Partition = p
+		dt.Partitions = append(dt.Partitions, dp)
+	}
+	del.Topics = append(del.Topics, dt)
+	codes = nil
+	for _, p := range tb.direct(t, del).(*kmsg.DeleteShareGroupStateResponse).Topics[0].Partitions {
+		codes = append(codes, p.ErrorCode)
+	}
+	check("DeleteShareGroupState", codes)
+
+	sum := kmsg.NewPtrReadShareGroupStateSummaryRequest()
+	sum.GroupID = "g"
+	st := kmsg.NewReadShareGroupStateSummaryRequestTopic()
+	st.TopicID = id
+	for _, p := range parts(0) {
+		sp := kmsg.NewReadShareGroupStateSummaryRequestTopicPartition()
+		sp.Partition = p
+		st.Partitions = append(st.Partitions, sp)
+	}
+	sum.Topics = append(sum.Topics, st)
+	codes = nil
+	for _, p := range tb.direct(t, sum).(*kmsg.ReadShareGroupStateSummaryResponse).Topics[0].Partitions {
+		codes = append(codes, p.ErrorCode)
+	}
+	check("ReadShareGroupStateSummary", codes)
 }

@@ -548,10 +548,12 @@ func (c *ShareCoordinator) Keys() []SharePartitionKey {
 }
 
 // The persister APIs over kmsg: each partition of a request is answered on
-// its own (Kafka's coordinator splits requests the same way).
+// its own (Kafka's coordinator splits requests the same way). A non-zero
+// refuse answers every partition with that code and touches no state (the
+// caller's authorization refused the request).
 
 // HandleWrite answers WriteShareGroupState.
-func (c *ShareCoordinator) HandleWrite(ctx context.Context, req *kmsg.WriteShareGroupStateRequest) *kmsg.WriteShareGroupStateResponse {
+func (c *ShareCoordinator) HandleWrite(ctx context.Context, req *kmsg.WriteShareGroupStateRequest, refuse int16) *kmsg.WriteShareGroupStateResponse {
 	resp := req.ResponseKind().(*kmsg.WriteShareGroupStateResponse)
 	for _, t := range req.Topics {
 		rt := kmsg.NewWriteShareGroupStateResponseTopic()
@@ -559,6 +561,11 @@ func (c *ShareCoordinator) HandleWrite(ctx context.Context, req *kmsg.WriteShare
 		for _, p := range t.Partitions {
 			rp := kmsg.NewWriteShareGroupStateResponseTopicPartition()
 			rp.Partition = p.Partition
+			if refuse != 0 {
+				rp.ErrorCode = refuse
+				rt.Partitions = append(rt.Partitions, rp)
+				continue
+			}
 			w := ShareWrite{StateEpoch: p.StateEpoch, LeaderEpoch: p.LeaderEpoch, StartOffset: p.StartOffset, DeliveryCompleteCount: p.DeliveryCompleteCount}
 			if req.Version < 1 {
 				w.DeliveryCompleteCount = -1
@@ -575,14 +582,19 @@ func (c *ShareCoordinator) HandleWrite(ctx context.Context, req *kmsg.WriteShare
 }
 
 // HandleRead answers ReadShareGroupState.
-func (c *ShareCoordinator) HandleRead(ctx context.Context, req *kmsg.ReadShareGroupStateRequest) *kmsg.ReadShareGroupStateResponse {
+func (c *ShareCoordinator) HandleRead(ctx context.Context, req *kmsg.ReadShareGroupStateRequest, refuse int16) *kmsg.ReadShareGroupStateResponse {
 	resp := req.ResponseKind().(*kmsg.ReadShareGroupStateResponse)
 	for _, t := range req.Topics {
 		rt := kmsg.NewReadShareGroupStateResponseTopic()
 		rt.TopicID = t.TopicID
 		for _, p := range t.Partitions {
-			r := c.Read(ctx, SharePartitionKey{req.GroupID, t.TopicID, p.Partition}, p.LeaderEpoch, false)
 			rp := kmsg.NewReadShareGroupStateResponseTopicPartition()
+			if refuse != 0 {
+				rp.Partition, rp.ErrorCode = p.Partition, refuse
+				rt.Partitions = append(rt.Partitions, rp)
+				continue
+			}
+			r := c.Read(ctx, SharePartitionKey{req.GroupID, t.TopicID, p.Partition}, p.LeaderEpoch, false)
 			rp.Partition, rp.ErrorCode, rp.StateEpoch, rp.StartOffset = p.Partition, r.ErrorCode, r.StateEpoch, r.StartOffset
 			for _, b := range r.Batches {
 				sb := kmsg.NewReadShareGroupStateResponseTopicPartitionStateBatch()
@@ -597,14 +609,19 @@ func (c *ShareCoordinator) HandleRead(ctx context.Context, req *kmsg.ReadShareGr
 }
 
 // HandleReadSummary answers ReadShareGroupStateSummary.
-func (c *ShareCoordinator) HandleReadSummary(ctx context.Context, req *kmsg.ReadShareGroupStateSummaryRequest) *kmsg.ReadShareGroupStateSummaryResponse {
+func (c *ShareCoordinator) HandleReadSummary(ctx context.Context, req *kmsg.ReadShareGroupStateSummaryRequest, refuse int16) *kmsg.ReadShareGroupStateSummaryResponse {
 	resp := req.ResponseKind().(*kmsg.ReadShareGroupStateSummaryResponse)
 	for _, t := range req.Topics {
 		rt := kmsg.NewReadShareGroupStateSummaryResponseTopic()
 		rt.TopicID = t.TopicID
 		for _, p := range t.Partitions {
-			r := c.Read(ctx, SharePartitionKey{req.GroupID, t.TopicID, p.Partition}, p.LeaderEpoch, true)
 			rp := kmsg.NewReadShareGroupStateSummaryResponseTopicPartition()
+			if refuse != 0 {
+				rp.Partition, rp.ErrorCode = p.Partition, refuse
+				rt.Partitions = append(rt.Partitions, rp)
+				continue
+			}
+			r := c.Read(ctx, SharePartitionKey{req.GroupID, t.TopicID, p.Partition}, p.LeaderEpoch, true)
 			rp.Partition, rp.ErrorCode, rp.StateEpoch, rp.LeaderEpoch, rp.StartOffset = p.Partition, r.ErrorCode, r.StateEpoch, r.LeaderEpoch, r.StartOffset
 			rp.DeliveryCompleteCount = r.DeliveryCompleteCount
 			rt.Partitions = append(rt.Partitions, rp)
@@ -615,7 +632,7 @@ func (c *ShareCoordinator) HandleReadSummary(ctx context.Context, req *kmsg.Read
 }
 
 // HandleInitialize answers InitializeShareGroupState.
-func (c *ShareCoordinator) HandleInitialize(ctx context.Context, req *kmsg.InitializeShareGroupStateRequest) *kmsg.InitializeShareGroupStateResponse {
+func (c *ShareCoordinator) HandleInitialize(ctx context.Context, req *kmsg.InitializeShareGroupStateRequest, refuse int16) *kmsg.InitializeShareGroupStateResponse {
 	resp := req.ResponseKind().(*kmsg.InitializeShareGroupStateResponse)
 	for _, t := range req.Topics {
 		rt := kmsg.NewInitializeShareGroupStateResponseTopic()
@@ -623,7 +640,9 @@ func (c *ShareCoordinator) HandleInitialize(ctx context.Context, req *kmsg.Initi
 		for _, p := range t.Partitions {
 			rp := kmsg.NewInitializeShareGroupStateResponseTopicPartition()
 			rp.Partition = p.Partition
-			rp.ErrorCode = c.Initialize(ctx, SharePartitionKey{req.GroupID, t.TopicID, p.Partition}, p.StateEpoch, p.StartOffset)
+			if rp.ErrorCode = refuse; refuse == 0 {
+				rp.ErrorCode = c.Initialize(ctx, SharePartitionKey{req.GroupID, t.TopicID, p.Partition}, p.StateEpoch, p.StartOffset)
+			}
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)
@@ -632,7 +651,7 @@ func (c *ShareCoordinator) HandleInitialize(ctx context.Context, req *kmsg.Initi
 }
 
 // HandleDelete answers DeleteShareGroupState.
-func (c *ShareCoordinator) HandleDelete(ctx context.Context, req *kmsg.DeleteShareGroupStateRequest) *kmsg.DeleteShareGroupStateResponse {
+func (c *ShareCoordinator) HandleDelete(ctx context.Context, req *kmsg.DeleteShareGroupStateRequest, refuse int16) *kmsg.DeleteShareGroupStateResponse {
 	resp := req.ResponseKind().(*kmsg.DeleteShareGroupStateResponse)
 	for _, t := range req.Topics {
 		rt := kmsg.NewDeleteShareGroupStateResponseTopic()
@@ -640,7 +659,9 @@ func (c *ShareCoordinator) HandleDelete(ctx context.Context, req *kmsg.DeleteSha
 		for _, p := range t.Partitions {
 			rp := kmsg.NewDeleteShareGroupStateResponseTopicPartition()
 			rp.Partition = p.Partition
-			rp.ErrorCode = c.Delete(ctx, SharePartitionKey{req.GroupID, t.TopicID, p.Partition})
+			if rp.ErrorCode = refuse; refuse == 0 {
+				rp.ErrorCode = c.Delete(ctx, SharePartitionKey{req.GroupID, t.TopicID, p.Partition})
+			}
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)
