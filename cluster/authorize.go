@@ -242,17 +242,26 @@ type configDenial struct {
 	code         int16
 }
 
-func (s *Server) authorizeAlterConfigs(conn *wire.ConnInfo, r *kmsg.AlterConfigsRequest) func(kmsg.Response) {
-	var kept []kmsg.AlterConfigsRequestResource
-	var denied []configDenial
-	for _, res := range r.Resources {
-		if code, refused := s.configRefusal(conn, int8(res.ResourceType), res.ResourceName); refused {
-			denied = append(denied, configDenial{int8(res.ResourceType), res.ResourceName, code})
+// splitConfigResources keeps the resources conn may alter and lists the refusals of the
+// others; resource gives a resource's type and name (AlterConfigs and IncrementalAlterConfigs
+// name them alike in different kmsg types).
+func splitConfigResources[R any](s *Server, conn *wire.ConnInfo, resources []R, resource func(R) (kmsg.ConfigResourceType, string)) (kept []R, denied []configDenial) {
+	for _, res := range resources {
+		typ, name := resource(res)
+		if code, refused := s.configRefusal(conn, int8(typ), name); refused {
+			denied = append(denied, configDenial{int8(typ), name, code})
 		} else {
 			kept = append(kept, res)
 		}
 	}
-	r.Resources = kept
+	return kept, denied
+}
+
+func (s *Server) authorizeAlterConfigs(conn *wire.ConnInfo, r *kmsg.AlterConfigsRequest) func(kmsg.Response) {
+	var denied []configDenial
+	r.Resources, denied = splitConfigResources(s, conn, r.Resources, func(res kmsg.AlterConfigsRequestResource) (kmsg.ConfigResourceType, string) {
+		return res.ResourceType, res.ResourceName
+	})
 	return func(resp kmsg.Response) {
 		out := resp.(*kmsg.AlterConfigsResponse)
 		for _, d := range denied {
@@ -264,16 +273,10 @@ func (s *Server) authorizeAlterConfigs(conn *wire.ConnInfo, r *kmsg.AlterConfigs
 }
 
 func (s *Server) authorizeIncrementalAlterConfigs(conn *wire.ConnInfo, r *kmsg.IncrementalAlterConfigsRequest) func(kmsg.Response) {
-	var kept []kmsg.IncrementalAlterConfigsRequestResource
 	var denied []configDenial
-	for _, res := range r.Resources {
-		if code, refused := s.configRefusal(conn, int8(res.ResourceType), res.ResourceName); refused {
-			denied = append(denied, configDenial{int8(res.ResourceType), res.ResourceName, code})
-		} else {
-			kept = append(kept, res)
-		}
-	}
-	r.Resources = kept
+	r.Resources, denied = splitConfigResources(s, conn, r.Resources, func(res kmsg.IncrementalAlterConfigsRequestResource) (kmsg.ConfigResourceType, string) {
+		return res.ResourceType, res.ResourceName
+	})
 	return func(resp kmsg.Response) {
 		out := resp.(*kmsg.IncrementalAlterConfigsResponse)
 		for _, d := range denied {
