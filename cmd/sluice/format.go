@@ -64,6 +64,22 @@ func runFormat(args []string, stdout, stderr io.Writer) int {
 
 var errFormatUsage = errors.New("usage")
 
+// loadNodeConfig is the node's configuration as `sluice`, `sluice format` and `sluice migrate`
+// take it: the server.properties at configPath (none when empty), then the --set overrides.
+func loadNodeConfig(configPath string, overrides setFlags) (*config.Broker, error) {
+	props := map[string]string{}
+	if configPath != "" {
+		var err error
+		if props, err = config.LoadProperties(configPath); err != nil {
+			return nil, err
+		}
+	}
+	for k, v := range overrides {
+		props[k] = v
+	}
+	return config.ParseBroker(props)
+}
+
 func format(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("sluice format", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -95,17 +111,7 @@ func format(args []string, stdout io.Writer) error {
 	if modes > 1 {
 		return fmt.Errorf("%w: --standalone, --initial-controllers and --no-initial-controllers exclude each other", errFormatUsage)
 	}
-	props := map[string]string{}
-	if *configPath != "" {
-		var err error
-		if props, err = config.LoadProperties(*configPath); err != nil {
-			return err
-		}
-	}
-	for k, v := range overrides {
-		props[k] = v
-	}
-	cfg, err := config.ParseBroker(props)
+	cfg, err := loadNodeConfig(*configPath, overrides)
 	if err != nil {
 		return err
 	}

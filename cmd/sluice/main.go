@@ -149,17 +149,7 @@ func run(args []string) error {
 		}
 	}
 
-	props := map[string]string{}
-	if *configPath != "" {
-		var err error
-		if props, err = config.LoadProperties(*configPath); err != nil {
-			return err
-		}
-	}
-	for k, v := range overrides {
-		props[k] = v
-	}
-	cfg, err := config.ParseBroker(props)
+	cfg, err := loadNodeConfig(*configPath, overrides)
 	if err != nil {
 		return err
 	}

@@ -22,7 +22,6 @@ import (
 
 	"sluice/broker"
 	"sluice/controller"
-	"sluice/internal/config"
 	"sluice/migrate"
 )
 
@@ -55,17 +54,7 @@ func migrateCmd(args []string, stdout io.Writer) error {
 	if *from == "" {
 		return fmt.Errorf("%w: --from-kafka DIR is required", errFormatUsage)
 	}
-	props := map[string]string{}
-	if *configPath != "" {
-		var err error
-		if props, err = config.LoadProperties(*configPath); err != nil {
-			return err
-		}
-	}
-	for k, v := range overrides {
-		props[k] = v
-	}
-	cfg, err := config.ParseBroker(props)
+	cfg, err := loadNodeConfig(*configPath, overrides)
 	if err != nil {
 		return err
 	}
