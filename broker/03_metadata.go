@@ -53,15 +53,22 @@ func (b *Broker) handleMetadata(ctx context.Context, conn *wire.ConnInfo, req *k
 		return topicMetadata(topic, b.nodeID, offline)
 	}
 	if allTopics {
-		if cached != nil && !b.authzOn() {
+		// Kafka leaves topics the caller may not describe out of an all-topics answer.
+		switch {
+		case cached != nil && !b.authzOn():
 			resp.Topics = slices.Clone(cached.topics)
-			return resp, nil
-		}
-		for _, name := range sortedTopicNames(im) {
-			if !b.allowedTopic(conn, authz.OpDescribe, name) {
-				continue // Kafka leaves unauthorized topics out of an all-topics answer
+		case cached != nil: // already sorted: no second sort of the names
+			for _, t := range cached.topics {
+				if b.allowedTopic(conn, authz.OpDescribe, *t.Topic) {
+					resp.Topics = append(resp.Topics, t)
+				}
 			}
-			resp.Topics = append(resp.Topics, answer(im.Topics[name]))
+		default:
+			for _, name := range sortedTopicNames(im) {
+				if b.allowedTopic(conn, authz.OpDescribe, name) {
+					resp.Topics = append(resp.Topics, topicMetadata(im.Topics[name], b.nodeID, offline))
+				}
+			}
 		}
 		return resp, nil
 	}
