@@ -60,7 +60,11 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.Brokers...), kgo.ClientID("sluice-console"))
+	// A page shows the cluster as it is now: kgo answers an all-topics Metadata request from
+	// its cache for MetadataMinAge (5 s by default), so a topic created just before a page
+	// load was missing from it.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.Brokers...), kgo.ClientID("sluice-console"),
+		kgo.MetadataMinAge(100*time.Millisecond))
 	if err != nil {
 		return nil, fmt.Errorf("console: %w", err)
 	}
