@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"sluice/internal/testcluster"
@@ -259,12 +260,13 @@ func resetPeakRSS(pid int) error {
 
 // usage is a broker's resource use over one workload, summed over its nodes.
 type usage struct {
-	pids     []int
-	cpuStart []float64
+	pids        []int
+	cpuStart    []float64
+	clientStart float64
 }
 
 func beginUsage(pids []int) (*usage, error) {
-	u := &usage{pids: pids}
+	u := &usage{pids: pids, clientStart: clientCPU()}
 	for _, pid := range pids {
 		if err := resetPeakRSS(pid); err != nil {
 			return nil, err
@@ -277,6 +279,20 @@ func beginUsage(pids []int) (*usage, error) {
 	}
 	return u, nil
 }
+
+// clientCPU is the CPU time of this process (the franz-go load generator and end-to-end
+// consumer) and of its finished children (Kafka's perf tools), in seconds. The brokers are
+// children too, but live ones are not counted by RUSAGE_CHILDREN.
+func clientCPU() float64 {
+	var self, children syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &self)
+	_ = syscall.Getrusage(syscall.RUSAGE_CHILDREN, &children)
+	sec := func(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
+	return sec(self.Utime) + sec(self.Stime) + sec(children.Utime) + sec(children.Stime)
+}
+
+// clientSeconds is the load generator's CPU time since begin (clientCPU).
+func (u *usage) clientSeconds() float64 { return clientCPU() - u.clientStart }
 
 // end returns the CPU seconds all nodes used since begin and each node's peak RSS in MiB.
 func (u *usage) end() (cpuSeconds float64, peakRSSMiB []float64, err error) {

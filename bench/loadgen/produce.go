@@ -29,6 +29,9 @@ type produceSpec struct {
 	// the latency is one produce request's round trip through the broker, without client
 	// batching or queueing.
 	Sequential bool
+	// NoLinger sends with linger 0 (records still share a request when they queue behind one
+	// in flight), so a paced row's latency is the broker's, not a batch's wait in the client.
+	NoLinger bool
 	// Security are the client options for a TLS or SASL listener (-tls-ca, -scram-sha-512),
 	// given to the producers and the end-to-end consumer alike.
 	Security []kgo.Opt
@@ -70,7 +73,7 @@ func runProduce(ctx context.Context, spec produceSpec) (*produceResult, error) {
 		opts = append(opts, kgo.DisableIdempotentWrite())
 	}
 	opts = append(opts, kgo.RequiredAcks(acks))
-	if spec.Sequential {
+	if spec.Sequential || spec.NoLinger {
 		opts = append(opts, kgo.ProducerLinger(0))
 	}
 

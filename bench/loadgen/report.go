@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 )
 
@@ -104,7 +105,9 @@ func renderMarkdown(rep *report, png, plotErr string) string {
 	p("- franz-go loadgen (bench/loadgen, franz-go v1.22.3, client defaults except acks and compression, which is off as in the Java producer's default; values are random bytes; acks=all is idempotent as franz-go and the Java client default, acks=1 is not): "+
 		"one client (own connection) per producer, unthrottled, %v per workload (%v with fsync). "+
 		"Produce latency = `Produce` call → acknowledgement callback per record, so it includes time queued in the client's buffer "+
-		"(franz-go's 50,000 records and 10 ms linger), except in the one-record-at-a-time row, which uses linger 0 and `ProduceSync`: there it is one request's round trip. "+
+		"(franz-go's 50,000 records and 10 ms linger), except in the one-record-at-a-time row, which uses linger 0 and `ProduceSync`: there it is one request's round trip, "+
+		"and in the end-to-end rows at fixed rates, which use linger 0 so that a record does not wait 10 ms in the client for its batch (it still shares a request with the records that queued behind one in flight). "+
+		"Load generator CPU s is this process's CPU over the step (producers, end-to-end consumer, and Kafka's perf tools when they ran), and machine CPU used is broker plus load generator over the machine's cores × the step's wall time: near 100%%, a row measures the machine, not the broker. "+
 		"End-to-end = send time stamped in the record → return of the consumer's poll, with a group-less consumer reading the topic while it is written. "+
 		"Histograms are log-bucketed (≤0.8%% error).\n", cfg.Duration, cfg.FsyncDuration)
 	p("- Kafka's tools run with the Java client's defaults (linger.ms=5, batch.size=16384) and `--throughput -1`; their latencies are whole milliseconds.\n")
@@ -128,8 +131,8 @@ func renderMarkdown(rep *report, png, plotErr string) string {
 			"rf3": "three nodes, RF=3, min.insync.replicas=2 (default flush)", "txn": "transactional producer, one node (default flush)",
 			"tls": "PLAINTEXT, SSL and SASL_SSL (SCRAM-SHA-512) listeners of the same one-node broker (default flush)"}[mode]
 		p("## Results: %s\n\n", title)
-		p("| workload | tool | broker | records/s | MiB/s | produce p50 ms | p99 ms | p99.9 ms | p99.99 ms | max ms | e2e p50 ms | e2e p99 ms | broker CPU s (step wall s) | CPU s/GiB | CPU s/M records | peak RSS MiB | note |\n")
-		p("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+		p("| workload | tool | broker | records/s | MiB/s | produce p50 ms | p99 ms | p99.9 ms | p99.99 ms | max ms | e2e p50 ms | e2e p99 ms | broker CPU s (step wall s) | CPU s/GiB | CPU s/M records | load generator CPU s | machine CPU used | peak RSS MiB | note |\n")
+		p("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 		seen := map[string]bool{}
 		for _, r := range rep.Results {
 			if r.Mode != mode || seen[r.Workload] || r.Workload == "start" {
@@ -154,19 +157,23 @@ func renderMarkdown(rep *report, png, plotErr string) string {
 				if x.Records > 0 {
 					cpuPerM = x.CPUSeconds / float64(x.Records) * 1e6
 				}
-				p("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", x.Title, x.Tool, x.Broker,
+				used := "-"
+				if x.WallSeconds > 0 {
+					used = fmt.Sprintf("%.0f%%", 100*(x.CPUSeconds+x.ClientCPUSeconds)/(x.WallSeconds*float64(runtime.NumCPU())))
+				}
+				p("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", x.Title, x.Tool, x.Broker,
 					num(x.RecPerSec), num(x.MiBPerSec), num(x.P50Ms), num(x.P99Ms), num(x.P999Ms), num(x.P9999Ms), num(x.MaxMs), num(x.E2EP50Ms), num(x.E2EP99Ms),
-					fmt.Sprintf("%s (%s)", num(x.CPUSeconds), num(x.WallSeconds)), num(cpuPerGiB), num(cpuPerM), num(x.PeakRSSMiB), note)
+					fmt.Sprintf("%s (%s)", num(x.CPUSeconds), num(x.WallSeconds)), num(cpuPerGiB), num(cpuPerM), num(x.ClientCPUSeconds), used, num(x.PeakRSSMiB), note)
 			}
 			k, s := find(rep.Results, mode, "kafka", r.Workload), find(rep.Results, mode, "sluice", r.Workload)
 			if k != nil && s != nil {
 				kc, sc := k.CPUSeconds/math.Max(k.MiB, 1e-9), s.CPUSeconds/math.Max(s.MiB, 1e-9)
 				kr, sr := k.CPUSeconds/math.Max(float64(k.Records), 1e-9), s.CPUSeconds/math.Max(float64(s.Records), 1e-9)
-				p("| | | **sluice/kafka** | **%s** | **%s** | **%s** | **%s** | **%s** | **%s** | **%s** | **%s** | **%s** | %s | **%s** | **%s** | **%s** | |\n",
+				p("| | | **sluice/kafka** | **%s** | **%s** | **%s** | **%s** | **%s** | **%s** | **%s** | **%s** | **%s** | %s | **%s** | **%s** | %s | | **%s** | |\n",
 					fx(ratio(s.RecPerSec, k.RecPerSec)), fx(ratio(s.MiBPerSec, k.MiBPerSec)), fx(ratio(s.P50Ms, k.P50Ms)),
 					fx(ratio(s.P99Ms, k.P99Ms)), fx(ratio(s.P999Ms, k.P999Ms)), fx(ratio(s.P9999Ms, k.P9999Ms)), fx(ratio(s.MaxMs, k.MaxMs)),
 					fx(ratio(s.E2EP50Ms, k.E2EP50Ms)), fx(ratio(s.E2EP99Ms, k.E2EP99Ms)),
-					fx(ratio(s.CPUSeconds, k.CPUSeconds)), fx(ratio(sc, kc)), fx(ratio(sr, kr)), fx(ratio(s.PeakRSSMiB, k.PeakRSSMiB)))
+					fx(ratio(s.CPUSeconds, k.CPUSeconds)), fx(ratio(sc, kc)), fx(ratio(sr, kr)), fx(ratio(s.ClientCPUSeconds, k.ClientCPUSeconds)), fx(ratio(s.PeakRSSMiB, k.PeakRSSMiB)))
 			}
 		}
 		p("\n")

@@ -32,6 +32,9 @@ type scaleConfig struct {
 	RampStep         int           // partitions per topic of the ramp
 	RampBudget       time.Duration // per broker; the ramp stops when spent
 	ProfileSeconds   int           // sluice CPU profile during the largest create (0: none)
+	DataGiB          float64       // data written before the restarts (0: none)
+	DataPartitions   int           // partitions of the data topic
+	RestartTimeout   time.Duration // how long a restart may take before it counts as failed
 }
 
 // createRow is one CreateTopics of Partitions partitions.
@@ -48,13 +51,14 @@ type createRow struct {
 
 // restartRow is one restart with every partition created so far.
 type restartRow struct {
-	Kind     string  `json:"kind"`      // "clean" (SIGTERM) or "kill -9"
-	StopSec  float64 `json:"stop_s"`    // SIGTERM until exit (clean)
-	ReadySec float64 `json:"ready_s"`   // launch until ApiVersions is answered
-	LedSec   float64 `json:"all_led_s"` // launch until Metadata shows every partition led
-	FDs      int     `json:"fds"`       // after the restart, all partitions idle
-	RSSMiB   float64 `json:"rss_mib"`
-	Err      string  `json:"error,omitempty"`
+	Kind       string  `json:"kind"`       // "clean" (SIGTERM) or "kill -9"
+	StopSec    float64 `json:"stop_s"`     // SIGTERM until exit (clean)
+	ReadySec   float64 `json:"ready_s"`    // launch until ApiVersions is answered
+	LedSec     float64 `json:"all_led_s"`  // launch until Metadata shows every partition led and the data's end offsets are back
+	Partitions int     `json:"partitions"` // partitions held at the restart
+	FDs        int     `json:"fds"`        // after the restart, all partitions idle
+	RSSMiB     float64 `json:"rss_mib"`
+	Err        string  `json:"error,omitempty"`
 }
 
 type scaleResult struct {
@@ -69,7 +73,9 @@ type scaleResult struct {
 	MapsAfter    int          `json:"maps_after"` // lines of /proc/pid/maps (vm.max_map_count counts these)
 	RSSBeforeMiB float64      `json:"rss_before_mib"`
 	RSSAfterMiB  float64      `json:"rss_after_mib"`
+	Data         *dataLoad    `json:"data,omitempty"`
 	Restarts     []restartRow `json:"restarts"`
+	RampRestarts []restartRow `json:"ramp_restarts,omitempty"` // at the ramp's end, when it reached RampTo
 	Ramp         []createRow  `json:"ramp"`
 	RampReached  int          `json:"ramp_reached"` // partitions all led at the ramp's end
 	RampStop     string       `json:"ramp_stop"`
@@ -88,8 +94,11 @@ func cmdScale(ctx context.Context, args []string) error {
 	fs.IntVar(&cfg.MetadataRequests, "metadata-requests", 50, "Metadata requests for every partition to time")
 	fs.IntVar(&cfg.RampTo, "ramp-to", 100000, "partitions the ramp tries to reach on one node (0: no ramp)")
 	fs.IntVar(&cfg.RampStep, "ramp-step", 10000, "partitions per topic the ramp creates")
-	fs.DurationVar(&cfg.RampBudget, "ramp-budget", 150*time.Second, "time each broker's ramp may take")
+	fs.DurationVar(&cfg.RampBudget, "ramp-budget", 8*time.Minute, "time each broker's ramp may take")
 	fs.IntVar(&cfg.ProfileSeconds, "profile-seconds", 0, "take a sluice CPU profile (--debug-addr) of this many seconds from the start of the largest create")
+	fs.Float64Var(&cfg.DataGiB, "data-gib", 10, "GiB of 1 KiB records written before the restarts, into a topic of its own (0: none)")
+	fs.IntVar(&cfg.DataPartitions, "data-partitions", 100, "partitions of the data topic")
+	fs.DurationVar(&cfg.RestartTimeout, "restart-timeout", 10*time.Minute, "how long a restart may take before it counts as failed")
 	_ = fs.Parse(args)
 	for _, s := range strings.Split(*sizes, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
@@ -193,14 +202,18 @@ func runScale(ctx context.Context, cfg scaleConfig, name string) (r scaleResult)
 	r.MetaP50Ms, r.MetaP99Ms = ms(h.quantile(0.5)), ms(h.quantile(0.99))
 	slog.Info("metadata", "broker", name, "p50_ms", r.MetaP50Ms, "p99_ms", r.MetaP99Ms)
 
-	for _, kind := range []string{"clean", "kill -9"} {
-		row := restart(ctx, b, kind, total)
-		slog.Info("restart", "broker", name, "kind", kind, "ready_s", row.ReadySec, "all_led_s", row.LedSec, "err", row.Err)
-		r.Restarts = append(r.Restarts, row)
-		if row.Err != "" {
-			r.Err = "restart: " + row.Err
+	if cfg.DataGiB > 0 {
+		d, err := loadData(ctx, b.Addr, "scale-data", cfg.DataPartitions, cfg.DataGiB)
+		if err != nil {
+			r.Err = "loading the data: " + err.Error()
 			return r
 		}
+		r.Data = d
+		total += d.Partitions
+		r.RampReached = total
+	}
+	if r.Restarts, r.Err = restartBoth(ctx, cfg, b, name, total, r.Data); r.Err != "" {
+		return r
 	}
 	cl.Close()
 	if cl, err = kgo.NewClient(kgo.SeedBrokers(b.Addr), kgo.RequestTimeoutOverhead(10*time.Minute),
@@ -243,7 +256,25 @@ func runScale(ctx context.Context, cfg scaleConfig, name string) (r scaleResult)
 		}
 	}
 	r.RampStop = "reached"
+	r.RampRestarts, r.Err = restartBoth(ctx, cfg, b, name, total, r.Data)
 	return r
+}
+
+// restartBoth restarts b cleanly and then after kill -9, holding total partitions and data.
+func restartBoth(ctx context.Context, cfg scaleConfig, b *brokerProc, name string, total int, data *dataLoad) ([]restartRow, string) {
+	// A restart that did not finish in time does not stop the other: kill -9 is measured from a
+	// process killed wherever it was.
+	var rows []restartRow
+	var errs []string
+	for _, kind := range []string{"clean", "kill -9"} {
+		row := restart(ctx, b, kind, total, data, cfg.RestartTimeout)
+		slog.Info("restart", "broker", name, "partitions", total, "kind", kind, "ready_s", row.ReadySec, "all_led_s", row.LedSec, "err", row.Err)
+		rows = append(rows, row)
+		if row.Err != "" {
+			errs = append(errs, "restart ("+kind+"): "+row.Err)
+		}
+	}
+	return rows, strings.Join(errs, "; ")
 }
 
 // maxTopicPartitions is the most partitions one CreateTopics request creates here: Kafka's
@@ -324,8 +355,8 @@ func ledPartitions(ctx context.Context, cl *kgo.Client) (int, error) {
 
 // restart stops node 1 (SIGTERM, or SIGKILL for "kill -9"), launches it again on the same data
 // and times readiness and every partition being led again.
-func restart(ctx context.Context, b *brokerProc, kind string, total int) (row restartRow) {
-	row.Kind = kind
+func restart(ctx context.Context, b *brokerProc, kind string, total int, data *dataLoad, timeout time.Duration) (row restartRow) {
+	row.Kind, row.Partitions = kind, total
 	n := b.cluster.Nodes[0]
 	start := time.Now()
 	if kind == "clean" {
@@ -343,8 +374,9 @@ func restart(ctx context.Context, b *brokerProc, kind string, total int) (row re
 		row.Err = err.Error()
 		return row
 	}
-	if err := n.WaitReady(10 * time.Minute); err != nil {
+	if err := n.WaitReady(timeout); err != nil {
 		row.Err = err.Error()
+		row.ReadySec = time.Since(start).Seconds()
 		return row
 	}
 	row.ReadySec = time.Since(start).Seconds()
@@ -354,16 +386,17 @@ func restart(ctx context.Context, b *brokerProc, kind string, total int) (row re
 		return row
 	}
 	defer cl.Close()
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	for {
 		led, err := ledPartitions(ctx, cl)
-		if err == nil && led >= total {
+		if err == nil && led >= total && data.dataBack(ctx, b.Addr) {
 			break
 		}
 		select {
 		case <-ctx.Done():
-			row.Err = fmt.Sprintf("%d of %d partitions led 10m after the restart (%v)", led, total, err)
+			row.Err = fmt.Sprintf("%d of %d partitions led (or the data's end offsets not back) %v after the restart (%v)", led, total, timeout, err)
+			row.LedSec = time.Since(start).Seconds()
 			return row
 		case <-time.After(50 * time.Millisecond):
 		}
@@ -476,6 +509,7 @@ func renderScale(cfg scaleConfig, started, finished time.Time, rs []scaleResult,
 	}
 	row("RSS after creation", get(k, func(r *scaleResult) float64 { return r.RSSAfterMiB }), get(s, func(r *scaleResult) float64 { return r.RSSAfterMiB }), "MiB", "≤ 0.25x")
 	row("RSS growth per idle partition", get(k, perPart), get(s, perPart), "KiB", "")
+	restartGoalRows(&b, cfg, k, s)
 	row(fmt.Sprintf("partitions reached towards %d", cfg.RampTo), get(k, func(r *scaleResult) float64 { return float64(r.RampReached) }), get(s, func(r *scaleResult) float64 { return float64(r.RampReached) }), "", fmt.Sprintf("%d under the default limit", cfg.RampTo))
 	b.WriteString("\n")
 
@@ -492,10 +526,14 @@ func renderScale(cfg scaleConfig, started, finished time.Time, rs []scaleResult,
 		}
 		fmt.Fprintf(&b, "\nWith %d idle partitions: %d descriptors, %d mappings, RSS %.0f MiB. Metadata for every partition over %d requests: p50 %.1f ms, p99 %.1f ms.\n\n",
 			r.Partitions, r.FDsAfter, r.MapsAfter, r.RSSAfterMiB, r.MetaRequests, r.MetaP50Ms, r.MetaP99Ms)
-		if len(r.Restarts) > 0 {
-			b.WriteString("| restart | stop | until ApiVersions | until every partition led | descriptors after | RSS after |\n|---|---|---|---|---|---|\n")
-			for _, x := range r.Restarts {
-				fmt.Fprintf(&b, "| %s | %.2f s | %.2f s | %.2f s | %d | %.0f MiB |%s\n", x.Kind, x.StopSec, x.ReadySec, x.LedSec, x.FDs, x.RSSMiB, errCell(x.Err))
+		if r.Data != nil {
+			fmt.Fprintf(&b, "Data before the restarts: %.1f GiB (%d records of %d B, acks=1) into %s, %d partitions, in %.1f s.\n\n",
+				float64(r.Data.Bytes)/(1<<30), r.Data.Records, dataRecordBytes, r.Data.Topic, r.Data.Partitions, r.Data.Seconds)
+		}
+		if rows := append(append([]restartRow{}, r.Restarts...), r.RampRestarts...); len(rows) > 0 {
+			b.WriteString("| restart | partitions | stop | until ApiVersions | until every partition led, data back | descriptors after | RSS after |\n|---|---|---|---|---|---|---|\n")
+			for _, x := range rows {
+				fmt.Fprintf(&b, "| %s | %d | %.2f s | %.2f s | %.2f s | %d | %.0f MiB |%s\n", x.Kind, x.Partitions, x.StopSec, x.ReadySec, x.LedSec, x.FDs, x.RSSMiB, errCell(x.Err))
 			}
 			b.WriteString("\n")
 		}
@@ -515,6 +553,66 @@ func renderScale(cfg scaleConfig, started, finished time.Time, rs []scaleResult,
 		}
 	}
 	return b.String()
+}
+
+// restartGoalRows adds the goal table's restart rows: both brokers at the measured sizes plus
+// the data, and sluice again at the ramp's end. A restart that failed counts as at least the
+// time it was given.
+func restartGoalRows(b *strings.Builder, cfg scaleConfig, k, s *scaleResult) {
+	took := func(r *scaleResult, ramp bool, i int) (float64, bool, int) {
+		if r == nil {
+			return math.NaN(), false, 0
+		}
+		rows := r.Restarts
+		if ramp {
+			rows = r.RampRestarts
+		}
+		if i >= len(rows) {
+			return math.NaN(), false, 0
+		}
+		return rows[i].LedSec, rows[i].Err != "", rows[i].Partitions
+	}
+	cell := func(v float64, failed bool) string {
+		if failed {
+			return fmt.Sprintf("> %.0f s (did not finish)", v)
+		}
+		return fnum(v, "s")
+	}
+	data := "no data"
+	if cfg.DataGiB > 0 {
+		data = fmt.Sprintf("%g GiB", cfg.DataGiB)
+	}
+	for _, ramp := range []bool{false, true} {
+		for i, kind := range []string{"clean", "kill -9"} {
+			kv, kf, kn := took(k, ramp, i)
+			sv, sf, sn := took(s, ramp, i)
+			if math.IsNaN(sv) && math.IsNaN(kv) {
+				continue
+			}
+			n := max(kn, sn)
+			ratioCell := fx(ratio(sv, kv))
+			switch {
+			case kf && sf:
+				ratioCell = "n/a"
+			case kf:
+				ratioCell = "< " + ratioCell
+			case sf:
+				ratioCell = "> " + ratioCell
+			}
+			if ramp && math.IsNaN(kv) {
+				ratioCell = fmt.Sprintf("n/a (Kafka held %d partitions)", get0(k))
+			}
+			fmt.Fprintf(b, "| restart (%s) with %d partitions and %s, until every partition is led and the data is back | %s | %s | %s | ≤ 0.5x |\n",
+				kind, n, data, cell(kv, kf), cell(sv, sf), ratioCell)
+		}
+	}
+}
+
+func get0(r *scaleResult) int {
+	if r == nil {
+		return 0
+	}
+	return r.RampReached
 }
 
 func errCell(e string) string {
