@@ -100,6 +100,7 @@ func cmdProduce(ctx context.Context, args []string) error {
 	e2e := fs.Bool("e2e", true, "measure end-to-end latency with a consumer")
 	rate := fs.Int("rate", 0, "records/s for all producers together (0: as fast as possible)")
 	sequential := fs.Bool("sequential", false, "one record at a time with linger 0 (request round trip)")
+	noLinger := fs.Bool("no-linger", false, "linger 0 (the fixed-rate end-to-end rows of loadgen all)")
 	tlsCA := fs.String("tls-ca", "", "connect with TLS, trusting this PEM CA file (an SSL or SASL_SSL listener)")
 	scram512 := fs.String("scram-sha-512", "", "USER:PASSWORD: authenticate with SASL SCRAM-SHA-512")
 	_ = fs.Parse(args)
@@ -109,7 +110,7 @@ func cmdProduce(ctx context.Context, args []string) error {
 	}
 	res, err := runProduce(ctx, produceSpec{Brokers: strings.Split(*brokers, ","), Topic: *topic,
 		Producers: *producers, RecordSize: *size, AcksAll: *acks == "all", Duration: *dur, E2E: *e2e,
-		Rate: *rate, Sequential: *sequential, Security: security})
+		Rate: *rate, Sequential: *sequential, NoLinger: *noLinger, Security: security})
 	if res != nil {
 		s := res.Elapsed.Seconds()
 		fmt.Printf("%d records in %.1fs: %.0f rec/s %.1f MiB/s; produce p50 %v p99 %v p99.9 %v; errors %d\n",
