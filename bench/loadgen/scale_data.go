@@ -37,7 +37,7 @@ func loadData(ctx context.Context, addr, topic string, partitions int, gib float
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic(topic),
 		kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite(),
 		kgo.ProducerLinger(5*time.Millisecond), kgo.MaxBufferedRecords(200_000),
-		kgo.ProducerBatchMaxBytes(1<<20), kgo.RequestTimeoutOverhead(time.Minute))
+		kgo.ProducerBatchMaxBytes(1<<20), kgo.RequestTimeoutOverhead(time.Minute), kgo.UnknownTopicRetries(-1))
 	if err != nil {
 		return nil, err
 	}
@@ -49,6 +49,21 @@ func loadData(ctx context.Context, addr, topic string, partitions int, gib float
 	}
 	if created.Err != nil {
 		return nil, created.Err
+	}
+	// Kafka answers CreateTopics before its partitions have leaders; producing at once would
+	// run into UNKNOWN_TOPIC_OR_PARTITION.
+	for {
+		md, err := adm.Metadata(ctx, topic)
+		if err == nil {
+			if t, ok := md.Topics[topic]; ok && t.Err == nil && len(t.Partitions) == partitions && ledAll(t.Partitions) {
+				break
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
 	pool := make([]byte, 1<<20)
 	if _, err := rand.Read(pool); err != nil {
@@ -123,6 +138,15 @@ func (d *dataLoad) dataBack(ctx context.Context, addr string) bool {
 	}
 	for p, o := range d.endOffsets {
 		if got[p] != o {
+			return false
+		}
+	}
+	return true
+}
+
+func ledAll(ps kadm.PartitionDetails) bool {
+	for _, p := range ps {
+		if p.Err != nil || p.Leader < 0 {
 			return false
 		}
 	}
