@@ -226,7 +226,13 @@ type request struct {
 	// waitForLeader parks the request until this node leads instead of failing it with
 	// NotController (used by Start).
 	waitForLeader bool
-	done          chan error // buffered(1); receives the outcome exactly once
+	// nonAtomic: the records may be committed in several entries when they do not fit in one
+	// (Kafka's non-atomic ControllerResult). Set on a broker's own lifecycle (registration,
+	// heartbeat, fencing), whose records are independent partition changes a broker with many
+	// partitions produces by the hundred thousand; a user's request stays one entry or is
+	// refused with POLICY_VIOLATION.
+	nonAtomic bool
+	done      chan error // buffered(1); receives the outcome exactly once
 }
 
 func (r *request) finish(err error) { r.done <- err }
@@ -551,31 +557,49 @@ func (c *Controller) handleRequest(r *request) {
 		r.finish(nil)
 		return
 	}
-	id := c.nextProposal
-	c.nextProposal++
-	if c.nextProposal == 0 {
-		c.nextProposal = 1
-	}
-	data := encodeEntry(id, recs)
+	chunks := [][]Record{recs}
+	data := encodeEntry(c.nextProposal, recs)
 	if len(data) > maxEntryBytes {
-		r.finish(fail(kerr.PolicyViolation, "Unable to perform excessively large batch operation: its metadata records take %d bytes, more than %d.", len(data), maxEntryBytes))
-		return
-	}
-	if err := c.node.Propose(data); err != nil {
-		c.logger.Debug("proposal dropped", "err", err)
-		r.finish(errNotController)
-		return
-	}
-	if c.workingBuilder == nil {
-		c.workingBuilder = newImageBuilder(c.working)
-		c.working = c.workingBuilder.img
-	}
-	for _, rec := range recs {
-		if err := c.workingBuilder.apply(rec); err != nil {
-			c.logger.Error("proposed record does not apply to the working image", "err", err)
+		if r.nonAtomic {
+			chunks = splitEntries(recs, maxEntryBytes)
 		}
+		if len(chunks) == 1 || slices.ContainsFunc(chunks, func(ch []Record) bool { return len(ch) == 1 && encodedEntrySize(ch) > maxEntryBytes }) {
+			r.finish(fail(kerr.PolicyViolation, "Unable to perform excessively large batch operation: its metadata records take %d bytes, more than %d.", len(data), maxEntryBytes))
+			return
+		}
+		c.logger.Info("committing a broker's metadata change in several entries", "records", len(recs), "bytes", len(data), "entries", len(chunks))
 	}
-	c.inflight[id] = r
+	// Each entry is tracked; the request completes with the last, which raft commits after the
+	// others. Only the last one carries r's callbacks.
+	for i, chunk := range chunks {
+		owner := r
+		if i < len(chunks)-1 {
+			owner = &request{ctx: r.ctx, done: make(chan error, 1)}
+		}
+		id := c.nextProposal
+		c.nextProposal++
+		if c.nextProposal == 0 {
+			c.nextProposal = 1
+		}
+		if len(chunks) > 1 {
+			data = encodeEntry(id, chunk)
+		}
+		if err := c.node.Propose(data); err != nil {
+			c.logger.Debug("proposal dropped", "err", err)
+			r.finish(errNotController)
+			return
+		}
+		if c.workingBuilder == nil {
+			c.workingBuilder = newImageBuilder(c.working)
+			c.working = c.workingBuilder.img
+		}
+		for _, rec := range chunk {
+			if err := c.workingBuilder.apply(rec); err != nil {
+				c.logger.Error("proposed record does not apply to the working image", "err", err)
+			}
+		}
+		c.inflight[id] = owner
+	}
 }
 
 // processReady drains raft's Ready. REQUIRES: driver goroutine.

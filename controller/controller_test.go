@@ -763,6 +763,46 @@ func TestOversizedProposalRefused(t *testing.T) {
 	mustCreate(t, c, CreateTopic{Name: "after", NumPartitions: 1, ReplicationFactor: 1})
 }
 
+// A broker's own lifecycle change (nonAtomic: registration, heartbeat, fencing) larger than one
+// entry is committed in several, in order; a user's request that large is still refused, and so
+// is a single record that fits in no entry. A broker with 100,000 partitions could not register
+// again after an unclean shutdown before (its ISR removals took 9 MB).
+func TestNonAtomicProposalSplitsAcrossEntries(t *testing.T) {
+	c := startTest(t, testConfig(t.TempDir()))
+	quarter := strings.Repeat("q", maxEntryBytes/4)
+	var recs []Record
+	for i := range 6 {
+		recs = append(recs, &ConfigRecord{ResourceType: ResourceBroker, ResourceName: "1", Key: fmt.Sprintf("k%d", i), Value: &quarter})
+	}
+	if err := c.submit(testCtx(t), &request{plan: func(*Image) []Record { return recs }}); !errors.Is(err, kerr.PolicyViolation) {
+		t.Fatalf("atomic request of %d bytes: got %v, want POLICY_VIOLATION", encodedEntrySize(recs), err)
+	}
+	if got := len(c.Image().BrokerConfigs["1"]); got != 0 {
+		t.Fatalf("the refused request left %d configs", got)
+	}
+	var published *Image
+	err := c.submit(testCtx(t), &request{nonAtomic: true, plan: func(*Image) []Record { return recs },
+		applied: func(im *Image) { published = im }})
+	if err != nil {
+		t.Fatalf("non-atomic request of %d bytes: %v", encodedEntrySize(recs), err)
+	}
+	if got := len(published.BrokerConfigs["1"]); got != len(recs) {
+		t.Fatalf("image when the request completed holds %d of its %d configs", got, len(recs))
+	}
+	if n := len(splitEntries(recs, maxEntryBytes)); n < 2 {
+		t.Fatalf("split into %d entries", n)
+	}
+	huge := strings.Repeat("x", maxEntryBytes)
+	err = c.submit(testCtx(t), &request{nonAtomic: true, plan: func(*Image) []Record {
+		return []Record{&ConfigRecord{ResourceType: ResourceBroker, Key: "small", Value: &quarter},
+			&ConfigRecord{ResourceType: ResourceBroker, Key: "huge", Value: &huge}}
+	}})
+	if !errors.Is(err, kerr.PolicyViolation) {
+		t.Fatalf("a record larger than an entry: got %v, want POLICY_VIOLATION", err)
+	}
+	mustCreate(t, c, CreateTopic{Name: "after", NumPartitions: 1, ReplicationFactor: 1})
+}
+
 func TestStepAfterClose(t *testing.T) {
 	c, err := Start(testConfig(t.TempDir()))
 	if err != nil {

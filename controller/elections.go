@@ -524,7 +524,7 @@ func (c *Controller) tickUnclean() {
 	if len(plan(c.working)) == 0 {
 		return
 	}
-	c.handleRequest(&request{ctx: context.Background(), done: make(chan error, 1), plan: func(w *Image) []Record {
+	c.handleRequest(&request{ctx: context.Background(), done: make(chan error, 1), nonAtomic: true, plan: func(w *Image) []Record {
 		recs := plan(w)
 		if len(recs) > 0 {
 			c.logger.Warn("unclean leader election: electing out-of-sync replicas of offline partitions (unclean.leader.election.enable); acknowledged records may be lost",

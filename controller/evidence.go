@@ -275,7 +275,7 @@ func sortedKeys[V any](m map[int32]V) []int32 {
 // ISR memberships as removeBrokerRecords does. REQUIRES: driver goroutine.
 func (c *Controller) fenceBrokers(ids []int32, why string) {
 	slices.Sort(ids)
-	r := &request{ctx: context.Background(), done: make(chan error, 1), plan: func(w *Image) []Record {
+	r := &request{ctx: context.Background(), done: make(chan error, 1), nonAtomic: true, plan: func(w *Image) []Record {
 		var recs []Record
 		for _, id := range ids {
 			b := w.Brokers[id]

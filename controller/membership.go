@@ -104,7 +104,7 @@ type brokerSession struct {
 func (c *Controller) RegisterBroker(ctx context.Context, reg BrokerRegistration) (int64, error) {
 	var epoch int64
 	var verr *validationError
-	req := &request{plan: func(w *Image) []Record {
+	req := &request{nonAtomic: true, plan: func(w *Image) []Record {
 		epoch, verr = 0, nil
 		if reg.ClusterID != w.ClusterID {
 			verr = fail(kerr.InconsistentClusterID, "Expected cluster ID %s, but got cluster ID %s.", w.ClusterID, reg.ClusterID)
@@ -210,7 +210,7 @@ func (c *Controller) isOwnRestart(reg BrokerRegistration, old *BrokerInfo) bool 
 func (c *Controller) Heartbeat(ctx context.Context, hb BrokerHeartbeat) (HeartbeatResult, error) {
 	var res HeartbeatResult
 	var verr *validationError
-	req := &request{}
+	req := &request{nonAtomic: true}
 	result := func(im *Image) {
 		b := im.Brokers[hb.BrokerID]
 		if b == nil || b.Epoch != hb.BrokerEpoch {

@@ -281,6 +281,42 @@ func encodeEntry(proposal uint64, recs []Record) []byte {
 	return out
 }
 
+// entryOverhead bounds encodeEntry's bytes besides the records' own: format version,
+// proposal ID, and the record count and per-record lengths (uvarints of at most 10 bytes).
+const entryOverhead = 1 + 8 + binary.MaxVarintLen64
+
+// encodedEntrySize is len(encodeEntry(_, recs)) without building it.
+func encodedEntrySize(recs []Record) int {
+	n := 9 + uvarintLen(uint64(len(recs)))
+	for _, r := range recs {
+		l := len(EncodeRecord(r))
+		n += uvarintLen(uint64(l)) + l
+	}
+	return n
+}
+
+// splitEntries cuts recs, in order, into runs whose entries each take at most maxBytes. A
+// single record larger than that gets a run of its own, which the caller refuses.
+func splitEntries(recs []Record, maxBytes int) [][]Record {
+	var out [][]Record
+	start, size := 0, entryOverhead
+	for i, r := range recs {
+		l := len(EncodeRecord(r))
+		l += uvarintLen(uint64(l))
+		if i > start && size+l > maxBytes {
+			out = append(out, recs[start:i])
+			start, size = i, entryOverhead
+		}
+		size += l
+	}
+	return append(out, recs[start:])
+}
+
+func uvarintLen(v uint64) int {
+	var b [binary.MaxVarintLen64]byte
+	return binary.PutUvarint(b[:], v)
+}
+
 // decodeEntry is the inverse of encodeEntry. Every length is checked before use.
 func decodeEntry(b []byte) (proposal uint64, recs []Record, err error) {
 	if len(b) < 9 {

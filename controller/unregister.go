@@ -43,7 +43,7 @@ func (*UnregisterBrokerRecord) Type() RecordType { return RecordUnregisterBroker
 // broker-only node follows on its own (see the top of this file).
 func (c *Controller) UnregisterBroker(ctx context.Context, id int32) error {
 	var verr *validationError
-	req := &request{plan: func(w *Image) []Record {
+	req := &request{nonAtomic: true, plan: func(w *Image) []Record {
 		verr = nil
 		b := w.Brokers[id]
 		if b == nil {
