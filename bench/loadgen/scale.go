@@ -158,7 +158,7 @@ func runScale(ctx context.Context, cfg scaleConfig, name string) (r scaleResult)
 			path := filepath.Join(cfg.WorkDir, fmt.Sprintf("sluice-create-%d.pprof", n))
 			go func() { prof <- takeCPUProfile(ctx, b.DebugAddr, cfg.ProfileSeconds, path) }()
 		}
-		row := timeCreate(ctx, cl, topic, n, total, 5*time.Minute)
+		row := timeCreate(ctx, cl, b.Addr, topic, n, total, 5*time.Minute)
 		if row.Err == "" {
 			total += n
 		}
@@ -233,7 +233,7 @@ func runScale(ctx context.Context, cfg scaleConfig, name string) (r scaleResult)
 			return r
 		}
 		n := min(cfg.RampStep, cfg.RampTo-total)
-		row := timeCreate(ctx, cl, fmt.Sprintf("ramp-%d-%d", i, n), n, total, time.Until(rampEnd)+time.Minute)
+		row := timeCreate(ctx, cl, b.Addr, fmt.Sprintf("ramp-%d-%d", i, n), n, total, time.Until(rampEnd)+time.Minute)
 		if err := b.exited(); err != nil {
 			row.Err = strings.TrimSpace(row.Err + " broker " + err.Error())
 		}
@@ -262,11 +262,12 @@ func runScale(ctx context.Context, cfg scaleConfig, name string) (r scaleResult)
 
 // restartBoth restarts b cleanly and then after kill -9, holding total partitions and data.
 func restartBoth(ctx context.Context, cfg scaleConfig, b *brokerProc, name string, total int, data *dataLoad) ([]restartRow, string) {
-	// A restart that did not finish in time does not stop the other: kill -9 is measured from a
-	// process killed wherever it was.
+	// kill -9 first, right after the data was written: its recovery then has the unflushed
+	// data to check, as after a crash. A restart that did not finish in time does not stop the
+	// other.
 	var rows []restartRow
 	var errs []string
-	for _, kind := range []string{"clean", "kill -9"} {
+	for _, kind := range []string{"kill -9", "clean"} {
 		row := restart(ctx, b, kind, total, data, cfg.RestartTimeout)
 		slog.Info("restart", "broker", name, "partitions", total, "kind", kind, "ready_s", row.ReadySec, "all_led_s", row.LedSec, "err", row.Err)
 		rows = append(rows, row)
@@ -285,7 +286,7 @@ const maxTopicPartitions = 5000
 // timeCreate creates n partitions (replication factor 1) as topics of at most
 // maxTopicPartitions, one CreateTopics request each in turn, and waits until Metadata shows
 // before+n partitions led. A name of topic-<i> per request.
-func timeCreate(ctx context.Context, cl *kgo.Client, topic string, n, before int, timeout time.Duration) createRow {
+func timeCreate(ctx context.Context, cl *kgo.Client, addr, topic string, n, before int, timeout time.Duration) createRow {
 	row := createRow{Topic: topic, Partitions: n}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -320,6 +321,12 @@ func timeCreate(ctx context.Context, cl *kgo.Client, topic string, n, before int
 		led, err := ledPartitions(ctx, cl)
 		if err == nil && led >= before+n {
 			row.ReadySec = time.Since(start).Seconds()
+			// Led in Metadata is the controller's word; a broker out of descriptors still
+			// shows the partitions it could not open as led. One record into the first and
+			// the last partition of each new topic says they are really there (not timed).
+			if err := probeWrites(ctx, addr, topic, n); err != nil {
+				row.Err = "created but not writable: " + err.Error()
+			}
 			return row
 		}
 		if err == nil {
@@ -332,6 +339,30 @@ func timeCreate(ctx context.Context, cl *kgo.Client, topic string, n, before int
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// probeWrites produces one record (acks=1) into the first and the last partition of each
+// topic timeCreate made for n partitions named after topic.
+func probeWrites(ctx context.Context, addr, topic string, n int) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite(), kgo.ProduceRequestTimeout(20*time.Second))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	var recs []*kgo.Record
+	for i, left := 0, n; left > 0; i++ {
+		name, parts := topic, min(left, maxTopicPartitions)
+		if n > maxTopicPartitions {
+			name = fmt.Sprintf("%s-%d", topic, i)
+		}
+		left -= parts
+		recs = append(recs, &kgo.Record{Topic: name, Partition: 0, Value: []byte("probe")},
+			&kgo.Record{Topic: name, Partition: int32(parts - 1), Value: []byte("probe")})
+	}
+	return cl.ProduceSync(ctx, recs...).FirstErr()
 }
 
 // ledPartitions sends one Metadata request for every topic and counts the partitions that
@@ -559,7 +590,7 @@ func renderScale(cfg scaleConfig, started, finished time.Time, rs []scaleResult,
 // the data, and sluice again at the ramp's end. A restart that failed counts as at least the
 // time it was given.
 func restartGoalRows(b *strings.Builder, cfg scaleConfig, k, s *scaleResult) {
-	took := func(r *scaleResult, ramp bool, i int) (float64, bool, int) {
+	took := func(r *scaleResult, ramp bool, kind string) (float64, bool, int) {
 		if r == nil {
 			return math.NaN(), false, 0
 		}
@@ -567,10 +598,12 @@ func restartGoalRows(b *strings.Builder, cfg scaleConfig, k, s *scaleResult) {
 		if ramp {
 			rows = r.RampRestarts
 		}
-		if i >= len(rows) {
-			return math.NaN(), false, 0
+		for _, x := range rows {
+			if x.Kind == kind {
+				return x.LedSec, x.Err != "", x.Partitions
+			}
 		}
-		return rows[i].LedSec, rows[i].Err != "", rows[i].Partitions
+		return math.NaN(), false, 0
 	}
 	cell := func(v float64, failed bool) string {
 		if failed {
@@ -583,9 +616,9 @@ func restartGoalRows(b *strings.Builder, cfg scaleConfig, k, s *scaleResult) {
 		data = fmt.Sprintf("%g GiB", cfg.DataGiB)
 	}
 	for _, ramp := range []bool{false, true} {
-		for i, kind := range []string{"clean", "kill -9"} {
-			kv, kf, kn := took(k, ramp, i)
-			sv, sf, sn := took(s, ramp, i)
+		for _, kind := range []string{"kill -9", "clean"} {
+			kv, kf, kn := took(k, ramp, kind)
+			sv, sf, sn := took(s, ramp, kind)
 			if math.IsNaN(sv) && math.IsNaN(kv) {
 				continue
 			}
