@@ -33,6 +33,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"sort"
 	"strings"
 	"syscall"
@@ -103,10 +104,22 @@ func cmdProduce(ctx context.Context, args []string) error {
 	noLinger := fs.Bool("no-linger", false, "linger 0 (the fixed-rate end-to-end rows of loadgen all)")
 	tlsCA := fs.String("tls-ca", "", "connect with TLS, trusting this PEM CA file (an SSL or SASL_SSL listener)")
 	scram512 := fs.String("scram-sha-512", "", "USER:PASSWORD: authenticate with SASL SCRAM-SHA-512")
+	cpuProfile := fs.String("cpuprofile", "", "write the load generator's own CPU profile (producers and end-to-end consumer) to this file")
 	_ = fs.Parse(args)
 	security, err := securityOpts(*tlsCA, *scram512)
 	if err != nil {
 		return err
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	res, err := runProduce(ctx, produceSpec{Brokers: strings.Split(*brokers, ","), Topic: *topic,
 		Producers: *producers, RecordSize: *size, AcksAll: *acks == "all", Duration: *dur, E2E: *e2e,
