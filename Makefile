@@ -82,8 +82,8 @@ bench:
 # Partitions at scale (issue 20): one node of sluice and of Apache Kafka 4.4.0, CreateTopics of
 # 1,000/5,000/10,000 partitions, Metadata for all of them, descriptors and RSS, 10 GiB of data
 # written, restarts (clean and kill -9) with all of it, a ramp towards 100,000 partitions and, if
-# it gets there, the two restarts again. Writes bench/results/<date>-scale.md; 30-60 minutes (Kafka's
-# restarts dominate). SCALE_ARGS passes flags to `loadgen scale` (e.g. -brokers sluice -data-gib 1).
+# it gets there, the two restarts again. Writes bench/results/<date>-scale.md; about 8 minutes on an
+# idle machine, far longer on a loaded one. SCALE_ARGS passes flags to `loadgen scale` (e.g. -brokers sluice -data-gib 1).
 SCALE_ARGS ?=
 .PHONY: bench-scale
 bench-scale:
