@@ -296,17 +296,35 @@ func ResolveMoves(fsys FS, logDirs []string) ([]MoveResolution, error) {
 		}
 	}
 	var out []MoveResolution
-	syncParent := func(path string) error { return fsys.SyncDir(filepath.Dir(path)) }
+	// remove deletes a leftover directory; rename gives one the partition's own name. Each
+	// makes its parent's entry durable before the resolution is reported.
+	remove := func(path string) error {
+		if err := fsys.RemoveAll(path); err != nil {
+			return err
+		}
+		if err := fsys.SyncDir(filepath.Dir(path)); err != nil {
+			return err
+		}
+		out = append(out, MoveResolution{path, "removed"})
+		return nil
+	}
+	rename := func(path, final, tp, how string) error {
+		if err := fsys.Rename(path, final); err != nil {
+			return err
+		}
+		if err := fsys.SyncDir(filepath.Dir(final)); err != nil {
+			return err
+		}
+		live[tp] = true
+		out = append(out, MoveResolution{path, how})
+		return nil
+	}
 	for _, f := range futures {
 		path := filepath.Join(f.logDir, f.name)
 		if live[f.tp] {
-			if err := fsys.RemoveAll(path); err != nil {
+			if err := remove(path); err != nil {
 				return out, err
 			}
-			if err := syncParent(path); err != nil {
-				return out, err
-			}
-			out = append(out, MoveResolution{path, "removed"})
 			continue
 		}
 		hasMoved := false
@@ -318,37 +336,21 @@ func ResolveMoves(fsys FS, logDirs []string) ([]MoveResolution, error) {
 		if !hasMoved {
 			continue // not ours to decide: left for the operator
 		}
-		final := filepath.Join(f.logDir, f.tp)
-		if err := fsys.Rename(path, final); err != nil {
+		if err := rename(path, filepath.Join(f.logDir, f.tp), f.tp, "completed"); err != nil {
 			return out, err
 		}
-		if err := syncParent(final); err != nil {
-			return out, err
-		}
-		live[f.tp] = true
-		out = append(out, MoveResolution{path, "completed"})
 	}
 	for _, m := range moved {
 		path := filepath.Join(m.logDir, m.name)
+		var err error
 		if live[m.tp] {
-			if err := fsys.RemoveAll(path); err != nil {
-				return out, err
-			}
-			if err := syncParent(path); err != nil {
-				return out, err
-			}
-			out = append(out, MoveResolution{path, "removed"})
-			continue
+			err = remove(path)
+		} else {
+			err = rename(path, filepath.Join(m.logDir, m.tp), m.tp, "restored")
 		}
-		final := filepath.Join(m.logDir, m.tp)
-		if err := fsys.Rename(path, final); err != nil {
+		if err != nil {
 			return out, err
 		}
-		if err := syncParent(final); err != nil {
-			return out, err
-		}
-		live[m.tp] = true
-		out = append(out, MoveResolution{path, "restored"})
 	}
 	return out, nil
 }
