@@ -105,13 +105,7 @@ func logDirStateRecords(w *Image, id int32, dirs [][16]byte) []Record {
 	recs := []Record{change}
 	return partitionChanges(recs, next, id, func(w *Image, topic TopicID, p *PartitionInfo, id int32) *PartitionChangeRecord {
 		if !w.replicaActive(p, id) {
-			if p.Leader != id && !slices.Contains(p.ISR, id) {
-				return nil
-			}
-			target := currentTarget(p)
-			target.isr = slices.DeleteFunc(target.isr, func(r int32) bool { return r == id })
-			return buildChange(w, topic, p, target, changeOptions{election: topicElection(w, topic),
-				acceptable: func(r int32) bool { return r != id && w.replicaActive(p, r) }})
+			return removeReplicaChange(w, topic, p, id)
 		}
 		if p.Leader != -1 {
 			return nil
