@@ -421,7 +421,7 @@ func restart(ctx context.Context, b *brokerProc, kind string, total int, data *d
 	defer cancel()
 	for {
 		led, err := ledPartitions(ctx, cl)
-		if err == nil && led >= total && data.dataBack(ctx, b.Addr) {
+		if err == nil && led >= total && data.dataBack(ctx, cl) {
 			break
 		}
 		select {

@@ -11,12 +11,14 @@ import (
 	"crypto/rand"
 	"fmt"
 	"log/slog"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // dataLoad is what was written before the restarts.
@@ -43,7 +45,7 @@ func loadData(ctx context.Context, addr, topic string, partitions int, gib float
 	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
-	created, err := adm.CreateTopic(ctx, int32(partitions), 1, map[string]*string{"segment.bytes": strPtrOf("1073741824")}, topic)
+	created, err := adm.CreateTopic(ctx, int32(partitions), 1, map[string]*string{"segment.bytes": kmsg.StringPtr("1073741824")}, topic)
 	if err != nil {
 		return nil, err
 	}
@@ -91,7 +93,7 @@ func loadData(ctx context.Context, addr, topic string, partitions int, gib float
 		return nil, ctx.Err()
 	}
 	d := &dataLoad{Topic: topic, Partitions: partitions, Records: want, Bytes: want * dataRecordBytes, Seconds: time.Since(start).Seconds()}
-	if d.endOffsets, err = endOffsets(ctx, addr, topic); err != nil {
+	if d.endOffsets, err = endOffsets(ctx, adm, topic); err != nil {
 		return nil, err
 	}
 	var sum int64
@@ -105,14 +107,9 @@ func loadData(ctx context.Context, addr, topic string, partitions int, gib float
 	return d, nil
 }
 
-// endOffsets lists topic's end offsets with a client of its own.
-func endOffsets(ctx context.Context, addr, topic string) (map[int32]int64, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
-	if err != nil {
-		return nil, err
-	}
-	defer cl.Close()
-	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, topic)
+// endOffsets lists topic's end offsets.
+func endOffsets(ctx context.Context, adm *kadm.Client, topic string) (map[int32]int64, error) {
+	ends, err := adm.ListEndOffsets(ctx, topic)
 	if err != nil {
 		return nil, err
 	}
@@ -127,21 +124,14 @@ func endOffsets(ctx context.Context, addr, topic string) (map[int32]int64, error
 	return out, perr
 }
 
-// dataBack says whether every partition of d's topic has its end offset back.
-func (d *dataLoad) dataBack(ctx context.Context, addr string) bool {
+// dataBack says whether every partition of d's topic has its end offset back, asking through
+// cl (the restart's client, reused on every poll).
+func (d *dataLoad) dataBack(ctx context.Context, cl *kgo.Client) bool {
 	if d == nil {
 		return true
 	}
-	got, err := endOffsets(ctx, addr, d.Topic)
-	if err != nil || len(got) != len(d.endOffsets) {
-		return false
-	}
-	for p, o := range d.endOffsets {
-		if got[p] != o {
-			return false
-		}
-	}
-	return true
+	got, err := endOffsets(ctx, kadm.NewClient(cl), d.Topic)
+	return err == nil && maps.Equal(got, d.endOffsets)
 }
 
 func ledAll(ps kadm.PartitionDetails) bool {
@@ -152,5 +142,3 @@ func ledAll(ps kadm.PartitionDetails) bool {
 	}
 	return true
 }
-
-func strPtrOf(s string) *string { return &s }
