@@ -98,20 +98,7 @@ func consumeOnePartition(t *testing.T, addr, topic string, partition int32) []st
 	if !ok || end.Err != nil {
 		t.Fatalf("end offset of %s-%d: %v", topic, partition, end.Err)
 	}
-	consumer := franzClient(t, addr, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {partition: kgo.NewOffset().AtStart()}}))
-	var values []string
-	for next := int64(0); next < end.Offset; {
-		fetches := consumer.PollFetches(ctx)
-		if err := ctx.Err(); err != nil {
-			t.Fatalf("%s-%d: consumed up to %d of %d: %v", topic, partition, next, end.Offset, err)
-		}
-		fetches.EachError(func(_ string, _ int32, err error) { t.Fatalf("fetch: %v", err) })
-		fetches.EachRecord(func(r *kgo.Record) {
-			values = append(values, string(r.Value))
-			next = r.Offset + 1
-		})
-	}
-	return values
+	return consumeUpTo(ctx, t, addr, topic, partition, end.Offset)
 }
 
 // TestJBODKafkaTools: a broker with two log directories spreads a 6-partition topic 3 and 3;

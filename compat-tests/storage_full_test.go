@@ -381,12 +381,21 @@ func consumePartition(t *testing.T, addr, topic string, partition int32) []strin
 	if end.Err != nil {
 		t.Fatalf("end offset of %s-%d: %v", topic, partition, end.Err)
 	}
+	values := consumeUpTo(ctx, t, addr, topic, partition, end.Offset)
+	cl.Close()
+	return values
+}
+
+// consumeUpTo reads one partition from its start up to (not including) offset end.
+func consumeUpTo(ctx context.Context, t *testing.T, addr, topic string, partition int32, end int64) []string {
+	t.Helper()
 	consumer := franzClient(t, addr, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {partition: kgo.NewOffset().AtStart()}}))
+	defer consumer.Close()
 	var values []string
-	for next := int64(0); next < end.Offset; {
+	for next := int64(0); next < end; {
 		fetches := consumer.PollFetches(ctx)
 		if err := ctx.Err(); err != nil {
-			t.Fatalf("%s-%d: consumed up to %d of %d: %v", topic, partition, next, end.Offset, err)
+			t.Fatalf("%s-%d: consumed up to %d of %d: %v", topic, partition, next, end, err)
 		}
 		fetches.EachError(func(_ string, _ int32, err error) { t.Fatalf("fetch: %v", err) })
 		fetches.EachRecord(func(r *kgo.Record) {
@@ -394,8 +403,6 @@ func consumePartition(t *testing.T, addr, topic string, partition int32) []strin
 			next = r.Offset + 1
 		})
 	}
-	cl.Close()
-	consumer.Close()
 	return values
 }
 
