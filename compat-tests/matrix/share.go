@@ -127,6 +127,12 @@ func verifyShareLedger(ds []shareDelivery) error {
 		}
 		delete(by, v)
 	}
+	return shareVerdict(by, problems)
+}
+
+// shareVerdict is a ledger check's outcome: problems found on the seeded values, plus every
+// value left in by (delivered but never produced), sorted into one error.
+func shareVerdict(by map[string][]shareDelivery, problems []string) error {
 	for v := range by {
 		problems = append(problems, fmt.Sprintf("unexpected record %q delivered", v))
 	}
@@ -433,14 +439,7 @@ func verifyConsoleShareLedger(ds []shareDelivery) error {
 			problems = append(problems, fmt.Sprintf("%s delivered [%s], want %s", v, strings.Join(desc, ", "), want))
 		}
 	}
-	for v := range by {
-		problems = append(problems, fmt.Sprintf("unexpected record %q delivered", v))
-	}
-	if len(problems) > 0 {
-		sort.Strings(problems)
-		return fmt.Errorf("verify share: %s", strings.Join(problems, "; "))
-	}
-	return nil
+	return shareVerdict(by, problems)
 }
 
 // runConfluentShare is the share cell of confluent-kafka-python from PyPI: clients/
