@@ -29,7 +29,7 @@ func TestKafkaStorageFormatThenSluice(t *testing.T) {
 	javaTool(t, "", "kafka.tools.StorageTool", "format", "-t", clusterID, "-c", props)
 	dirIDs := map[string]string{}
 	for _, d := range []string{d1, d2} {
-		dirIDs[d] = metaProperty(t, d, "directory.id")
+		dirIDs[d] = metaPropertiesValue(t, d, "directory.id")
 	}
 
 	b := StartBrokerWith(t, BrokerOptions{Dir: d1}, "log.dirs="+d1+","+d2)
@@ -39,7 +39,7 @@ func TestKafkaStorageFormatThenSluice(t *testing.T) {
 			t.Fatalf("round %d: kafka-cluster cluster-id printed %q, want %s", round, out, clusterID)
 		}
 		for _, d := range []string{d1, d2} {
-			if got := metaProperty(t, d, "directory.id"); got != dirIDs[d] {
+			if got := metaPropertiesValue(t, d, "directory.id"); got != dirIDs[d] {
 				t.Fatalf("round %d: %s's directory.id is %s, kafka-storage format gave it %s", round, d, got, dirIDs[d])
 			}
 		}
@@ -48,20 +48,4 @@ func TestKafkaStorageFormatThenSluice(t *testing.T) {
 			b.Restart()
 		}
 	}
-}
-
-// metaProperty is key's value in dir/meta.properties.
-func metaProperty(t *testing.T, dir, key string) string {
-	t.Helper()
-	data, err := os.ReadFile(filepath.Join(dir, "meta.properties"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), key+"="); ok {
-			return v
-		}
-	}
-	t.Fatalf("%s/meta.properties has no %s:\n%s", dir, key, data)
-	return ""
 }
