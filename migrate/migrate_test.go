@@ -401,16 +401,23 @@ func TestPrepareRefuses(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !strings.Contains(strings.Join(p.Problems, "\n"), tc.want) {
-				t.Fatalf("problems %q, want one containing %q", p.Problems, tc.want)
-			}
-			if err := p.Apply(func(*Plan) error { t.Fatal("bootstrap written despite problems"); return nil }); err == nil {
-				t.Fatal("Apply ran despite problems")
-			}
-			if after := listing(t, dir); after != before {
-				t.Fatal("the directory changed")
-			}
+			requireRefused(t, p, dir, before, tc.want)
 		})
+	}
+}
+
+// requireRefused checks that p names a problem containing want, that Apply refuses to run, and
+// that dir is as it was (listing before).
+func requireRefused(t *testing.T, p *Plan, dir, before, want string) {
+	t.Helper()
+	if !strings.Contains(strings.Join(p.Problems, "\n"), want) {
+		t.Fatalf("problems %q, want one containing %q", p.Problems, want)
+	}
+	if err := p.Apply(func(*Plan) error { t.Fatal("bootstrap written despite problems"); return nil }); err == nil {
+		t.Fatal("Apply ran despite problems")
+	}
+	if after := listing(t, dir); after != before {
+		t.Fatal("the directory changed")
 	}
 }
 
@@ -562,15 +569,7 @@ func TestPrepareClientMetrics(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !strings.Contains(strings.Join(p.Problems, "\n"), tc.want) {
-				t.Fatalf("problems %q, want one containing %q", p.Problems, tc.want)
-			}
-			if err := p.Apply(func(*Plan) error { t.Fatal("bootstrap written despite problems"); return nil }); err == nil {
-				t.Fatal("Apply ran despite problems")
-			}
-			if after := listing(t, dir); after != before {
-				t.Fatal("the directory changed")
-			}
+			requireRefused(t, p, dir, before, tc.want)
 		})
 	}
 }
