@@ -157,6 +157,14 @@ func (tb *testBroker) describeLogDirs(t *testing.T) *kmsg.DescribeLogDirsRespons
 
 // dirOf returns the directory DescribeLogDirs lists topic/partition in (not as a future
 // replica), whether a future replica of it is listed, and its size.
+// otherDir is the directory of the JBOD broker's two that is not from.
+func otherDir(dirs [2]string, from string) string {
+	if dirs[0] == from {
+		return dirs[1]
+	}
+	return dirs[0]
+}
+
 func dirOf(resp *kmsg.DescribeLogDirsResponse, topic string, partition int32) (dir string, future bool, size int64) {
 	for _, d := range resp.Dirs {
 		for _, tt := range d.Topics {
@@ -238,10 +246,7 @@ func TestAlterReplicaLogDirsMove(t *testing.T) {
 	tb.createTopic(t, "mv", 1, nil)
 	tb.produce(t, "mv", 0, 200)
 	from, _, _ := dirOf(tb.describeLogDirs(t), "mv", 0)
-	to := dirs[0]
-	if from == to {
-		to = dirs[1]
-	}
+	to := otherDir(dirs, from)
 	if code := tb.alterReplicaLogDir(t, to, "mv", 0); code != 0 {
 		t.Fatalf("AlterReplicaLogDirs: %v", kerr.ErrorForCode(code))
 	}
@@ -471,10 +476,7 @@ func TestAlterReplicaLogDirsFutureAndCancel(t *testing.T) {
 	tb.createTopic(t, "slow", 1, nil)
 	tb.produce(t, "slow", 0, 500)
 	from, _, size := dirOf(tb.describeLogDirs(t), "slow", 0)
-	to := dirs[0]
-	if from == to {
-		to = dirs[1]
-	}
+	to := otherDir(dirs, from)
 	ctx := testContext(t)
 	resps, err := tb.Admin.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Name: "replica.alter.log.dirs.io.max.bytes.per.second", Value: ptrString("1000")}})
 	if err == nil && len(resps) > 0 {
@@ -536,10 +538,7 @@ func TestInterruptedMoveFinishedAtStart(t *testing.T) {
 	tb.createTopic(t, "crash", 1, nil)
 	tb.produce(t, "crash", 0, 50)
 	from, _, _ := dirOf(tb.describeLogDirs(t), "crash", 0)
-	to := dirs[0]
-	if from == to {
-		to = dirs[1]
-	}
+	to := otherDir(dirs, from)
 	if err := tb.Broker.Close(); err != nil {
 		t.Fatal(err)
 	}
