@@ -35,13 +35,7 @@ func TestDefsMatchKafka(t *testing.T) {
 		}
 		p := strings.Split(line, "\t")
 		scope, name, typ, dflt, internal := p[0], p[1], p[2], p[3], p[6] == "true"
-		var d *Def
-		var ok bool
-		if scope == "TOPIC" {
-			d, ok = TopicDef(name)
-		} else {
-			d, ok = brokerByName[name]
-		}
+		d, ok := dumpedDef(scope, name)
 		if !ok {
 			t.Errorf("%s key %s is missing", scope, name)
 			continue
@@ -163,4 +157,14 @@ func deref(s *string) string {
 		return "<nil>"
 	}
 	return *s
+}
+
+// dumpedDef is sluice's definition of a key of the Kafka ConfigDefs dump, by its scope there
+// (TOPIC, or a broker scope).
+func dumpedDef(scope, name string) (*Def, bool) {
+	if scope == "TOPIC" {
+		return TopicDef(name)
+	}
+	d, ok := brokerByName[name]
+	return d, ok
 }

@@ -35,13 +35,7 @@ func TestValidatorsMatchKafka(t *testing.T) {
 		if m == nil {
 			continue
 		}
-		var d *Def
-		var ok bool
-		if scope == "TOPIC" {
-			d, ok = TopicDef(name)
-		} else {
-			d, ok = brokerByName[name]
-		}
+		d, ok := dumpedDef(scope, name)
 		if !ok {
 			continue
 		}
