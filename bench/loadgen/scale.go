@@ -291,6 +291,7 @@ func timeCreate(ctx context.Context, cl *kgo.Client, addr, topic string, n, befo
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	start := time.Now()
+	var probes []*kgo.Record // one record for the first and the last partition of each topic
 	for i, left := 0, n; left > 0; i++ {
 		req := kmsg.NewPtrCreateTopicsRequest()
 		req.TimeoutMillis = int32(timeout.Milliseconds())
@@ -300,6 +301,8 @@ func timeCreate(ctx context.Context, cl *kgo.Client, addr, topic string, n, befo
 			t.Topic = fmt.Sprintf("%s-%d", topic, i)
 		}
 		left -= int(t.NumPartitions)
+		probes = append(probes, &kgo.Record{Topic: t.Topic, Partition: 0, Value: []byte("probe")},
+			&kgo.Record{Topic: t.Topic, Partition: t.NumPartitions - 1, Value: []byte("probe")})
 		req.Topics = append(req.Topics, t)
 		resp, err := req.RequestWith(ctx, cl)
 		if err != nil {
@@ -324,7 +327,7 @@ func timeCreate(ctx context.Context, cl *kgo.Client, addr, topic string, n, befo
 			// Led in Metadata is the controller's word; a broker out of descriptors still
 			// shows the partitions it could not open as led. One record into the first and
 			// the last partition of each new topic says they are really there (not timed).
-			if err := probeWrites(ctx, addr, topic, n); err != nil {
+			if err := probeWrites(ctx, addr, probes); err != nil {
 				row.Err = "created but not writable: " + err.Error()
 			}
 			return row
@@ -341,9 +344,8 @@ func timeCreate(ctx context.Context, cl *kgo.Client, addr, topic string, n, befo
 	}
 }
 
-// probeWrites produces one record (acks=1) into the first and the last partition of each
-// topic timeCreate made for n partitions named after topic.
-func probeWrites(ctx context.Context, addr, topic string, n int) error {
+// probeWrites produces recs (acks=1), each to the partition it names.
+func probeWrites(ctx context.Context, addr string, recs []*kgo.Record) error {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite(), kgo.ProduceRequestTimeout(20*time.Second))
 	if err != nil {
@@ -352,16 +354,6 @@ func probeWrites(ctx context.Context, addr, topic string, n int) error {
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	var recs []*kgo.Record
-	for i, left := 0, n; left > 0; i++ {
-		name, parts := topic, min(left, maxTopicPartitions)
-		if n > maxTopicPartitions {
-			name = fmt.Sprintf("%s-%d", topic, i)
-		}
-		left -= parts
-		recs = append(recs, &kgo.Record{Topic: name, Partition: 0, Value: []byte("probe")},
-			&kgo.Record{Topic: name, Partition: int32(parts - 1), Value: []byte("probe")})
-	}
 	return cl.ProduceSync(ctx, recs...).FirstErr()
 }
 
